@@ -1,0 +1,202 @@
+// Package capability names what a session may do. An Effect is a kind of
+// action (read a file, search, fetch from the network); a Capability grants a
+// set of effects to one actor within a Scope (the roots or resources the
+// effects apply to).
+//
+// The kernel checks effects: a call to a tool whose effect no held capability
+// grants is denied before any handler runs. Scope is checked by the handler
+// that knows what its arguments mean (a file tool checks that the path lies in
+// a root the effect is granted on), through Set.Roots and Set.Covers.
+package capability
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Effect is a kind of action a tool performs.
+type Effect string
+
+// The effects capkit's tools declare.
+const (
+	ReadFile   Effect = "read_file"
+	WriteFile  Effect = "write_file"
+	EditFile   Effect = "edit_file"
+	MoveFile   Effect = "move_file"
+	List       Effect = "list"
+	Search     Effect = "search"
+	RunShell   Effect = "run_shell"
+	RunTest    Effect = "run_test"
+	ToolSearch Effect = "tool_search"
+	NetFetch   Effect = "net_fetch"
+	IndexRead  Effect = "index_read"
+	IndexWrite Effect = "index_write"
+	// CatalogRead reads entries of a fixed-file catalog.
+	CatalogRead Effect = "catalog_read"
+	// RunScript runs a bounded workflow script.
+	RunScript Effect = "run_script"
+	// Parse turns caller-supplied bytes into a bounded document; no IO.
+	Parse Effect = "parse"
+	// StateWrite replaces private state or publishes a directory.
+	StateWrite Effect = "state_write"
+	// ArchiveRead and ArchiveWrite extract and create ZIP archives.
+	ArchiveRead  Effect = "archive_read"
+	ArchiveWrite Effect = "archive_write"
+	// JournalRead and JournalWrite verify and append to JSON journals.
+	JournalRead  Effect = "journal_read"
+	JournalWrite Effect = "journal_write"
+)
+
+var known = []Effect{
+	ReadFile, WriteFile, EditFile, MoveFile, List, Search, RunShell, RunTest, ToolSearch,
+	NetFetch, IndexRead, IndexWrite, CatalogRead, RunScript, Parse, StateWrite,
+	ArchiveRead, ArchiveWrite, JournalRead, JournalWrite,
+}
+
+// Effects lists every defined effect.
+func Effects() []Effect { return slices.Clone(known) }
+
+// Valid reports whether e is a defined effect.
+func (e Effect) Valid() bool { return slices.Contains(known, e) }
+
+// ReadOnly reports whether e never changes anything outside the session.
+func (e Effect) ReadOnly() bool {
+	switch e {
+	case ReadFile, List, Search, ToolSearch, IndexRead, CatalogRead, Parse, ArchiveRead, JournalRead, NetFetch:
+		return true
+	}
+	return false
+}
+
+// Destructive reports whether e may overwrite or remove existing data.
+func (e Effect) Destructive() bool {
+	switch e {
+	case WriteFile, EditFile, RunShell, IndexWrite, StateWrite:
+		return true
+	}
+	return false
+}
+
+// OpenWorld reports whether e reaches outside the host's own data.
+func (e Effect) OpenWorld() bool { return e == NetFetch || e == RunShell }
+
+// ParseEffect parses a configured effect name.
+func ParseEffect(s string) (Effect, error) {
+	e := Effect(s)
+	if !e.Valid() {
+		return "", fmt.Errorf("unknown effect %q", s)
+	}
+	return e, nil
+}
+
+// Scope is where a capability's effects apply. Roots are absolute, cleaned
+// directory paths; Resources are opaque names (a catalog, an index) whose
+// meaning belongs to the tool that checks them. An empty scope applies to
+// tools that touch no root or resource (tool_search, parse).
+type Scope struct {
+	Roots     []string
+	Resources []string
+}
+
+// Capability grants Effects to Actor within Scope.
+type Capability struct {
+	Actor   string
+	Effects []Effect
+	Scope   Scope
+}
+
+// New returns a capability, cleaning its roots. Roots must be absolute.
+func New(actor string, effects []Effect, scope Scope) (Capability, error) {
+	if actor == "" {
+		return Capability{}, fmt.Errorf("capability: empty actor")
+	}
+	for _, e := range effects {
+		if !e.Valid() {
+			return Capability{}, fmt.Errorf("capability: unknown effect %q", e)
+		}
+	}
+	roots := make([]string, 0, len(scope.Roots))
+	for _, r := range scope.Roots {
+		if !filepath.IsAbs(r) {
+			return Capability{}, fmt.Errorf("capability: root %q is not absolute", r)
+		}
+		roots = append(roots, filepath.Clean(r))
+	}
+	return Capability{
+		Actor:   actor,
+		Effects: slices.Clone(effects),
+		Scope:   Scope{Roots: roots, Resources: slices.Clone(scope.Resources)},
+	}, nil
+}
+
+// Grants reports whether c grants e.
+func (c Capability) Grants(e Effect) bool { return slices.Contains(c.Effects, e) }
+
+// Set is the capabilities one session holds.
+type Set []Capability
+
+// Grants reports whether any capability in s grants e.
+func (s Set) Grants(e Effect) bool {
+	for _, c := range s {
+		if c.Grants(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Roots returns, without duplicates and in grant order, the roots on which
+// e is granted.
+func (s Set) Roots(e Effect) []string {
+	var out []string
+	for _, c := range s {
+		if !c.Grants(e) {
+			continue
+		}
+		for _, r := range c.Scope.Roots {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// AllRoots returns every root named by any capability in s, in grant order.
+func (s Set) AllRoots() []string {
+	var out []string
+	for _, c := range s {
+		for _, r := range c.Scope.Roots {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// Covers reports whether e is granted on root (an exact root, as returned by
+// Roots) or on the named resource.
+func (s Set) Covers(e Effect, rootOrResource string) bool {
+	for _, c := range s {
+		if c.Grants(e) && (slices.Contains(c.Scope.Roots, rootOrResource) || slices.Contains(c.Scope.Resources, rootOrResource)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Within reports whether the cleaned absolute path p is root itself or lies
+// under it, comparing whole path elements: /x/root_evil is not within /x/root.
+func Within(root, p string) bool {
+	if p == root {
+		return true
+	}
+	prefix := root
+	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, prefix)
+}

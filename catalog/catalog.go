@@ -1,0 +1,246 @@
+// Package catalog holds the tools a runtime offers, each described by an
+// Entry, and derives what a session may see from the capabilities it holds.
+//
+// The catalog a model sees is defence in depth and a context optimization;
+// it is not the security boundary. The kernel checks every call against the
+// complete catalog and the held capabilities. Spec derivation reads nothing
+// but the capability set and the session's activated tools, so the same
+// capabilities yield the same tool list whatever the client.
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolSearchName is the discovery tool's name. Search never returns it.
+const ToolSearchName = "tool_search"
+
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// Annotations are the MCP behaviour hints of a tool.
+type Annotations struct {
+	Title       string
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+	OpenWorld   bool
+}
+
+// AnnotationsFor derives hints from an effect.
+func AnnotationsFor(e capability.Effect) Annotations {
+	return Annotations{
+		ReadOnly:    e.ReadOnly(),
+		Destructive: e.Destructive(),
+		Idempotent:  e.ReadOnly(),
+		OpenWorld:   e.OpenWorld(),
+	}
+}
+
+// Entry describes one tool.
+type Entry struct {
+	Name   string
+	Effect capability.Effect
+	// Hot entries are offered without discovery; the rest are deferred until
+	// tool_search returns them to the session.
+	Hot bool
+	// Summary is the short discovery text; Description the full text the
+	// model reads (limits and an example).
+	Summary      string
+	Description  string
+	InputSchema  *jsonschema.Schema
+	OutputSchema *jsonschema.Schema
+	// Annotations default to AnnotationsFor(Effect) when nil.
+	Annotations *Annotations
+
+	resolved *jsonschema.Resolved
+	// inputJSON and outputJSON are the schemas encoded once, for transports.
+	inputJSON, outputJSON json.RawMessage
+}
+
+// Validate checks that e is complete and its schemas resolve.
+func (e *Entry) Validate() error {
+	if !namePattern.MatchString(e.Name) {
+		return fmt.Errorf("catalog: tool name %q must match %s", e.Name, namePattern)
+	}
+	if !e.Effect.Valid() {
+		return fmt.Errorf("catalog: tool %q: unknown effect %q", e.Name, e.Effect)
+	}
+	if strings.TrimSpace(e.Description) == "" {
+		return fmt.Errorf("catalog: tool %q: empty description", e.Name)
+	}
+	if e.InputSchema == nil || e.InputSchema.Type != "object" {
+		return fmt.Errorf("catalog: tool %q: input schema must be an object schema", e.Name)
+	}
+	if _, err := e.InputSchema.Resolve(nil); err != nil {
+		return fmt.Errorf("catalog: tool %q: input schema: %w", e.Name, err)
+	}
+	if e.OutputSchema != nil {
+		if e.OutputSchema.Type != "object" {
+			return fmt.Errorf("catalog: tool %q: output schema must be an object schema", e.Name)
+		}
+		if _, err := e.OutputSchema.Resolve(nil); err != nil {
+			return fmt.Errorf("catalog: tool %q: output schema: %w", e.Name, err)
+		}
+	}
+	return nil
+}
+
+// Resolved is the compiled input schema, for validation.
+func (e *Entry) Resolved() *jsonschema.Resolved { return e.resolved }
+
+// InputSchemaJSON is the input schema encoded as JSON.
+func (e *Entry) InputSchemaJSON() json.RawMessage { return e.inputJSON }
+
+// OutputSchemaJSON is the output schema encoded as JSON, or nil.
+func (e *Entry) OutputSchemaJSON() json.RawMessage { return e.outputJSON }
+
+// Hints returns the entry's annotations, derived from its effect if unset.
+func (e *Entry) Hints() Annotations {
+	if e.Annotations != nil {
+		return *e.Annotations
+	}
+	return AnnotationsFor(e.Effect)
+}
+
+func (e *Entry) discoveryText() string {
+	if e.Summary != "" {
+		return e.Summary
+	}
+	return e.Description
+}
+
+// Catalog is an assembled, validated and frozen set of entries.
+type Catalog struct {
+	entries []*Entry
+	index   map[string]int
+}
+
+// New validates every entry and rejects duplicate names. The entries are
+// copied; the catalog never changes afterwards.
+func New(entries []Entry) (*Catalog, error) {
+	c := &Catalog{index: make(map[string]int, len(entries))}
+	for i := range entries {
+		e := entries[i]
+		if err := e.Validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := c.index[e.Name]; dup {
+			return nil, fmt.Errorf("catalog: duplicate tool name %q", e.Name)
+		}
+		var err error
+		if e.resolved, err = e.InputSchema.Resolve(nil); err != nil {
+			return nil, err
+		}
+		if e.inputJSON, err = json.Marshal(e.InputSchema); err != nil {
+			return nil, fmt.Errorf("catalog: tool %q: %w", e.Name, err)
+		}
+		if e.OutputSchema != nil {
+			if e.outputJSON, err = json.Marshal(e.OutputSchema); err != nil {
+				return nil, fmt.Errorf("catalog: tool %q: %w", e.Name, err)
+			}
+		}
+		c.index[e.Name] = len(c.entries)
+		c.entries = append(c.entries, &e)
+	}
+	return c, nil
+}
+
+// Len is the number of entries.
+func (c *Catalog) Len() int { return len(c.entries) }
+
+// Entries returns every entry in registration order. Callers must not
+// modify them.
+func (c *Catalog) Entries() []*Entry { return slices.Clone(c.entries) }
+
+// Lookup returns the entry named name and its position.
+func (c *Catalog) Lookup(name string) (*Entry, int, bool) {
+	i, ok := c.index[name]
+	if !ok {
+		return nil, -1, false
+	}
+	return c.entries[i], i, true
+}
+
+// SpecsFor returns every entry some capability in caps grants.
+func (c *Catalog) SpecsFor(caps capability.Set) []*Entry {
+	var out []*Entry
+	for _, e := range c.entries {
+		if caps.Grants(e.Effect) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// DeferredSpecsFor returns the hot entries plus those activated, among the
+// entries caps grants. Activation never grants: a name without authority is
+// omitted.
+func (c *Catalog) DeferredSpecsFor(caps capability.Set, activated func(name string) bool) []*Entry {
+	var out []*Entry
+	for _, e := range c.entries {
+		if (e.Hot || (activated != nil && activated(e.Name))) && caps.Grants(e.Effect) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Search ranks the entries caps grants against the words of query: a name
+// equal to a term scores 8, a name containing it 4, and the discovery text
+// containing it 1. Ties break by name; an empty query lists everything in
+// name order. limit is clamped to 1..12. tool_search itself is never
+// returned.
+func (c *Catalog) Search(caps capability.Set, query string, limit int) []*Entry {
+	terms := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
+	})
+	type scored struct {
+		score int
+		e     *Entry
+	}
+	var matches []scored
+	for _, e := range c.entries {
+		if e.Name == ToolSearchName || !caps.Grants(e.Effect) {
+			continue
+		}
+		name := e.Name
+		hay := name + " " + strings.ToLower(e.discoveryText())
+		score := 0
+		for _, t := range terms {
+			if name == t {
+				score += 8
+			}
+			if strings.Contains(name, t) {
+				score += 4
+			}
+			if strings.Contains(hay, t) {
+				score++
+			}
+		}
+		if score > 0 || len(terms) == 0 {
+			matches = append(matches, scored{score, e})
+		}
+	}
+	sort.Slice(matches, func(i, j int) bool {
+		if matches[i].score != matches[j].score {
+			return matches[i].score > matches[j].score
+		}
+		return matches[i].e.Name < matches[j].e.Name
+	})
+	limit = min(max(limit, limits.SearchMinResults), limits.SearchMaxResults)
+	out := make([]*Entry, 0, min(limit, len(matches)))
+	for _, m := range matches[:min(limit, len(matches))] {
+		out = append(out, m.e)
+	}
+	return out
+}

@@ -1,0 +1,220 @@
+// Package fault defines capkit's typed failure: every public operation
+// returns a value or an *Error carrying one of a fixed set of codes, each with
+// a stable CLI exit code. Failures never become truncated or substituted
+// success.
+//
+// An Error separates what a caller may see (Code, Message, RetryAfter) from
+// what only the host's trusted log may see (the wrapped cause, Err). Messages
+// must be actionable and must not carry host paths or operating-system error
+// text when the caller is untrusted; the kernel enforces the latter for io and
+// internal failures by replacing the message with a generic one.
+package fault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// Code classifies a failure. The zero value is not a valid code.
+type Code string
+
+// The failure codes. Their CLI exit codes are fixed: see ExitCode.
+const (
+	InvalidInput Code = "invalid_input"
+	NotFound     Code = "not_found"
+	Conflict     Code = "conflict"
+	Denied       Code = "denied"
+	Limit        Code = "limit"
+	Unavailable  Code = "unavailable"
+	Deferred     Code = "deferred"
+	Integrity    Code = "integrity"
+	IO           Code = "io"
+	HTTP         Code = "http"
+	TLS          Code = "tls"
+	// Internal marks a bug in capkit or a handler: exit code 1.
+	Internal Code = "internal"
+)
+
+// Codes lists every code in exit-code order, for documentation and tests.
+var Codes = []Code{Internal, InvalidInput, NotFound, Conflict, Denied, Limit, Unavailable, Deferred, Integrity, IO, HTTP, TLS}
+
+// ExitCode is the stable process exit code for c. Unknown codes are internal
+// failures (1).
+func (c Code) ExitCode() int {
+	switch c {
+	case InvalidInput:
+		return 2
+	case NotFound:
+		return 3
+	case Conflict:
+		return 4
+	case Denied:
+		return 5
+	case Limit:
+		return 6
+	case Unavailable:
+		return 7
+	case Deferred:
+		return 8
+	case Integrity:
+		return 9
+	case IO:
+		return 10
+	case HTTP:
+		return 11
+	case TLS:
+		return 12
+	}
+	return 1
+}
+
+// Valid reports whether c is one of the defined codes.
+func (c Code) Valid() bool {
+	for _, k := range Codes {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Error is a typed failure.
+type Error struct {
+	Code Code
+	// Message says what failed and what the caller can do about it.
+	Message string
+	// RetryAfter, when positive, is the interval after which a retry may be
+	// admitted (deferred and unavailable failures). It is not a promise that
+	// the retry will succeed.
+	RetryAfter time.Duration
+	// Err is the underlying cause: detail for the host's trusted log.
+	Err error
+}
+
+// Error returns the message followed by the cause, for trusted readers.
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = string(e.Code)
+	}
+	if e.Err != nil {
+		return msg + ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, fault.ErrLimit) true for every Error with that
+// code. Only the sentinels (no message, no cause) match by code alone.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok || t.Message != "" || t.Err != nil {
+		return false
+	}
+	return t.Code == e.Code
+}
+
+// Sentinels for errors.Is. Do not return them directly: wrap with New or
+// Wrap so the caller gets a message.
+var (
+	ErrInvalidInput = &Error{Code: InvalidInput}
+	ErrNotFound     = &Error{Code: NotFound}
+	ErrConflict     = &Error{Code: Conflict}
+	ErrDenied       = &Error{Code: Denied}
+	ErrLimit        = &Error{Code: Limit}
+	ErrUnavailable  = &Error{Code: Unavailable}
+	ErrDeferred     = &Error{Code: Deferred}
+	ErrIntegrity    = &Error{Code: Integrity}
+	ErrIO           = &Error{Code: IO}
+	ErrHTTP         = &Error{Code: HTTP}
+	ErrTLS          = &Error{Code: TLS}
+	ErrInternal     = &Error{Code: Internal}
+)
+
+// New returns an Error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error with a formatted message and a cause kept for the
+// trusted log.
+func Wrap(code Code, cause error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// LimitExceeded is the failure for a named bound: it states the limit and,
+// when known, how much was asked for.
+func LimitExceeded(what string, limit int64, got int64) *Error {
+	if got > 0 {
+		return New(Limit, "%s: %d exceeds the limit of %d", what, got, limit)
+	}
+	return New(Limit, "%s: exceeds the limit of %d", what, limit)
+}
+
+// As returns err as an *Error, classifying errors that are not one: context
+// deadlines become limit, cancellation unavailable, missing files not_found,
+// permission errors denied, existing files conflict, other filesystem errors
+// io, and anything else internal. A nil err gives nil.
+func As(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return Wrap(Limit, err, "time limit exceeded")
+	case errors.Is(err, context.Canceled):
+		return Wrap(Unavailable, err, "canceled")
+	case errors.Is(err, fs.ErrNotExist):
+		return Wrap(NotFound, err, "not found")
+	case errors.Is(err, fs.ErrPermission):
+		return Wrap(Denied, err, "permission denied")
+	case errors.Is(err, fs.ErrExist):
+		return Wrap(Conflict, err, "already exists")
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return Wrap(IO, err, "i/o failure")
+	}
+	return Wrap(Internal, err, "internal error")
+}
+
+// CodeOf returns the code of err as classified by As, or "" for nil.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return As(err).Code
+}
+
+// ExitCode is the process exit code for err: 0 for nil.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	return As(err).Code.ExitCode()
+}
+
+// Public returns the message an untrusted caller may see: the message for
+// most codes, and a generic text for io and internal failures, whose detail
+// may name host paths or system errors.
+func (e *Error) Public() string {
+	switch e.Code {
+	case IO:
+		return "i/o failure"
+	case Internal:
+		return "internal error"
+	}
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return e.Message
+}

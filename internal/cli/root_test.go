@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"version", []string{"version"}, 0, "capkit "},
+		{"version json", []string{"version", "--json"}, 0, `"version"`},
+		{"unknown command", []string{"frobnicate"}, 2, ""},
+		{"unknown flag", []string{"version", "--nope"}, 2, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, _ := run(t, "", c.args...)
+			if code != c.code || !strings.Contains(out, c.out) {
+				t.Fatalf("exit %d out %q", code, out)
+			}
+		})
+	}
+}

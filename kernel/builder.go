@@ -1,0 +1,153 @@
+// Package kernel is the one path every tool call takes. A Builder registers
+// tools with their policies; Build freezes them into a Runtime; a Session
+// holds one actor's capabilities, counters and activated tools; Session.Call
+// checks, bounds, runs and audits a call.
+//
+// The order of checks in Session.Call is fixed: lookup (not_found), effect
+// granted by a held capability (denied), input bytes and call budget
+// (limit), arguments valid against the tool's JSON Schema (invalid_input),
+// the handler under the policy's deadline, the output bound (limit, never
+// truncation), and an audit event. An untrusted session receives a generic
+// message for io and internal failures; the detail goes to the host's log.
+//
+// What the kernel does not do: it does not check scope (which root or
+// resource an argument names); handlers do that through
+// capability.Set.Covers, because only they know what an argument means.
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/catalog"
+)
+
+// ErrBuilt is returned when a Builder is used after Build.
+var ErrBuilt = errors.New("kernel: builder already built; nothing registers after Build")
+
+// Meta describes a tool to the catalog.
+type Meta struct {
+	Effect capability.Effect
+	// Hot tools are listed without discovery.
+	Hot bool
+	// Summary is the one-line discovery text.
+	Summary string
+	// Description is what the model reads: what the tool does, its limits
+	// and an example.
+	Description string
+	// Annotations override the hints derived from Effect.
+	Annotations *catalog.Annotations
+}
+
+// Handler runs one admitted call. It returns a result or an error; errors
+// that are not a *fault.Error are internal failures.
+type Handler func(ctx context.Context, call *Call) (*Result, error)
+
+// Options configure a Builder. The zero value is usable.
+type Options struct {
+	// Audit receives one event per call: actor, tool, outcome, input and
+	// output bytes, duration. Nil disables auditing.
+	Audit *slog.Logger
+	// Log is the host's trusted log: failure detail that untrusted callers
+	// never see. Nil discards it.
+	Log *slog.Logger
+	// DisableToolSearch leaves out the built-in tool_search tool. Without
+	// it, deferred tools can never be discovered, so sessions list every
+	// tool they are granted.
+	DisableToolSearch bool
+}
+
+type tool struct {
+	policy  Policy
+	handler Handler
+}
+
+// Builder collects tools. It is not safe for concurrent use.
+type Builder struct {
+	opts    Options
+	entries []catalog.Entry
+	tools   []tool
+	names   map[string]bool
+	built   bool
+}
+
+// NewBuilder returns a Builder. opts may be nil.
+func NewBuilder(opts *Options) *Builder {
+	b := &Builder{names: map[string]bool{}}
+	if opts != nil {
+		b.opts = *opts
+	}
+	return b
+}
+
+// Register adds a tool whose arguments must satisfy input, an object schema.
+// It fails for a duplicate name, an invalid policy or entry, or after Build.
+func (b *Builder) Register(policy Policy, meta Meta, input, output *jsonschema.Schema, h Handler) error {
+	if b.built {
+		return ErrBuilt
+	}
+	if h == nil {
+		return fmt.Errorf("kernel: tool %q: nil handler", policy.Name)
+	}
+	if b.names[policy.Name] {
+		return fmt.Errorf("kernel: duplicate tool name %q", policy.Name)
+	}
+	p, err := policy.withDefaults()
+	if err != nil {
+		return err
+	}
+	e := catalog.Entry{
+		Name:         p.Name,
+		Effect:       meta.Effect,
+		Hot:          meta.Hot,
+		Summary:      meta.Summary,
+		Description:  meta.Description,
+		InputSchema:  input,
+		OutputSchema: output,
+		Annotations:  meta.Annotations,
+	}
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	b.names[p.Name] = true
+	b.entries = append(b.entries, e)
+	b.tools = append(b.tools, tool{policy: p, handler: h})
+	return nil
+}
+
+// Build freezes the registered tools into a Runtime. The Builder cannot be
+// used afterwards.
+func (b *Builder) Build() (*Runtime, error) {
+	if b.built {
+		return nil, ErrBuilt
+	}
+	if !b.opts.DisableToolSearch && !b.names[catalog.ToolSearchName] {
+		if err := registerToolSearch(b); err != nil {
+			return nil, err
+		}
+	}
+	b.built = true
+	cat, err := catalog.New(b.entries)
+	if err != nil {
+		return nil, err
+	}
+	log := b.opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	rt := &Runtime{
+		catalog:    cat,
+		tools:      b.tools,
+		audit:      b.opts.Audit,
+		log:        log,
+		toolSearch: !b.opts.DisableToolSearch,
+	}
+	b.entries, b.tools = nil, nil
+	return rt, nil
+}

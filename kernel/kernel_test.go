@@ -1,0 +1,395 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+type echoArgs struct {
+	Text string `json:"text" jsonschema:"text to echo"`
+	N    int    `json:"n,omitempty" jsonschema:"repeat count"`
+}
+
+type echoOut struct {
+	Echo string `json:"echo"`
+}
+
+func echo(_ context.Context, _ *Call, in echoArgs) (echoOut, error) {
+	return echoOut{Echo: strings.Repeat(in.Text, max(in.N, 1))}, nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type fixture struct {
+	rt       *Runtime
+	audit    *syncBuffer
+	log      *syncBuffer
+	block    chan struct{}
+	released chan struct{}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{audit: &syncBuffer{}, log: &syncBuffer{}, block: make(chan struct{}), released: make(chan struct{})}
+	b := NewBuilder(&Options{
+		Audit: slog.New(slog.NewJSONHandler(f.audit, nil)),
+		Log:   slog.New(slog.NewJSONHandler(f.log, nil)),
+	})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(AddTool(b, Policy{Name: "echo", MaxCalls: 3, MaxInputBytes: 64, MaxOutputBytes: 32},
+		Meta{Effect: capability.ReadFile, Hot: true, Description: "Echoes text."}, echo))
+	must(AddTool(b, Policy{Name: "write_thing", MaxCalls: 10},
+		Meta{Effect: capability.WriteFile, Hot: true, Description: "Writes a thing."}, echo))
+	must(AddTool(b, Policy{Name: "stuck", Timeout: 50 * time.Millisecond},
+		Meta{Effect: capability.ReadFile, Description: "Ignores its context and blocks."},
+		func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) {
+			<-f.block
+			close(f.released)
+			return echoOut{}, nil
+		}))
+	must(AddTool(b, Policy{Name: "io_fail"},
+		Meta{Effect: capability.ReadFile, Summary: "Fails with an io error.", Description: "Fails."},
+		func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) {
+			return echoOut{}, fault.Wrap(fault.IO, errors.New("read /home/secret/file: EIO"), "reading /home/secret/file failed")
+		}))
+	must(AddTool(b, Policy{Name: "panics"},
+		Meta{Effect: capability.ReadFile, Description: "Panics."},
+		func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) { panic("boom at /home/secret") }))
+	must(AddTool(b, Policy{Name: "move_thing"},
+		Meta{Effect: capability.MoveFile, Summary: "Move or rename a thing.", Description: "Moves."}, echo))
+	rt, err := b.Build()
+	must(err)
+	f.rt = rt
+	t.Cleanup(func() {
+		select {
+		case <-f.block:
+		default:
+			close(f.block)
+		}
+	})
+	return f
+}
+
+func session(t *testing.T, rt *Runtime, trusted bool, effects ...capability.Effect) *Session {
+	t.Helper()
+	c, err := capability.New("alice", effects, capability.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.NewSession("alice", []capability.Capability{c}, &SessionOptions{Trusted: trusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func codeOf(err error) fault.Code { return fault.CodeOf(err) }
+
+func TestCallChecks(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name string
+		tool string
+		args string
+		want fault.Code
+	}{
+		{"ok", "echo", `{"text":"hi"}`, ""},
+		{"empty args object is validated", "echo", ``, fault.InvalidInput},
+		{"unknown tool", "nope", `{}`, fault.NotFound},
+		{"not granted", "write_thing", `{"text":"x"}`, fault.Denied},
+		{"input past limit", "echo", `{"text":"` + strings.Repeat("a", 64-10) + `"}`, fault.Limit},
+		{"missing required", "echo", `{}`, fault.InvalidInput},
+		{"wrong type", "echo", `{"text":1}`, fault.InvalidInput},
+		{"unknown member", "echo", `{"text":"a","x":1}`, fault.InvalidInput},
+		{"duplicate member", "echo", `{"text":"a","text":"b"}`, fault.InvalidInput},
+		{"not an object", "echo", `["text"]`, fault.InvalidInput},
+		{"malformed", "echo", `{"text":`, fault.InvalidInput},
+		{"output over bound", "echo", `{"text":"abcdefgh","n":4}`, fault.Limit},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := session(t, f.rt, false, capability.ReadFile)
+			_, err := s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			if got := codeOf(err); got != c.want {
+				t.Fatalf("code = %q (%v), want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestInputBoundEdge(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.ReadFile)
+	at := `{"text":"` + strings.Repeat("a", 64-11) + `"}`
+	if _, err := s.Call(context.Background(), "echo", json.RawMessage(at)); codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "output") {
+		t.Fatalf("64 bytes must pass the input bound (and fail the output bound): %v", err)
+	}
+	past := `{"text":"` + strings.Repeat("a", 64-11) + `" }`
+	if _, err := s.Call(context.Background(), "echo", json.RawMessage(past)); codeOf(err) != fault.Limit {
+		t.Fatalf("65 bytes: %v", err)
+	}
+}
+
+func TestOutputBoundEdge(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.ReadFile)
+	// {"echo":"…"} is 11 bytes of JSON plus the text; text and structured
+	// content both count: 2*(11+k)... text equals the JSON here.
+	k := 32/2 - 11
+	res, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text":"`+strings.Repeat("x", k)+`"}`))
+	if err != nil || res.Size() != 32 {
+		t.Fatalf("at the bound: %v size %d", err, res.Size())
+	}
+	_, err = s.Call(context.Background(), "echo", json.RawMessage(`{"text":"`+strings.Repeat("x", k+1)+`"}`))
+	if codeOf(err) != fault.Limit {
+		t.Fatalf("one past: %v", err)
+	}
+}
+
+func TestCallBudget(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.ReadFile)
+	for i := range 3 {
+		if _, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text":"a"}`)); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	_, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text":"a"}`))
+	if codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "budget of 3") {
+		t.Fatalf("4th call: %v", err)
+	}
+	other := session(t, f.rt, false, capability.ReadFile)
+	if _, err := other.Call(context.Background(), "echo", json.RawMessage(`{"text":"a"}`)); err != nil {
+		t.Fatalf("budgets are per session: %v", err)
+	}
+}
+
+func TestTimeoutDoesNotHang(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.ReadFile)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), "stuck", json.RawMessage(`{}`))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if codeOf(err) != fault.Limit {
+			t.Fatalf("code %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("call hung past its deadline")
+	}
+	close(f.block)
+	<-f.released
+}
+
+func TestCancellation(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.ReadFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Call(ctx, "stuck", json.RawMessage(`{}`))
+	if codeOf(err) != fault.Unavailable {
+		t.Fatalf("canceled call: %v", err)
+	}
+}
+
+func TestUntrustedGetsGenericMessages(t *testing.T) {
+	f := newFixture(t)
+	for _, tool := range []string{"io_fail", "panics"} {
+		t.Run(tool, func(t *testing.T) {
+			s := session(t, f.rt, false, capability.ReadFile)
+			_, err := s.Call(context.Background(), tool, json.RawMessage(`{}`))
+			if err == nil || strings.Contains(err.Error(), "secret") {
+				t.Fatalf("untrusted caller saw detail: %v", err)
+			}
+			if !strings.Contains(f.log.String(), "secret") {
+				t.Fatal("the host log must keep the detail")
+			}
+			trusted := session(t, f.rt, true, capability.ReadFile)
+			_, err = trusted.Call(context.Background(), tool, json.RawMessage(`{}`))
+			if err == nil || !strings.Contains(err.Error(), "secret") {
+				t.Fatalf("trusted caller lost detail: %v", err)
+			}
+		})
+	}
+}
+
+func TestAuditEvents(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.ReadFile)
+	const marker = "MRK77"
+	s.Call(context.Background(), "echo", json.RawMessage(`{"text":"`+marker+`"}`))
+	s.Call(context.Background(), "write_thing", json.RawMessage(`{"text":"x"}`))
+	s.Call(context.Background(), "no_such_"+marker, json.RawMessage(`{}`))
+	lines := strings.Split(strings.TrimSpace(f.audit.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 audit lines, got %d: %s", len(lines), f.audit.String())
+	}
+	if strings.Contains(f.audit.String(), marker) {
+		t.Fatal("audit carries content or caller text")
+	}
+	var ev struct {
+		Actor, Tool, Outcome string
+		InBytes              int   `json:"in_bytes"`
+		OutBytes             int64 `json:"out_bytes"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Actor != "alice" || ev.Tool != "echo" || ev.Outcome != "ok" || ev.InBytes == 0 || ev.OutBytes == 0 {
+		t.Errorf("event = %+v", ev)
+	}
+	json.Unmarshal([]byte(lines[1]), &ev)
+	if ev.Outcome != "denied" || ev.OutBytes != 0 {
+		t.Errorf("denied event = %+v", ev)
+	}
+}
+
+func TestToolSearchActivates(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.ReadFile, capability.MoveFile, capability.ToolSearch)
+	names := func() []string {
+		var out []string
+		for _, e := range s.Specs() {
+			out = append(out, e.Name)
+		}
+		return out
+	}
+	if got := strings.Join(names(), ","); got != "echo,tool_search" {
+		t.Fatalf("initial specs %s", got)
+	}
+	changed := 0
+	s.OnToolsChanged(func() { changed++ })
+	res, err := s.Call(context.Background(), "tool_search", json.RawMessage(`{"query":"move rename","limit":50}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Text, "move_thing") || changed != 1 {
+		t.Fatalf("search result %q, changed %d", res.Text, changed)
+	}
+	if got := strings.Join(names(), ","); got != "echo,move_thing,tool_search" {
+		t.Fatalf("after search %s", got)
+	}
+	s.Call(context.Background(), "tool_search", json.RawMessage(`{"query":"move"}`))
+	if changed != 1 {
+		t.Fatal("re-activation must not notify")
+	}
+	// Activation never grants: write_thing is not held.
+	if added := s.Activate("write_thing", "nope"); len(added) != 0 {
+		t.Fatalf("activated without authority: %v", added)
+	}
+}
+
+func TestSpecsWithoutToolSearchListEverythingGranted(t *testing.T) {
+	f := newFixture(t)
+	s := session(t, f.rt, false, capability.MoveFile)
+	if specs := s.Specs(); len(specs) != 1 || specs[0].Name != "move_thing" {
+		t.Fatalf("specs %v", specs)
+	}
+}
+
+func TestBuilderRules(t *testing.T) {
+	desc := Meta{Effect: capability.ReadFile, Description: "d"}
+	cases := []struct {
+		name   string
+		policy Policy
+		meta   Meta
+	}{
+		{"bad name", Policy{Name: "Bad-Name"}, desc},
+		{"no description", Policy{Name: "x"}, Meta{Effect: capability.ReadFile}},
+		{"unknown effect", Policy{Name: "x"}, Meta{Effect: "fly", Description: "d"}},
+		{"output over hard limit", Policy{Name: "x", MaxOutputBytes: limits.HardMaxOutputBytes + 1}, desc},
+		{"negative calls", Policy{Name: "x", MaxCalls: -1}, desc},
+		{"timeout over hard limit", Policy{Name: "x", Timeout: limits.HardMaxTimeout + 1}, desc},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := AddTool(NewBuilder(nil), c.policy, c.meta, echo); err == nil {
+				t.Fatal("registered")
+			}
+		})
+	}
+	b := NewBuilder(nil)
+	if err := AddTool(b, Policy{Name: "x"}, desc, echo); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddTool(b, Policy{Name: "x"}, desc, echo); err == nil {
+		t.Fatal("duplicate registered")
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AddTool(b, Policy{Name: "y"}, desc, echo); !errors.Is(err, ErrBuilt) {
+		t.Fatalf("register after build: %v", err)
+	}
+	if _, err := b.Build(); !errors.Is(err, ErrBuilt) {
+		t.Fatal("second build")
+	}
+	p, _ := rt.Policy("x")
+	if p.MaxCalls != limits.DefaultMaxCalls || p.Timeout != limits.DefaultTimeout || p.MaxOutputBytes != limits.DefaultMaxOutputBytes {
+		t.Errorf("defaults not applied: %+v", p)
+	}
+	bob, _ := capability.New("bob", []capability.Effect{capability.ReadFile}, capability.Scope{})
+	if _, err := rt.NewSession("alice", []capability.Capability{bob}, nil); err == nil {
+		t.Fatal("a capability issued to bob was held by alice")
+	}
+}
+
+func TestConcurrentCallsRespectBudget(t *testing.T) {
+	b := NewBuilder(nil)
+	AddTool(b, Policy{Name: "echo", MaxCalls: 50}, Meta{Effect: capability.ReadFile, Description: "d"}, echo)
+	rt, _ := b.Build()
+	s := session(t, rt, false, capability.ReadFile)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text":"a"}`)); err == nil {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 50 {
+		t.Fatalf("%d calls admitted, budget 50", ok)
+	}
+}

@@ -1,0 +1,66 @@
+package kernel
+
+import (
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/catalog"
+)
+
+// Runtime is a frozen set of tools. It is safe for concurrent use.
+type Runtime struct {
+	catalog    *catalog.Catalog
+	tools      []tool
+	audit      *slog.Logger
+	log        *slog.Logger
+	toolSearch bool
+	sessions   atomic.Uint64
+}
+
+// Catalog returns the runtime's catalog.
+func (r *Runtime) Catalog() *catalog.Catalog { return r.catalog }
+
+// Policy returns the effective policy of the named tool.
+func (r *Runtime) Policy(name string) (Policy, bool) {
+	_, i, ok := r.catalog.Lookup(name)
+	if !ok {
+		return Policy{}, false
+	}
+	return r.tools[i].policy, true
+}
+
+// SessionOptions configure a session. The zero value is an untrusted
+// session.
+type SessionOptions struct {
+	// Trusted sessions (the host itself, the CLI run by its user) receive
+	// the full detail of io and internal failures. Model-facing sessions
+	// must not be trusted.
+	Trusted bool
+}
+
+// NewSession starts a session for actor holding caps. Every capability must
+// be issued to actor. opts may be nil.
+func (r *Runtime) NewSession(actor string, caps []capability.Capability, opts *SessionOptions) (*Session, error) {
+	if actor == "" {
+		return nil, fmt.Errorf("kernel: empty actor")
+	}
+	for _, c := range caps {
+		if c.Actor != actor {
+			return nil, fmt.Errorf("kernel: capability issued to %q cannot be held by %q", c.Actor, actor)
+		}
+	}
+	s := &Session{
+		id:        r.sessions.Add(1),
+		rt:        r,
+		actor:     actor,
+		caps:      append(capability.Set(nil), caps...),
+		calls:     make([]atomic.Int64, len(r.tools)),
+		activated: map[string]bool{},
+	}
+	if opts != nil {
+		s.trusted = opts.Trusted
+	}
+	return s, nil
+}

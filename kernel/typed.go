@@ -1,0 +1,69 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/capkit/capkit/fault"
+)
+
+// Texter is implemented by typed results that render their own text for the
+// model. Typed results without it are shown as their JSON encoding.
+// Implementations keep large content (file text) out of their JSON fields,
+// so a response never carries the same content twice.
+type Texter interface {
+	ToolText() string
+}
+
+// TypedHandler handles a call whose arguments decode into In and whose
+// result encodes from Out.
+type TypedHandler[In, Out any] func(ctx context.Context, call *Call, in In) (Out, error)
+
+// AddTool registers a typed tool. The input schema is inferred from In (a
+// struct with json and jsonschema tags) and the output schema from Out when
+// Out is a struct. Arguments are validated against the schema, then decoded
+// strictly: unknown or duplicate members are rejected.
+func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[In, Out]) error {
+	in, err := jsonschema.For[In](nil)
+	if err != nil {
+		return fmt.Errorf("kernel: tool %q: input schema: %w", policy.Name, err)
+	}
+	var out *jsonschema.Schema
+	if t := reflect.TypeFor[Out](); t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		if out, err = jsonschema.For[Out](nil); err != nil {
+			return fmt.Errorf("kernel: tool %q: output schema: %w", policy.Name, err)
+		}
+	}
+	return b.Register(policy, meta, in, out, func(ctx context.Context, call *Call) (*Result, error) {
+		var args In
+		if err := jsonv2.Unmarshal(call.Args, &args, jsonv2.RejectUnknownMembers(true)); err != nil {
+			return nil, fault.New(fault.InvalidInput, "tool %s: %s", call.Tool.Name, err.Error())
+		}
+		v, err := h(ctx, call, args)
+		if err != nil {
+			return nil, err
+		}
+		return Encode(v)
+	})
+}
+
+// Encode turns a typed value into a Result: structured content is its JSON
+// encoding; the text is its ToolText when it is a Texter, else the same JSON.
+func Encode(v any) (*Result, error) {
+	data, err := jsonv2.Marshal(v, jsonv2.Deterministic(true))
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding the result failed")
+	}
+	res := &Result{Structured: json.RawMessage(data)}
+	if t, ok := v.(Texter); ok {
+		res.Text = t.ToolText()
+	} else {
+		res.Text = string(data)
+	}
+	return res, nil
+}

@@ -1,0 +1,135 @@
+// Package limits is the one place where capkit's bounds are defined. Each
+// capability package refers to these constants; tests exercise each at the
+// limit and one past it. Values are those of the capability reference:
+// defaults are what a zero option means, hard limits are what no option can
+// exceed.
+package limits
+
+import "time"
+
+const (
+	KiB = 1 << 10
+	MiB = 1 << 20
+	GiB = 1 << 30
+)
+
+// Kernel policy defaults: what a zero field of kernel.Policy means.
+const (
+	DefaultMaxCalls       = 1_000
+	DefaultMaxInputBytes  = 1 * MiB
+	DefaultMaxOutputBytes = 1 * MiB
+	DefaultTimeout        = 30 * time.Second
+
+	// HardMaxInputBytes and HardMaxOutputBytes bound any policy.
+	HardMaxInputBytes  = 128 * MiB
+	HardMaxOutputBytes = 128 * MiB
+	HardMaxTimeout     = 10 * time.Minute
+	HardMaxCalls       = 1_000_000
+)
+
+// Catalog search.
+const (
+	SearchMinResults     = 1
+	SearchMaxResults     = 12
+	SearchDefaultResults = 5
+)
+
+// Model-facing file tools.
+const (
+	ReadDefaultLines   = 2_000
+	ReadMaxLineRunes   = 2_000 // a longer line is cut with a visible marker
+	WriteMaxBytes      = 16 * MiB
+	EditMaxFileBytes   = 16 * MiB
+	ListMaxEntries     = 1_000
+	GlobMaxResults     = 1_000
+	GrepMaxMatches     = 500
+	GrepMaxFileBytes   = 16 * MiB
+	WalkMaxFiles       = 100_000
+	WalkMaxDepth       = 64
+	DiffMaxBytes       = 8 * KiB
+	PathMaxBytes       = 4 * KiB
+	ToolSearchMaxQuery = 1 * KiB
+)
+
+// Fixed-file catalogs.
+const (
+	CatalogDefaultEntries   = 64
+	CatalogDefaultFileBytes = 64 * KiB
+	CatalogHardEntries      = 1_024
+	CatalogHardFileBytes    = 4 * MiB
+	CatalogIDMaxBytes       = 128
+)
+
+// Scripts.
+const (
+	ScriptDefaultSteps       = 10_000_000
+	ScriptDefaultTimeout     = 30 * time.Second
+	ScriptDefaultResultBytes = 1 * MiB
+	ScriptHardResultBytes    = 128 * MiB
+	ScriptMaxSourceBytes     = 1 * MiB
+)
+
+// Regular-file IO.
+const (
+	FileBufferedMaxBytes = 128 * MiB
+)
+
+// File/tree metadata.
+const (
+	TreeDefaultEntries = 10_000
+	TreeDefaultBytes   = 1 * GiB
+	TreeDefaultDepth   = 64
+)
+
+// Exact-file ZIP.
+const (
+	ZipMaxFiles            = 10_000
+	ZipMaxMemberBytes      = 128 * MiB
+	ZipMaxTotalBytes       = 1 * GiB
+	ZipMaxCentralDirectory = 4 * MiB
+	ZipMaxPathDepth        = 64
+)
+
+// Text and JSON.
+const (
+	TextDefaultBytes = 4 * MiB
+	TextMaxBytes     = 128 * MiB
+	JSONDefaultBytes = 32 * MiB
+	JSONMaxBytes     = 128 * MiB
+	JSONMaxDepth     = 512
+)
+
+// Static HTML.
+const (
+	HTMLMaxBytes = 4 * MiB
+	HTMLMaxNodes = 50_000
+	HTMLMaxDepth = 128
+)
+
+// RSS/Atom.
+const (
+	FeedMaxBytes   = 2 * MiB
+	FeedMaxNodes   = 12_000
+	FeedMaxDepth   = 32
+	FeedMaxEntries = 1_000
+)
+
+// Tabular input.
+const (
+	TabularMaxCompressedBytes = 32 * MiB
+	TabularMaxExpandedBytes   = 64 * MiB
+	TabularMaxColumns         = 256
+	TabularDefaultRows        = 1_000_000
+)
+
+// Literal passages.
+const (
+	PassageMaxSourceBytes = 128 * MiB
+	PassageMaxMatches     = 1_000
+)
+
+// Generic JSON journal.
+const (
+	JournalMaxEventBytes   = 64 * KiB
+	JournalMaxJournalBytes = 32 * MiB
+)
