@@ -241,4 +241,3 @@ func truncateName(name string) string {
 	}
 	return strings.ToValidUTF8(name, "\uFFFD")
 }
-
