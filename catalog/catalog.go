@@ -16,9 +16,11 @@ import (
 	"sort"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/internal/jsonvalid"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -63,6 +65,9 @@ type Entry struct {
 	Annotations *Annotations
 
 	resolved *jsonschema.Resolved
+	// fast validates encoded arguments in one pass; nil when the schema
+	// uses keywords outside its subset.
+	fast *jsonvalid.Validator
 	// inputJSON and outputJSON are the schemas encoded once, for transports.
 	inputJSON, outputJSON json.RawMessage
 }
@@ -95,8 +100,19 @@ func (e *Entry) Validate() error {
 	return nil
 }
 
-// Resolved is the compiled input schema, for validation.
-func (e *Entry) Resolved() *jsonschema.Resolved { return e.resolved }
+// ValidateArgs checks encoded arguments against the input schema: one JSON
+// object, no duplicate member names, valid against the schema. Entries must
+// come from a Catalog.
+func (e *Entry) ValidateArgs(args []byte) error {
+	if e.fast != nil {
+		return e.fast.Validate(args)
+	}
+	var v any
+	if err := jsonv2.Unmarshal(args, &v); err != nil {
+		return err
+	}
+	return e.resolved.Validate(v)
+}
 
 // InputSchemaJSON is the input schema encoded as JSON.
 func (e *Entry) InputSchemaJSON() json.RawMessage { return e.inputJSON }
@@ -141,6 +157,7 @@ func New(entries []Entry) (*Catalog, error) {
 		if e.resolved, err = e.InputSchema.Resolve(nil); err != nil {
 			return nil, err
 		}
+		e.fast, _ = jsonvalid.Compile(e.InputSchema)
 		if e.inputJSON, err = json.Marshal(e.InputSchema); err != nil {
 			return nil, fmt.Errorf("catalog: tool %q: %w", e.Name, err)
 		}

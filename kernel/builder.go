@@ -147,6 +147,7 @@ func (b *Builder) Build() (*Runtime, error) {
 		audit:      b.opts.Audit,
 		log:        log,
 		toolSearch: !b.opts.DisableToolSearch,
+		workers:    newWorkers(),
 	}
 	b.entries, b.tools = nil, nil
 	return rt, nil

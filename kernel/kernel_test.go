@@ -211,6 +211,10 @@ func TestTimeoutDoesNotHang(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("call hung past its deadline")
 	}
+	// The runtime stays usable while the stuck handler's worker is held.
+	if _, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text":"a"}`)); err != nil {
+		t.Fatalf("call after a stuck handler: %v", err)
+	}
 	close(f.block)
 	<-f.released
 }

@@ -17,6 +17,7 @@ type Runtime struct {
 	log        *slog.Logger
 	toolSearch bool
 	sessions   atomic.Uint64
+	workers    *workers
 }
 
 // Catalog returns the runtime's catalog.

@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/catalog"
@@ -183,49 +179,35 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 }
 
 // validate checks args against the entry's schema. Duplicate member names
-// are rejected before the schema sees the value, so no decoder downstream
-// can pick a different one.
+// are rejected, so no decoder downstream can pick a different value than
+// the one validated.
 func validate(entry *catalog.Entry, args json.RawMessage) error {
-	var v any
-	if err := jsonv2.Unmarshal(args, &v); err != nil {
-		return fault.New(fault.InvalidInput, "tool %s: arguments are not valid JSON: %s", entry.Name, err.Error())
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return fault.New(fault.InvalidInput, "tool %s: arguments must be a JSON object", entry.Name)
-	}
-	if err := entry.Resolved().Validate(v); err != nil {
-		return fault.New(fault.InvalidInput, "tool %s: %s", entry.Name, err.Error())
+	if err := entry.ValidateArgs(args); err != nil {
+		return fault.New(fault.InvalidInput, "tool %s: invalid arguments: %s", entry.Name, err.Error())
 	}
 	return nil
 }
 
-// run calls the handler under the policy's deadline. The handler runs in its
-// own goroutine so that a handler stuck in a call that ignores its context
-// cannot hang the caller; it is abandoned at the deadline.
+// run calls the handler under the policy's deadline, on a worker
+// goroutine: a handler stuck past its deadline is abandoned, and the caller
+// returns.
 func (s *Session) run(ctx context.Context, t *tool, call *Call) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.policy.Timeout)
 	defer cancel()
-	type outcome struct {
-		res *Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{err: fault.Wrap(fault.Internal, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "tool %s failed", call.Tool.Name)}
-			}
-		}()
-		res, err := t.handler(ctx, call)
-		done <- outcome{res, err}
-	}()
+	j := jobs.Get().(*job)
+	j.ctx, j.t, j.call = ctx, t, call
+	s.rt.workers.start(j)
 	select {
-	case o := <-done:
-		if o.err != nil && ctx.Err() == context.DeadlineExceeded {
-			return nil, fault.Wrap(fault.Limit, o.err, "tool %s: time limit of %v exceeded", call.Tool.Name, t.policy.Timeout)
+	case <-j.done:
+		res, err := j.res, j.err
+		*j = job{done: j.done}
+		jobs.Put(j)
+		if err != nil && ctx.Err() == context.DeadlineExceeded {
+			return nil, fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", call.Tool.Name, t.policy.Timeout)
 		}
-		return o.res, o.err
+		return res, err
 	case <-ctx.Done():
+		// The worker still owns j: it is not reused.
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, fault.New(fault.Limit, "tool %s: time limit of %v exceeded", call.Tool.Name, t.policy.Timeout)
 		}

@@ -26,8 +26,8 @@ type TypedHandler[In, Out any] func(ctx context.Context, call *Call, in In) (Out
 
 // AddTool registers a typed tool. The input schema is inferred from In (a
 // struct with json and jsonschema tags) and the output schema from Out when
-// Out is a struct. Arguments are validated against the schema, then decoded
-// strictly: unknown or duplicate members are rejected.
+// Out is a struct. Arguments are validated against the schema (which
+// rejects unknown and duplicate members) before they are decoded.
 func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[In, Out]) error {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -40,8 +40,10 @@ func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[I
 		}
 	}
 	return b.Register(policy, meta, in, out, func(ctx context.Context, call *Call) (*Result, error) {
+		// The kernel validated the arguments against In's schema (no unknown
+		// or duplicate members) before this runs.
 		var args In
-		if err := jsonv2.Unmarshal(call.Args, &args, jsonv2.RejectUnknownMembers(true)); err != nil {
+		if err := jsonv2.Unmarshal(call.Args, &args); err != nil {
 			return nil, fault.New(fault.InvalidInput, "tool %s: %s", call.Tool.Name, err.Error())
 		}
 		v, err := h(ctx, call, args)
