@@ -1,0 +1,165 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/capkit/capkit/capability"
+)
+
+func obj() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"path": {Type: "string"}}}
+}
+
+func entries() []Entry {
+	mk := func(name string, e capability.Effect, hot bool, summary string) Entry {
+		return Entry{Name: name, Effect: e, Hot: hot, Summary: summary, Description: summary + ".", InputSchema: obj()}
+	}
+	return []Entry{
+		mk("read_file", capability.ReadFile, true, "Read a text file"),
+		mk("write_file", capability.WriteFile, true, "Write a text file"),
+		mk("move_file", capability.MoveFile, false, "Move or rename a file"),
+		mk("grep", capability.Search, true, "Search file contents with a regular expression"),
+		mk("run_shell", capability.RunShell, false, "Run a shell command"),
+		mk("tool_search", capability.ToolSearch, true, "Find tools"),
+	}
+}
+
+func names(es []*Entry) string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+func set(effects ...capability.Effect) capability.Set {
+	c, _ := capability.New("a", effects, capability.Scope{})
+	return capability.Set{c}
+}
+
+func TestNewValidates(t *testing.T) {
+	bad := []struct {
+		name string
+		edit func(*Entry)
+	}{
+		{"bad name", func(e *Entry) { e.Name = "Read-File" }},
+		{"empty name", func(e *Entry) { e.Name = "" }},
+		{"unknown effect", func(e *Entry) { e.Effect = "fly" }},
+		{"no description", func(e *Entry) { e.Description = " " }},
+		{"no schema", func(e *Entry) { e.InputSchema = nil }},
+		{"non-object schema", func(e *Entry) { e.InputSchema = &jsonschema.Schema{Type: "string"} }},
+		{"bad output schema", func(e *Entry) { e.OutputSchema = &jsonschema.Schema{Type: "array"} }},
+		{"unresolvable schema", func(e *Entry) {
+			e.InputSchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Ref: "#/nowhere"}}}
+		}},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			es := entries()
+			c.edit(&es[0])
+			if _, err := New(es); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	es := entries()
+	es = append(es, es[1])
+	if _, err := New(es); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		t.Fatalf("duplicate: %v", err)
+	}
+}
+
+func TestViews(t *testing.T) {
+	c, err := New(entries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	readOnly := set(capability.ReadFile, capability.Search, capability.ToolSearch)
+	if got := names(c.SpecsFor(readOnly)); got != "read_file,grep,tool_search" {
+		t.Errorf("SpecsFor = %s", got)
+	}
+	if got := names(c.SpecsFor(nil)); got != "" {
+		t.Errorf("no capabilities must mean no tools: %s", got)
+	}
+	withMove := set(capability.ReadFile, capability.MoveFile, capability.ToolSearch)
+	if got := names(c.DeferredSpecsFor(withMove, nil)); got != "read_file,tool_search" {
+		t.Errorf("deferred = %s", got)
+	}
+	act := func(n string) bool { return n == "move_file" || n == "run_shell" }
+	if got := names(c.DeferredSpecsFor(withMove, act)); got != "read_file,move_file,tool_search" {
+		t.Errorf("activated = %s (activation must never grant run_shell)", got)
+	}
+	// Same capabilities, same list: derivation depends on nothing else.
+	if names(c.SpecsFor(readOnly)) != names(c.SpecsFor(slices.Clone(readOnly))) {
+		t.Error("spec derivation is not a function of the capability set")
+	}
+}
+
+func TestSearch(t *testing.T) {
+	c, _ := New(entries())
+	all := set(capability.ReadFile, capability.WriteFile, capability.MoveFile, capability.Search, capability.RunShell, capability.ToolSearch)
+	cases := []struct {
+		query string
+		limit int
+		want  string
+	}{
+		{"move", 5, "move_file"},
+		{"file", 5, "move_file,read_file,write_file,grep"},
+		{"rename file", 2, "move_file,read_file"},
+		{"GREP", 5, "grep"},
+		{"", 3, "grep,move_file,read_file"},
+		{"", 0, "grep"},
+		{"", 100, "grep,move_file,read_file,run_shell,write_file"},
+		{"tools find", 5, ""},
+		{"nothing-matches", 5, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.query, func(t *testing.T) {
+			if got := names(c.Search(all, tc.query, tc.limit)); got != tc.want {
+				t.Errorf("Search(%q, %d) = %s, want %s", tc.query, tc.limit, got, tc.want)
+			}
+		})
+	}
+	if got := names(c.Search(set(capability.ReadFile), "shell", 5)); got != "" {
+		t.Errorf("search found an ungranted tool: %s", got)
+	}
+}
+
+func TestSearchClampsToTwelve(t *testing.T) {
+	var es []Entry
+	for i := range 20 {
+		es = append(es, Entry{Name: "tool_" + string(rune('a'+i)), Effect: capability.ReadFile, Description: "a tool", InputSchema: obj()})
+	}
+	c, _ := New(es)
+	if n := len(c.Search(set(capability.ReadFile), "tool", 13)); n != 12 {
+		t.Fatalf("13 asked, %d returned; the limit is 12", n)
+	}
+	if n := len(c.Search(set(capability.ReadFile), "tool", 12)); n != 12 {
+		t.Fatalf("12 asked, %d returned", n)
+	}
+}
+
+func TestHintsAndSchemas(t *testing.T) {
+	c, _ := New(entries())
+	e, _, _ := c.Lookup("write_file")
+	if h := e.Hints(); h.ReadOnly || !h.Destructive {
+		t.Errorf("write_file hints %+v", h)
+	}
+	r, _, _ := c.Lookup("read_file")
+	if h := r.Hints(); !h.ReadOnly || h.Destructive || !h.Idempotent {
+		t.Errorf("read_file hints %+v", h)
+	}
+	if !strings.Contains(string(r.InputSchemaJSON()), `"path"`) {
+		t.Errorf("schema JSON %s", r.InputSchemaJSON())
+	}
+	if err := r.ValidateArgs([]byte(`{"path":1}`)); err == nil {
+		t.Error("type error accepted")
+	}
+	if _, _, ok := c.Lookup("nope"); ok {
+		t.Error("lookup of an unknown name")
+	}
+}
