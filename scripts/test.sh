@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The project's test command (the README's, and CI's through .ci/run).
+# Needs Go 1.26 on PATH; everything else comes from Go modules.
+#   FUZZTIME=30s bash scripts/test.sh   runs each fuzz target longer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fuzztime="${FUZZTIME:-4s}"
+export GOFLAGS="${GOFLAGS:--mod=readonly}"
+
+echo "== go vet"
+go vet ./...
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go test -race"
+go test -race -timeout 20m ./...
+
+echo "== fuzz targets, ${fuzztime} each"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for pkg in $(go list ./...); do
+	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+		echo "-- $pkg $target"
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1 || {
+			cat "$log"; exit 1; }
+	done
+done
+echo "== all tests passed"
