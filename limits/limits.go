@@ -58,6 +58,9 @@ const (
 	CatalogHardEntries      = 1_024
 	CatalogHardFileBytes    = 4 * MiB
 	CatalogIDMaxBytes       = 128
+	// CatalogToolInputBytes is the default input bound of a catalog tool
+	// (one identifier in a JSON object) when its policy leaves it zero.
+	CatalogToolInputBytes = 256
 )
 
 // Scripts.
@@ -67,6 +70,18 @@ const (
 	ScriptDefaultResultBytes = 1 * MiB
 	ScriptHardResultBytes    = 128 * MiB
 	ScriptMaxSourceBytes     = 1 * MiB
+	ScriptHardSteps          = 10_000_000_000
+	ScriptHardTimeout        = 10 * time.Minute
+	// ScriptDefaultMemoryBytes bounds the heap a script may grow, in the
+	// script worker process (address space) and, approximately, in process.
+	ScriptDefaultMemoryBytes = 256 * MiB
+	ScriptHardMemoryBytes    = 4 * GiB
+	// ScriptMemoryCheckSteps is how often (in steps) an in-process script's
+	// heap growth is sampled.
+	ScriptMemoryCheckSteps = 256
+	// ScriptMaxValueDepth bounds nesting of values converted between JSON
+	// and Starlark.
+	ScriptMaxValueDepth = 128
 )
 
 // Regular-file IO.
