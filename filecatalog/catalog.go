@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -57,7 +56,7 @@ var (
 	ErrDuplicate  = errors.New("filecatalog: duplicate identifier")
 	ErrFull       = errors.New("filecatalog: entry limit reached")
 	ErrNotRegular = errors.New("filecatalog: not a regular file")
-	ErrChanged    = errors.New("filecatalog: file changed while it was being added")
+	ErrChanged    = errors.New("filecatalog: file changed while it was being added or read")
 	ErrTooLarge   = errors.New("filecatalog: file exceeds the byte limit")
 	ErrNotUTF8    = errors.New("filecatalog: content is not valid UTF-8")
 	ErrUnknownID  = errors.New("filecatalog: unknown identifier")
@@ -263,14 +262,16 @@ func (c *Catalog) Limits() Options { return c.opts }
 // Read returns the whole content of the entry id, or a detailed fault for
 // the host's log: invalid_input (malformed id, ErrInvalidID), not_found
 // (ErrUnknownID), limit (over MaxFileBytes, ErrTooLarge), integrity
-// (invalid UTF-8, ErrNotUTF8), io (the read failed, or ErrClosed).
+// (invalid UTF-8, ErrNotUTF8), conflict (the file grew during the read,
+// ErrChanged), io (the read failed, or ErrClosed).
 func (c *Catalog) Read(id string) ([]byte, error) {
 	return c.read(id, c.opts.MaxFileBytes)
 }
 
 // read reads the entry whole with positioned reads, failing over max
-// bytes. The buffer is sized from fstat plus one byte, so a file that grew
-// since is detected rather than cut at its old size.
+// bytes. The buffer is sized from fstat; a one-byte read at that size then
+// tells whether the file grew in between, which fails the read (conflict)
+// rather than return the old size's prefix as the whole.
 func (c *Catalog) read(id string, max int64) ([]byte, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
@@ -286,21 +287,21 @@ func (c *Catalog) read(id string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, tooLarge(id, e.label, fi.Size(), max)
 	}
-	buf := make([]byte, 0, fi.Size()+1)
-	for {
-		n, err := e.f.ReadAt(buf[len(buf):cap(buf)], int64(len(buf)))
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > max {
-			return nil, tooLarge(id, e.label, int64(len(buf)), max)
+	if testHookAfterStat != nil {
+		testHookAfterStat()
+	}
+	buf := make([]byte, fi.Size())
+	n, err := e.f.ReadAt(buf, 0)
+	buf = buf[:n]
+	if err == nil {
+		var probe [1]byte
+		if n, err = e.f.ReadAt(probe[:], fi.Size()); n > 0 {
+			return nil, fault.Wrap(fault.Conflict, fmt.Errorf("%w: entry %q (%s) grew past %d bytes during the read", ErrChanged, id, e.label, fi.Size()),
+				"catalog entry %q changed while it was read; retry", id)
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, readFault(id, e, err)
-		}
-		// The file grew since fstat: keep reading, at most to max+1.
-		buf = slices.Grow(buf, int(min(int64(cap(buf)), max+1-int64(len(buf)))))
+	}
+	if err != io.EOF {
+		return nil, readFault(id, e, err)
 	}
 	if !utf8.Valid(buf) {
 		return nil, fault.Wrap(fault.Integrity, fmt.Errorf("%w: entry %q (%s), first invalid byte at offset %d", ErrNotUTF8, id, e.label, invalidOffset(buf)),
@@ -308,6 +309,10 @@ func (c *Catalog) read(id string, max int64) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// testHookAfterStat runs between the size check and the read, so a test
+// can grow the file in that window.
+var testHookAfterStat func()
 
 // Close closes every file. Reads after Close fail with io (ErrClosed).
 func (c *Catalog) Close() error {

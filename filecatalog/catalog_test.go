@@ -410,3 +410,24 @@ func TestBuilderCloseReleasesFiles(t *testing.T) {
 		t.Fatalf("file still open: %v", err)
 	}
 }
+
+func TestReadRefusesGrowthDuringRead(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "a", []byte("v1"))
+	b := newBuilder(t, nil)
+	if err := b.InsertPath("a", p); err != nil {
+		t.Fatal(err)
+	}
+	cat := build(t, b)
+	testHookAfterStat = func() {
+		f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		f.WriteString("+")
+		f.Close()
+	}
+	defer func() { testHookAfterStat = nil }()
+	got, err := cat.Read("a")
+	wantFault(t, err, fault.Conflict, ErrChanged)
+	if got != nil {
+		t.Fatalf("partial data %q", got)
+	}
+}
