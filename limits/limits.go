@@ -103,6 +103,9 @@ const (
 	ZipMaxTotalBytes       = 1 * GiB
 	ZipMaxCentralDirectory = 4 * MiB
 	ZipMaxPathDepth        = 64
+	// ZipMaxManifestBytes bounds an expectation manifest ("SHA256  NAME"
+	// lines): room for ZipMaxFiles names of a few hundred bytes.
+	ZipMaxManifestBytes = 4 * MiB
 )
 
 // Text and JSON.
@@ -147,4 +150,10 @@ const (
 const (
 	JournalMaxEventBytes   = 64 * KiB
 	JournalMaxJournalBytes = 32 * MiB
+	// JournalMaxInputBytes bounds an event before canonicalization (which
+	// only removes whitespace and shortens escapes and numbers); the event
+	// bound applies to the canonical form.
+	JournalMaxInputBytes = 4 * JournalMaxEventBytes
+	// JournalMaxDepth bounds the nesting of an event.
+	JournalMaxDepth = 128
 )
