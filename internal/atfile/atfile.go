@@ -1,0 +1,156 @@
+// Package atfile opens, creates, inspects and renames files by a single
+// name relative to an open directory (the openat family of system calls),
+// never following a symbolic link in that name.
+//
+// A Dir is an open directory. Every name a Dir method takes is one path
+// element (no "/", not "." or ".."), so nothing between a check and a use
+// can redirect the operation to another directory: a rename or symlink
+// swap elsewhere in the path does not change which directory the open
+// descriptor refers to. This is what capkit's file IO, tree walk, state
+// replacement and publication build on; os.Root confines a path to a root
+// but follows symlinks inside it, which these operations must not do for
+// their final element.
+//
+// What it guarantees: OpenRegular returns only a regular file, opened with
+// O_NOFOLLOW|O_NONBLOCK (a FIFO or device is never opened for reading in
+// the normal case, and never blocks if one is swapped in), and the file it
+// returns is the one whose metadata it checked. CreateTemp creates a new
+// 0600 file with O_EXCL (never an existing file, never through a symlink).
+//
+// What it does not guarantee: how the directory itself was reached. OpenDir
+// follows symlinks in the host path it is given (the host names that path
+// and is trusted with it); OpenDirIn resolves through an os.Root, which
+// follows symlinks only while they stay inside the root.
+//
+// Linux only: elsewhere every operation fails with fault.Unavailable
+// rather than use weaker path-based calls.
+package atfile
+
+import (
+	"crypto/rand"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/capkit/capkit/fault"
+)
+
+// Stat is the metadata capkit compares to tell whether a file changed:
+// identity (device, inode), type and permissions, size and both times.
+type Stat struct {
+	Dev, Ino   uint64
+	Mode       fs.FileMode
+	Nlink      uint64
+	Size       int64
+	ModTime    time.Time
+	ChangeTime time.Time
+}
+
+// Same reports whether s and o describe the same, unchanged file: same
+// identity, mode, size, modification and change time. The change time
+// moves on any write, truncation, chmod, chown or link count change, so a
+// file rewritten with the same size and a forged mtime still differs,
+// within the filesystem's timestamp granularity.
+func (s Stat) Same(o Stat) bool {
+	return s.Dev == o.Dev && s.Ino == o.Ino && s.Mode == o.Mode && s.Size == o.Size &&
+		s.ModTime.Equal(o.ModTime) && s.ChangeTime.Equal(o.ChangeTime)
+}
+
+// Kind names the file type of m for messages: "a directory", "a FIFO"...
+func Kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "an irregular file"
+}
+
+// Dir is an open directory. It is safe for concurrent use by the methods
+// below; Close it when done.
+type Dir struct {
+	f *os.File
+}
+
+// File returns the directory's *os.File, for callers that pass it to
+// another *at helper (internal/noreplace). Do not close it.
+func (d *Dir) File() *os.File { return d.f }
+
+// Close closes the directory.
+func (d *Dir) Close() error { return d.f.Close() }
+
+// Sync makes entries created, renamed or removed in the directory durable.
+func (d *Dir) Sync() error {
+	if err := d.f.Sync(); err != nil {
+		return fault.Wrap(fault.IO, err, "syncing a directory failed")
+	}
+	return nil
+}
+
+// SplitParent splits a cleaned absolute host path into its parent
+// directory and its last element. It refuses relative paths and paths
+// whose last element is not a name ("/", or a path ending in "..").
+func SplitParent(path string) (dir, name string, err error) {
+	if path == "" || strings.IndexByte(path, 0) >= 0 {
+		return "", "", fault.New(fault.InvalidInput, "path is empty or contains a NUL byte")
+	}
+	if !filepath.IsAbs(path) {
+		return "", "", fault.New(fault.InvalidInput, "path must be absolute")
+	}
+	c := filepath.Clean(path)
+	dir, name = filepath.Split(c)
+	if name == "" || name == "." || name == ".." {
+		return "", "", fault.New(fault.InvalidInput, "path must name an entry inside a directory, not a filesystem root")
+	}
+	return filepath.Clean(dir), name, nil
+}
+
+// SplitRel splits a slash-separated name relative to an os.Root (as
+// fs.Resolve returns it) into its parent and last element. The root itself
+// (".") has no parent and is refused.
+func SplitRel(rel string) (dir, name string, err error) {
+	rel = filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel)))
+	if rel == "." || rel == "" || rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/") {
+		return "", "", fault.New(fault.InvalidInput, "path must name an entry inside the root, not the root itself")
+	}
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		return ".", rel, nil
+	}
+	return rel[:i], rel[i+1:], nil
+}
+
+// checkName refuses anything but a single path element.
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fault.New(fault.Internal, "atfile: %q is not a single path element", name)
+	}
+	return nil
+}
+
+// TempName returns a fresh, unpredictable name for a temporary entry:
+// ".capkit-<role>-<random>.tmp". Leading dot keeps it out of casual
+// listings; the random part (crypto/rand) keeps other writers from
+// guessing it.
+func TempName(role string) string {
+	return ".capkit-" + role + "-" + strings.ToLower(rand.Text()) + ".tmp"
+}
+
+// IsTempName reports whether name looks like one TempName made, so
+// listings and cleanup can recognise leftovers of a crash.
+func IsTempName(name string) bool {
+	return strings.HasPrefix(name, ".capkit-") && strings.HasSuffix(name, ".tmp")
+}

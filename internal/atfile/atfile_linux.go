@@ -1,0 +1,257 @@
+//go:build linux
+
+package atfile
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capkit/capkit/fault"
+)
+
+// OpenDir opens the host directory at the absolute path dir. Symlinks in
+// dir are followed: the host names this path and is trusted with it.
+func OpenDir(dir string) (*Dir, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fault.New(fault.InvalidInput, "path must be absolute")
+	}
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, Fault(err, "directory")
+	}
+	return &Dir{f: f}, nil
+}
+
+// OpenDirIn opens the directory rel inside r. os.Root resolves rel, so
+// no element can lead out of the root.
+func OpenDirIn(r *os.Root, rel string) (*Dir, error) {
+	f, err := r.OpenFile(rel, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, Fault(err, "directory")
+	}
+	return &Dir{f: f}, nil
+}
+
+// control runs op with the directory's descriptor, retrying on EINTR.
+func (d *Dir) control(op func(fd int) error) error {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return fault.Wrap(fault.IO, err, "directory is not usable")
+	}
+	var opErr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			opErr = op(int(fd))
+			if opErr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return fault.Wrap(fault.IO, err, "directory is not usable")
+	}
+	return opErr
+}
+
+// Lstat returns the metadata of name without following a symlink.
+func (d *Dir) Lstat(name, role string) (Stat, error) {
+	if err := checkName(name); err != nil {
+		return Stat{}, err
+	}
+	var st unix.Stat_t
+	if err := d.control(func(fd int) error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return Stat{}, Fault(&fs.PathError{Op: "fstatat", Path: name, Err: err}, role)
+	}
+	return fromSys(&st), nil
+}
+
+// OpenRegular opens name for reading. It refuses a symlink (denied) and
+// anything but a regular file (invalid_input) before opening, then opens
+// with O_NOFOLLOW|O_NONBLOCK and checks that what it opened is the regular
+// file it looked at (a swap in between fails with integrity). role names
+// the file in messages ("file", "source").
+func (d *Dir) OpenRegular(name, role string) (*os.File, Stat, error) {
+	before, err := d.Lstat(name, role)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	if !before.Mode.IsRegular() {
+		return nil, Stat{}, NotRegular(role, before.Mode)
+	}
+	var fd int
+	err = d.control(func(dfd int) (err error) {
+		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return nil, Stat{}, Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, role)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	st, err := Fstat(f)
+	if err != nil {
+		f.Close()
+		return nil, Stat{}, err
+	}
+	if !st.Mode.IsRegular() || st.Dev != before.Dev || st.Ino != before.Ino {
+		f.Close()
+		return nil, Stat{}, fault.Wrap(fault.Integrity, ErrChanged, "%s was replaced while it was being opened", role)
+	}
+	return f, st, nil
+}
+
+// OpenSubdir opens the directory name inside d without following a
+// symlink, and returns it with its metadata.
+func (d *Dir) OpenSubdir(name, role string) (*Dir, Stat, error) {
+	if err := checkName(name); err != nil {
+		return nil, Stat{}, err
+	}
+	var fd int
+	err := d.control(func(dfd int) (err error) {
+		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			if st, lerr := d.Lstat(name, role); lerr == nil {
+				return nil, Stat{}, NotDir(role, st.Mode)
+			}
+		}
+		return nil, Stat{}, Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, role)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	st, err := Fstat(f)
+	if err != nil {
+		f.Close()
+		return nil, Stat{}, err
+	}
+	return &Dir{f: f}, st, nil
+}
+
+// CreateTemp creates a new, empty, private (0600) file under a fresh
+// TempName in d, for writing. It never opens an existing file.
+func (d *Dir) CreateTemp(role string) (*os.File, string, error) {
+	for range 8 {
+		name := TempName(role)
+		var fd int
+		err := d.control(func(dfd int) (err error) {
+			fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			return err
+		})
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return nil, "", Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, "temporary file")
+		}
+		return os.NewFile(uintptr(fd), name), name, nil
+	}
+	return nil, "", fault.New(fault.IO, "could not create a temporary file with a fresh name")
+}
+
+// Remove removes the file name from d (not a directory).
+func (d *Dir) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := d.control(func(fd int) error { return unix.Unlinkat(fd, name, 0) }); err != nil {
+		return Fault(&fs.PathError{Op: "unlinkat", Path: name, Err: err}, "file")
+	}
+	return nil
+}
+
+// Rename renames from to to inside d, replacing to if it exists (as
+// rename(2) does, atomically). Use internal/noreplace where replacing is
+// not allowed.
+func (d *Dir) Rename(from, to string) error {
+	if err := checkName(from); err != nil {
+		return err
+	}
+	if err := checkName(to); err != nil {
+		return err
+	}
+	if err := d.control(func(fd int) error { return unix.Renameat(fd, from, fd, to) }); err != nil {
+		return Fault(&os.LinkError{Op: "renameat", Old: from, New: to, Err: err}, "destination")
+	}
+	return nil
+}
+
+// ReadNames returns the names in d, at most max of them: one more fails
+// with fault.Limit rather than return a shorter list. Reading starts where
+// the previous read of d stopped; call it once per opened directory.
+func (d *Dir) ReadNames(max int) ([]string, error) {
+	var names []string
+	for {
+		batch, err := d.f.Readdirnames(256)
+		names = append(names, batch...)
+		if len(names) > max {
+			return nil, fault.LimitExceeded("directory entries", int64(max), 0)
+		}
+		if err == io.EOF {
+			return names, nil
+		}
+		if err != nil {
+			return nil, Fault(err, "directory")
+		}
+	}
+}
+
+// Fstat returns the metadata of an open file.
+func Fstat(f *os.File) (Stat, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return Stat{}, fault.Wrap(fault.IO, err, "file is not usable")
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil {
+		return Stat{}, fault.Wrap(fault.IO, err, "file is not usable")
+	}
+	if serr != nil {
+		return Stat{}, fault.Wrap(fault.IO, &fs.PathError{Op: "fstat", Path: f.Name(), Err: serr}, "reading file metadata failed")
+	}
+	return fromSys(&st), nil
+}
+
+func fromSys(st *unix.Stat_t) Stat {
+	m := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFREG:
+	default:
+		m |= fs.ModeIrregular
+	}
+	if st.Mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if st.Mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if st.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return Stat{
+		Dev:        uint64(st.Dev),
+		Ino:        st.Ino,
+		Mode:       m,
+		Nlink:      uint64(st.Nlink),
+		Size:       st.Size,
+		ModTime:    time.Unix(st.Mtim.Unix()),
+		ChangeTime: time.Unix(st.Ctim.Unix()),
+	}
+}

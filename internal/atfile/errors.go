@@ -1,0 +1,73 @@
+package atfile
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/capkit/capkit/fault"
+)
+
+// Sentinels carried as the cause of the faults this package returns, for
+// errors.Is.
+var (
+	// ErrSymlink: the named entry is a symbolic link, which is never followed.
+	ErrSymlink = errors.New("atfile: symbolic link not followed")
+	// ErrNotRegular: the named entry is not a regular file.
+	ErrNotRegular = errors.New("atfile: not a regular file")
+	// ErrNotDir: the named entry is not a directory.
+	ErrNotDir = errors.New("atfile: not a directory")
+	// ErrChanged: the entry changed between two looks at it.
+	ErrChanged = errors.New("atfile: changed while in use")
+)
+
+// NotRegular is the refusal of something that is not a regular file:
+// denied for a symlink, invalid_input for anything else.
+func NotRegular(role string, m fs.FileMode) *fault.Error {
+	if m&fs.ModeSymlink != 0 {
+		return fault.Wrap(fault.Denied, ErrSymlink, "%s is a symbolic link; symbolic links are never followed", role)
+	}
+	return fault.Wrap(fault.InvalidInput, ErrNotRegular, "%s is %s, not a regular file", role, Kind(m))
+}
+
+// NotDir is the refusal of something that is not a directory: denied for
+// a symlink, invalid_input for anything else.
+func NotDir(role string, m fs.FileMode) *fault.Error {
+	if m&fs.ModeSymlink != 0 {
+		return fault.Wrap(fault.Denied, ErrSymlink, "%s is a symbolic link; symbolic links are never followed", role)
+	}
+	return fault.Wrap(fault.InvalidInput, ErrNotDir, "%s is %s, not a directory", role, Kind(m))
+}
+
+// Fault classifies a system error about the entry role ("source",
+// "destination"...) as a *fault.Error whose message names the role, never
+// the host path (the cause keeps that for the trusted log).
+func Fault(err error, role string) *fault.Error {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return fault.Wrap(fault.Denied, errors.Join(ErrSymlink, err), "%s is a symbolic link; symbolic links are never followed", role)
+	case errors.Is(err, fs.ErrNotExist):
+		return fault.Wrap(fault.NotFound, err, "%s does not exist", role)
+	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY):
+		return fault.Wrap(fault.Conflict, err, "%s already exists", role)
+	case errors.Is(err, fs.ErrPermission):
+		return fault.Wrap(fault.Denied, err, "%s: permission denied", role)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fault.Wrap(fault.InvalidInput, err, "%s: an element of the path is not a directory", role)
+	case errors.Is(err, syscall.EISDIR):
+		return fault.Wrap(fault.InvalidInput, err, "%s is a directory", role)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return fault.Wrap(fault.InvalidInput, err, "%s: name too long", role)
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return fault.Wrap(fault.Unavailable, err, "too many open files; retry later")
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fault.Wrap(fault.IO, err, "no space left for %s", role)
+	case errors.Is(err, syscall.EROFS):
+		return fault.Wrap(fault.Denied, err, "%s is on a read-only filesystem", role)
+	}
+	return fault.Wrap(fault.IO, err, "%s: i/o failure", role)
+}
