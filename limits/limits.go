@@ -84,16 +84,32 @@ const (
 	ScriptMaxValueDepth = 128
 )
 
-// Regular-file IO.
+// Regular-file IO. Streaming (digest, copy) takes an explicit budget of
+// up to math.MaxInt64 bytes from a host; FileToolStreamBytes is the budget
+// the model-facing tools use unless the host sets another.
 const (
 	FileBufferedMaxBytes = 128 * MiB
+	FileToolStreamBytes  = 1 * GiB
+	// FileChunkBytes is how much a digest or copy moves between
+	// cancellation checks and progress reports.
+	FileChunkBytes = 8 * MiB
 )
 
-// File/tree metadata.
+// File/tree metadata. Defaults are what a zero option means; options may
+// raise entries and depth up to the hard limits (bytes are only summed, so
+// they may go up to math.MaxInt64).
 const (
 	TreeDefaultEntries = 10_000
 	TreeDefaultBytes   = 1 * GiB
 	TreeDefaultDepth   = 64
+	TreeHardEntries    = 1_000_000
+	TreeHardDepth      = 256
+)
+
+// Mutable state and publication. Publish fsyncs the staged tree before
+// renaming it, walking at most TreeHardEntries entries TreeHardDepth deep.
+const (
+	StateMaxBytes = 128 * MiB
 )
 
 // Exact-file ZIP.
