@@ -1,0 +1,276 @@
+package textjson
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+// maxDepth is the nesting bound every JSON input is held to.
+const maxDepth = limits.JSONMaxDepth
+
+// ctxCheckTokens is how many tokens pass between context checks.
+const ctxCheckTokens = 1 << 14
+
+// JSONOptions configure Validate, Decode and Canonical. The zero value is
+// the default bound.
+type JSONOptions struct {
+	// MaxBytes bounds the input: zero means limits.JSONDefaultBytes; more
+	// than limits.JSONMaxBytes is refused.
+	MaxBytes int64
+}
+
+// Number is a JSON number exactly as written in the input.
+type Number string
+
+// String returns the literal.
+func (n Number) String() string { return string(n) }
+
+// Float64 returns n as the nearest 64-bit float.
+func (n Number) Float64() (float64, error) { return strconv.ParseFloat(string(n), 64) }
+
+// Int64 returns n as an int64; it fails for fractions, exponents and
+// values out of range.
+func (n Number) Int64() (int64, error) { return strconv.ParseInt(string(n), 10, 64) }
+
+// MarshalJSON writes the literal unchanged.
+func (n Number) MarshalJSON() ([]byte, error) { return []byte(n), nil }
+
+// Stats describe a valid JSON value.
+type Stats struct {
+	// Bytes is the input size.
+	Bytes int64 `json:"bytes"`
+	// Kind of the top-level value: object, array, string, number, boolean
+	// or null.
+	Kind string `json:"kind"`
+	// Values counts every value, nested ones included (member names are
+	// not values).
+	Values int64 `json:"values"`
+	// Depth is the deepest nesting of objects and arrays (a scalar is 0).
+	Depth int `json:"depth"`
+}
+
+// Validate checks that data is one strict JSON value (see the package
+// documentation) without building it.
+func Validate(ctx context.Context, data []byte, opts *JSONOptions) (Stats, error) {
+	_, st, err := walk(ctx, data, opts, false)
+	return st, err
+}
+
+// Decode parses data, held to the rules of Validate, into Go values: nil,
+// bool, string, Number, []any and map[string]any. Member order is not kept
+// (names are unique, so nothing is lost but order; Canonical gives a
+// deterministic text).
+func Decode(ctx context.Context, data []byte, opts *JSONOptions) (any, Stats, error) {
+	return walk(ctx, data, opts, true)
+}
+
+// Canonical validates data like Validate and returns its canonical form:
+// RFC 8785 (JCS) member order and string escaping with no whitespace, except
+// that numbers keep their literal text instead of being rewritten as
+// float64 (which would round large integers). Two texts with the same
+// canonical form are the same JSON value with the same number literals. The
+// result is never longer than data, so it is bounded by the same limit.
+func Canonical(ctx context.Context, data []byte, opts *JSONOptions) ([]byte, Stats, error) {
+	_, st, err := walk(ctx, data, opts, false)
+	if err != nil {
+		return nil, st, err
+	}
+	out, err := jsontext.AppendFormat(make([]byte, 0, len(data)), data, jsontext.ReorderRawObjects(true))
+	if err != nil {
+		// walk accepted what the formatter refused: a bug, not bad input.
+		return nil, st, fault.Wrap(fault.Internal, err, "canonical formatting failed")
+	}
+	return out, st, nil
+}
+
+type frame struct {
+	obj   map[string]any
+	arr   []any
+	name  string
+	isObj bool
+}
+
+// walk reads data token by token, enforcing the bounds, and builds the
+// value when build is set. On failure only Stats.Bytes is set.
+func walk(ctx context.Context, data []byte, opts *JSONOptions, build bool) (any, Stats, error) {
+	v, st, err := walkTokens(ctx, data, opts, build)
+	if err != nil {
+		return nil, Stats{Bytes: st.Bytes}, err
+	}
+	return v, st, nil
+}
+
+func walkTokens(ctx context.Context, data []byte, opts *JSONOptions, build bool) (any, Stats, error) {
+	var o JSONOptions
+	if opts != nil {
+		o = *opts
+	}
+	st := Stats{Bytes: int64(len(data))}
+	limit, err := maxBytes("JSON", o.MaxBytes, limits.JSONDefaultBytes, limits.JSONMaxBytes)
+	if err != nil {
+		return nil, st, err
+	}
+	if st.Bytes > limit {
+		return nil, st, fault.LimitExceeded("JSON input bytes", limit, st.Bytes)
+	}
+	if bytes.HasPrefix(data, []byte("\uFEFF")) {
+		return nil, st, newSyntaxError(data, 0, "JSON", ErrByteOrderMark)
+	}
+	d := jsontext.NewDecoder(bytes.NewBuffer(data))
+	var (
+		root any
+		// inObj records, per open container, whether it is an object;
+		// expectName is whether the next string in it is a member name.
+		inObj      []bool
+		expectName bool
+		frames     []frame
+	)
+	// add places a finished value in its container when building.
+	add := func(v any) {
+		if len(frames) == 0 {
+			root = v
+			return
+		}
+		top := &frames[len(frames)-1]
+		if top.isObj {
+			top.obj[top.name] = v
+		} else {
+			top.arr = append(top.arr, v)
+		}
+	}
+	for n := 0; ; n++ {
+		if n%ctxCheckTokens == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, st, fault.As(err)
+			}
+		}
+		before := d.InputOffset()
+		tok, err := d.ReadToken()
+		if err != nil {
+			if err == io.EOF {
+				return nil, st, newSyntaxError(data, st.Bytes, "JSON", ErrUnexpectedEnd)
+			}
+			return nil, st, fromParser(data, err)
+		}
+		switch kind := tok.Kind(); kind {
+		case '{', '[':
+			st.Values++
+			inObj = append(inObj, kind == '{')
+			expectName = kind == '{'
+			if len(inObj) > maxDepth {
+				se := newSyntaxError(data, d.InputOffset()-1, "JSON", ErrTooDeep)
+				se.Pointer = string(d.StackPointer())
+				return nil, st, se
+			}
+			st.Depth = max(st.Depth, len(inObj))
+			if build {
+				if kind == '{' {
+					frames = append(frames, frame{obj: map[string]any{}, isObj: true})
+				} else {
+					frames = append(frames, frame{arr: []any{}})
+				}
+			}
+			continue
+		case '}', ']':
+			inObj = inObj[:len(inObj)-1]
+			if build {
+				top := frames[len(frames)-1]
+				frames = frames[:len(frames)-1]
+				if top.isObj {
+					add(top.obj)
+				} else {
+					add(top.arr)
+				}
+			}
+		case '"':
+			if expectName {
+				if build {
+					frames[len(frames)-1].name = tok.String()
+				}
+				expectName = false
+				continue
+			}
+			st.Values++
+			if build {
+				add(tok.String())
+			}
+		case '0':
+			st.Values++
+			// The literal's bytes, without copying: the token starts after
+			// the separators and whitespace that follow the previous one.
+			start := before
+			for c := data[start]; c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ':'; c = data[start] {
+				start++
+			}
+			lit := data[start:d.InputOffset()]
+			if !finite(lit) {
+				se := newSyntaxError(data, start, "JSON", ErrNonFinite)
+				se.Pointer = string(d.StackPointer())
+				return nil, st, se
+			}
+			if build {
+				add(Number(lit))
+			}
+		case 't', 'f':
+			st.Values++
+			if build {
+				add(kind == 't')
+			}
+		case 'n':
+			st.Values++
+			if build {
+				add(nil)
+			}
+		}
+		if len(inObj) == 0 {
+			break
+		}
+		expectName = inObj[len(inObj)-1]
+	}
+	// One value only: anything after it but whitespace is an error.
+	end := d.InputOffset()
+	if _, err := d.ReadToken(); err != io.EOF {
+		rest := data[end:]
+		off := end + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n")))
+		return nil, st, newSyntaxError(data, off, "JSON", ErrTrailingData)
+	}
+	st.Kind = kindName(data)
+	return root, st, nil
+}
+
+// finite reports whether a number literal is finite as a float64. Most
+// literals are decided without parsing: without an exponent, a number with
+// fewer than 309 digits is below math.MaxFloat64.
+func finite(lit []byte) bool {
+	if len(lit) < 309 && bytes.IndexAny(lit, "eE") < 0 {
+		return true
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	return err == nil || !math.IsInf(f, 0)
+}
+
+// kindName names the top-level value of a valid text.
+func kindName(data []byte) string {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	switch t[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
