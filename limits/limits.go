@@ -154,6 +154,12 @@ const (
 	TabularMaxExpandedBytes   = 64 * MiB
 	TabularMaxColumns         = 256
 	TabularDefaultRows        = 1_000_000
+	// TabularHardRows bounds an explicit scan budget: every row takes at
+	// least one byte of the expanded input, so more can never be scanned.
+	TabularHardRows = TabularMaxExpandedBytes
+	// TabularMaxRecordBytes bounds one record (a quoted field may span
+	// lines), so a newline-free bomb stops early in little memory.
+	TabularMaxRecordBytes = 8 * MiB
 )
 
 // Literal passages.
