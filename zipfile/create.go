@@ -1,0 +1,277 @@
+package zipfile
+
+import (
+	"archive/zip"
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/noreplace"
+)
+
+// Source is one file to archive.
+type Source struct {
+	// Name is the member name: a relative slash-separated path obeying the
+	// same rules Extract enforces.
+	Name string
+	// Path is the absolute path of the regular file to read. A final
+	// symlink is not followed.
+	Path string
+}
+
+// Created is the result of Create.
+type Created struct {
+	// Archive is the published archive.
+	Archive string `json:"archive"`
+	// Bytes is the archive's size.
+	Bytes int64 `json:"bytes"`
+	// Files counts the members; Members lists them with their digests in
+	// the order given.
+	Files   int          `json:"files"`
+	Members []MemberInfo `json:"members"`
+}
+
+// Manifest renders the members as sha256sum prints them ("DIGEST  NAME"
+// lines), the form Extract's expectation is parsed from by ParseManifest.
+func (c *Created) Manifest() string {
+	var b strings.Builder
+	for _, m := range c.Members {
+		b.WriteString(m.SHA256)
+		b.WriteString("  ")
+		b.WriteString(m.Name)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// source is a file to archive and how to open it.
+type source struct {
+	name string
+	open func() (*os.File, error)
+}
+
+// Create writes a new archive at the absolute path out, which must not
+// exist, holding exactly the given files in the given order (deflated
+// unless opts.Store). The archive is written privately (0600) beside out,
+// fsynced, checked with the reader Extract uses, and published without
+// replacing anything. Failures: invalid_input (bad name or source, a source
+// that is not a regular file), limit, conflict (out exists, or a source
+// changed while read), not_found, io.
+func Create(ctx context.Context, out string, files []Source, opts *CreateOptions) (*Created, error) {
+	var o CreateOptions
+	if opts != nil {
+		o = *opts
+	}
+	if !filepath.IsAbs(out) {
+		return nil, fault.New(fault.InvalidInput, "the archive path must be absolute")
+	}
+	out = filepath.Clean(out)
+	srcs := make([]source, len(files))
+	for i, s := range files {
+		if !filepath.IsAbs(s.Path) {
+			return nil, fault.New(fault.InvalidInput, "source %q: path must be absolute", s.Name)
+		}
+		srcs[i] = source{name: s.Name, open: func() (*os.File, error) { return openRegular(nil, s.Path) }}
+	}
+	parent, leaf, err := openParent(nil, out)
+	if err != nil {
+		return nil, err
+	}
+	defer parent.Close()
+	res, err := createInto(ctx, srcs, parent, leaf, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Archive = out
+	return res, nil
+}
+
+func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string, o CreateOptions) (_ *Created, err error) {
+	lim, err := o.Limits.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if len(srcs) > lim.MaxFiles {
+		return nil, fault.New(fault.Limit, "%d files exceed the limit of %d members", len(srcs), lim.MaxFiles)
+	}
+	names := newNameSet()
+	var dirBytes int64
+	for _, s := range srcs {
+		if ferr := checkName(s.name, lim.MaxPathDepth); ferr != nil {
+			return nil, ferr
+		}
+		if ferr := names.add(s.name, false); ferr != nil {
+			return nil, ferr
+		}
+		// A central-directory header, the name and the extended-timestamp
+		// field archive/zip adds.
+		dirBytes += dirHeaderLen + int64(len(s.name)) + 9
+	}
+	if dirBytes > lim.MaxCentralDirectoryBytes {
+		return nil, fault.New(fault.Limit, "the central directory for these names would take %d bytes, more than the limit of %d", dirBytes, lim.MaxCentralDirectoryBytes)
+	}
+	if _, err := parent.Lstat(leaf); err == nil {
+		return nil, fault.New(fault.Conflict, "the archive path already exists; nothing is overwritten")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fault.As(err)
+	}
+
+	// Open every source first: sizes are bounded before anything is written.
+	type opened struct {
+		f  *os.File
+		st os.FileInfo
+	}
+	all := make([]opened, 0, len(srcs))
+	defer func() {
+		for _, s := range all {
+			s.f.Close()
+		}
+	}()
+	var total int64
+	for _, s := range srcs {
+		f, err := s.open()
+		if err != nil {
+			return nil, withName(err, s.name)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fault.As(err)
+		}
+		all = append(all, opened{f, st})
+		if st.Size() > lim.MaxMemberBytes {
+			return nil, memberFault(fault.Limit, s.name, ErrSize, "file %q has %d bytes, more than the limit of %d per member", s.name, st.Size(), lim.MaxMemberBytes)
+		}
+		if total += st.Size(); total > lim.MaxTotalBytes {
+			return nil, memberFault(fault.Limit, s.name, ErrSize, "the files hold more than %d bytes in all", lim.MaxTotalBytes)
+		}
+	}
+
+	tmpName := randomName(".tmp")
+	tmp, err := parent.OpenFile(tmpName, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fault.Wrap(fault.IO, err, "creating the temporary archive failed")
+	}
+	defer func() {
+		tmp.Close()
+		if err != nil {
+			parent.Remove(tmpName)
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, copyBuffer)
+	zw := zip.NewWriter(bw)
+	res := &Created{Files: len(srcs), Members: make([]MemberInfo, len(srcs))}
+	method := zip.Deflate
+	if o.Store {
+		method = zip.Store
+	}
+	mt := &meter{max: lim.MaxTotalBytes, total: total, progress: o.Progress}
+	for i, s := range srcs {
+		hdr := &zip.FileHeader{Name: s.name, Method: method, Modified: all[i].st.ModTime()}
+		hdr.SetMode(0o644)
+		w, err := zw.CreateHeader(hdr)
+		if err != nil {
+			return nil, fault.Wrap(fault.IO, err, "writing member %q failed", s.name)
+		}
+		d, err := copyStable(ctx, w, all[i].f, all[i].st, s.name, mt)
+		if err != nil {
+			return nil, err
+		}
+		res.Members[i] = MemberInfo{Name: s.name, Size: all[i].st.Size(), SHA256: hex.EncodeToString(d[:])}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fault.Wrap(fault.IO, err, "finishing the archive failed")
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, fault.Wrap(fault.IO, err, "writing the archive failed")
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, fault.Wrap(fault.IO, err, "syncing the archive failed")
+	}
+	st, err := tmp.Stat()
+	if err != nil {
+		return nil, fault.As(err)
+	}
+	// What Extract will accept, checked before anyone can see it.
+	if _, err := openArchive(ctx, tmp, st.Size(), lim); err != nil {
+		return nil, err
+	}
+	pd, err := parent.Open(".")
+	if err != nil {
+		return nil, fault.Wrap(fault.IO, err, "opening the archive's directory failed")
+	}
+	defer pd.Close()
+	if err := noreplace.Rename(pd, tmpName, leaf); err != nil {
+		return nil, err
+	}
+	res.Bytes = st.Size()
+	return res, nil
+}
+
+// copyStable copies exactly st.Size() bytes of f into w and returns their
+// SHA-256, failing with conflict if the file is not that size or its size,
+// modification time or identity changed meanwhile.
+func copyStable(ctx context.Context, w io.Writer, f *os.File, st os.FileInfo, name string, mt *meter) (Digest, error) {
+	changed := func() error {
+		return memberFault(fault.Conflict, name, ErrChanged, "file %q changed while it was being archived; try again", name)
+	}
+	h := sha256.New()
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	r := io.LimitReader(f, st.Size()+1)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return Digest{}, fault.As(err)
+		}
+		k, rerr := r.Read(buf)
+		if k > 0 {
+			n += int64(k)
+			if n > st.Size() {
+				return Digest{}, changed()
+			}
+			h.Write(buf[:k])
+			if _, err := w.Write(buf[:k]); err != nil {
+				return Digest{}, fault.Wrap(fault.IO, err, "writing member %q failed", name)
+			}
+			mt.add(int64(k))
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return Digest{}, fault.Wrap(fault.IO, rerr, "reading %q failed", name)
+		}
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return Digest{}, fault.As(err)
+	}
+	if n != st.Size() || after.Size() != st.Size() || !after.ModTime().Equal(st.ModTime()) || !os.SameFile(st, after) {
+		return Digest{}, changed()
+	}
+	var d Digest
+	h.Sum(d[:0])
+	return d, nil
+}
+
+// withName adds the member name to an open failure.
+func withName(err error, name string) error {
+	fe := fault.As(err)
+	if fe.Code == fault.NotFound {
+		return fault.Wrap(fault.NotFound, err, "file %q does not exist", name)
+	}
+	out := *fe
+	out.Message = "file " + `"` + name + `": ` + fe.Message
+	return &out
+}

@@ -1,0 +1,314 @@
+package zipfile
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/noreplace"
+)
+
+// Expect maps each expected member name (slash-separated, as stored in the
+// archive, without a directory's trailing slash) to its SHA-256 digest.
+type Expect map[string]Digest
+
+// MemberInfo describes one regular-file member.
+type MemberInfo struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Extracted is the result of Extract.
+type Extracted struct {
+	// Dest is the published directory.
+	Dest string `json:"dest"`
+	// Files and Bytes count the regular files written and their bytes.
+	Files   int          `json:"files"`
+	Bytes   int64        `json:"bytes"`
+	Members []MemberInfo `json:"members"`
+}
+
+// stagingPrefix names private staging entries in a destination's parent.
+const stagingPrefix = ".capkit-zip-"
+
+// maxWorkers bounds the members inflated at once.
+const maxWorkers = 4
+
+// Extract extracts the archive at the absolute path archive into dest, an
+// absolute path that must not exist (its parent must), given the digest of
+// every member. See the package documentation for what it guarantees.
+// Failures: invalid_input (malformed archive, refused member, bad
+// expectation), limit, integrity (unexpected, missing or mismatching
+// members), conflict (dest exists), not_found, io.
+func Extract(ctx context.Context, archive, dest string, expect Expect, opts *ExtractOptions) (*Extracted, error) {
+	var o ExtractOptions
+	if opts != nil {
+		o = *opts
+	}
+	if !filepath.IsAbs(archive) || !filepath.IsAbs(dest) {
+		return nil, fault.New(fault.InvalidInput, "archive and destination must be absolute paths")
+	}
+	dest = filepath.Clean(dest)
+	f, err := openRegular(nil, archive)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	parent, leaf, err := openParent(nil, dest)
+	if err != nil {
+		return nil, err
+	}
+	defer parent.Close()
+	res, err := extractInto(ctx, f, parent, leaf, expect, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Dest = dest
+	return res, nil
+}
+
+// openRegular opens name (through root when non-nil) for reading without
+// following a final symlink or blocking on a FIFO, and checks it is a
+// regular file.
+func openRegular(root *os.Root, name string) (*os.File, error) {
+	flag := os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	var f *os.File
+	var err error
+	if root != nil {
+		f, err = root.OpenFile(name, flag, 0)
+	} else {
+		f, err = os.OpenFile(name, flag, 0)
+	}
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fault.Wrap(fault.InvalidInput, err, "%s is a symlink; symlinks are not followed", filepath.Base(name))
+		}
+		return nil, fault.As(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fault.As(err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fault.New(fault.InvalidInput, "%s is not a regular file", filepath.Base(name))
+	}
+	return f, nil
+}
+
+// openParent opens the directory that will hold dest (through root when
+// non-nil, dest then being root-relative) and returns it with dest's last
+// element.
+func openParent(root *os.Root, dest string) (*os.Root, string, error) {
+	dir, leaf := filepath.Split(dest)
+	if leaf == "" || leaf == "." || leaf == ".." {
+		return nil, "", fault.New(fault.InvalidInput, "the destination must name a new entry inside an existing directory")
+	}
+	if dir == "" {
+		dir = "."
+	}
+	var parent *os.Root
+	var err error
+	if root != nil {
+		parent, err = root.OpenRoot(dir)
+	} else {
+		parent, err = os.OpenRoot(dir)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fault.Wrap(fault.NotFound, err, "the destination's parent directory does not exist")
+		}
+		return nil, "", fault.As(err)
+	}
+	return parent, leaf, nil
+}
+
+func randomName(suffix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return stagingPrefix + hex.EncodeToString(b[:]) + suffix
+}
+
+// checkExpect validates the expected names as member names.
+func checkExpect(expect Expect, lim Limits) error {
+	if len(expect) > lim.MaxFiles {
+		return fault.New(fault.Limit, "%d expected members exceed the limit of %d", len(expect), lim.MaxFiles)
+	}
+	names := newNameSet()
+	for _, name := range slices.Sorted(maps.Keys(expect)) {
+		if ferr := checkName(name, lim.MaxPathDepth); ferr != nil {
+			ferr.Message = "expected " + ferr.Message
+			return ferr
+		}
+		if ferr := names.add(name, false); ferr != nil {
+			ferr.Message = "expected " + ferr.Message
+			return ferr
+		}
+	}
+	return nil
+}
+
+// match checks the archive's members against expect exactly and returns the
+// regular-file members.
+func match(a *archive, expect Expect) ([]member, error) {
+	files := make([]member, 0, len(expect))
+	dirs := map[string]bool{}
+	for name := range expect {
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	seen := make(map[string]bool, len(expect))
+	for _, m := range a.members {
+		switch {
+		case m.dir && dirs[m.name]:
+		case !m.dir && hasKey(expect, m.name):
+			seen[m.name] = true
+			files = append(files, m)
+		default:
+			return nil, memberFault(fault.Integrity, m.name, ErrUnexpectedMember, "archive holds member %q, which was not expected", m.name+map[bool]string{true: "/"}[m.dir])
+		}
+	}
+	if len(seen) != len(expect) {
+		for _, name := range slices.Sorted(maps.Keys(expect)) {
+			if !seen[name] {
+				return nil, memberFault(fault.Integrity, name, ErrMissingMember, "expected member %q is not in the archive", name)
+			}
+		}
+	}
+	return files, nil
+}
+
+func hasKey(e Expect, k string) bool { _, ok := e[k]; return ok }
+
+func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string, expect Expect, o ExtractOptions) (_ *Extracted, err error) {
+	lim, err := o.Limits.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkExpect(expect, lim); err != nil {
+		return nil, err
+	}
+	st, err := src.Stat()
+	if err != nil {
+		return nil, fault.As(err)
+	}
+	a, err := openArchive(ctx, src, st.Size(), lim)
+	if err != nil {
+		return nil, err
+	}
+	files, err := match(a, expect)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := parent.Lstat(leaf); err == nil {
+		return nil, fault.New(fault.Conflict, "the destination already exists; extraction needs a new directory")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fault.As(err)
+	}
+
+	staging := randomName("")
+	if err := parent.Mkdir(staging, 0o700); err != nil {
+		return nil, fault.Wrap(fault.IO, err, "creating the staging directory failed")
+	}
+	stage, err := parent.OpenRoot(staging)
+	if err != nil {
+		parent.RemoveAll(staging)
+		return nil, fault.Wrap(fault.IO, err, "opening the staging directory failed")
+	}
+	defer func() {
+		stage.Close()
+		if err != nil {
+			parent.RemoveAll(staging)
+		}
+	}()
+
+	dirs := map[string]bool{}
+	for _, m := range files {
+		for d := path.Dir(m.name); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	dirList := slices.Sorted(maps.Keys(dirs))
+	for _, d := range dirList { // sorted: parents before children
+		if err := stage.Mkdir(d, 0o700); err != nil {
+			return nil, fault.Wrap(fault.IO, err, "creating directory %q failed", d)
+		}
+	}
+
+	mt := &meter{max: lim.MaxTotalBytes, total: a.total, progress: o.Progress}
+	digests := make([]Digest, len(files))
+	idx := make([]int, len(files))
+	for i := range idx {
+		idx[i] = i
+	}
+	workers := min(runtime.GOMAXPROCS(0), maxWorkers)
+	err = forEach(ctx, workers, idx, func(ctx context.Context, i int) error {
+		m := files[i]
+		out, err := stage.OpenFile(m.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return fault.Wrap(fault.IO, err, "creating member %q failed", m.name)
+		}
+		d, err := inflate(ctx, m, out, mt)
+		if err == nil && d != expect[m.name] {
+			err = memberFault(fault.Integrity, m.name, ErrDigest, "member %q does not match its expected SHA-256 (got %x)", m.name, d[:])
+		}
+		if err == nil {
+			if serr := out.Sync(); serr != nil {
+				err = fault.Wrap(fault.IO, serr, "syncing member %q failed", m.name)
+			}
+		}
+		if cerr := out.Close(); err == nil && cerr != nil {
+			err = fault.Wrap(fault.IO, cerr, "closing member %q failed", m.name)
+		}
+		digests[i] = d
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Directory entries must be durable before the tree is published:
+	// deepest first, then the staging directory itself.
+	for _, d := range slices.Backward(append([]string{"."}, dirList...)) {
+		if err := syncDir(stage, d); err != nil {
+			return nil, err
+		}
+	}
+	pd, err := parent.Open(".")
+	if err != nil {
+		return nil, fault.Wrap(fault.IO, err, "opening the destination's parent failed")
+	}
+	defer pd.Close()
+	if err := noreplace.Rename(pd, staging, leaf); err != nil {
+		return nil, err
+	}
+	res := &Extracted{Files: len(files), Members: make([]MemberInfo, len(files))}
+	for i, m := range files {
+		res.Bytes += m.size
+		res.Members[i] = MemberInfo{Name: m.name, Size: m.size, SHA256: hex.EncodeToString(digests[i][:])}
+	}
+	slices.SortFunc(res.Members, func(x, y MemberInfo) int { return strings.Compare(x.Name, y.Name) })
+	return res, nil
+}
+
+func syncDir(r *os.Root, name string) error {
+	d, err := r.Open(name)
+	if err != nil {
+		return fault.Wrap(fault.IO, err, "opening directory %q failed", name)
+	}
+	defer d.Close()
+	return noreplace.SyncDir(d)
+}
