@@ -61,6 +61,12 @@ type Options struct {
 	// it, deferred tools can never be discovered, so sessions list every
 	// tool they are granted.
 	DisableToolSearch bool
+	// PolicyOverride, when set, receives every policy as a package
+	// registers it and returns the policy to use instead: the host's
+	// per-tool configuration applies to tools whose packages it does not
+	// control. The returned policy is checked like any other (hard limits)
+	// and must keep the name.
+	PolicyOverride func(Policy) Policy
 }
 
 type tool struct {
@@ -97,6 +103,12 @@ func (b *Builder) Register(policy Policy, meta Meta, input, output *jsonschema.S
 	}
 	if b.names[policy.Name] {
 		return fmt.Errorf("kernel: duplicate tool name %q", policy.Name)
+	}
+	if b.opts.PolicyOverride != nil {
+		name := policy.Name
+		if policy = b.opts.PolicyOverride(policy); policy.Name != name {
+			return fmt.Errorf("kernel: tool %q: policy override renamed it to %q", name, policy.Name)
+		}
 	}
 	p, err := policy.withDefaults()
 	if err != nil {
