@@ -76,12 +76,19 @@ const (
 	// script worker process (address space) and, approximately, in process.
 	ScriptDefaultMemoryBytes = 256 * MiB
 	ScriptHardMemoryBytes    = 4 * GiB
-	// ScriptMemoryCheckSteps is how often (in steps) an in-process script's
-	// heap growth is sampled.
+	// ScriptMemoryCheckSteps is how often (in steps) a script's heap
+	// growth is sampled.
 	ScriptMemoryCheckSteps = 256
-	// ScriptMaxValueDepth bounds nesting of values converted between JSON
-	// and Starlark.
-	ScriptMaxValueDepth = 128
+	// ScriptMaxPrintBytes bounds what a script's print calls emit in all.
+	ScriptMaxPrintBytes = 1 * MiB
+	// ScriptMaxCallArgBytes bounds the JSON of one tool.call argument
+	// before the tool's own input bound applies.
+	ScriptMaxCallArgBytes = HardMaxInputBytes
+	// ScriptWorkerStderrBytes bounds the diagnostics kept from a worker.
+	ScriptWorkerStderrBytes = 64 * KiB
+	// ScriptWorkerGrace is how long past its deadline a script may take to
+	// stop before its worker is killed (or, in process, abandoned).
+	ScriptWorkerGrace = 2 * time.Second
 )
 
 // Regular-file IO. Streaming (digest, copy) takes an explicit budget of
@@ -160,6 +167,9 @@ const (
 	// TabularMaxRecordBytes bounds one record (a quoted field may span
 	// lines), so a newline-free bomb stops early in little memory.
 	TabularMaxRecordBytes = 8 * MiB
+	// TabularMaxZipEntries bounds the entries (directories included) a ZIP
+	// may list before its central directory is read: one CSV is expected.
+	TabularMaxZipEntries = 64
 )
 
 // Literal passages.
