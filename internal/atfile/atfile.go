@@ -49,12 +49,12 @@ type Stat struct {
 }
 
 // Same reports whether s and o describe the same, unchanged file: same
-// identity, mode, size, modification and change time. The change time
-// moves on any write, truncation, chmod, chown or link count change, so a
-// file rewritten with the same size and a forged mtime still differs,
-// within the filesystem's timestamp granularity.
+// identity, mode, link count, size, modification and change time. The
+// change time moves on any write, truncation, chmod, chown or link count
+// change, so a file rewritten with the same size and a forged mtime still
+// differs, within the filesystem's timestamp granularity.
 func (s Stat) Same(o Stat) bool {
-	return s.Dev == o.Dev && s.Ino == o.Ino && s.Mode == o.Mode && s.Size == o.Size &&
+	return s.Dev == o.Dev && s.Ino == o.Ino && s.Mode == o.Mode && s.Nlink == o.Nlink && s.Size == o.Size &&
 		s.ModTime.Equal(o.ModTime) && s.ChangeTime.Equal(o.ChangeTime)
 }
 

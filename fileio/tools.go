@@ -1,0 +1,147 @@
+package fileio
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure the model-facing tools. A nil *ToolOptions is
+// valid.
+type ToolOptions struct {
+	// MaxStreamBytes is the byte budget of one file_digest or file_copy
+	// call; a model may ask for less, never more. Zero means
+	// limits.FileToolStreamBytes (1 GiB).
+	MaxStreamBytes int64
+	// Timeout bounds one call; zero means the kernel's default.
+	Timeout time.Duration
+}
+
+func (o *ToolOptions) budget() int64 {
+	if o == nil || o.MaxStreamBytes <= 0 {
+		return limits.FileToolStreamBytes
+	}
+	return o.MaxStreamBytes
+}
+
+// DigestArgs are file_digest's arguments.
+type DigestArgs struct {
+	Path     string `json:"path" jsonschema:"file to digest, relative to the first readable root or absolute inside a readable root"`
+	MaxBytes int64  `json:"max_bytes,omitempty" jsonschema:"fail instead of digesting a file larger than this; default and maximum: the host's budget"`
+}
+
+// DigestResult is file_digest's result.
+type DigestResult struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// ToolText is what the model reads.
+func (r DigestResult) ToolText() string {
+	return fmt.Sprintf("sha256 %s (%d bytes)", r.SHA256, r.Size)
+}
+
+// CopyArgs are file_copy's arguments.
+type CopyArgs struct {
+	Source      string `json:"source" jsonschema:"regular file to copy, inside a readable root"`
+	Destination string `json:"destination" jsonschema:"new file to create, inside a writable root; must not exist"`
+	MaxBytes    int64  `json:"max_bytes,omitempty" jsonschema:"fail instead of copying a file larger than this; default and maximum: the host's budget"`
+}
+
+// CopyResult is file_copy's result.
+type CopyResult struct {
+	Bytes int64 `json:"bytes"`
+}
+
+// ToolText is what the model reads.
+func (r CopyResult) ToolText() string { return fmt.Sprintf("copied %d bytes", r.Bytes) }
+
+// RegisterTools registers file_digest (effect read_file) and file_copy
+// (effect write_file; the source must also lie in a root granted
+// read_file). Both are deferred. Paths are resolved with fs.Resolve
+// against the roots the session's capabilities grant the effect on and
+// opened through an os.Root, so no path leads out of a granted root.
+// opts may be nil.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	budget := opts.budget()
+	var timeout time.Duration
+	if opts != nil {
+		timeout = opts.Timeout
+	}
+	err := kernel.AddTool(b, kernel.Policy{Name: "file_digest", Timeout: timeout},
+		kernel.Meta{
+			Effect:  capability.ReadFile,
+			Summary: "SHA-256 digest of one regular file, streamed, without reading it into the conversation",
+			Description: fmt.Sprintf(`Computes the SHA-256 digest of one regular file and returns it with the file's size.
+Symbolic links are never followed; directories, FIFOs and devices are refused. A file larger than max_bytes (default and maximum %d bytes) fails with "limit" before it is read. A file that changes while it is read fails with "integrity": retry when it is stable.
+Example: {"path": "dist/app.tar.gz"}`, budget),
+		},
+		func(ctx context.Context, call *kernel.Call, in DigestArgs) (DigestResult, error) {
+			maxBytes, err := modelBudget(in.MaxBytes, budget)
+			if err != nil {
+				return DigestResult{}, err
+			}
+			d, name, _, err := atfile.ResolveParent(call.Session.Capabilities().Roots(capability.ReadFile), in.Path)
+			if err != nil {
+				return DigestResult{}, err
+			}
+			defer d.Close()
+			f, err := openAt(d, name, "file")
+			if err != nil {
+				return DigestResult{}, err
+			}
+			defer f.Close()
+			s, err := digest(ctx, f, maxBytes, nil)
+			return DigestResult(s), err
+		})
+	if err != nil {
+		return err
+	}
+	return kernel.AddTool(b, kernel.Policy{Name: "file_copy", Timeout: timeout},
+		kernel.Meta{
+			Effect:  capability.WriteFile,
+			Summary: "Copy one regular file to a new file; never overwrites",
+			Description: fmt.Sprintf(`Copies one regular file to a new file. The destination must not exist: an existing destination fails with "conflict" and is left untouched. The copy appears only when complete and is private (mode 0600).
+The source must be in a readable root and the destination in a writable root. Symbolic links are never followed; directories, FIFOs and devices are refused. A source larger than max_bytes (default and maximum %d bytes) fails with "limit" before anything is written; a source that changes while it is copied fails with "integrity" and nothing is created.
+Example: {"source": "report.pdf", "destination": "archive/report-2024.pdf"}`, budget),
+		},
+		func(ctx context.Context, call *kernel.Call, in CopyArgs) (CopyResult, error) {
+			maxBytes, err := modelBudget(in.MaxBytes, budget)
+			if err != nil {
+				return CopyResult{}, err
+			}
+			caps := call.Session.Capabilities()
+			sd, sname, _, err := atfile.ResolveParent(caps.Roots(capability.ReadFile), in.Source)
+			if err != nil {
+				return CopyResult{}, err
+			}
+			defer sd.Close()
+			dd, dname, _, err := atfile.ResolveParent(caps.Roots(capability.WriteFile), in.Destination)
+			if err != nil {
+				return CopyResult{}, err
+			}
+			defer dd.Close()
+			n, err := copyAt(ctx, sd, sname, dd, dname, maxBytes, nil)
+			return CopyResult{Bytes: n}, err
+		})
+}
+
+// modelBudget applies a model's optional max_bytes under the host budget:
+// asking for more is refused, not clamped.
+func modelBudget(asked, budget int64) (int64, error) {
+	switch {
+	case asked == 0:
+		return budget, nil
+	case asked < 0:
+		return 0, fault.New(fault.InvalidInput, "max_bytes must be positive")
+	case asked > budget:
+		return 0, fault.New(fault.Limit, "max_bytes %d exceeds this tool's budget of %d bytes", asked, budget)
+	}
+	return asked, nil
+}

@@ -1,0 +1,105 @@
+package fileio
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+)
+
+func newSession(t *testing.T, opts *ToolOptions, caps ...capability.Capability) *kernel.Session {
+	t.Helper()
+	b := kernel.NewBuilder(nil)
+	must(t, RegisterTools(b, opts))
+	rt, err := b.Build()
+	must(t, err)
+	s, err := rt.NewSession("model", caps, nil)
+	must(t, err)
+	return s
+}
+
+func grant(t *testing.T, roots []string, effects ...capability.Effect) capability.Capability {
+	t.Helper()
+	c, err := capability.New("model", effects, capability.Scope{Roots: roots})
+	must(t, err)
+	return c
+}
+
+func TestTools(t *testing.T) {
+	outside := fixture(t)
+	root := fixture(t)
+	out := t.TempDir()
+	must(t, os.Symlink(filepath.Join(outside, "abc"), filepath.Join(root, "escape")))
+	must(t, os.Symlink(outside, filepath.Join(root, "escapedir")))
+	must(t, os.WriteFile(filepath.Join(out, "taken"), []byte("x"), 0o600))
+	s := newSession(t, &ToolOptions{MaxStreamBytes: 5},
+		grant(t, []string{root}, capability.ReadFile),
+		grant(t, []string{out}, capability.WriteFile))
+	readOnly := newSession(t, nil, grant(t, []string{root}, capability.ReadFile))
+	writeOnly := newSession(t, nil, grant(t, []string{out}, capability.WriteFile))
+	cases := []struct {
+		name string
+		s    *kernel.Session
+		tool string
+		args string
+		code fault.Code
+		text string
+	}{
+		{"digest", s, "file_digest", `{"path":"abc"}`, "", "sha256 ba7816bf"},
+		{"digest absolute inside root", s, "file_digest", `{"path":"` + root + `/sub/inner"}`, "", "(5 bytes)"},
+		{"digest at the host budget", s, "file_digest", `{"path":"sub/inner","max_bytes":5}`, "", "(5 bytes)"},
+		{"digest over a smaller model budget", s, "file_digest", `{"path":"sub/inner","max_bytes":4}`, fault.Limit, ""},
+		{"model budget over the host's", s, "file_digest", `{"path":"abc","max_bytes":6}`, fault.Limit, ""},
+		{"absolute path climbing out", s, "file_digest", `{"path":"` + root + `/../` + filepath.Base(outside) + `/abc"}`, fault.Denied, ""},
+		{"climbing out", s, "file_digest", `{"path":"../x"}`, fault.Denied, ""},
+		{"absolute outside", s, "file_digest", `{"path":"/etc/passwd"}`, fault.Denied, ""},
+		{"symlink leading out", s, "file_digest", `{"path":"escape"}`, fault.Denied, ""},
+		{"directory symlink leading out", s, "file_digest", `{"path":"escapedir/abc"}`, fault.Denied, ""},
+		{"the root itself", s, "file_digest", `{"path":"."}`, fault.InvalidInput, ""},
+		{"fifo", s, "file_digest", `{"path":"fifo"}`, fault.InvalidInput, ""},
+		{"copy", s, "file_copy", `{"source":"abc","destination":"` + out + `/abc"}`, "", "copied 3 bytes"},
+		{"copy onto existing", s, "file_copy", `{"source":"abc","destination":"` + out + `/taken"}`, fault.Conflict, ""},
+		{"copy into the read-only root", s, "file_copy", `{"source":"abc","destination":"` + root + `/new"}`, fault.Denied, ""},
+		{"copy from outside the read roots", s, "file_copy", `{"source":"` + out + `/taken","destination":"` + out + `/t2"}`, fault.Denied, ""},
+		{"copy over the budget", s, "file_copy", `{"source":"sub/inner","destination":"` + out + `/big","max_bytes":4}`, fault.Limit, ""},
+		{"copy without write_file", readOnly, "file_copy", `{"source":"abc","destination":"` + out + `/x"}`, fault.Denied, ""},
+		{"copy without read_file", writeOnly, "file_copy", `{"source":"` + out + `/taken","destination":"` + out + `/x"}`, fault.Denied, ""},
+		{"digest without read_file", writeOnly, "file_digest", `{"path":"` + out + `/taken"}`, fault.Denied, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := c.s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			if got := fault.CodeOf(err); got != c.code {
+				t.Fatalf("code %q (%v), want %q", got, err, c.code)
+			}
+			if err == nil && !strings.Contains(res.Text, c.text) {
+				t.Fatalf("text %q, want %q", res.Text, c.text)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "abc")); string(b) != "abc" {
+		t.Fatalf("copy content %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "new")); !os.IsNotExist(err) {
+		t.Fatal("a denied copy wrote into the read-only root")
+	}
+}
+
+func TestToolsAreDeferred(t *testing.T) {
+	b := kernel.NewBuilder(nil)
+	must(t, RegisterTools(b, nil))
+	rt, err := b.Build()
+	must(t, err)
+	for _, name := range []string{"file_digest", "file_copy"} {
+		e, _, ok := rt.Catalog().Lookup(name)
+		if !ok || e.Hot {
+			t.Fatalf("%s: registered %v, hot %v", name, ok, ok && e.Hot)
+		}
+	}
+}
