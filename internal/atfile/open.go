@@ -3,8 +3,8 @@ package atfile
 import (
 	"os"
 
-	capfs "github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/fault"
+	capfs "github.com/capkit/capkit/fs"
 )
 
 // OpenParent opens the directory holding the absolute host path path and
