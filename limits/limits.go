@@ -189,3 +189,19 @@ const (
 	// JournalMaxDepth bounds the nesting of an event.
 	JournalMaxDepth = 128
 )
+
+// Configuration and serving (capkit serve, tools, call).
+const (
+	// ConfigMaxBytes bounds a capkit.toml.
+	ConfigMaxBytes = 1 * MiB
+	// TokenMinBytes and TokenMaxBytes bound an HTTP bearer token read from
+	// a token file: shorter tokens are guessable, longer ones are mistakes.
+	TokenMinBytes = 16
+	TokenMaxBytes = 4 * KiB
+	// HTTPShutdownGrace is how long serve --http waits for calls in flight
+	// when it is stopped.
+	HTTPShutdownGrace = 5 * time.Second
+	// HTTPReadHeaderTimeout bounds how long a client may take to send
+	// request headers (slowloris).
+	HTTPReadHeaderTimeout = 10 * time.Second
+)
