@@ -3,6 +3,7 @@ package zipfile
 import (
 	"bytes"
 	"compress/flate"
+	"crypto/sha256"
 	"encoding/binary"
 	"hash/crc32"
 	"io/fs"
@@ -192,4 +193,18 @@ func (a rawArchive) bytes() []byte {
 	put32(&out, uint32(cdStart-len(a.prefix))) // offsets count from the archive's start, after any prefix
 	put16(&out, 0)
 	return out.Bytes()
+}
+
+// newZeroHash is the SHA-256 of n zero bytes.
+func newZeroHash(n int64) Digest {
+	h := sha256.New()
+	chunk := make([]byte, 1<<20)
+	for n > 0 {
+		k := min(n, int64(len(chunk)))
+		h.Write(chunk[:k])
+		n -= k
+	}
+	var d Digest
+	h.Sum(d[:0])
+	return d
 }
