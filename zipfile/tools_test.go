@@ -1,0 +1,124 @@
+package zipfile
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+)
+
+func toolSession(t *testing.T, grants map[capability.Effect]string) *kernel.Session {
+	t.Helper()
+	b := kernel.NewBuilder(nil)
+	if err := RegisterTools(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []capability.Capability
+	for e, root := range grants {
+		c, err := capability.New("model", []capability.Effect{e}, capability.Scope{Roots: []string{root}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		caps = append(caps, c)
+	}
+	s, err := rt.NewSession("model", caps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func call(t *testing.T, s *kernel.Session, tool string, args any) (map[string]any, error) {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	res, err := s.Call(context.Background(), tool, raw)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(res.Structured, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out, nil
+}
+
+func TestTools(t *testing.T) {
+	work, other := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(work, "src", "sub"), 0o700)
+	os.WriteFile(filepath.Join(work, "src", "a.txt"), []byte("alpha"), 0o600)
+	os.WriteFile(filepath.Join(work, "src", "sub", "b.txt"), []byte("beta"), 0o600)
+	os.WriteFile(filepath.Join(other, "secret"), []byte("s"), 0o600)
+	os.Symlink(other, filepath.Join(work, "escape"))
+	s := toolSession(t, map[capability.Effect]string{capability.ArchiveWrite: work, capability.ArchiveRead: work})
+
+	out, err := call(t, s, "zip_create", map[string]any{"archive": "out.zip", "dir": "src", "files": []string{"a.txt", "sub/b.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := map[string]string{}
+	for _, m := range out["members"].([]any) {
+		m := m.(map[string]any)
+		expect[m["name"].(string)] = m["sha256"].(string)
+	}
+	if len(expect) != 2 {
+		t.Fatalf("members %v", out)
+	}
+	if _, err := call(t, s, "zip_list", map[string]any{"archive": "out.zip"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, s, "zip_verify", map[string]any{"archive": filepath.Join(work, "out.zip"), "expect": expect}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, s, "zip_extract", map[string]any{"archive": "out.zip", "dest": "x", "expect": expect}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "x", "sub", "b.txt")); string(b) != "beta" {
+		t.Fatalf("extracted %q", b)
+	}
+
+	cases := []struct {
+		name string
+		tool string
+		args map[string]any
+		code fault.Code
+	}{
+		{"archive outside roots", "zip_list", map[string]any{"archive": filepath.Join(other, "a.zip")}, fault.Denied},
+		{"dest climbing out", "zip_extract", map[string]any{"archive": "out.zip", "dest": "../y", "expect": expect}, fault.Denied},
+		{"dest through a symlink out of the root", "zip_extract", map[string]any{"archive": "out.zip", "dest": "escape/y", "expect": expect}, fault.IO},
+		{"source through a symlink out of the root", "zip_create", map[string]any{"archive": "o2.zip", "dir": "escape", "files": []string{"secret"}}, fault.IO},
+		{"unsafe member name", "zip_create", map[string]any{"archive": "o3.zip", "dir": "src", "files": []string{"../out.zip"}}, fault.InvalidInput},
+		{"dest is the root", "zip_extract", map[string]any{"archive": "out.zip", "dest": ".", "expect": expect}, fault.InvalidInput},
+		{"existing dest", "zip_extract", map[string]any{"archive": "out.zip", "dest": "x", "expect": expect}, fault.Conflict},
+		{"bad digest", "zip_verify", map[string]any{"archive": "out.zip", "expect": map[string]string{"a.txt": "zz"}}, fault.InvalidInput},
+		{"wrong digest", "zip_verify", map[string]any{"archive": "out.zip", "expect": map[string]string{"a.txt": expect["sub/b.txt"], "sub/b.txt": expect["sub/b.txt"]}}, fault.Integrity},
+		{"existing archive", "zip_create", map[string]any{"archive": "out.zip", "dir": "src", "files": []string{"a.txt"}}, fault.Conflict},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := call(t, s, c.tool, c.args)
+			if got := fault.CodeOf(err); got != c.code {
+				t.Fatalf("code %q, want %q (%v)", got, c.code, err)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(other, "y")); err == nil {
+		t.Fatal("wrote through a symlink out of the root")
+	}
+
+	ro := toolSession(t, map[capability.Effect]string{capability.ArchiveRead: work})
+	if _, err := call(t, ro, "zip_extract", map[string]any{"archive": "out.zip", "dest": "z", "expect": expect}); fault.CodeOf(err) != fault.Denied {
+		t.Fatalf("read-only session extracted: %v", err)
+	}
+	if _, err := call(t, ro, "zip_list", map[string]any{"archive": "out.zip"}); err != nil {
+		t.Fatal(err)
+	}
+}
