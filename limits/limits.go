@@ -49,6 +49,25 @@ const (
 	DiffMaxBytes       = 8 * KiB
 	PathMaxBytes       = 4 * KiB
 	ToolSearchMaxQuery = 1 * KiB
+
+	// ReadMaxLines bounds read_file's limit argument; the output bound
+	// usually binds first.
+	ReadMaxLines = 1_000_000
+	// GrepMaxLineRunes cuts a matching line shown by grep.
+	GrepMaxLineRunes = 500
+	// GrepMaxPatternBytes bounds grep's and glob's pattern.
+	GrepMaxPatternBytes = 4 * KiB
+	// GitignoreMaxBytes bounds one .gitignore file grep reads; a larger
+	// one is not honoured, and grep says so.
+	GitignoreMaxBytes = 1 * MiB
+	// EditMaxDiffHunks bounds the hunks of edit_file's diff (replace_all).
+	EditMaxDiffHunks = 20
+
+	// Default policies of the file tools (fstools.DefaultPolicy).
+	FileToolsReadMaxCalls    = 10_000
+	FileToolsWriteMaxCalls   = 5_000
+	FileToolsReadOutputBytes = 8 * MiB // a 4 MiB window plus line numbers
+	FileToolsWriteInputBytes = 2*WriteMaxBytes + 64*KiB
 )
 
 // Fixed-file catalogs.
@@ -145,6 +164,12 @@ const (
 	HTMLMaxBytes = 4 * MiB
 	HTMLMaxNodes = 50_000
 	HTMLMaxDepth = 128
+	// HTMLMaxAttributes bounds the attributes of one element, counting
+	// duplicates (which the tokenizer would otherwise fold silently).
+	HTMLMaxAttributes = 1_000
+	// HTMLToolMaxInputBytes is the input bound of the HTML tool: a
+	// document at HTMLMaxBytes as a JSON string, escapes included.
+	HTMLToolMaxInputBytes = 6*HTMLMaxBytes + 64*KiB
 )
 
 // RSS/Atom.
@@ -153,6 +178,25 @@ const (
 	FeedMaxNodes   = 12_000
 	FeedMaxDepth   = 32
 	FeedMaxEntries = 1_000
+	// FeedMaxAttributes bounds the attributes of one element.
+	FeedMaxAttributes = 1_000
+	// FeedToolMaxInputBytes is the input bound of the feed tool: a feed
+	// at FeedMaxBytes as a JSON string, escapes included.
+	FeedToolMaxInputBytes = 6*FeedMaxBytes + 64*KiB
+)
+
+// Response validation.
+const (
+	// SniffMaxBytes bounds a body given to the response validator: the
+	// largest response raw HTTPS returns.
+	SniffMaxBytes = 128 * MiB
+	// SniffHeadBytes is how much of the start of a body is examined to
+	// classify it; HTML bodies are also read whole, within HTMLMaxBytes,
+	// to detect access screens.
+	SniffHeadBytes = 64 * KiB
+	// SniffToolMaxInputBytes bounds inline text given to the sniff tool
+	// (larger bodies are passed by path).
+	SniffToolMaxInputBytes = 6*HTMLMaxBytes + 64*KiB
 )
 
 // Tabular input.
@@ -188,6 +232,25 @@ const (
 	JournalMaxInputBytes = 4 * JournalMaxEventBytes
 	// JournalMaxDepth bounds the nesting of an event.
 	JournalMaxDepth = 128
+)
+
+// MCP server (package mcpserver).
+const (
+	// MCPMaxMessageBytes bounds one JSON-RPC message from a client: a stdio
+	// line or an HTTP request body. It leaves room for the largest file-tool
+	// input (FileToolsWriteInputBytes) and its envelope.
+	MCPMaxMessageBytes = 64 * MiB
+	// MCPDefaultMaxSessions bounds live MCP sessions over HTTP.
+	MCPDefaultMaxSessions = 64
+	// MCPDefaultSessionIdle closes an HTTP session after this long without
+	// a request.
+	MCPDefaultSessionIdle = 30 * time.Minute
+	// MCPReadHeaderTimeout bounds how long an HTTP client may take to send
+	// its request headers.
+	MCPReadHeaderTimeout = 10 * time.Second
+	// MCPShutdownGrace is how long a stopping HTTP server waits for
+	// requests in flight before closing their connections.
+	MCPShutdownGrace = 5 * time.Second
 )
 
 // Configuration and serving (capkit serve, tools, call).

@@ -1,0 +1,219 @@
+// Package script runs workflows written in Starlark (go.starlark.net)
+// inside a kernel session. A script sees exactly one way out:
+// tool.call(name, arg), which goes through kernel.Session.Call, so the
+// session's capabilities, budgets and audit apply exactly as they do to a
+// model. Besides tool.call a script has the pure modules json and math;
+// the host clock (module time) only when Options.AllowTime grants it.
+// There is no load, no file, environment or network access, and no
+// randomness.
+//
+// tool.call(name, arg=None, text=False): arg None means no arguments; a
+// dict (or any JSON-able value) is passed as the JSON arguments; a string
+// fills the tool's single required string field (the catalog tool's "id",
+// say) and is refused by the kernel for a tool without one. The result is
+// the tool's structured JSON result decoded to Starlark values, or its text
+// when the tool returns no structured result or text=True is given. A
+// failed call stops the script with the call's fault code and the message
+// the session received (generic for untrusted sessions). Starlark cannot
+// catch errors, so a script cannot probe and recover.
+//
+// Bounds, each a limit failure: steps (Options.MaxSteps), wall-clock time
+// (Options.Timeout), the encoded size of the final value (MaxResultBytes)
+// and memory (MaxMemoryBytes). go.starlark.net has no allocation limit of
+// its own, and its maintainers' advice is a separate process; so the sound
+// memory bound is a Worker: a child process that limits its own address
+// space (RLIMIT_AS on Linux) before reading the script, samples its heap
+// every few hundred steps for a clean failure, and is killed at the
+// deadline even if a built-in is stuck in a long Go loop. Without a Worker
+// the script runs in the host's process: steps, time and result size are
+// enforced the same way, but memory is only sampled (process-wide, every
+// limits.ScriptMemoryCheckSteps steps), so one operation that allocates a
+// lot at once ("x" * 500000000) is not stopped before it allocates, and a
+// built-in stuck past the deadline is abandoned, not killed. Use a Worker
+// for scripts from untrusted sources; capkit's CLI and MCP server do.
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// Options bound a script. Zero fields mean the defaults of package limits
+// (ScriptDefaultSteps, ScriptDefaultTimeout, ScriptDefaultResultBytes,
+// ScriptDefaultMemoryBytes); none may exceed the matching hard limit.
+type Options struct {
+	// MaxSteps bounds Starlark execution steps.
+	MaxSteps uint64
+	// Timeout bounds wall-clock time, tool calls included.
+	Timeout time.Duration
+	// MaxResultBytes bounds the JSON encoding of the result global.
+	MaxResultBytes int64
+	// MaxMemoryBytes bounds heap growth: enforced by the worker process,
+	// only sampled in process (see the package comment).
+	MaxMemoryBytes int64
+	// Filename names the script in messages (default "script.star").
+	Filename string
+	// AllowTime grants the time module: time.now() reads the host clock.
+	AllowTime bool
+	// Print receives each print() line; nil discards them. All prints
+	// together are bounded by limits.ScriptMaxPrintBytes.
+	Print func(msg string)
+	// Worker runs the script in a child process; nil runs it in process.
+	Worker *Worker
+}
+
+func (o *Options) resolve() (Options, bounds, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	b := bounds{
+		Filename:       r.Filename,
+		MaxSteps:       r.MaxSteps,
+		Timeout:        r.Timeout,
+		MaxResultBytes: r.MaxResultBytes,
+		MaxMemoryBytes: r.MaxMemoryBytes,
+		AllowTime:      r.AllowTime,
+	}
+	if b.Filename == "" {
+		b.Filename = "script.star"
+	}
+	if b.MaxSteps == 0 {
+		b.MaxSteps = limits.ScriptDefaultSteps
+	}
+	if b.Timeout == 0 {
+		b.Timeout = limits.ScriptDefaultTimeout
+	}
+	if b.MaxResultBytes == 0 {
+		b.MaxResultBytes = limits.ScriptDefaultResultBytes
+	}
+	if b.MaxMemoryBytes == 0 {
+		b.MaxMemoryBytes = limits.ScriptDefaultMemoryBytes
+	}
+	switch {
+	case b.MaxSteps > limits.ScriptHardSteps:
+		return r, b, fault.New(fault.InvalidInput, "script max steps %d exceeds the hard limit of %d", b.MaxSteps, uint64(limits.ScriptHardSteps))
+	case b.Timeout < 0 || b.Timeout > limits.ScriptHardTimeout:
+		return r, b, fault.New(fault.InvalidInput, "script timeout %v is outside 0..%v", b.Timeout, limits.ScriptHardTimeout)
+	case b.MaxResultBytes < 0 || b.MaxResultBytes > limits.ScriptHardResultBytes:
+		return r, b, fault.New(fault.InvalidInput, "script max result bytes %d is outside 1..%d", b.MaxResultBytes, limits.ScriptHardResultBytes)
+	case b.MaxMemoryBytes < 0 || b.MaxMemoryBytes > limits.ScriptHardMemoryBytes:
+		return r, b, fault.New(fault.InvalidInput, "script max memory bytes %d is outside 1..%d", b.MaxMemoryBytes, int64(limits.ScriptHardMemoryBytes))
+	}
+	if r.Worker != nil && len(r.Worker.Command) == 0 {
+		return r, b, fault.New(fault.InvalidInput, "script worker has no command")
+	}
+	return r, b, nil
+}
+
+// Result is a finished script.
+type Result struct {
+	// Value is the JSON encoding of the script's global "result" ("null"
+	// when the script sets none).
+	Value json.RawMessage
+	// Steps is the number of Starlark steps executed.
+	Steps uint64
+	// Calls is the number of tool.call invocations.
+	Calls int
+}
+
+// Run executes src in sess. It returns the result or a *fault.Error: the
+// code of the failed tool call, limit for a bound, invalid_input for a
+// syntax or runtime error of the script, unavailable when ctx is canceled.
+// opts may be nil.
+func Run(ctx context.Context, sess *kernel.Session, src []byte, opts *Options) (Result, error) {
+	if sess == nil {
+		return Result{}, fault.New(fault.InvalidInput, "script: nil session")
+	}
+	o, b, err := opts.resolve()
+	if err != nil {
+		return Result{}, err
+	}
+	if len(src) > limits.ScriptMaxSourceBytes {
+		return Result{}, fault.LimitExceeded("script source bytes", limits.ScriptMaxSourceBytes, int64(len(src)))
+	}
+	var out outcome
+	if o.Worker != nil {
+		out, err = runWorker(ctx, sess, src, b, o)
+	} else {
+		out, err = runInProcess(ctx, sess, src, b, o.Print)
+	}
+	if err != nil {
+		return Result{Steps: out.Steps, Calls: out.Calls}, err
+	}
+	return Result(out), nil
+}
+
+// runInProcess runs the interpreter on its own goroutine so that a
+// built-in that ignores cancellation cannot hold the caller past the
+// deadline: after a grace period it is abandoned.
+func runInProcess(ctx context.Context, sess *kernel.Session, src []byte, b bounds, print func(string)) (outcome, error) {
+	type done struct {
+		out outcome
+		err error
+	}
+	ch := make(chan done, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- done{err: fault.Wrap(fault.Internal, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "script interpreter failed")}
+			}
+		}()
+		out, err := execute(ctx, src, b, func(ctx context.Context, name string, args json.RawMessage) (*kernel.Result, error) {
+			return callTool(ctx, sess, name, args)
+		}, print)
+		ch <- done{out, err}
+	}()
+	timer := time.NewTimer(b.Timeout + limits.ScriptWorkerGrace)
+	defer timer.Stop()
+	select {
+	case d := <-ch:
+		return d.out, d.err
+	case <-timer.C:
+		return outcome{}, fault.New(fault.Limit, "script: time limit of %v exceeded (a built-in did not stop; abandoned)", b.Timeout)
+	}
+}
+
+// callTool is tool.call on the host side. A JSON string argument fills
+// the tool's single required string field when the session is granted a
+// tool with such a schema; otherwise it goes to the kernel as is (which
+// refuses arguments that are not an object). Scripts cannot start scripts.
+func callTool(ctx context.Context, sess *kernel.Session, name string, args json.RawMessage) (*kernel.Result, error) {
+	if e, _, ok := sess.Runtime().Catalog().Lookup(name); ok && sess.Capabilities().Grants(e.Effect) {
+		if e.Effect == capability.RunScript {
+			return nil, fault.New(fault.Denied, "a script cannot call %s", name)
+		}
+		if len(args) > 0 && args[0] == '"' {
+			if field, ok := soleStringField(e.InputSchema.Required, e.InputSchema.Properties); ok {
+				wrapped, _ := jsontext.AppendQuote([]byte("{"), field)
+				wrapped = append(append(append(wrapped, ':'), args...), '}')
+				args = wrapped
+			}
+		}
+	}
+	return sess.Call(ctx, name, args)
+}
+
+// soleStringField returns the name of the only required property when it
+// is a string.
+func soleStringField(required []string, props map[string]*jsonschema.Schema) (string, bool) {
+	if len(required) != 1 {
+		return "", false
+	}
+	p, ok := props[required[0]]
+	if !ok || p == nil || p.Type != "string" {
+		return "", false
+	}
+	return required[0], true
+}
