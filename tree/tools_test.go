@@ -1,0 +1,98 @@
+package tree
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+)
+
+func TestTools(t *testing.T) {
+	root, outside := fixture(t)
+	must(t, os.Symlink(outside, filepath.Join(root, "a", "escape")))
+	b := kernel.NewBuilder(nil)
+	must(t, RegisterTools(b, &ToolOptions{Walk: Options{MaxEntries: 20, MaxDepth: 3}}))
+	rt, err := b.Build()
+	must(t, err)
+	c, err := capability.New("model", []capability.Effect{capability.List}, capability.Scope{Roots: []string{root}})
+	must(t, err)
+	s, err := rt.NewSession("model", []capability.Capability{c}, nil)
+	must(t, err)
+	other, err := rt.NewSession("model", nil, nil)
+	must(t, err)
+	cases := []struct {
+		name string
+		s    *kernel.Session
+		tool string
+		args string
+		code fault.Code
+		text string
+	}{
+		{"list the root", s, "tree_list", `{"path":"."}`, "", "f 0644 3 "},
+		{"list a subdirectory", s, "tree_list", `{"path":"a/deep"}`, "", "1 files, 0 directories, 3 bytes"},
+		{"list at the asked depth", s, "tree_list", `{"path":".","max_depth":3}`, "", "a/deep/c.txt"},
+		{"list one past the asked depth", s, "tree_list", `{"path":".","max_depth":2}`, fault.Limit, ""},
+		{"ask past the host's depth", s, "tree_list", `{"path":".","max_depth":4}`, fault.Limit, ""},
+		{"ask past the host's entries", s, "tree_list", `{"path":".","max_entries":21}`, fault.Limit, ""},
+		{"too few entries asked", s, "tree_list", `{"path":".","max_entries":9}`, fault.Limit, ""},
+		{"list through a symlink", s, "tree_list", `{"path":"out"}`, fault.Denied, ""},
+		{"list through an inner symlink", s, "tree_list", `{"path":"a/escape"}`, fault.Denied, ""},
+		{"list outside", s, "tree_list", `{"path":"` + outside + `"}`, fault.Denied, ""},
+		{"climb out", s, "tree_list", `{"path":".."}`, fault.Denied, ""},
+		{"list a file", s, "tree_list", `{"path":"f.txt"}`, fault.InvalidInput, ""},
+		{"stamp a file", s, "tree_stamp", `{"path":"f.txt"}`, "", "file mode 0600 size 1 "},
+		{"stamp the root", s, "tree_stamp", `{"path":"."}`, "", "dir mode "},
+		{"stamp a symlink", s, "tree_stamp", `{"path":"out"}`, "", "symlink mode "},
+		{"stamp outside", s, "tree_stamp", `{"path":"out/secret"}`, fault.Denied, ""},
+		{"stamp missing", s, "tree_stamp", `{"path":"nope"}`, fault.NotFound, ""},
+		{"no list capability", other, "tree_list", `{"path":"."}`, fault.Denied, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := c.s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			if got := fault.CodeOf(err); got != c.code {
+				t.Fatalf("code %q (%v), want %q", got, err, c.code)
+			}
+			if err == nil && !strings.Contains(res.Text, c.text) {
+				t.Fatalf("text %q, want %q", res.Text, c.text)
+			}
+			if err == nil && strings.Contains(res.Text, "secret") {
+				t.Fatal("a tool reached outside the root")
+			}
+		})
+	}
+}
+
+func TestListOutputBound(t *testing.T) {
+	root, _ := fixture(t)
+	b := kernel.NewBuilder(nil)
+	must(t, RegisterTools(b, nil))
+	rt, err := b.Build()
+	must(t, err)
+	c, err := capability.New("model", []capability.Effect{capability.List}, capability.Scope{Roots: []string{root}})
+	must(t, err)
+	s, err := rt.NewSession("model", []capability.Capability{c}, nil)
+	must(t, err)
+	// 5,000 lines of about 240 bytes: within the entry bound, over the
+	// default 1 MiB output bound.
+	for i := range 5000 {
+		must(t, os.Link(filepath.Join(root, "f.txt"), filepath.Join(root, "empty", strings.Repeat("x", 200)+strconv.Itoa(i))))
+	}
+	_, err = s.Call(context.Background(), "tree_list", json.RawMessage(`{"path":"empty"}`))
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "list a subdirectory") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRegisterToolsRefusesBadOptions(t *testing.T) {
+	if err := RegisterTools(kernel.NewBuilder(nil), &ToolOptions{Walk: Options{MaxDepth: -1}}); err == nil {
+		t.Fatal("negative depth accepted")
+	}
+}
