@@ -20,8 +20,8 @@ func modes(t *testing.T, f func(t *testing.T, w *Worker)) {
 func TestRunResults(t *testing.T) {
 	cases := []struct {
 		name, src, want string
-		calls          int
-		opts           Options
+		calls           int
+		opts            Options
 	}{
 		{"no result is null", "x = 1", "null", 0, Options{}},
 		{"dict argument, structured result", `result = tool.call("echo", {"text": "hi", "n": 2})`, `{"echo":"hihi","count":2}`, 1, Options{}},

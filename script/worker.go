@@ -221,10 +221,21 @@ func workerDied(ctx, deadline context.Context, b bounds, werr error, diag string
 		return fault.Wrap(fault.Unavailable, ctx.Err(), "script: canceled")
 	case deadline.Err() != nil:
 		return fault.New(fault.Limit, "script: time limit of %v exceeded", b.Timeout)
-	case strings.Contains(diag, "out of memory") || strings.Contains(diag, "cannot allocate memory") || strings.Contains(diag, "failed to create new OS thread"):
+	case outOfMemory(diag):
 		return fault.New(fault.Limit, "script: memory limit of %d bytes exceeded", b.MaxMemoryBytes)
 	}
 	return fault.Wrap(fault.Internal, fmt.Errorf("worker exited (%v): %s", werr, diag), "script worker failed")
+}
+
+// outOfMemory recognizes the Go runtime's fatal errors when the address
+// space limit refuses a mapping (the last two are the race detector's forms).
+func outOfMemory(diag string) bool {
+	for _, m := range []string{"fatal error: out of memory", "cannot allocate memory", "failed to create new OS thread", "too many address space collisions", "ThreadSanitizer failed to allocate"} {
+		if strings.Contains(diag, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // boundedBuffer keeps the first max bytes written to it.
