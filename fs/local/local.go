@@ -1,0 +1,180 @@
+// Package local is the local-filesystem fs.Provider: every name is opened
+// through an os.Root for its root, so no path element, "..", absolute name
+// or symlink can reach outside the root, whatever the name says or the
+// filesystem does between two calls.
+//
+// What it guarantees, beyond os.Root's confinement:
+//   - Reads return regular files only. A name is stat'ed through the root
+//     and opened with O_NONBLOCK|O_NOCTTY, and the open file is checked
+//     again with fstat, so a FIFO, socket or device (also one swapped in
+//     between the two steps) is refused, never blocked on or read.
+//   - Writes are atomic replacements: the content goes to a staging file
+//     (named with fs.TempPrefix) in the same directory, is fsynced, then
+//     renamed over the target, and the directory is fsynced. A reader or a
+//     crash sees the old content or the new, never a mix. The file keeps
+//     its permission bits (and, where the process may, its owner).
+//   - Writes never follow a symlink: the target is examined with
+//     fstatat(AT_SYMLINK_NOFOLLOW) relative to its directory, opened once
+//     through the root; a symlink target is refused, and the rename
+//     replaces a directory entry, so nothing is ever written through a
+//     link. A hard link to a file outside the root (nlink > 1) is replaced
+//     by the rename, not written into: the outside file keeps its content.
+//   - Guarded writes (fs.WriteOptions.Guard) check the version and rename
+//     under a lock keyed by (directory device, inode, name), so guarded
+//     writes through one Provider are serialized per file.
+//   - Staging files are never listed, walked, read, written or moved.
+//
+// What it does not guarantee: a process that writes the file directly,
+// bypassing this Provider, can still change it between the version check
+// and the rename (there is no portable advisory lock every writer honours).
+// A staging file left by a crash stays on disk (hidden) until removed.
+// Permission bits beyond 0o777 (setuid, setgid, sticky) are not carried
+// over to the new content, and new files get mode 0o644 regardless of the
+// umask. Unix only; Move needs Linux (renameat2 RENAME_NOREPLACE) and
+// fails with unavailable elsewhere.
+//
+// It is written by hand because it is the seam between os.Root and capkit's
+// fault codes and version guard; the confinement itself is os.Root's.
+package local
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fs"
+)
+
+// Provider is the local-filesystem fs.Provider. The zero value is not
+// usable; use New. It is safe for concurrent use.
+type Provider struct {
+	mu    sync.RWMutex
+	roots map[string]*os.Root
+	locks lockTable
+}
+
+var (
+	_ fs.Provider   = (*Provider)(nil)
+	_ fs.FileReader = (*Provider)(nil)
+)
+
+// New returns a Provider. Roots are opened on first use and cached until
+// Close.
+func New() *Provider {
+	return &Provider{roots: map[string]*os.Root{}, locks: lockTable{m: map[lockKey]*lockEntry{}}}
+}
+
+// Close closes every cached root.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for k, r := range p.roots {
+		errs = append(errs, r.Close())
+		delete(p.roots, k)
+	}
+	return errors.Join(errs...)
+}
+
+// root returns the cached os.Root for path, opening it on first use.
+func (p *Provider) root(path string) (*os.Root, error) {
+	p.mu.RLock()
+	r := p.roots[path]
+	p.mu.RUnlock()
+	if r != nil {
+		return r, nil
+	}
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return nil, fault.New(fault.Internal, "root %q is not an absolute, cleaned path", path)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.roots[path]; r != nil {
+		return r, nil
+	}
+	r, err := os.OpenRoot(path)
+	if err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "a granted root cannot be opened")
+	}
+	p.roots[path] = r
+	return r, nil
+}
+
+// checkName refuses names a Provider never handles: empty, absolute, or
+// naming a staging file.
+func checkName(name string) error {
+	switch {
+	case name == "" || filepath.IsAbs(name):
+		return fault.New(fault.Internal, "provider name %q must be root-relative", name)
+	case fs.IsTempName(name):
+		return fault.New(fault.NotFound, "%s: not found", name)
+	}
+	return nil
+}
+
+// mapErr turns an error from the filesystem into a fault whose message
+// names only the root-relative name, never a host path.
+func mapErr(err error, name string) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fault.Wrap(fault.NotFound, err, "%s: not found", name)
+	case errors.As(err, &errno):
+		switch errno {
+		case syscall.ELOOP:
+			return fault.Wrap(fault.Denied, err, "%s: too many symbolic links, or a symbolic link where none may be followed", name)
+		case syscall.ENOTDIR:
+			return fault.Wrap(fault.NotFound, err, "%s: a parent of this path is not a directory", name)
+		case syscall.EISDIR:
+			return fault.Wrap(fault.InvalidInput, err, "%s: is a directory", name)
+		case syscall.EACCES, syscall.EPERM, syscall.EROFS:
+			return fault.Wrap(fault.Denied, err, "%s: permission denied", name)
+		case syscall.ENAMETOOLONG:
+			return fault.Wrap(fault.InvalidInput, err, "%s: name too long for this system", name)
+		case syscall.EEXIST, syscall.ENOTEMPTY:
+			return fault.Wrap(fault.Conflict, err, "%s: already exists", name)
+		case syscall.ENOSPC, syscall.EDQUOT:
+			return fault.Wrap(fault.Unavailable, err, "%s: no space left", name)
+		case syscall.ENXIO, syscall.ENODEV, syscall.EAGAIN:
+			return fault.Wrap(fault.InvalidInput, err, "%s: not a regular file", name)
+		}
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		var en syscall.Errno
+		if !errors.As(pe.Err, &en) {
+			// os.Root's own refusals ("path escapes from parent") carry no
+			// errno.
+			return fault.Wrap(fault.Denied, err, "%s: leads outside the root", name)
+		}
+	}
+	return fault.Wrap(fault.IO, err, "%s: i/o failure", name)
+}
+
+// notRegular is the refusal for a name that is not a regular file.
+func notRegular(name string, mode os.FileMode) error {
+	what := "not a regular file"
+	switch {
+	case mode.IsDir():
+		what = "a directory"
+	case mode&os.ModeSymlink != 0:
+		return fault.New(fault.Denied, "%s: is a symbolic link; writes never follow symbolic links", name)
+	case mode&os.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case mode&os.ModeSocket != 0:
+		what = "a socket"
+	case mode&os.ModeDevice != 0:
+		what = "a device"
+	}
+	return fault.New(fault.InvalidInput, "%s: is %s; only regular files can be read or written", name, what)
+}
