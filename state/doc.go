@@ -1,0 +1,40 @@
+// Package state replaces private state files atomically and publishes
+// staged directories without ever replacing an existing one, at explicit
+// absolute paths.
+//
+// Replace guarantees that after a crash at any instant (SIGKILL, power
+// loss) the state file holds either its old content or the new content
+// in full, never a mix: the new content is written to a 0600 temporary
+// file in the same directory, fsynced, renamed over the state file, and
+// the directory is fsynced. The state file ends up private (0600). An
+// existing entry that is not a regular file (a symlink, a directory, a
+// FIFO) is refused rather than replaced.
+//
+// Publish guarantees that the destination directory appears complete or
+// not at all, and never replaces anything: it fsyncs every file and
+// directory of the staged tree, then renames the staging directory onto
+// the destination with renameat2 RENAME_NOREPLACE (internal/noreplace)
+// and fsyncs the parent. Staging and destination must be in the same
+// parent directory (so the rename is one atomic step on one filesystem);
+// anything else is refused. Where RENAME_NOREPLACE is missing (another
+// platform, an old kernel, a filesystem without it) Publish fails with
+// fault.Unavailable rather than fall back to a rename that could replace
+// a destination created meanwhile.
+//
+// What it does not guarantee: a crash can leave a temporary
+// ".capkit-state-*.tmp" file beside a state file, or the staging
+// directory itself; neither is ever mistaken for the state or the
+// destination, and the caller may remove them. Concurrent Replace calls
+// on one file do not lose atomicity, but the last rename wins; callers
+// that need read-modify-write must serialise themselves. The last path
+// element is never followed if it is a symlink; elements before it are
+// the host's (the model-facing tools resolve inside granted roots through
+// os.Root).
+//
+// Linux only; elsewhere every operation fails with fault.Unavailable.
+//
+// Written by hand over internal/atfile and internal/noreplace: the
+// maintained atomic-write modules (such as github.com/google/renameio)
+// follow symlinks in the last element or fall back to replacing renames,
+// and none publishes directories without replacement.
+package state

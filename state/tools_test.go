@@ -1,0 +1,73 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+)
+
+func TestTools(t *testing.T) {
+	root, other, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	stage(t, root, "stage")
+	stage(t, root, "stage2")
+	stage(t, root, "nested/stage")
+	stage(t, other, "stage")
+	must(t, os.Symlink(outside, filepath.Join(root, "escape")))
+	must(t, os.WriteFile(filepath.Join(outside, "victim"), []byte("victim"), 0o600))
+	b := kernel.NewBuilder(nil)
+	must(t, RegisterTools(b, &ToolOptions{MaxInputBytes: 200}))
+	rt, err := b.Build()
+	must(t, err)
+	c, err := capability.New("model", []capability.Effect{capability.StateWrite}, capability.Scope{Roots: []string{root, other}})
+	must(t, err)
+	s, err := rt.NewSession("model", []capability.Capability{c}, nil)
+	must(t, err)
+	cases := []struct {
+		name, tool, args string
+		code             fault.Code
+	}{
+		{"replace", "state_replace", `{"path":"progress.json","content":"{\"step\":3}"}`, ""},
+		{"replace again", "state_replace", `{"path":"progress.json","content":"{\"step\":4}"}`, ""},
+		{"replace outside", "state_replace", `{"path":"` + outside + `/victim","content":"x"}`, fault.Denied},
+		{"replace through a symlink", "state_replace", `{"path":"escape/victim","content":"x"}`, fault.Denied},
+		{"replace the symlink itself", "state_replace", `{"path":"escape","content":"x"}`, fault.Denied},
+		{"replace a directory", "state_replace", `{"path":"stage","content":"x"}`, fault.InvalidInput},
+		{"replace the root", "state_replace", `{"path":".","content":"x"}`, fault.InvalidInput},
+		{"content over the input bound", "state_replace", `{"path":"big","content":"` + strings.Repeat("x", 200) + `"}`, fault.Limit},
+		{"publish", "dir_publish", `{"staging":"stage","destination":"pub"}`, ""},
+		{"publish onto existing", "dir_publish", `{"staging":"stage2","destination":"pub"}`, fault.Conflict},
+		{"publish across parents", "dir_publish", `{"staging":"nested/stage","destination":"pub2"}`, fault.InvalidInput},
+		{"publish across roots", "dir_publish", `{"staging":"` + other + `/stage","destination":"pub3"}`, fault.InvalidInput},
+		{"publish into a symlinked directory", "dir_publish", `{"staging":"stage2","destination":"escape/pub"}`, fault.InvalidInput},
+		{"publish outside", "dir_publish", `{"staging":"stage2","destination":"` + outside + `/pub"}`, fault.Denied},
+		{"publish the root", "dir_publish", `{"staging":".","destination":"x"}`, fault.InvalidInput},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			if got := fault.CodeOf(err); got != c.code {
+				t.Fatalf("code %q (%v), want %q", got, err, c.code)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "progress.json")); string(b) != `{"step":4}` {
+		t.Fatalf("state %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "victim")); string(b) != "victim" {
+		t.Fatal("a tool wrote outside its root")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "pub")); !os.IsNotExist(err) {
+		t.Fatal("a tool published outside its root")
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "pub", "a")); string(b) != "a" {
+		t.Fatal("publication missing")
+	}
+	noTemps(t, root)
+}
