@@ -8,8 +8,8 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
 	capfs "github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 )
 
