@@ -88,7 +88,8 @@ func (c *Config) OpenCatalog(name string) (*filecatalog.Catalog, error) {
 // validateCatalogs checks the [catalog.NAME] tables and makes entry paths
 // absolute: a catalog becomes a tool, so its name must be a valid tool
 // name; limits lie within the hard limits; identifiers match the pattern
-// and fit max_entries.
+// and fit max_entries. A catalog without entries is allowed (its tool
+// fails every call); capkit catalog check reports it.
 func (c *Config) validateCatalogs(errs *errorList) {
 	for _, name := range sortedKeys(c.Catalogs) {
 		cc := c.Catalogs[name]
@@ -104,9 +105,6 @@ func (c *Config) validateCatalogs(errs *errorList) {
 		}
 		if c.has(field+".description") && strings.TrimSpace(cc.Description) == "" {
 			errs.add(c.Errorf(field+".description", "empty; remove the key for the default description"))
-		}
-		if len(cc.Entries) == 0 {
-			errs.add(c.Errorf(field, "no entries: add a [%s.entries] table mapping identifiers to files", field))
 		}
 		maxEntries := cc.MaxEntries
 		if maxEntries <= 0 {

@@ -12,7 +12,7 @@ import (
 
 // parseIn writes doc as capkit.toml in a temporary directory (with a
 // notes.txt beside it) and parses it.
-func parseIn(t *testing.T, doc string) (*Config, string, error) {
+func parseCatalogDoc(t *testing.T, doc string) (*Config, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("notes\n"), 0o644); err != nil {
@@ -24,7 +24,7 @@ func parseIn(t *testing.T, doc string) (*Config, string, error) {
 }
 
 func TestCatalogConfig(t *testing.T) {
-	c, dir, err := parseIn(t, `
+	c, dir, err := parseCatalogDoc(t, `
 [catalog.release_notes]
 max_entries = 8
 max_file_bytes = 32768
@@ -53,11 +53,10 @@ func TestCatalogConfigErrors(t *testing.T) {
 	cases := []struct {
 		name, doc, want string
 	}{
-		{"bad name", "[catalog.Bad-Name.entries]\na = \"notes.txt\"", "capkit.toml:1: catalog.Bad-Name: catalog names are tool names"},
+		{"bad name", "[catalog.Bad-Name]\n[catalog.Bad-Name.entries]\na = \"notes.txt\"", "capkit.toml:1: catalog.Bad-Name: catalog names are tool names"},
 		{"entries past hard", "[catalog.c]\nmax_entries = 1025\n[catalog.c.entries]\na = \"notes.txt\"", "capkit.toml:2: catalog.c.max_entries: 1025 is outside 1..1024"},
 		{"zero entries limit", "[catalog.c]\nmax_entries = 0\n[catalog.c.entries]\na = \"notes.txt\"", "capkit.toml:2: catalog.c.max_entries: 0 is outside"},
 		{"bytes past hard", "[catalog.c]\nmax_file_bytes = 4194305\n[catalog.c.entries]\na = \"notes.txt\"", "capkit.toml:2: catalog.c.max_file_bytes: 4194305 is outside 1..4194304"},
-		{"no entries", "[catalog.c]\nmax_entries = 2", "capkit.toml:1: catalog.c: no entries"},
 		{"too many entries", "[catalog.c]\nmax_entries = 1\n[catalog.c.entries]\na = \"notes.txt\"\nb = \"notes.txt\"", "capkit.toml:3: catalog.c.entries: 2 entries exceed max_entries of 1"},
 		{"bad id", "[catalog.c.entries]\n\"../x\" = \"notes.txt\"", "capkit.toml:2: catalog.c.entries.../x: identifier \"../x\" must match"},
 		{"empty path", "[catalog.c.entries]\na = \"\"", "capkit.toml:2: catalog.c.entries.a: empty path"},
@@ -67,7 +66,7 @@ func TestCatalogConfigErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := parseIn(t, c.doc)
+			_, _, err := parseCatalogDoc(t, c.doc)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -79,7 +78,7 @@ func TestCatalogConfigErrors(t *testing.T) {
 }
 
 func TestOpenCatalog(t *testing.T) {
-	c, dir, err := parseIn(t, "[catalog.c.entries]\n\"release.notes\" = \"notes.txt\"\n")
+	c, dir, err := parseCatalogDoc(t, "[catalog.c.entries]\n\"release.notes\" = \"notes.txt\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func TestOpenCatalog(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Line != 2 || ce.Field != "catalog.c.entries.release.notes" {
 		t.Fatalf("%#v", err)
 	}
-	c2, _, err := parseIn(t, "[catalog.c.entries]\nd = \".\"\n")
+	c2, _, err := parseCatalogDoc(t, "[catalog.c.entries]\nd = \".\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 func TestScriptConfig(t *testing.T) {
-	c, _, err := parseIn(t, "[script]\nenabled = true\nmax_steps = 1000\ntimeout = \"5s\"\nmax_result_bytes = 4096\nmax_memory_bytes = 67108864\nallow_time = true\n")
+	c, _, err := parseCatalogDoc(t, "[script]\nenabled = true\nmax_steps = 1000\ntimeout = \"5s\"\nmax_result_bytes = 4096\nmax_memory_bytes = 67108864\nallow_time = true\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -15,7 +15,7 @@ func TestScriptConfig(t *testing.T) {
 	if !c.Script.Enabled || o.MaxSteps != 1000 || o.Timeout != 5*time.Second || o.MaxResultBytes != 4096 || o.MaxMemoryBytes != 64<<20 || !o.AllowTime {
 		t.Fatalf("%+v %+v", c.Script, o)
 	}
-	c, _, err = parseIn(t, "")
+	c, _, err = parseCatalogDoc(t, "")
 	if err != nil || c.Script.Enabled {
 		t.Fatal("scripts are off by default", err)
 	}
@@ -33,7 +33,7 @@ func TestScriptConfigErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
-			_, _, err := parseIn(t, c.doc)
+			_, _, err := parseCatalogDoc(t, c.doc)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
