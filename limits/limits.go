@@ -245,12 +245,6 @@ const (
 	// MCPDefaultSessionIdle closes an HTTP session after this long without
 	// a request.
 	MCPDefaultSessionIdle = 30 * time.Minute
-	// MCPReadHeaderTimeout bounds how long an HTTP client may take to send
-	// its request headers.
-	MCPReadHeaderTimeout = 10 * time.Second
-	// MCPShutdownGrace is how long a stopping HTTP server waits for
-	// requests in flight before closing their connections.
-	MCPShutdownGrace = 5 * time.Second
 )
 
 // Configuration and serving (capkit serve, tools, call).

@@ -1,0 +1,348 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+// Path is where the Streamable HTTP endpoint is served.
+const Path = "/mcp"
+
+// ErrNonLoopback is the cause of the failure of Serve and ListenAndServe on
+// an address that is not a loopback one, without Options.AllowNonLoopback.
+var ErrNonLoopback = errors.New("mcpserver: not a loopback address")
+
+// Handler returns the Streamable HTTP handler, serving Path. Every request
+// must name an allowed Host (loopback or Options.AllowedHosts: this is the
+// DNS-rebinding protection) and, when it has one, an allowed Origin
+// (loopback or Options.AllowedOrigins); with Options.BearerToken it must
+// carry the token. Each MCP session (one Mcp-Session-Id) gets its own
+// kernel session; at most Options.MaxSessions live at once.
+//
+// The handler does not bind any address: mounted in another server, that
+// server decides who can reach it.
+func (s *Server) Handler() http.Handler { return s.http }
+
+// ListenAndServe listens on addr (host:port) and serves Handler until ctx
+// ends, then stops gracefully: it closes the MCP sessions, lets requests in
+// flight finish for up to limits.HTTPShutdownGrace, and returns nil. Unless
+// Options.AllowNonLoopback, addr must name a loopback address ("localhost"
+// or a loopback IP); anything else fails with ErrNonLoopback before
+// listening.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fault.Wrap(fault.InvalidInput, err, "mcp listen address %q: want host:port", addr)
+	}
+	if !s.opts.AllowNonLoopback && !isLoopbackName(host) {
+		return nonLoopback(addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fault.Wrap(fault.Unavailable, err, "cannot listen on %s", addr)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves Handler on ln until ctx ends, then stops as ListenAndServe
+// does. It closes ln. Unless Options.AllowNonLoopback, ln must be bound to a
+// loopback address. A Server serves HTTP once: after Serve returns, its
+// handler refuses new sessions.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !s.opts.AllowNonLoopback && (!ok || !tcp.IP.IsLoopback()) {
+		ln.Close()
+		return nonLoopback(ln.Addr().String())
+	}
+	srv := &http.Server{
+		Handler:           s.http,
+		ReadHeaderTimeout: limits.HTTPReadHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Closing the sessions ends their event streams, which Shutdown would
+	// otherwise wait for.
+	s.http.stop()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limits.HTTPShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-errc
+	return nil
+}
+
+func nonLoopback(addr string) error {
+	return fault.Wrap(fault.Denied, ErrNonLoopback,
+		"refusing to serve MCP on %s: not a loopback address (allow it explicitly, with a bearer token)", addr)
+}
+
+// httpHandler guards the SDK's Streamable HTTP handler and gives each new
+// MCP session its own mcp.Server bound to a new kernel session.
+type httpHandler struct {
+	s        *Server
+	sdk      *mcp.StreamableHTTPHandler
+	versions *mcp.Server // what the SDK asks for on requests of existing sessions
+	token    *[sha256.Size]byte
+
+	mu       sync.Mutex
+	count    int // live sessions plus sessions being created
+	live     map[*mcp.ServerSession]bool
+	stopping bool
+}
+
+// bindingKey carries a new session's binding from ServeHTTP to getServer.
+type bindingKey struct{}
+
+func newHTTPHandler(s *Server) *httpHandler {
+	h := &httpHandler{s: s, live: map[*mcp.ServerSession]bool{}}
+	if s.opts.BearerToken != "" {
+		sum := sha256.Sum256([]byte(s.opts.BearerToken))
+		h.token = &sum
+	}
+	h.versions = mcp.NewServer(s.impl, &mcp.ServerOptions{Logger: s.log})
+	h.sdk = mcp.NewStreamableHTTPHandler(h.getServer, &mcp.StreamableHTTPOptions{
+		Logger:              s.log,
+		SessionTimeout:      s.opts.SessionIdleTimeout,
+		MaxRequestBodyBytes: limits.MCPMaxMessageBytes,
+		// ServeHTTP checks Host (and Origin) on every request, whatever the
+		// bound address; the SDK's own check would refuse AllowedHosts.
+		DisableLocalhostProtection: true,
+	})
+	return h
+}
+
+// getServer is the SDK's hook. It is called on every request (for the
+// protocol versions) and once more to connect a new session: only the
+// request ServeHTTP prepared for a new session carries a binding.
+func (h *httpHandler) getServer(r *http.Request) *mcp.Server {
+	if b, ok := r.Context().Value(bindingKey{}).(*binding); ok {
+		return b.ms
+	}
+	return h.versions
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r.Host) {
+		h.refuse(w, r, http.StatusForbidden, "forbidden: Host not allowed")
+		return
+	}
+	if o := r.Header.Values("Origin"); len(o) > 1 || len(o) == 1 && !h.originAllowed(o[0]) {
+		h.refuse(w, r, http.StatusForbidden, "forbidden: Origin not allowed")
+		return
+	}
+	if h.token != nil && !h.tokenOK(r.Header.Get("Authorization")) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="capkit"`)
+		h.refuse(w, r, http.StatusUnauthorized, "unauthorized: bearer token required")
+		return
+	}
+	if r.URL.Path != Path {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		h.newSession(w, r)
+		return
+	}
+	h.sdk.ServeHTTP(w, r)
+}
+
+// refuse answers a request refused before the SDK sees it. The log gets
+// the reason and the remote address, not the request's content.
+func (h *httpHandler) refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	h.s.log.Warn("mcp: http request refused", slog.Int("status", status), slog.String("reason", msg),
+		slog.String("remote", r.RemoteAddr), slog.String("host", clip(r.Host)))
+	http.Error(w, msg, status)
+}
+
+// newSession serves a POST without a session id: the SDK creates an MCP
+// session for it (when it is a valid initialize), connected to a new
+// mcp.Server bound to a new kernel session.
+func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request) {
+	if !h.reserve() {
+		w.Header().Set("Retry-After", "10")
+		h.refuse(w, r, http.StatusServiceUnavailable, "too many MCP sessions; retry later")
+		return
+	}
+	ks, err := h.s.startSession(r.Context())
+	if err != nil {
+		h.release()
+		h.s.log.Error("mcp: cannot start a session", slog.String("error", err.Error()))
+		http.Error(w, "cannot start a session", http.StatusInternalServerError)
+		return
+	}
+	b := h.s.bind(ks, nil)
+	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bindingKey{}, b)))
+	// The SDK keeps the session if the request initialized it, and closes
+	// it otherwise (its removal from Sessions may lag).
+	var ss *mcp.ServerSession
+	for x := range b.ms.Sessions() {
+		if x.InitializeParams() != nil {
+			ss = x
+		}
+	}
+	if ss == nil {
+		h.release()
+		return
+	}
+	h.track(ss)
+}
+
+func (h *httpHandler) reserve() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopping || h.count >= h.s.opts.MaxSessions {
+		return false
+	}
+	h.count++
+	return true
+}
+
+func (h *httpHandler) release() {
+	h.mu.Lock()
+	h.count--
+	h.mu.Unlock()
+}
+
+// track keeps a live session until it ends.
+func (h *httpHandler) track(ss *mcp.ServerSession) {
+	h.mu.Lock()
+	if h.stopping {
+		h.mu.Unlock()
+		ss.Close()
+		h.release()
+		return
+	}
+	h.live[ss] = true
+	h.mu.Unlock()
+	go func() {
+		ss.Wait()
+		h.mu.Lock()
+		delete(h.live, ss)
+		h.count--
+		h.mu.Unlock()
+	}()
+}
+
+// stop refuses new sessions and closes the live ones.
+func (h *httpHandler) stop() {
+	h.mu.Lock()
+	h.stopping = true
+	live := make([]*mcp.ServerSession, 0, len(h.live))
+	for ss := range h.live {
+		live = append(live, ss)
+	}
+	h.mu.Unlock()
+	for _, ss := range live {
+		ss.Close()
+	}
+}
+
+func (h *httpHandler) tokenOK(auth string) bool {
+	const prefix = "Bearer "
+	if len(auth) <= len(prefix) || !strings.EqualFold(auth[:len(prefix)], prefix) {
+		return false
+	}
+	// Comparing digests keeps the comparison constant-time whatever the
+	// lengths.
+	sum := sha256.Sum256([]byte(auth[len(prefix):]))
+	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1
+}
+
+// hostAllowed reports whether a Host header names this server: a loopback
+// name, or one of Options.AllowedHosts.
+func (h *httpHandler) hostAllowed(host string) bool {
+	name, port, ok := splitHost(host)
+	if !ok {
+		return false
+	}
+	if isLoopbackName(name) {
+		return true
+	}
+	for _, a := range h.s.opts.AllowedHosts {
+		an, ap, ok := splitHost(a)
+		if ok && strings.EqualFold(an, name) && (ap == "" || ap == port) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed reports whether a browser Origin may use this server: a
+// loopback origin, or one of Options.AllowedOrigins.
+func (h *httpHandler) originAllowed(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	if isLoopbackName(u.Hostname()) {
+		return true
+	}
+	o := strings.TrimSuffix(origin, "/")
+	for _, a := range h.s.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), o) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitHost splits "name", "name:port", "[v6]" or "[v6]:port".
+func splitHost(host string) (name, port string, ok bool) {
+	if host == "" {
+		return "", "", false
+	}
+	if strings.HasPrefix(host, "[") {
+		end := strings.IndexByte(host, ']')
+		if end < 0 {
+			return "", "", false
+		}
+		name, rest := host[1:end], host[end+1:]
+		if rest == "" {
+			return name, "", true
+		}
+		if rest[0] != ':' || rest == ":" {
+			return "", "", false
+		}
+		return name, rest[1:], name != ""
+	}
+	switch strings.Count(host, ":") {
+	case 0:
+		return host, "", true
+	case 1:
+		name, port, _ := strings.Cut(host, ":")
+		if name == "" || port == "" {
+			return "", "", false
+		}
+		return name, port, true
+	}
+	return "", "", false // a bare IPv6 address is not a valid Host
+}
+
+// isLoopbackName reports whether name is "localhost" or a loopback IP.
+func isLoopbackName(name string) bool {
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
