@@ -31,6 +31,8 @@ type Env struct {
 // by adding its constructor here.
 var groups = []func(*Env) *cobra.Command{
 	newVersionCmd,
+	newCatalogCmd,
+	newScriptCmd,
 	newFileCmd,
 	newTreeCmd,
 	newStateCmd,
