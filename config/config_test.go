@@ -97,7 +97,7 @@ readonly = true
 			`capkit.toml:9: actor.bob.effects: write_file is granted but every root of the actor is read-only`,
 			`capkit.toml:9: actor.bob.effects: edit_file is granted`}},
 		{"move without roots", "[actor.bob]\neffects = [\"move_file\"]\n", []string{`actor.bob.effects: move_file is granted but the actor has no root`}},
-		{"catalog keys are not defined yet", roots + "[catalog.notes]\npath = \"x\"\n", []string{`capkit.toml:8: catalog.notes.path: unknown key`}},
+		{"unknown catalog key", roots + "[catalog.notes]\npath = \"x\"\n", []string{`capkit.toml:8: catalog.notes.path: unknown key`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,204 @@
+// Package setup composes a capkit runtime from a configuration: it opens the
+// audit and detail logs, registers every capability package's tools on one
+// kernel.Builder with the configured per-tool policies, builds the runtime,
+// and creates sessions for an actor with the capabilities the
+// configuration derives for it. `capkit serve`, `capkit tools` and
+// `capkit call` all go through it, so the same configuration means the same
+// tools, policies and grants whichever way a tool is reached.
+package setup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/config"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fstools"
+	"github.com/capkit/capkit/kernel"
+)
+
+// registrars register the capability packages' tools, in this order (the
+// order tools are listed in). Each takes the configuration so it can read
+// its own section.
+//
+// ── The other capability packages register here: one line each, ──
+// ── func(b *kernel.Builder, cfg *config.Config) error { return xxx.RegisterTools(b, opts) }. ──
+var registrars = []func(b *kernel.Builder, cfg *config.Config) error{
+	func(b *kernel.Builder, _ *config.Config) error { return fstools.RegisterTools(b, nil) },
+}
+
+// Options configure New. The zero value is usable.
+type Options struct {
+	// Log receives the trusted detail log when the configuration names no
+	// log file; nil discards it. It is written as text for a person.
+	Log io.Writer
+}
+
+// Host is a runtime built from a configuration, with the log files it
+// opened. Close it when done.
+type Host struct {
+	// Config is the configuration the runtime was built from.
+	Config *config.Config
+	// Runtime holds every registered tool, with the configured policies.
+	Runtime *kernel.Runtime
+	// Log is the trusted detail log (never shown to a model).
+	Log *slog.Logger
+
+	files []*os.File
+}
+
+// New builds the runtime cfg describes. A [tool.NAME] table naming no
+// registered tool is a *config.Error; log files that cannot be opened are
+// *fault.Error values.
+func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	h := &Host{Config: cfg}
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+	var audit *slog.Logger
+	if cfg.AuditLog != "" {
+		f, err := h.openLog(cfg.AuditLog)
+		if err != nil {
+			return nil, err
+		}
+		audit = slog.New(slog.NewJSONHandler(f, nil))
+	}
+	switch {
+	case cfg.Log != "":
+		f, err := h.openLog(cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		h.Log = slog.New(slog.NewJSONHandler(f, nil))
+	case o.Log != nil:
+		h.Log = slog.New(slog.NewTextHandler(o.Log, nil))
+	default:
+		h.Log = slog.New(slog.DiscardHandler)
+	}
+	b := kernel.NewBuilder(&kernel.Options{Audit: audit, Log: h.Log, PolicyOverride: policyOverride(cfg)})
+	for _, register := range registrars {
+		if err := register(b, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if h.Runtime, err = b.Build(); err != nil {
+		return nil, err
+	}
+	var unknown []error
+	for _, name := range sortedTools(cfg) {
+		if _, ok := h.Runtime.Policy(name); !ok {
+			unknown = append(unknown, cfg.Errorf("tool."+name, "no tool %q is registered (capkit tools --all lists them)", name))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, errors.Join(unknown...)
+	}
+	return h, nil
+}
+
+// policyOverride applies the [tool.NAME] tables: each field that is set
+// replaces the tool's own.
+func policyOverride(cfg *config.Config) func(kernel.Policy) kernel.Policy {
+	return func(p kernel.Policy) kernel.Policy {
+		t, ok := cfg.Tools[p.Name]
+		if !ok {
+			return p
+		}
+		if t.MaxCalls != 0 {
+			p.MaxCalls = t.MaxCalls
+		}
+		if t.MaxInputBytes != 0 {
+			p.MaxInputBytes = t.MaxInputBytes
+		}
+		if t.MaxOutputBytes != 0 {
+			p.MaxOutputBytes = t.MaxOutputBytes
+		}
+		if t.Timeout != 0 {
+			p.Timeout = time.Duration(t.Timeout)
+		}
+		return p
+	}
+}
+
+// openLog opens a log file for appending, creating it readable by its
+// owner only. It must be a regular file; the open does not block on a
+// FIFO.
+func (h *Host) openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, fault.Wrap(fault.CodeOf(err), err, "log file %s cannot be opened", path)
+	}
+	h.files = append(h.files, f)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fault.Wrap(fault.IO, err, "log file %s cannot be read", path)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fault.New(fault.InvalidInput, "log file %s is not a regular file", path)
+	}
+	return f, nil
+}
+
+// Capabilities returns what sessions of actor hold (see
+// config.Config.Capabilities).
+func (h *Host) Capabilities(actor string) ([]capability.Capability, error) {
+	return h.Config.Capabilities(actor)
+}
+
+// NewSession starts a session for actor. Trusted sessions (the CLI run by
+// its user) see failure detail; sessions that serve a model must not be
+// trusted.
+func (h *Host) NewSession(actor string, trusted bool) (*kernel.Session, error) {
+	caps, err := h.Capabilities(actor)
+	if err != nil {
+		return nil, err
+	}
+	return h.Runtime.NewSession(actor, caps, &kernel.SessionOptions{Trusted: trusted})
+}
+
+// Sessions returns the function an MCP server calls to start each
+// session: an untrusted session of actor. The actor is checked now.
+func (h *Host) Sessions(actor string) (func(context.Context) (*kernel.Session, error), error) {
+	caps, err := h.Capabilities(actor)
+	if err != nil {
+		return nil, err
+	}
+	return func(context.Context) (*kernel.Session, error) {
+		return h.Runtime.NewSession(actor, caps, nil)
+	}, nil
+}
+
+// Close closes the log files.
+func (h *Host) Close() error {
+	var errs []error
+	for _, f := range h.files {
+		if err := f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing %s: %w", f.Name(), err))
+		}
+	}
+	h.files = nil
+	return errors.Join(errs...)
+}
+
+func sortedTools(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Tools))
+	for n := range cfg.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
