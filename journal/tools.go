@@ -1,0 +1,192 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure the model-facing tools. A nil *ToolOptions is valid.
+type ToolOptions struct {
+	// Options bound the journals the tools use (Progress is ignored).
+	Options Options
+	// Timeout bounds one call; zero means the kernel's default.
+	Timeout time.Duration
+}
+
+// AppendArgs are journal_append's arguments.
+type AppendArgs struct {
+	Dir   string         `json:"dir,omitempty" jsonschema:"private directory holding the journal, inside a root granted journal_write; default: the first such root"`
+	Name  string         `json:"name" jsonschema:"journal name: lower-case letters, digits, '.', '_' and '-'"`
+	Event jsontext.Value `json:"event" jsonschema:"the event: any JSON value"`
+}
+
+// VerifyArgs are journal_verify's arguments.
+type VerifyArgs struct {
+	Dir  string `json:"dir,omitempty" jsonschema:"private directory holding the journal, inside a root granted journal_read; default: the first such root"`
+	Name string `json:"name" jsonschema:"journal name"`
+}
+
+// ReadArgs are journal_read's arguments.
+type ReadArgs struct {
+	Dir   string `json:"dir,omitempty" jsonschema:"private directory holding the journal, inside a root granted journal_read; default: the first such root"`
+	Name  string `json:"name" jsonschema:"journal name"`
+	From  uint64 `json:"from,omitempty" jsonschema:"first record number to return; default 1"`
+	Limit int    `json:"limit,omitempty" jsonschema:"most records to return; default and maximum 1000"`
+}
+
+// AppendResult is journal_append's result.
+type AppendResult struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// ReadResult is journal_read's result.
+type ReadResult struct {
+	Records []Record `json:"records"`
+}
+
+const maxReadRecords = 1000
+
+// RegisterTools registers journal_append (effect journal_write) and
+// journal_verify and journal_read (effect journal_read), all deferred. The
+// directory is resolved with fs.Resolve against the roots the session's
+// capabilities grant the effect on and opened through an os.Root. opts may
+// be nil.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Options.Progress = nil
+	bounds := fmt.Sprintf("events of at most %d bytes in canonical form, journals of at most %d bytes", limits.JournalMaxEventBytes, limits.JournalMaxJournalBytes)
+
+	in, err := jsonschema.For[AppendArgs](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[jsontext.Value](): {Description: "any JSON value"},
+	}})
+	if err != nil {
+		return err
+	}
+	out, err := jsonschema.For[AppendResult](nil)
+	if err != nil {
+		return err
+	}
+	err = b.Register(kernel.Policy{Name: "journal_append", Timeout: o.Timeout, MaxInputBytes: limits.JournalMaxInputBytes + 4*limits.KiB},
+		kernel.Meta{
+			Effect:  capability.JournalWrite,
+			Summary: "Append one JSON event durably to a hash-chained journal",
+			Description: `Appends one JSON event to the named journal as its next record and returns the record's number and hash once it is on disk. The journal is created by its first append. Records are hash-chained, so any later change is detected by journal_verify.
+Refused: duplicate object keys, numbers that are not finite or more precise than a float64 (send those as strings), events nested deeper than ` + fmt.Sprint(limits.JournalMaxDepth) + ` levels. A journal whose last record is incomplete or corrupt refuses appends ("integrity") until an operator repairs it.
+Bounds: ` + bounds + `.
+Example: {"name": "deployments", "event": {"service": "api", "version": "1.4.2", "ok": true}}`,
+		}, in, out, func(ctx context.Context, call *kernel.Call) (*kernel.Result, error) {
+			var a AppendArgs
+			if err := jsonv2.Unmarshal(call.Args, &a, jsonv2.RejectUnknownMembers(true)); err != nil {
+				return nil, fault.New(fault.InvalidInput, "journal_append: %s", err.Error())
+			}
+			j, err := openTool(call, capability.JournalWrite, a.Dir, a.Name, o.Options)
+			if err != nil {
+				return nil, err
+			}
+			defer j.Close()
+			r, err := j.Append(ctx, a.Event)
+			if err != nil {
+				return nil, err
+			}
+			return kernel.Encode(AppendResult{Seq: r.Seq, Hash: r.Hash})
+		})
+	if err != nil {
+		return err
+	}
+
+	err = kernel.AddTool(b, kernel.Policy{Name: "journal_verify", Timeout: o.Timeout},
+		kernel.Meta{
+			Effect:  capability.JournalRead,
+			Summary: "Verify a journal's hash chain and report its first bad record",
+			Description: `Checks every record of the named journal: framing, canonical events, numbering and hash chain. Returns the record count, the verified bytes and the last record's hash; a bad record or an incomplete last record fails with "integrity", naming the record number, line and byte offset.
+Bounds: ` + bounds + `.
+Example: {"name": "deployments"}`,
+		}, func(ctx context.Context, call *kernel.Call, a VerifyArgs) (Report, error) {
+			j, err := openTool(call, capability.JournalRead, a.Dir, a.Name, o.Options)
+			if err != nil {
+				return Report{}, err
+			}
+			defer j.Close()
+			rep, err := j.Verify(ctx)
+			if err != nil {
+				return Report{}, err
+			}
+			return *rep, nil
+		})
+	if err != nil {
+		return err
+	}
+
+	return kernel.AddTool(b, kernel.Policy{Name: "journal_read", Timeout: o.Timeout, MaxOutputBytes: 4 * limits.MiB},
+		kernel.Meta{
+			Effect:  capability.JournalRead,
+			Summary: "Read verified records of a journal",
+			Description: `Returns up to limit records (default and maximum 1000) of the named journal starting at record from (default 1), each with its number, hashes and event. Every record up to the last returned is verified first; a bad record fails with "integrity".
+Example: {"name": "deployments", "from": 20, "limit": 10}`,
+		}, func(ctx context.Context, call *kernel.Call, a ReadArgs) (ReadResult, error) {
+			limit := a.Limit
+			if limit == 0 {
+				limit = maxReadRecords
+			}
+			if limit < 0 || limit > maxReadRecords {
+				return ReadResult{}, fault.New(fault.InvalidInput, "limit must be 1..%d", maxReadRecords)
+			}
+			j, err := openTool(call, capability.JournalRead, a.Dir, a.Name, o.Options)
+			if err != nil {
+				return ReadResult{}, err
+			}
+			defer j.Close()
+			recs, _, err := j.Read(ctx, a.From, limit)
+			if err != nil {
+				return ReadResult{}, err
+			}
+			if recs == nil {
+				recs = []Record{}
+			}
+			return ReadResult{Records: recs}, nil
+		})
+}
+
+// openTool opens the journal name in dir, confined to the roots the
+// session is granted effect on.
+func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o Options) (*Journal, error) {
+	if dir == "" {
+		dir = "."
+	}
+	root, rel, err := fs.Resolve(call.Session.Capabilities().Roots(effect), dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fault.Wrap(fault.IO, err, "opening a granted root failed")
+	}
+	defer r.Close()
+	sub, err := r.OpenRoot(rel)
+	if err != nil {
+		return nil, fault.As(err)
+	}
+	j, err := openIn(sub, name, &o)
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return j, nil
+}
