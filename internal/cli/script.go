@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -85,7 +86,7 @@ Example (grep.star):
 			if maxSteps != 0 {
 				opts.MaxSteps = maxSteps
 			}
-			opts.Filename = args[0]
+			opts.Filename = filepath.Base(args[0])
 			opts.Print = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
 			if opts.Worker, err = selfWorker(); err != nil {
 				return err
