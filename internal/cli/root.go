@@ -31,11 +31,16 @@ type Env struct {
 // by adding its constructor here.
 var groups = []func(*Env) *cobra.Command{
 	newVersionCmd,
+	newServeCmd,
+	newToolsCmd,
+	newCallCmd,
 	newCatalogCmd,
 	newScriptCmd,
 	newFileCmd,
 	newTreeCmd,
 	newStateCmd,
+	newZipCmd,
+	newJournalCmd,
 }
 
 func newRoot(env *Env) *cobra.Command {
