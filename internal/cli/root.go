@@ -31,6 +31,9 @@ type Env struct {
 // by adding its constructor here.
 var groups = []func(*Env) *cobra.Command{
 	newVersionCmd,
+	newServeCmd,
+	newToolsCmd,
+	newCallCmd,
 	newCatalogCmd,
 	newScriptCmd,
 	newFileCmd,

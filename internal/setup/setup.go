@@ -26,13 +26,13 @@ import (
 )
 
 // registrars register the capability packages' tools, in this order (the
-// order tools are listed in). Each takes the configuration so it can read
-// its own section.
+// order tools are listed in). Each reads its own section of h.Config and
+// may leave cleanup to h.Close with h.OnClose.
 //
-// ── The other capability packages register here: one line each, ──
-// ── func(b *kernel.Builder, cfg *config.Config) error { return xxx.RegisterTools(b, opts) }. ──
-var registrars = []func(b *kernel.Builder, cfg *config.Config) error{
-	func(b *kernel.Builder, _ *config.Config) error { return fstools.RegisterTools(b, nil) },
+// ── The other capability packages register here, one line each: ──
+// ── func(b *kernel.Builder, h *Host) error { return xxx.RegisterTools(b, opts) }, ──
+var registrars = []func(b *kernel.Builder, h *Host) error{
+	func(b *kernel.Builder, _ *Host) error { return fstools.RegisterTools(b, nil) },
 }
 
 // Options configure New. The zero value is usable.
@@ -52,7 +52,7 @@ type Host struct {
 	// Log is the trusted detail log (never shown to a model).
 	Log *slog.Logger
 
-	files []*os.File
+	closers []func() error
 }
 
 // New builds the runtime cfg describes. A [tool.NAME] table naming no
@@ -91,7 +91,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	}
 	b := kernel.NewBuilder(&kernel.Options{Audit: audit, Log: h.Log, PolicyOverride: policyOverride(cfg)})
 	for _, register := range registrars {
-		if err := register(b, cfg); err != nil {
+		if err := register(b, h); err != nil {
 			return nil, err
 		}
 	}
@@ -142,7 +142,12 @@ func (h *Host) openLog(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.CodeOf(err), err, "log file %s cannot be opened", path)
 	}
-	h.files = append(h.files, f)
+	h.OnClose(func() error {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("closing %s: %w", path, err)
+		}
+		return nil
+	})
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fault.Wrap(fault.IO, err, "log file %s cannot be read", path)
@@ -182,15 +187,16 @@ func (h *Host) Sessions(actor string) (func(context.Context) (*kernel.Session, e
 	}, nil
 }
 
-// Close closes the log files.
+// OnClose adds f to what Close runs (log files, catalogs' descriptors).
+func (h *Host) OnClose(f func() error) { h.closers = append(h.closers, f) }
+
+// Close releases what the host opened, last opened first.
 func (h *Host) Close() error {
 	var errs []error
-	for _, f := range h.files {
-		if err := f.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing %s: %w", f.Name(), err))
-		}
+	for i := len(h.closers) - 1; i >= 0; i-- {
+		errs = append(errs, h.closers[i]())
 	}
-	h.files = nil
+	h.closers = nil
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capkit/capkit/config"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/setup"
+)
+
+// hostFlags choose the runtime serve, tools and call use: the --config file
+// (a global flag), or --root and --read-only directories, and the actor.
+type hostFlags struct {
+	roots, readOnly []string
+	actor           string
+}
+
+func (f *hostFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.roots, "root", nil, "without --config: a directory the file tools may read and write (repeatable)")
+	cmd.Flags().StringArrayVar(&f.readOnly, "read-only", nil, "without --config: a directory the file tools may only read (repeatable)")
+	cmd.Flags().StringVar(&f.actor, "actor", "", `the configured actor sessions run as (default: the only one, or "assistant")`)
+}
+
+// open builds the runtime and chooses the actor. log receives the trusted
+// detail log when the configuration names no log file (nil discards it).
+func (f *hostFlags) open(env *Env, log io.Writer) (*setup.Host, string, error) {
+	var cfg *config.Config
+	var err error
+	if env.Config != "" {
+		if len(f.roots)+len(f.readOnly) > 0 {
+			return nil, "", fault.New(fault.InvalidInput, "give either --config or --root/--read-only, not both")
+		}
+		cfg, err = config.Load(env.Config)
+	} else {
+		cfg, err = config.FromFlags(f.roots, f.readOnly)
+	}
+	if err != nil {
+		return nil, "", setupFault(err)
+	}
+	actor, err := cfg.ActorName(f.actor)
+	if err != nil {
+		return nil, "", err
+	}
+	h, err := setup.New(cfg, &setup.Options{Log: log})
+	if err != nil {
+		return nil, "", setupFault(err)
+	}
+	if _, err := h.Capabilities(actor); err != nil {
+		h.Close()
+		return nil, "", err
+	}
+	return h, actor, nil
+}
+
+// setupFault reports configuration mistakes (located *config.Error
+// values, one a line) as invalid_input, and anything else by its own code.
+func setupFault(err error) error {
+	if errs := config.Errors(err); len(errs) > 0 {
+		return fault.New(fault.InvalidInput, "%s", err.Error())
+	}
+	return fault.As(err)
+}

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// hostTree makes a writable root rw with a.txt and a read-only root ro
+// with b.txt, and returns the directory.
+func hostTree(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"rw", "ro"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, s := range map[string]string{"rw/a.txt": "alpha\nbeta\n", "rw/c.txt": "c\n", "ro/b.txt": "gamma\n"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func runHost(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestToolsCmd(t *testing.T) {
+	dir := hostTree(t)
+	rw, ro := filepath.Join(dir, "rw"), filepath.Join(dir, "ro")
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		has     []string
+		hasNone []string
+	}{
+		{"writable root", []string{"tools", "--root", rw}, 0,
+			[]string{"read_file  hot", "write_file  hot", "move_file  deferred", "tool_search  hot"}, []string{"not_granted"}},
+		{"read-only root", []string{"tools", "--read-only", ro}, 0,
+			[]string{"read_file", "grep"}, []string{"write_file", "edit_file", "move_file"}},
+		{"all", []string{"tools", "--read-only", ro, "--all"}, 0,
+			[]string{"write_file  not_granted", "move_file  not_granted", "read_file  hot"}, nil},
+		{"no root", []string{"tools"}, 2, nil, nil},
+		{"unknown actor", []string{"tools", "--root", rw, "--actor", "bob"}, 3, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runHost(t, "", c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, errs)
+			}
+			norm := strings.Join(strings.Fields(out), "  ")
+			for _, h := range c.has {
+				if !strings.Contains(norm, h) {
+					t.Errorf("output lacks %q:\n%s", h, out)
+				}
+			}
+			for _, h := range c.hasNone {
+				if strings.Contains(out, h) {
+					t.Errorf("output has %q:\n%s", h, out)
+				}
+			}
+		})
+	}
+
+	code, out, _ := runHost(t, "", "tools", "--root", rw, "--json")
+	var specs []toolSpec
+	if code != 0 || json.Unmarshal([]byte(out), &specs) != nil || len(specs) == 0 {
+		t.Fatalf("--json: exit %d %q", code, out)
+	}
+	for _, s := range specs {
+		if s.Name == "read_file" {
+			if s.State != stateHot || !s.Annotations.ReadOnly || s.Policy.MaxCalls != limits.FileToolsReadMaxCalls ||
+				!bytes.Contains(s.InputSchema, []byte(`"path"`)) || s.Description == "" {
+				t.Fatalf("read_file spec = %+v", s)
+			}
+			return
+		}
+	}
+	t.Fatal("read_file missing from --json")
+}
+
+func TestCallCmd(t *testing.T) {
+	dir := hostTree(t)
+	rw, ro := filepath.Join(dir, "rw"), filepath.Join(dir, "ro")
+	cfg := filepath.Join(dir, "capkit.toml")
+	if err := os.WriteFile(cfg, []byte(`[[root]]
+path = "rw"
+[[root]]
+path = "ro"
+read_only = true
+[tool.read_file]
+max_output_bytes = 64
+[tool.grep]
+max_input_bytes = 40
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		out   string
+	}{
+		{"read", "", []string{"call", "read_file", `{"path":"a.txt"}`, "--root", rw}, 0, "alpha"},
+		{"read from stdin", `{"path":"a.txt","offset":2}`, []string{"call", "read_file", "-", "--root", rw}, 0, "beta"},
+		{"json", "", []string{"call", "read_file", `{"path":"a.txt"}`, "--root", rw, "--json"}, 0, `"structured": {`},
+		{"default arguments", "", []string{"call", "list_dir", "--root", rw}, 0, "a.txt"},
+		{"malformed arguments", "", []string{"call", "read_file", `{"path":`, "--root", rw}, 2, ""},
+		{"schema violation", "", []string{"call", "read_file", `{"path":1}`, "--root", rw}, 2, ""},
+		{"unknown tool", "", []string{"call", "nope", "--root", rw}, 3, ""},
+		{"missing file", "", []string{"call", "read_file", `{"path":"zz.txt"}`, "--root", rw}, 3, ""},
+		{"edit without reading", "", []string{"call", "edit_file", `{"path":"a.txt","old_string":"alpha","new_string":"ALPHA"}`, "--root", rw}, 4, ""},
+		{"existing destination", "", []string{"call", "move_file", `{"from":"a.txt","to":"c.txt"}`, "--root", rw}, 4, ""},
+		{"write on a read-only root", "", []string{"call", "write_file", `{"path":"` + filepath.Join(ro, "x") + `","content":"x"}`, "--root", rw, "--read-only", ro}, 5, ""},
+		{"not granted at all", "", []string{"call", "write_file", `{"path":"x","content":"x"}`, "--read-only", ro}, 5, ""},
+		{"output over the configured bound", "", []string{"--config", cfg, "call", "read_file", `{"path":"a.txt"}`}, 6, ""},
+		{"input over the configured bound", "", []string{"--config", cfg, "call", "grep", `{"pattern":"` + strings.Repeat("a", 40) + `"}`}, 6, ""},
+		{"stdin over the bound", `{"pattern":"` + strings.Repeat("a", 100) + `"}`, []string{"--config", cfg, "call", "grep", "-"}, 6, ""},
+		{"config and roots", "", []string{"--config", cfg, "call", "list_dir", "--root", rw}, 2, ""},
+		{"no tool", "", []string{"call", "--root", rw}, 2, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runHost(t, c.stdin, c.args...)
+			if code != c.code || !strings.Contains(out, c.out) {
+				t.Fatalf("exit %d (want %d), out %q, err %q", code, c.code, out, errs)
+			}
+			if c.code != 0 && errs == "" {
+				t.Fatal("a failure must be explained on stderr")
+			}
+		})
+	}
+	if got, _ := os.ReadFile(filepath.Join(rw, "a.txt")); string(got) != "alpha\nbeta\n" {
+		t.Fatalf("a.txt changed: %q", got)
+	}
+}
+
+func TestConfigErrorsNameFileLineField(t *testing.T) {
+	dir := hostTree(t)
+	cfg := filepath.Join(dir, "capkit.toml")
+	cases := []struct {
+		name, doc, want string
+	}{
+		{"unknown effect", "[[root]]\npath = \"rw\"\n[actor.assistant]\neffects = [\"read_file\", \"fly\"]\n",
+			cfg + `:4: actor.assistant.effects: unknown effect "fly"`},
+		{"unknown key", "[[root]]\npath = \"rw\"\nreadonly = true\n", cfg + `:3: root.readonly: unknown key`},
+		{"write on read-only", "[[root]]\npath = \"ro\"\nread_only = true\n[actor.a]\neffects = [\n  \"write_file\",\n]\n",
+			cfg + `:6: actor.a.effects: write_file is granted but every root of the actor is read-only`},
+		{"unknown tool", "[[root]]\npath = \"rw\"\n\n[tool.raed_file]\nmax_calls = 1\n", cfg + `:4: tool.raed_file: no tool "raed_file" is registered`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(cfg, []byte(c.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range []string{"serve", "tools", "call"} {
+				args := []string{"--config", cfg, cmd}
+				if cmd == "call" {
+					args = append(args, "list_dir")
+				}
+				code, _, errs := runHost(t, "", args...)
+				if code != 2 || !strings.Contains(errs, c.want) {
+					t.Fatalf("%s: exit %d, stderr %q, want %q", cmd, code, errs, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestServeFlagErrors(t *testing.T) {
+	dir := hostTree(t)
+	rw := filepath.Join(dir, "rw")
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"token without http", []string{"serve", "--root", rw, "--token-file", token}, 2, "--token-file applies to --http only"},
+		{"allow-host without http", []string{"serve", "--root", rw, "--allow-host", "x"}, 2, "apply to --http only"},
+		{"bad address", []string{"serve", "--root", rw, "--http", "8931"}, 2, "want HOST:PORT"},
+		{"remote without token", []string{"serve", "--root", rw, "--http", "0.0.0.0:0"}, 5, "requires --token-file"},
+		{"no root", []string{"serve"}, 2, "at least one --root"},
+		{"missing token file", []string{"serve", "--root", rw, "--http", "127.0.0.1:0", "--token-file", filepath.Join(dir, "nope")}, 3, "token file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runHost(t, "", c.args...)
+			if code != c.code || !strings.Contains(errs, c.err) || out != "" {
+				t.Fatalf("exit %d (want %d), stdout %q, stderr %q", code, c.code, out, errs)
+			}
+		})
+	}
+}
+
+func TestReadToken(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name    string
+		content string
+		mode    os.FileMode
+		want    string
+		code    bool // failure expected
+		warning bool
+	}{
+		{"at the minimum", strings.Repeat("t", limits.TokenMinBytes) + "\n", 0o600, strings.Repeat("t", limits.TokenMinBytes), false, false},
+		{"one short", strings.Repeat("t", limits.TokenMinBytes-1), 0o600, "", true, false},
+		{"at the maximum", strings.Repeat("t", limits.TokenMaxBytes), 0o600, strings.Repeat("t", limits.TokenMaxBytes), false, false},
+		{"one past the maximum", strings.Repeat("t", limits.TokenMaxBytes+1), 0o600, "", true, false},
+		{"inner space", "0123456789 abcdef", 0o600, "", true, false},
+		{"control byte", "0123456789\x01abcdef", 0o600, "", true, false},
+		{"readable by others", "0123456789abcdef", 0o644, "0123456789abcdef", false, true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, "t"+string(rune('a'+i)))
+			if err := os.WriteFile(p, []byte(c.content), c.mode); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(p, c.mode)
+			var errb bytes.Buffer
+			got, err := readToken(&Env{Stderr: &errb}, p)
+			if (err != nil) != c.code || got != c.want {
+				t.Fatalf("readToken = %q, %v", got, err)
+			}
+			if strings.Contains(errb.String(), "warning") != c.warning {
+				t.Fatalf("warning: %q", errb.String())
+			}
+		})
+	}
+}

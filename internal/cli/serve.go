@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/mcpserver"
+)
+
+func newServeCmd(env *Env) *cobra.Command {
+	var hf hostFlags
+	var httpAddr, tokenFile string
+	var allowHosts, allowOrigins []string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the tools to an MCP client (stdio, or Streamable HTTP)",
+		Long: `serve offers the configured actor's tools over the Model Context Protocol:
+over stdio by default (standard output carries nothing but the protocol;
+diagnostics go to standard error), or over Streamable HTTP at /mcp with
+--http. Every MCP session is a new session of the actor: its own call
+budgets, its own record of the files it read.
+
+Without --config, --root DIR (repeatable) grants the file tools on DIR and
+--read-only DIR only the reading ones (read_file, list_dir, glob, grep).
+
+HTTP binds loopback addresses only, unless a --token-file is given; the
+Host and Origin headers of every request are checked against loopback names
+and --allow-host/--allow-origin (DNS rebinding), and with --token-file every
+request must carry "Authorization: Bearer TOKEN".
+The trusted detail log goes to the configured log file, else to standard
+error. serve stops on SIGINT or SIGTERM.
+
+Examples:
+  capkit serve --root ~/project
+  capkit serve --root . --read-only /usr/share/doc
+  capkit serve --config capkit.toml --actor assistant --http 127.0.0.1:8931
+
+A Claude Desktop entry (claude_desktop_config.json):
+  {"mcpServers": {"capkit": {"command": "capkit", "args": ["serve", "--root", "/home/me/project"]}}}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tokenFile != "" && httpAddr == "" {
+				return fault.New(fault.InvalidInput, "--token-file applies to --http only")
+			}
+			var token string
+			if tokenFile != "" {
+				var err error
+				if token, err = readToken(env, tokenFile); err != nil {
+					return err
+				}
+			}
+			h, actor, err := hf.open(env, env.Stderr)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			sessions, err := h.Sessions(actor)
+			if err != nil {
+				return err
+			}
+			opts := &mcpserver.Options{Version: Version, Log: h.Log, BearerToken: token}
+			ctx := cmd.Context()
+			if httpAddr == "" {
+				if len(allowHosts)+len(allowOrigins) > 0 {
+					return fault.New(fault.InvalidInput, "--allow-host and --allow-origin apply to --http only")
+				}
+				fmt.Fprintf(env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
+				return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).ServeStdio(ctx, env.Stdin, env.Stdout))
+			}
+			opts.AllowedHosts, opts.AllowedOrigins = allowHosts, allowOrigins
+			host, _, err := net.SplitHostPort(httpAddr)
+			if err != nil {
+				return fault.New(fault.InvalidInput, "--http %s: want HOST:PORT, e.g. 127.0.0.1:8931", httpAddr)
+			}
+			if !loopback(host) {
+				if token == "" {
+					return fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file (and TLS in front)", httpAddr)
+				}
+				opts.AllowNonLoopback = true
+				if host != "" && !net.ParseIP(host).IsUnspecified() {
+					opts.AllowedHosts = append(opts.AllowedHosts, host)
+				}
+			}
+			ln, err := net.Listen("tcp", httpAddr)
+			if err != nil {
+				return fault.Wrap(fault.Unavailable, err, "cannot listen on %s", httpAddr)
+			}
+			fmt.Fprintf(env.Stderr, "capkit: serving MCP on http://%s%s as actor %s\n", ln.Addr(), mcpserver.Path, actor)
+			return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).Serve(ctx, ln))
+		},
+	}
+	hf.add(cmd)
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on HOST:PORT (endpoint /mcp; port 0 picks a free one) instead of stdio")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --http: a file holding the bearer token every request must carry")
+	cmd.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
+	cmd.Flags().StringArrayVar(&allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
+	return cmd
+}
+
+// stopped makes a stop asked for by a signal (ctx ended) a success.
+func stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
+}
+
+// loopback reports whether host names this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// readToken reads a bearer token: the file's content without surrounding
+// whitespace, limits.TokenMinBytes to limits.TokenMaxBytes of visible
+// ASCII. A file others may read gets a warning.
+func readToken(env *Env, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fault.Wrap(fault.CodeOf(err), err, "token file %s cannot be opened", path)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", fault.New(fault.InvalidInput, "token file %s is not a regular file", path)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(env.Stderr, "capkit: warning: token file %s is readable by others (mode %v); chmod 600 it\n", path, st.Mode().Perm())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limits.TokenMaxBytes+1))
+	if err != nil {
+		return "", fault.Wrap(fault.IO, err, "token file %s cannot be read", path)
+	}
+	if len(data) > limits.TokenMaxBytes {
+		return "", fault.LimitExceeded("token file "+path+" bytes", limits.TokenMaxBytes, 0)
+	}
+	token := string(bytes.TrimSpace(data))
+	if len(token) < limits.TokenMinBytes {
+		return "", fault.New(fault.InvalidInput, "token file %s holds %d bytes; a token needs at least %d (e.g. openssl rand -hex 32)", path, len(token), limits.TokenMinBytes)
+	}
+	for i := 0; i < len(token); i++ {
+		if token[i] <= ' ' || token[i] > '~' {
+			return "", fault.New(fault.InvalidInput, "token file %s: the token must be visible ASCII without spaces (byte %d is not)", path, i)
+		}
+	}
+	return token, nil
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/catalog"
+	"github.com/capkit/capkit/kernel"
+)
+
+// toolState says how a session meets a tool.
+const (
+	stateHot        = "hot"         // listed from the start
+	stateDeferred   = "deferred"    // listed once tool_search returns it
+	stateNotGranted = "not_granted" // with --all: registered, not granted to the actor
+)
+
+// toolSpec is one tool as `capkit tools --json` prints it.
+type toolSpec struct {
+	Name         string         `json:"name"`
+	State        string         `json:"state"`
+	Effect       string         `json:"effect"`
+	Summary      string         `json:"summary,omitempty"`
+	Description  string         `json:"description"`
+	InputSchema  jsontext.Value `json:"input_schema"`
+	OutputSchema jsontext.Value `json:"output_schema,omitempty"`
+	Annotations  toolHints      `json:"annotations"`
+	Policy       toolPolicy     `json:"policy"`
+}
+
+type toolHints struct {
+	ReadOnly    bool `json:"read_only"`
+	Destructive bool `json:"destructive"`
+	Idempotent  bool `json:"idempotent"`
+	OpenWorld   bool `json:"open_world"`
+}
+
+type toolPolicy struct {
+	MaxCalls       int    `json:"max_calls"`
+	MaxInputBytes  int64  `json:"max_input_bytes"`
+	MaxOutputBytes int64  `json:"max_output_bytes"`
+	Timeout        string `json:"timeout"`
+}
+
+func newToolsCmd(env *Env) *cobra.Command {
+	var hf hostFlags
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List the tools an actor's sessions see",
+		Long: `tools lists the tools a session of the actor may call, from the same
+configuration serve uses: "hot" tools are listed to the model from the
+start, "deferred" ones once tool_search finds them. --all adds the
+registered tools the actor is not granted ("not_granted"). With --json, each
+tool's full spec: description, input and output schemas, annotations and
+effective policy.
+
+Examples:
+  capkit tools --root .
+  capkit tools --config capkit.toml --actor reviewer --all
+  capkit tools --root . --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, actor, err := hf.open(env, nil)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			s, err := h.NewSession(actor, true)
+			if err != nil {
+				return err
+			}
+			offered := map[string]bool{}
+			for _, e := range s.Specs() {
+				offered[e.Name] = true
+			}
+			caps := capability.Set(s.Capabilities())
+			var specs []toolSpec
+			var text strings.Builder
+			tw := tabwriter.NewWriter(&text, 0, 4, 2, ' ', 0)
+			for _, e := range h.Runtime.Catalog().Entries() {
+				state := stateNotGranted
+				switch {
+				case offered[e.Name]:
+					state = stateHot
+				case caps.Grants(e.Effect):
+					state = stateDeferred
+				case !all:
+					continue
+				}
+				specs = append(specs, specOf(h.Runtime.Policy, e, state))
+				summary := e.Summary
+				if summary == "" {
+					summary, _, _ = strings.Cut(e.Description, "\n")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, state, summary)
+			}
+			tw.Flush()
+			if specs == nil {
+				specs = []toolSpec{}
+			}
+			return env.Print(specs, text.String())
+		},
+	}
+	hf.add(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "also list the registered tools the actor is not granted")
+	return cmd
+}
+
+func specOf(policy func(string) (kernel.Policy, bool), e *catalog.Entry, state string) toolSpec {
+	h := e.Hints()
+	p, _ := policy(e.Name)
+	return toolSpec{
+		Name: e.Name, State: state, Effect: string(e.Effect),
+		Summary: e.Summary, Description: e.Description,
+		InputSchema:  jsontext.Value(e.InputSchemaJSON()),
+		OutputSchema: jsontext.Value(e.OutputSchemaJSON()),
+		Annotations:  toolHints{ReadOnly: h.ReadOnly, Destructive: h.Destructive, Idempotent: h.Idempotent, OpenWorld: h.OpenWorld},
+		Policy: toolPolicy{MaxCalls: p.MaxCalls, MaxInputBytes: p.MaxInputBytes,
+			MaxOutputBytes: p.MaxOutputBytes, Timeout: p.Timeout.String()},
+	}
+}
