@@ -65,6 +65,7 @@ func copyAt(ctx context.Context, sd *atfile.Dir, sname string, dd *atfile.Dir, d
 		}
 	}()
 	var done int64
+	opts.progress(0, size)
 	for done < size {
 		if err := ctx.Err(); err != nil {
 			return 0, fault.As(err)

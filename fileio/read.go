@@ -13,9 +13,9 @@ import (
 // Options are the optional parts of a streamed operation. A nil *Options
 // is valid.
 type Options struct {
-	// Progress, when set, is called with the bytes done and the total after
-	// each chunk (limits.FileChunkBytes) of a digest or copy. It must
-	// return quickly.
+	// Progress, when set, is called with the bytes done and the total once
+	// before the first byte and after each chunk (limits.FileChunkBytes)
+	// of a digest or copy. It must return quickly.
 	Progress func(done, total int64)
 }
 
@@ -100,6 +100,7 @@ func digest(ctx context.Context, f *File, maxBytes int64, opts *Options) (Sum, e
 	h := sha256.New()
 	buf := make([]byte, min(digestBufferBytes, size+1))
 	var done int64
+	opts.progress(0, size)
 	for {
 		if err := ctx.Err(); err != nil {
 			return Sum{}, fault.As(err)

@@ -177,14 +177,14 @@ func TestDigestLargerThanAChunk(t *testing.T) {
 	if s.SHA256 != hex.EncodeToString(h[:]) || s.Size != size {
 		t.Fatalf("digest %+v", s)
 	}
-	if len(reports) != 3 || reports[2] != size {
+	if len(reports) != 4 || reports[0] != 0 || reports[3] != size {
 		t.Fatalf("progress %v", reports)
 	}
 }
 
-// TestChangedDuringRead changes the file after each chunk (through the
-// progress hook, which runs after the last byte and before the final
-// metadata check): every change must fail with integrity.
+// TestChangedDuringRead changes the file through the progress hook, either
+// before the first byte or after the last (before the final metadata
+// check): every change must fail with integrity, and a copy leaves nothing.
 func TestChangedDuringRead(t *testing.T) {
 	changes := []struct {
 		name   string
@@ -210,26 +210,43 @@ func TestChangedDuringRead(t *testing.T) {
 		}},
 		{"mode changed", func(p string) error { return os.Chmod(p, 0o604) }},
 	}
+	moments := []struct {
+		name string
+		at   func(done, total int64) bool
+	}{
+		{"before the first byte", func(done, _ int64) bool { return done == 0 }},
+		{"after the last byte", func(done, total int64) bool { return done == total }},
+	}
 	for _, c := range changes {
-		t.Run("digest "+c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "f")
-			must(t, os.WriteFile(path, []byte("stable content"), 0o600))
-			_, err := Digest(context.Background(), path, 100, &Options{Progress: func(int64, int64) { must(t, c.change(path)) }})
-			if fault.CodeOf(err) != fault.Integrity || !errors.Is(err, ErrChanged) {
-				t.Fatalf("got %v", err)
+		for _, m := range moments {
+			hook := func(t *testing.T, path string) *Options {
+				changed := false
+				return &Options{Progress: func(done, total int64) {
+					if !changed && m.at(done, total) {
+						changed = true
+						must(t, c.change(path))
+					}
+				}}
 			}
-		})
-		t.Run("copy "+c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "f")
-			must(t, os.WriteFile(path, []byte("stable content"), 0o600))
-			dst := filepath.Join(dir, "copy")
-			_, err := Copy(context.Background(), path, dst, 100, &Options{Progress: func(int64, int64) { must(t, c.change(path)) }})
-			if fault.CodeOf(err) != fault.Integrity {
-				t.Fatalf("got %v", err)
-			}
-			assertOnly(t, dir, "f")
-		})
+			t.Run("digest "+c.name+" "+m.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "f")
+				must(t, os.WriteFile(path, []byte("stable content"), 0o600))
+				_, err := Digest(context.Background(), path, 100, hook(t, path))
+				if fault.CodeOf(err) != fault.Integrity || !errors.Is(err, ErrChanged) {
+					t.Fatalf("got %v", err)
+				}
+			})
+			t.Run("copy "+c.name+" "+m.name, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "f")
+				must(t, os.WriteFile(path, []byte("stable content"), 0o600))
+				_, err := Copy(context.Background(), path, filepath.Join(dir, "copy"), 100, hook(t, path))
+				if fault.CodeOf(err) != fault.Integrity {
+					t.Fatalf("got %v", err)
+				}
+				assertOnly(t, dir, "f")
+			})
+		}
 	}
 }
 

@@ -122,6 +122,9 @@ func SplitParent(path string) (dir, name string, err error) {
 // fs.Resolve returns it) into its parent and last element. The root itself
 // (".") has no parent and is refused.
 func SplitRel(rel string) (dir, name string, err error) {
+	if strings.IndexByte(rel, 0) >= 0 {
+		return "", "", fault.New(fault.InvalidInput, "path contains a NUL byte")
+	}
 	rel = filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel)))
 	if rel == "." || rel == "" || rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/") {
 		return "", "", fault.New(fault.InvalidInput, "path must name an entry inside the root, not the root itself")
