@@ -1,0 +1,354 @@
+package tabular
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"io"
+	"unicode/utf8"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+// Options configure a scan. The zero value scans every column of a
+// detected format and dialect, with the default scan budget and no row
+// budget.
+type Options struct {
+	Format  Format
+	Dialect Dialect
+	// Columns projects each returned row onto these header names, in this
+	// order; empty returns every column.
+	Columns []string
+	// Filter lists conditions that must all hold for a row to match.
+	Filter []Condition
+	// Offset skips this many matched rows before returning any.
+	Offset int64
+	// MaxRows is the row budget: at most this many matched rows are
+	// returned; matched rows beyond it are counted and the result is
+	// marked Truncated. Zero means no budget.
+	MaxRows int64
+	// MaxScanRows bounds the data rows read: zero means
+	// limits.TabularDefaultRows; at most limits.TabularHardRows. More rows
+	// than this fail with limit.
+	MaxScanRows int64
+}
+
+// Position locates a row.
+type Position struct {
+	// Row is the 1-based data row number (the header is not counted).
+	Row int64 `json:"row"`
+	// Line is the 1-based input line where the row starts.
+	Line int64 `json:"line"`
+	// Offset is the Options.Offset that makes this row the first returned.
+	Offset int64 `json:"offset"`
+}
+
+// Summary describes a scan: what was read and the exact counts.
+type Summary struct {
+	Format  Format  `json:"format"`
+	Dialect Dialect `json:"dialect"`
+	// BOM reports that a UTF-8 byte order mark was removed.
+	BOM bool `json:"bom"`
+	// Member is the name of the CSV inside a ZIP.
+	Member string `json:"member,omitempty"`
+	// Header is every column name; Columns the names of the fields each
+	// returned row holds.
+	Header  []string `json:"header"`
+	Columns []string `json:"columns"`
+	// ExpandedBytes is the size of the CSV text read.
+	ExpandedBytes int64 `json:"expanded_bytes"`
+	Scanned       int64 `json:"rows_scanned"`
+	Matched       int64 `json:"rows_matched"`
+	Skipped       int64 `json:"rows_skipped"`
+	Returned      int64 `json:"rows_returned"`
+	// Truncated reports that the row budget stopped the output before
+	// every matched row was returned; Next is the first matched row not
+	// returned.
+	Truncated bool      `json:"truncated"`
+	Next      *Position `json:"next,omitempty"`
+}
+
+// Result is a scan's summary and returned rows.
+type Result struct {
+	Summary
+	Rows [][]string `json:"rows"`
+}
+
+// Scan reads data and returns the matched rows within the budgets. Rows
+// are held in memory; use ScanFunc to stream them.
+func Scan(ctx context.Context, data []byte, opts *Options) (*Result, error) {
+	res := &Result{Rows: [][]string{}}
+	sum, err := ScanFunc(ctx, data, opts, func(row []string) error {
+		res.Rows = append(res.Rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Summary = *sum
+	return res, nil
+}
+
+// bufSize is the read buffer under the CSV reader; the dialect is
+// detected from its first fill.
+const bufSize = 64 << 10
+
+// ctxCheckRows is how many rows pass between context checks.
+const ctxCheckRows = 4096
+
+// ScanFunc reads data and calls fn with each returned row (the projected
+// fields, a fresh slice fn may keep), in input order. An error from fn
+// stops the scan and is returned. The summary's counts are exact once
+// ScanFunc returns without error.
+func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []string) error) (*Summary, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	maxScan := o.MaxScanRows
+	switch {
+	case maxScan == 0:
+		maxScan = limits.TabularDefaultRows
+	case maxScan < 0:
+		return nil, fault.New(fault.InvalidInput, "the scan budget must be positive, got %d", maxScan)
+	case maxScan > limits.TabularHardRows:
+		return nil, fault.LimitExceeded("scan budget rows", limits.TabularHardRows, maxScan)
+	}
+	if o.MaxRows < 0 || o.Offset < 0 {
+		return nil, fault.New(fault.InvalidInput, "max rows and offset must not be negative")
+	}
+	if len(o.Columns) > limits.TabularMaxColumns || len(o.Filter) > limits.TabularMaxColumns {
+		return nil, fault.New(fault.Limit, "at most %d columns and %d filter conditions may be named", limits.TabularMaxColumns, limits.TabularMaxColumns)
+	}
+	if o.Dialect != DialectAuto {
+		if _, err := ParseDialect(string(o.Dialect)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := ParseFormat(string(o.Format)); err != nil {
+		return nil, err
+	}
+
+	stream, closeFn, member, err := open(data, o.Format)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	sum := &Summary{Format: o.Format, Member: member}
+	if sum.Format == FormatAuto {
+		sum.Format = sniffFormat(data)
+	}
+	bounded := &boundedReader{r: stream, max: limits.TabularMaxExpandedBytes, slack: bufSize}
+	br := bufio.NewReaderSize(bounded, bufSize)
+
+	// A byte order mark: UTF-8 is removed and reported, UTF-16 refused.
+	head, err := br.Peek(3)
+	if err != nil && err != io.EOF {
+		return nil, decodeErr(err)
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte("\xef\xbb\xbf")):
+		sum.BOM = true
+		br.Discard(3)
+	case bytes.HasPrefix(head, []byte{0xff, 0xfe}), bytes.HasPrefix(head, []byte{0xfe, 0xff}):
+		return nil, fault.New(fault.InvalidInput, "the input is UTF-16 (it starts with a UTF-16 byte order mark); convert it to UTF-8")
+	}
+	bom := int64(0)
+	if sum.BOM {
+		bom = 3
+	}
+
+	sum.Dialect = o.Dialect
+	if sum.Dialect == DialectAuto {
+		sample, err := br.Peek(bufSize)
+		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+			return nil, decodeErr(err)
+		}
+		if sum.Dialect, err = detect(sample, err == nil || err == bufio.ErrBufferFull); err != nil {
+			return nil, err
+		}
+	}
+
+	r := csv.NewReader(br)
+	r.Comma = sum.Dialect.Rune()
+	r.ReuseRecord = true
+	r.FieldsPerRecord = 0
+
+	header, err := r.Read()
+	if err == io.EOF {
+		return nil, fault.New(fault.InvalidInput, "the input is empty: a header row is required")
+	}
+	if err != nil {
+		return nil, readErr(err, 0, 0, 0)
+	}
+	if len(header) > limits.TabularMaxColumns {
+		return nil, fault.LimitExceeded("columns in the header", limits.TabularMaxColumns, int64(len(header)))
+	}
+	if err := checkUTF8(r, header, 0); err != nil {
+		return nil, err
+	}
+	sum.Header = append([]string(nil), header...)
+	index := map[string]int{}
+	for i, name := range sum.Header {
+		if _, dup := index[name]; dup {
+			index[name] = -1
+		} else {
+			index[name] = i
+		}
+	}
+	lookup := func(name string) (int, error) {
+		i, ok := index[name]
+		switch {
+		case !ok:
+			return 0, fault.New(fault.InvalidInput, "column %q is not in the header", truncate(name))
+		case i < 0:
+			return 0, fault.New(fault.InvalidInput, "column %q appears more than once in the header, so it cannot be selected", truncate(name))
+		}
+		return i, nil
+	}
+	proj := make([]int, 0, len(sum.Header))
+	if len(o.Columns) == 0 {
+		for i := range sum.Header {
+			proj = append(proj, i)
+		}
+		sum.Columns = sum.Header
+	} else {
+		for _, name := range o.Columns {
+			i, err := lookup(name)
+			if err != nil {
+				return nil, err
+			}
+			proj = append(proj, i)
+		}
+		sum.Columns = append([]string(nil), o.Columns...)
+	}
+	tests := make([]test, 0, len(o.Filter))
+	for _, c := range o.Filter {
+		i, err := lookup(c.Column)
+		if err != nil {
+			return nil, err
+		}
+		op := c.Op
+		switch op {
+		case "":
+			op = Equals
+		case Equals, NotEquals, Contains:
+		default:
+			return nil, fault.New(fault.InvalidInput, "unknown filter operator %q: use eq, ne or contains", truncate(string(op)))
+		}
+		tests = append(tests, test{i: i, op: op, v: c.Value})
+	}
+
+	bounded.recordStart = bom + r.InputOffset()
+	for {
+		if sum.Scanned%ctxCheckRows == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fault.As(err)
+			}
+		}
+		start := r.InputOffset()
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, readErr(err, sum.Scanned+1, len(rec), len(sum.Header))
+		}
+		end := r.InputOffset()
+		if end-start > limits.TabularMaxRecordBytes {
+			line, _ := r.FieldPos(0)
+			return nil, fault.Wrap(fault.Limit, ErrRecordTooLarge, "data row %d (line %d) is %d bytes, over the record limit of %d", sum.Scanned+1, line, end-start, limits.TabularMaxRecordBytes)
+		}
+		bounded.recordStart = bom + end
+		sum.Scanned++
+		if sum.Scanned > maxScan {
+			return nil, fault.New(fault.Limit, "the input has more than %d data rows, the scan budget; pass a larger scan budget (at most %d)", maxScan, limits.TabularHardRows)
+		}
+		if err := checkUTF8(r, rec, sum.Scanned); err != nil {
+			return nil, err
+		}
+		matched := true
+		for _, t := range tests {
+			if !t.holds(rec) {
+				matched = false
+				break
+			}
+		}
+		if !matched {
+			continue
+		}
+		sum.Matched++
+		switch {
+		case sum.Matched <= o.Offset:
+			sum.Skipped++
+		case o.MaxRows > 0 && sum.Returned >= o.MaxRows:
+			if !sum.Truncated {
+				line, _ := r.FieldPos(0)
+				sum.Truncated = true
+				sum.Next = &Position{Row: sum.Scanned, Line: int64(line), Offset: o.Offset + sum.Returned}
+			}
+		default:
+			row := make([]string, len(proj))
+			for j, i := range proj {
+				row[j] = rec[i]
+			}
+			sum.Returned++
+			if err := fn(row); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sum.ExpandedBytes = bounded.n
+	return sum, nil
+}
+
+// checkUTF8 refuses a record holding a field that is not valid UTF-8.
+func checkUTF8(r *csv.Reader, rec []string, row int64) error {
+	for i, f := range rec {
+		if utf8.ValidString(f) {
+			continue
+		}
+		line, col := r.FieldPos(i)
+		bad := len(f)
+		for j, c := range f {
+			if c == utf8.RuneError {
+				if _, n := utf8.DecodeRuneInString(f[j:]); n == 1 {
+					bad = j
+					break
+				}
+			}
+		}
+		return fault.New(fault.InvalidInput, "%s, field %d (line %d, column %d): byte %d of the field is not valid UTF-8; convert the input to UTF-8", where(row), i+1, line, col, bad+1)
+	}
+	return nil
+}
+
+func where(row int64) string {
+	if row == 0 {
+		return "header"
+	}
+	return "data row " + itoa(row)
+}
+
+// readErr turns a CSV reader failure into a fault naming where it
+// happened; got and want are the ragged row's and the header's field
+// counts.
+func readErr(err error, row int64, got, want int) error {
+	var pe *csv.ParseError
+	if !errors.As(err, &pe) {
+		return decodeErr(err)
+	}
+	if pe.Err != nil && !errors.Is(pe.Err, csv.ErrFieldCount) && !errors.Is(pe.Err, csv.ErrQuote) && !errors.Is(pe.Err, csv.ErrBareQuote) {
+		return decodeErr(pe.Err)
+	}
+	switch {
+	case errors.Is(pe.Err, csv.ErrFieldCount):
+		return fault.New(fault.InvalidInput, "%s (line %d) has %d fields but the header has %d; ragged rows are not accepted", where(row), pe.StartLine, got, want)
+	case errors.Is(pe.Err, csv.ErrBareQuote):
+		return fault.New(fault.InvalidInput, "bad quoting at line %d, column %d: a quote inside an unquoted field (quote the whole field and double the inner quotes)", pe.Line, pe.Column)
+	}
+	return fault.New(fault.InvalidInput, "bad quoting in the record starting at line %d: a quoted field is not closed properly (line %d, column %d)", pe.StartLine, pe.Line, pe.Column)
+}

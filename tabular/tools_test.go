@@ -1,0 +1,137 @@
+package tabular
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/kernel"
+)
+
+// fakeFiles is an fs.FileReader over a map, with the contract's checks:
+// denied without a read root, not_found, limit over maxBytes.
+type fakeFiles map[string][]byte
+
+var _ fs.FileReader = fakeFiles(nil)
+
+func (f fakeFiles) ReadFile(_ context.Context, caps capability.Set, path string, maxBytes int64) ([]byte, error) {
+	if len(caps.Roots(capability.ReadFile)) == 0 {
+		return nil, fault.New(fault.Denied, "no root is granted for this operation")
+	}
+	data, ok := f[path]
+	if !ok {
+		return nil, fault.New(fault.NotFound, "no such file")
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, fault.LimitExceeded("file bytes", maxBytes, int64(len(data)))
+	}
+	return data, nil
+}
+
+func newSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
+	t.Helper()
+	b := kernel.NewBuilder(nil)
+	if err := RegisterTools(b, opts); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := capability.New("agent", effects, capability.Scope{Roots: []string{"/srv/data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCSVScanTool(t *testing.T) {
+	people := fixture(t, "comma.csv")
+	files := fakeFiles{
+		"people.csv":    people,
+		"people.csv.gz": gzipped(t, gzip.DefaultCompression, people),
+		"people.zip":    zipped(t, "", member{name: "people.csv", data: people}),
+		"two.zip":       zipped(t, "", member{name: "a.csv", data: people}, member{name: "b.csv", data: people}),
+		"wide.csv":      []byte(header(300) + "\n"),
+		"big.csv":       []byte("v\n" + strings.Repeat("abcdefghij\n", 500)),
+	}
+	s := newSession(t, &ToolOptions{Files: files, MaxOutputBytes: 8192}, capability.Parse, capability.ReadFile)
+	noRead := newSession(t, &ToolOptions{Files: files}, capability.Parse)
+	noFiles := newSession(t, nil, capability.Parse, capability.ReadFile)
+	ca := []any{map[string]any{"column": "state", "value": "CA"}}
+	cases := []struct {
+		name    string
+		s       *kernel.Session
+		args    map[string]any
+		code    fault.Code
+		text    []string
+		struct_ string
+	}{
+		{"path filter projection", s, map[string]any{"path": "people.csv", "columns": []string{"name"}, "filter": ca}, "",
+			[]string{"rows scanned 3, matched 2, skipped 0, returned 2", "[\"name\"]\n[\"Ann\"]\n[\"Cy\"]\n"}, `"rows_matched":2`},
+		{"gzip", s, map[string]any{"path": "people.csv.gz", "columns": []string{"id"}}, "", []string{"gzip (comma)", "[\"3\"]"}, `"format":"gzip"`},
+		{"zip", s, map[string]any{"path": "people.zip", "max_rows": 1}, "",
+			[]string{"TRUNCATED by the row budget: 2 matched rows not returned, the next is data row 2 (line 3); pass offset 1 to continue", "[\"1\",\"Ann\",\"CA\"]"}, `"truncated":true`},
+		{"continue with offset", s, map[string]any{"path": "people.zip", "max_rows": 1, "offset": 1}, "", []string{"skipped 1, returned 1", "[\"2\",\"Bob\",\"NY\"]"}, `"offset":2`},
+		{"inline text pipe", s, map[string]any{"text": "a|b\n1|2\n", "dialect": "pipe"}, "", []string{"csv (pipe)", "[\"1\",\"2\"]"}, ""},
+		{"inline gzip refused", s, map[string]any{"text": "a\n", "format": "gzip"}, fault.InvalidInput, []string{"must come from a file"}, ""},
+		{"bad dialect", s, map[string]any{"text": "a\n", "dialect": "semicolon"}, fault.InvalidInput, nil, ""},
+		{"zip of two", s, map[string]any{"path": "two.zip"}, fault.InvalidInput, []string{"exactly one CSV"}, ""},
+		{"300 columns", s, map[string]any{"path": "wide.csv"}, fault.Limit, []string{"columns"}, ""},
+		{"output over the limit", s, map[string]any{"path": "big.csv"}, fault.Limit, []string{"pass max_rows below"}, ""},
+		{"output within the limit with max_rows", s, map[string]any{"path": "big.csv", "max_rows": 100}, "", []string{"returned 100; TRUNCATED"}, ""},
+		{"both", s, map[string]any{"path": "people.csv", "text": "a\n"}, fault.InvalidInput, nil, ""},
+		{"no read_file", noRead, map[string]any{"path": "people.csv"}, fault.Denied, nil, ""},
+		{"no reader", noFiles, map[string]any{"path": "people.csv"}, fault.Unavailable, nil, ""},
+		{"unknown filter member", s, map[string]any{"text": "a\n1\n", "filter": []any{map[string]any{"column": "a", "value": "1", "regex": "x"}}}, fault.InvalidInput, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args, _ := json.Marshal(c.args)
+			res, err := c.s.Call(context.Background(), "csv_scan", args)
+			if fault.CodeOf(err) != c.code {
+				t.Fatalf("err %v, want code %q", err, c.code)
+			}
+			got := ""
+			if err != nil {
+				got = err.Error()
+			} else {
+				got = res.Text
+				if !strings.Contains(string(res.Structured), c.struct_) {
+					t.Fatalf("structured %s lacks %s", res.Structured, c.struct_)
+				}
+				if strings.Contains(string(res.Structured), `"rows"`) {
+					t.Fatalf("rows sent twice: %s", res.Structured)
+				}
+			}
+			for _, want := range c.text {
+				if !strings.Contains(got, want) {
+					t.Fatalf("%q lacks %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestCSVScanCatalog(t *testing.T) {
+	s := newSession(t, nil, capability.Parse)
+	e, _, ok := s.Runtime().Catalog().Lookup("csv_scan")
+	if !ok || e.Effect != capability.Parse || e.Hot || !strings.Contains(e.Description, "Example:") {
+		t.Fatalf("%+v", e)
+	}
+	schema := string(e.InputSchemaJSON())
+	for _, p := range []string{`"path"`, `"text"`, `"columns"`, `"filter"`, `"max_rows"`, `"offset"`, `"max_scan_rows"`, `"dialect"`, `"format"`, `"op"`} {
+		if !strings.Contains(schema, p) {
+			t.Fatalf("schema lacks %s: %s", p, schema)
+		}
+	}
+}
