@@ -16,7 +16,9 @@ import (
 func benchSession(b *testing.B) *kernel.Session {
 	bl := kernel.NewBuilder(nil)
 	if err := kernel.AddTool(bl, kernel.Policy{Name: "echo", MaxCalls: limits.HardMaxCalls}, kernel.Meta{Effect: capability.ReadFile, Description: "Echoes."},
-		func(_ context.Context, _ *kernel.Call, in echoIn) (echoOut, error) { return echoOut{Echo: in.Text, Count: 1}, nil }); err != nil {
+		func(_ context.Context, _ *kernel.Call, in echoIn) (echoOut, error) {
+			return echoOut{Echo: in.Text, Count: 1}, nil
+		}); err != nil {
 		b.Fatal(err)
 	}
 	rt, err := bl.Build()
