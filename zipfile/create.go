@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -272,6 +273,6 @@ func withName(err error, name string) error {
 		return fault.Wrap(fault.NotFound, err, "file %q does not exist", name)
 	}
 	out := *fe
-	out.Message = "file " + `"` + name + `": ` + fe.Message
+	out.Message = fmt.Sprintf("file %q: %s", name, fe.Message)
 	return &out
 }
