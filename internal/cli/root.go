@@ -41,6 +41,8 @@ var groups = []func(*Env) *cobra.Command{
 	newStateCmd,
 	newZipCmd,
 	newJournalCmd,
+	newJSONCmd,
+	newCSVCmd,
 }
 
 func newRoot(env *Env) *cobra.Command {
