@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,8 +12,7 @@ import (
 
 	"github.com/capkit/capkit/config"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/filecatalog"
-	"github.com/capkit/capkit/fstools"
+	"github.com/capkit/capkit/internal/setup"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/script"
@@ -88,7 +86,7 @@ Example (grep.star):
 			}
 			opts.Filename = filepath.Base(args[0])
 			opts.Print = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
-			if opts.Worker, err = selfWorker(); err != nil {
+			if opts.Worker, err = setup.Worker(); err != nil {
 				return err
 			}
 			res, err := script.Run(cmd.Context(), sess, src, &opts)
@@ -116,15 +114,6 @@ Example (grep.star):
 	return cmd
 }
 
-// selfWorker runs scripts in this executable's hidden `script worker`.
-func selfWorker() (*script.Worker, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fault.Wrap(fault.Unavailable, err, "cannot locate the capkit executable for the script worker")
-	}
-	return &script.Worker{Command: []string{exe, "script", "worker"}}, nil
-}
-
 func readScript(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -144,100 +133,22 @@ func readScript(path string) ([]byte, error) {
 	return src, nil
 }
 
-// scriptSession composes the runtime a script runs in: the file tools and
-// the configured catalogs, per-tool policies from [tool.NAME], the audit
-// log, and an untrusted session for the actor (the script sees what a
-// model would; the detail goes to the log, stderr without one).
-//
-// TODO(setup): replace with internal/setup's composition once it exists,
-// so `script run` and `serve` build the same runtime.
+// scriptSession builds the runtime serve would build from cfg (through
+// internal/setup) and an untrusted session for the actor: the script sees
+// what a model would, and the failure detail goes to the log (stderr when
+// the configuration names none).
 func scriptSession(env *Env, cfg *config.Config, actorFlag string) (*kernel.Session, func(), error) {
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	opts := &kernel.Options{
-		Log: slog.New(slog.NewTextHandler(env.Stderr, nil)),
-		PolicyOverride: func(p kernel.Policy) kernel.Policy {
-			if t, ok := cfg.Tools[p.Name]; ok {
-				if t.MaxCalls != 0 {
-					p.MaxCalls = t.MaxCalls
-				}
-				if t.MaxInputBytes != 0 {
-					p.MaxInputBytes = t.MaxInputBytes
-				}
-				if t.MaxOutputBytes != 0 {
-					p.MaxOutputBytes = t.MaxOutputBytes
-				}
-				if t.Timeout != 0 {
-					p.Timeout = time.Duration(t.Timeout)
-				}
-			}
-			return p
-		},
-	}
-	for _, l := range []struct {
-		path string
-		dst  **slog.Logger
-	}{{cfg.Log, &opts.Log}, {cfg.AuditLog, &opts.Audit}} {
-		if l.path == "" {
-			continue
-		}
-		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			closeAll()
-			return nil, nil, fault.Wrap(fault.CodeOf(err), err, "log %s cannot be opened", l.path)
-		}
-		closers = append(closers, func() { f.Close() })
-		*l.dst = slog.New(slog.NewJSONHandler(f, nil))
-	}
-	b := kernel.NewBuilder(opts)
-	if err := fstools.RegisterTools(b, nil); err != nil {
-		closeAll()
-		return nil, nil, fault.Wrap(fault.Internal, err, "registering the file tools failed")
-	}
-	if err := registerCatalogs(b, cfg, &closers); err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	rt, err := b.Build()
+	h, err := setup.New(cfg, &setup.Options{Log: env.Stderr})
 	if err != nil {
-		closeAll()
-		return nil, nil, fault.Wrap(fault.Internal, err, "building the runtime failed")
+		return nil, nil, configFault(err)
 	}
 	actor, err := cfg.ActorName(actorFlag)
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	caps, err := cfg.Capabilities(actor)
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	sess, err := rt.NewSession(actor, caps, nil)
-	if err != nil {
-		closeAll()
-		return nil, nil, fault.Wrap(fault.Internal, err, "starting the session failed")
-	}
-	return sess, closeAll, nil
-}
-
-// registerCatalogs opens each configured catalog and registers it as the
-// tool of its name. This is the registration internal/setup needs too.
-func registerCatalogs(b *kernel.Builder, cfg *config.Config, closers *[]func()) error {
-	for _, name := range cfg.CatalogNames() {
-		cat, err := cfg.OpenCatalog(name)
-		if err != nil {
-			return configFault(err)
-		}
-		*closers = append(*closers, func() { cat.Close() })
-		cc := cfg.Catalogs[name]
-		if err := filecatalog.RegisterTool(b, kernel.Policy{Name: name}, kernel.Meta{Summary: cc.Summary, Description: cc.Description}, cat); err != nil {
-			return fault.Wrap(fault.InvalidInput, err, "catalog %s cannot be registered: %v", name, err)
+	if err == nil {
+		var sess *kernel.Session
+		if sess, err = h.NewSession(actor, false); err == nil {
+			return sess, func() { h.Close() }, nil
 		}
 	}
-	return nil
+	h.Close()
+	return nil, nil, err
 }

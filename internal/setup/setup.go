@@ -33,6 +33,9 @@ import (
 // ── func(b *kernel.Builder, h *Host) error { return xxx.RegisterTools(b, opts) }, ──
 var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, _ *Host) error { return fstools.RegisterTools(b, nil) },
+	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]), issue 3: catalog_script.go.
+	registerCatalogs,
+	registerScript,
 }
 
 // Options configure New. The zero value is usable.
