@@ -11,6 +11,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
 )
 
 func newSession(t *testing.T, opts *ToolOptions, caps ...capability.Capability) *kernel.Session {
@@ -100,6 +101,30 @@ func TestToolsAreDeferred(t *testing.T) {
 		e, _, ok := rt.Catalog().Lookup(name)
 		if !ok || e.Hot {
 			t.Fatalf("%s: registered %v, hot %v", name, ok, ok && e.Hot)
+		}
+	}
+}
+
+// TestToolBudget checks the tools' default budget and a model's max_bytes
+// at the host's budget and one past it, without a 1 GiB file.
+func TestToolBudget(t *testing.T) {
+	if got := (*ToolOptions)(nil).budget(); got != limits.FileToolStreamBytes {
+		t.Fatalf("default budget %d", got)
+	}
+	cases := []struct {
+		asked, budget, want int64
+		code                fault.Code
+	}{
+		{0, limits.FileToolStreamBytes, limits.FileToolStreamBytes, ""},
+		{limits.FileToolStreamBytes, limits.FileToolStreamBytes, limits.FileToolStreamBytes, ""},
+		{limits.FileToolStreamBytes + 1, limits.FileToolStreamBytes, 0, fault.Limit},
+		{1, 5, 1, ""},
+		{-1, 5, 0, fault.InvalidInput},
+	}
+	for _, c := range cases {
+		got, err := modelBudget(c.asked, c.budget)
+		if fault.CodeOf(err) != c.code || got != c.want {
+			t.Errorf("modelBudget(%d, %d) = %d, %v", c.asked, c.budget, got, err)
 		}
 	}
 }
