@@ -92,7 +92,7 @@ Example: {"path": "build/output.bin"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in StampArgs) (Stamp, error) {
 			roots := call.Session.Capabilities().Roots(capability.List)
-			root, rel, err := capfs.Resolve(roots, in.Path)
+			_, rel, err := capfs.Resolve(roots, in.Path)
 			if err != nil {
 				return Stamp{}, err
 			}
@@ -104,7 +104,7 @@ Example: {"path": "build/output.bin"}`,
 				d.Close()
 				return stampOf(st), nil
 			}
-			d, name, _, err := atfile.ResolveParent([]string{root}, in.Path)
+			d, name, _, err := atfile.ResolveParent(roots, in.Path)
 			if err != nil {
 				return Stamp{}, err
 			}
