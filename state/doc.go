@@ -34,7 +34,9 @@
 // Linux only; elsewhere every operation fails with fault.Unavailable.
 //
 // Written by hand over internal/atfile and internal/noreplace: the
-// maintained atomic-write modules (such as github.com/google/renameio)
-// follow symlinks in the last element or fall back to replacing renames,
-// and none publishes directories without replacement.
+// maintained atomic-write module (github.com/google/renameio) works on
+// path strings rather than an open directory (so it cannot confine itself
+// to an os.Root), replaces whatever entry holds the name (a symlink
+// included), and publishes no directories; no maintained module publishes
+// without replacement.
 package state
