@@ -22,9 +22,12 @@
 // and memory (MaxMemoryBytes). go.starlark.net has no allocation limit of
 // its own, and its maintainers' advice is a separate process; so the sound
 // memory bound is a Worker: a child process that limits its own address
-// space (RLIMIT_AS on Linux) before reading the script, samples its heap
-// every few hundred steps for a clean failure, and is killed at the
-// deadline even if a built-in is stuck in a long Go loop. Without a Worker
+// space (RLIMIT_AS on Linux: what it has mapped at start plus
+// 2×MaxMemoryBytes + 64 MiB, the collector's headroom) before reading the
+// script, samples its heap every few hundred steps for a clean failure
+// past MaxMemoryBytes, and is killed at the deadline even if a built-in is
+// stuck in a long Go loop. A single allocation past the address-space
+// limit kills the worker, which Run reports as limit. Without a Worker
 // the script runs in the host's process: steps, time and result size are
 // enforced the same way, but memory is only sampled (process-wide, every
 // limits.ScriptMemoryCheckSteps steps), so one operation that allocates a
