@@ -41,16 +41,16 @@ as the default actor over the --root and --read-only directories) and prints
 the value of the script's global "result" as JSON (null when unset). A
 failed tool call or a broken bound ends the script and capkit exits with
 that fault's code (3 not_found, 5 denied, 6 limit, ...). print() output goes
-to stderr, failure detail that the script is not shown to the log (stderr
+to stderr; failure detail the script is not shown goes to the log (stderr
 without one). The script runs in a separate worker process whose memory is
 bounded.
 
-Example (grep.star):
-  hits = tool.call("grep", {"pattern": "TODO", "literal": True}, text=True)
-  result = {"lines": len(hits.splitlines())}
+Example (todo.star):
+  hits = tool.call("grep", {"pattern": "TODO", "literal": True})
+  result = {"matching_lines": hits["shown"]}
 
-  capkit script run grep.star --root .
-  {"lines":3}`,
+  capkit script run todo.star --root .
+  {"matching_lines":2}`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := readScript(args[0])
