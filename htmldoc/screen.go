@@ -1,0 +1,245 @@
+package htmldoc
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/html/atom"
+)
+
+// Access-screen detection.
+//
+// A screen is recognised by evidence of its kind together with the absence
+// of the document: little prose outside the screen's own markup. Strong
+// evidence is markup a screen is built from (a password field, a consent
+// manager's or CAPTCHA's elements and scripts, a title naming the screen,
+// structured data marking the page not free); weak evidence is a phrase of
+// the screen in the visible text. A kind is found when the page has less
+// than screenProseChars of prose and one strong or two weak pieces of
+// evidence, or less than screenBareChars of prose and one weak piece. A
+// long article with a cookie banner or a "subscribe" footer is therefore
+// not a screen; a short page that is only a banner is.
+//
+// Prose is the text of paragraph and quote blocks that are outside marked
+// markup (consent managers, paywalls, dialogs) and contain none of the
+// screens' phrases.
+const (
+	screenProseChars = 1000
+	screenBareChars  = 250
+)
+
+// markers are id/class substrings of each kind's markup.
+var markers = []struct {
+	kind ScreenKind
+	subs []string
+}{
+	{ScreenConsent, []string{"onetrust", "didomi", "qc-cmp", "sp_message", "truste", "cookiebot", "cookie-consent",
+		"cookieconsent", "cookie-banner", "cookie-wall", "consent-wall", "consent-banner", "gdpr", "fc-consent", "cmp-container"}},
+	{ScreenChallenge, []string{"cf-browser-verification", "challenge-form", "cf-challenge", "cf-turnstile", "g-recaptcha",
+		"h-captcha", "px-captcha", "captcha", "challenge-running", "bot-check"}},
+	{ScreenPaywall, []string{"paywall", "regwall", "subscriber-only", "subscription-wall", "premium-wall"}},
+	{ScreenLogin, []string{"login-wall", "loginwall", "signin-wall", "authwall", "auth-wall"}},
+}
+
+// scriptMarkers are substrings of script and frame sources.
+var scriptMarkers = []struct {
+	kind ScreenKind
+	subs []string
+}{
+	{ScreenChallenge, []string{"challenges.cloudflare.com", "/cdn-cgi/challenge-platform", "captcha-delivery.com",
+		"hcaptcha.com", "google.com/recaptcha", "recaptcha.net", "perimeterx", "px-cloud.net"}},
+	{ScreenConsent, []string{"cookielaw.org", "consent.cookiebot.com", "privacy-center.org", "consensu.org", "cookie-script.com"}},
+}
+
+// phrases are lower-case phrases each kind shows its reader.
+var phrases = []struct {
+	kind ScreenKind
+	subs []string
+}{
+	{ScreenLogin, []string{"sign in to continue", "log in to continue", "login to continue", "please log in", "please sign in",
+		"you must be logged in", "you need to log in", "login required", "sign in to view", "log in to view", "sign in to read",
+		"create an account to continue", "join to view", "sign in to see"}},
+	{ScreenConsent, []string{"we use cookies", "this site uses cookies", "this website uses cookies", "accept all cookies",
+		"accept cookies", "cookie settings", "cookie preferences", "manage cookies", "we value your privacy",
+		"your privacy choices", "use of cookies", "before you continue", "reject all", "manage consent"}},
+	{ScreenChallenge, []string{"checking your browser", "just a moment", "verify you are human", "verifying you are human",
+		"are you a robot", "not a robot", "unusual traffic", "enable javascript and cookies to continue",
+		"complete the security check", "press & hold", "press and hold", "ddos protection", "attention required",
+		"access to this page has been denied", "prove you are human", "security verification"}},
+	{ScreenPaywall, []string{"subscribe to continue", "subscribe to read", "for subscribers only", "subscribers only",
+		"this article is for subscribers", "already a subscriber", "to continue reading", "free articles",
+		"free article limit", "become a subscriber", "unlock this article", "for paying subscribers",
+		"register to continue reading", "subscribe now", "start your subscription"}},
+	{ScreenErrorPage, []string{"page not found", "page could not be found", "page you requested", "page you are looking for",
+		"page you were looking for", "this page doesn't exist", "this page does not exist", "internal server error",
+		"service unavailable", "bad gateway"}},
+}
+
+var (
+	titleChallenge = regexp.MustCompile(`just a moment|attention required|are you a robot|security check|ddos-guard|verify you are human|human verification|bot verification|captcha|access denied|one more step`)
+	titleLogin     = regexp.MustCompile(`(^|[\s|:–—-])(sign[ -]?in|log[ -]?in)([\s|:–—-]|$)`)
+	titleError     = regexp.MustCompile(`(^|\D)(400|401|403|404|405|410|429|500|502|503|504)(\D|$)|page not found|not found|internal server error|service unavailable|bad gateway|gateway time-?out|forbidden|too many requests|^error$|^oops`)
+	notFree        = regexp.MustCompile(`"isaccessibleforfree"\s*:\s*(false|"false")`)
+)
+
+type screenEvidence struct {
+	strong, weak map[ScreenKind][]string
+}
+
+func (e *screenEvidence) add(strong bool, kind ScreenKind, what string) {
+	m := e.weak
+	if strong {
+		m = e.strong
+	}
+	if !slices.Contains(m[kind], what) {
+		m[kind] = append(m[kind], what)
+	}
+}
+
+// markedElement reports whether n's id or class marks screen markup, or n
+// is a dialog.
+func markedElement(n *node) bool {
+	if role, _ := n.attr("role"); n.a == atom.Dialog || role == "dialog" || role == "alertdialog" {
+		return true
+	}
+	ic := n.idClass()
+	if ic == "" {
+		return false
+	}
+	for _, m := range markers {
+		for _, s := range m.subs {
+			if strings.Contains(ic, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// detectScreen returns the access screen the page is, or nil. blocks and
+// marked are the page's blocks from an extractor with marks set to
+// markedElement.
+func detectScreen(root *node, title string, blocks []Block, marked []bool) *AccessScreenError {
+	ev := &screenEvidence{strong: map[ScreenKind][]string{}, weak: map[ScreenKind][]string{}}
+	// Prose first: a page with enough of it is no screen whatever else it
+	// holds, so most articles are decided within their first paragraphs.
+	prose := 0
+	for i, b := range blocks {
+		lower := strings.ToLower(b.Text)
+		found := false
+		for _, p := range phrases {
+			for _, s := range p.subs {
+				if strings.Contains(lower, s) {
+					ev.add(false, p.kind, "the text says \""+s+"\"")
+					found = true
+				}
+			}
+		}
+		if b.Kind == Heading && b.Level == 1 && titleError.MatchString(lower) && utf8.RuneCountInString(lower) < 80 {
+			ev.add(true, ScreenErrorPage, "the main heading names an error")
+		}
+		if !found && !marked[i] && (b.Kind == Paragraph || b.Kind == Quote) {
+			prose += utf8.RuneCountInString(b.Text)
+			if prose >= screenProseChars {
+				return nil
+			}
+		}
+	}
+	collectMarkup(root, ev)
+	t := strings.ToLower(title)
+	if t != "" {
+		if titleChallenge.MatchString(t) {
+			ev.add(true, ScreenChallenge, "the title names a browser check")
+		}
+		if titleLogin.MatchString(t) && utf8.RuneCountInString(t) < 80 {
+			ev.add(true, ScreenLogin, "the title names a sign-in page")
+		}
+		if titleError.MatchString(t) {
+			ev.add(true, ScreenErrorPage, "the title names an error")
+		}
+	}
+	// Highest score wins; ties go to the kind listed first.
+	var best ScreenKind
+	bestScore := 0
+	for _, k := range []ScreenKind{ScreenChallenge, ScreenLogin, ScreenPaywall, ScreenConsent, ScreenErrorPage} {
+		s, w := len(ev.strong[k]), len(ev.weak[k])
+		if !(s >= 1 || w >= 2 || prose < screenBareChars && w >= 1) {
+			continue
+		}
+		if score := 2*s + w; score > bestScore {
+			best, bestScore = k, score
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	evidence := append(slices.Clone(ev.strong[best]), ev.weak[best]...)
+	if len(evidence) > 6 {
+		evidence = evidence[:6]
+	}
+	evidence = append(evidence, "only "+strconv.Itoa(prose)+" characters of prose")
+	return newAccessScreenError(best, evidence)
+}
+
+// collectMarkup gathers strong evidence from elements, visible or not: a
+// consent manager's markup is often hidden until a script shows it.
+func collectMarkup(n *node, ev *screenEvidence) {
+	for _, k := range n.kids {
+		if k.isText() {
+			continue
+		}
+		switch k.a {
+		case atom.Input:
+			if t, _ := k.attr("type"); strings.EqualFold(t, "password") {
+				ev.add(true, ScreenLogin, "a password field")
+			}
+		case atom.Script, atom.Iframe:
+			src, _ := k.attr("src")
+			src = strings.ToLower(src)
+			for _, m := range scriptMarkers {
+				for _, s := range m.subs {
+					if src != "" && strings.Contains(src, s) {
+						ev.add(true, m.kind, "a script or frame of a known "+kindNoun(m.kind))
+					}
+				}
+			}
+			if typ, _ := k.attr("type"); k.a == atom.Script && strings.EqualFold(typ, "application/ld+json") {
+				for _, c := range k.kids {
+					if c.isText() && notFree.MatchString(strings.ToLower(c.text)) {
+						ev.add(true, ScreenPaywall, "structured data marks the page not free to read")
+					}
+				}
+			}
+		}
+		if _, ok := k.attr("data-sitekey"); ok {
+			ev.add(true, ScreenChallenge, "a CAPTCHA widget")
+		}
+		if ic := k.idClass(); ic != "" {
+			for _, m := range markers {
+				for _, s := range m.subs {
+					if strings.Contains(ic, s) {
+						ev.add(true, m.kind, "markup of a known "+kindNoun(m.kind))
+					}
+				}
+			}
+		}
+		collectMarkup(k, ev)
+	}
+}
+
+func kindNoun(k ScreenKind) string {
+	switch k {
+	case ScreenConsent:
+		return "consent manager"
+	case ScreenChallenge:
+		return "bot challenge"
+	case ScreenPaywall:
+		return "paywall"
+	case ScreenLogin:
+		return "login wall"
+	}
+	return string(k)
+}

@@ -1,0 +1,141 @@
+package htmldoc
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// fakeReader serves files from a map, refusing sessions without read roots
+// and files over the bound, as fs.FileReader implementations must.
+type fakeReader map[string][]byte
+
+func (f fakeReader) ReadFile(_ context.Context, caps capability.Set, path string, max int64) ([]byte, error) {
+	if len(caps.Roots(capability.ReadFile)) == 0 {
+		return nil, fault.New(fault.Denied, "no root is granted for this operation")
+	}
+	data, ok := f[path]
+	if !ok {
+		return nil, fault.New(fault.NotFound, "not found")
+	}
+	if int64(len(data)) > max {
+		return nil, fault.LimitExceeded("file bytes", max, int64(len(data)))
+	}
+	return data, nil
+}
+
+func toolSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
+	t.Helper()
+	b := kernel.NewBuilder(nil)
+	if err := RegisterTools(b, opts); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := rt.Policy("html_extract"); p.MaxInputBytes != limits.HTMLToolMaxInputBytes {
+		t.Fatalf("policy %+v", p)
+	}
+	e, _, ok := rt.Catalog().Lookup("html_extract")
+	if !ok || e.Effect != capability.Parse || e.Hot {
+		t.Fatalf("entry %+v", e)
+	}
+	c, err := capability.New("agent", effects, capability.Scope{Roots: []string{"/srv/docs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestExtractTool(t *testing.T) {
+	reader := fakeReader{"news.html": fixture(t, "article_news.html"), "login.html": fixture(t, "screen_login.html")}
+	args := func(m map[string]any) json.RawMessage {
+		data, _ := json.Marshal(m)
+		return data
+	}
+	cases := []struct {
+		name    string
+		opts    *ToolOptions
+		effects []capability.Effect
+		args    json.RawMessage
+		code    fault.Code
+		text    string // in the text the model reads
+	}{
+		{"inline text", nil, []capability.Effect{capability.Parse},
+			args(map[string]any{"text": "<title>T</title><h1>Hello</h1><p>world</p>", "select": "text"}), "", "# Hello\n\nworld"},
+		{"path article", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+			args(map[string]any{"path": "news.html", "select": "article", "base_url": fixtureBase}), "", "Article: article.story"},
+		{"access screen", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+			args(map[string]any{"path": "login.html", "select": "text"}), fault.Integrity, ""},
+		{"path without reader", nil, []capability.Effect{capability.Parse},
+			args(map[string]any{"path": "news.html", "select": "text"}), fault.Denied, ""},
+		{"path without read roots", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse},
+			args(map[string]any{"path": "news.html", "select": "text"}), fault.Denied, ""},
+		{"text and path", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+			args(map[string]any{"path": "news.html", "text": "<p>x", "select": "text"}), fault.InvalidInput, ""},
+		{"neither", nil, []capability.Effect{capability.Parse}, args(map[string]any{"select": "text"}), fault.InvalidInput, ""},
+		{"missing select", nil, []capability.Effect{capability.Parse}, args(map[string]any{"text": "<p>x"}), fault.InvalidInput, ""},
+		{"bad select", nil, []capability.Effect{capability.Parse}, args(map[string]any{"text": "<p>x", "select": "all"}), fault.InvalidInput, ""},
+		{"not granted", nil, []capability.Effect{capability.ReadFile}, args(map[string]any{"text": "<p>x", "select": "text"}), fault.Denied, ""},
+		{"inline past the byte limit", nil, []capability.Effect{capability.Parse},
+			args(map[string]any{"text": strings.Repeat("a", limits.HTMLMaxBytes+1), "select": "text"}), fault.Limit, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := toolSession(t, c.opts, c.effects...)
+			res, err := s.Call(context.Background(), "html_extract", c.args)
+			if fault.CodeOf(err) != c.code {
+				t.Fatalf("code %q (%v), want %q", fault.CodeOf(err), err, c.code)
+			}
+			if c.code != "" {
+				return
+			}
+			if !strings.Contains(res.Text, c.text) {
+				t.Fatalf("text %q", res.Text)
+			}
+			// Content is in the text only; structured content is metadata.
+			if strings.Contains(string(res.Structured), "Hello") || strings.Contains(string(res.Structured), "bridge reopened to traffic") {
+				t.Fatalf("content repeated in structured content: %s", res.Structured)
+			}
+		})
+	}
+	// An access screen's message reaches an untrusted caller intact.
+	s := toolSession(t, &ToolOptions{Reader: reader}, capability.Parse, capability.ReadFile)
+	_, err := s.Call(context.Background(), "html_extract", args(map[string]any{"path": "login.html", "select": "article"}))
+	if !strings.Contains(err.Error(), "login wall") {
+		t.Fatalf("message %v", err)
+	}
+}
+
+func TestExtractOutputBound(t *testing.T) {
+	doc, err := Parse(context.Background(), fixture(t, "article_news.html"), SelectArticle, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := doc.result(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kernel.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := res.Size()
+	if _, err := doc.result(size); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	if _, err := doc.result(size - 1); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("one past the bound: %v", err)
+	}
+}
