@@ -58,13 +58,14 @@ var (
 // boundedReader counts the bytes it delivers and fails, instead of
 // delivering more, once they pass max or once the record being read (the
 // bytes since recordStart, less what the buffer above may hold) passes
-// the record bound.
+// the record bound. It checks what it delivers for valid UTF-8.
 type boundedReader struct {
 	r           io.Reader
 	n, max      int64
 	recordStart int64 // stream offset where the current record begins
 	slack       int64 // bytes a buffer above may hold unread
 	err         error
+	utf8        *utf8Stream // checks what is delivered
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -83,6 +84,10 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	if b.n > b.max {
 		b.err = fault.Wrap(fault.Limit, ErrExpandedTooLarge, "the expanded input exceeds the limit of %d bytes", b.max)
 		return n - int(b.n-b.max), b.err
+	}
+	b.utf8.write(p[:n])
+	if err == io.EOF {
+		b.utf8.end()
 	}
 	return n, err
 }

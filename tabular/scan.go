@@ -7,7 +7,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
-	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
@@ -141,7 +140,7 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 	if sum.Format == FormatAuto {
 		sum.Format = sniffFormat(data)
 	}
-	bounded := &boundedReader{r: stream, max: limits.TabularMaxExpandedBytes, slack: bufSize}
+	bounded := &boundedReader{r: stream, max: limits.TabularMaxExpandedBytes, slack: bufSize, utf8: newUTF8Stream()}
 	br := bufio.NewReaderSize(bounded, bufSize)
 
 	// A byte order mark: UTF-8 is removed and reported, UTF-16 refused.
@@ -174,8 +173,12 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 
 	r := csv.NewReader(br)
 	r.Comma = sum.Dialect.Rune()
-	r.ReuseRecord = true
 	r.FieldsPerRecord = 0
+	// invalidBefore reports whether the stream's first invalid UTF-8 byte
+	// lies in what the CSV reader has consumed, so in the last record.
+	invalidBefore := func() bool {
+		return bounded.utf8.bad >= 0 && bounded.utf8.bad < bom+r.InputOffset()
+	}
 
 	header, err := r.Read()
 	if err == io.EOF {
@@ -187,8 +190,8 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 	if len(header) > limits.TabularMaxColumns {
 		return nil, fault.LimitExceeded("columns in the header", limits.TabularMaxColumns, int64(len(header)))
 	}
-	if err := checkUTF8(r, header, 0); err != nil {
-		return nil, err
+	if invalidBefore() {
+		return nil, utf8Err(r, header, 0, bounded.utf8.bad)
 	}
 	sum.Header = append([]string(nil), header...)
 	index := map[string]int{}
@@ -241,6 +244,10 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 		}
 		tests = append(tests, test{i: i, op: op, v: c.Value})
 	}
+	// Returned rows are fresh slices: the reader's own when every column
+	// is returned, else projections of a record the reader reuses.
+	project := len(o.Columns) > 0
+	r.ReuseRecord = project || len(tests) > 0
 
 	bounded.recordStart = bom + r.InputOffset()
 	for {
@@ -267,8 +274,8 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 		if sum.Scanned > maxScan {
 			return nil, fault.New(fault.Limit, "the input has more than %d data rows, the scan budget; pass a larger scan budget (at most %d)", maxScan, limits.TabularHardRows)
 		}
-		if err := checkUTF8(r, rec, sum.Scanned); err != nil {
-			return nil, err
+		if invalidBefore() {
+			return nil, utf8Err(r, rec, sum.Scanned, bounded.utf8.bad)
 		}
 		matched := true
 		for _, t := range tests {
@@ -291,9 +298,12 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 				sum.Next = &Position{Row: sum.Scanned, Line: int64(line), Offset: o.Offset + sum.Returned}
 			}
 		default:
-			row := make([]string, len(proj))
-			for j, i := range proj {
-				row[j] = rec[i]
+			row := rec
+			if r.ReuseRecord {
+				row = make([]string, len(proj))
+				for j, i := range proj {
+					row[j] = rec[i]
+				}
 			}
 			sum.Returned++
 			if err := fn(row); err != nil {
@@ -301,29 +311,23 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 			}
 		}
 	}
+	if bounded.utf8.bad >= 0 { // after the last record: not reachable through a field
+		return nil, fault.New(fault.InvalidInput, "byte %d of the CSV text is not valid UTF-8; convert the input to UTF-8", bounded.utf8.bad+1)
+	}
 	sum.ExpandedBytes = bounded.n
 	return sum, nil
 }
 
-// checkUTF8 refuses a record holding a field that is not valid UTF-8.
-func checkUTF8(r *csv.Reader, rec []string, row int64) error {
+// utf8Err locates the invalid UTF-8 byte at stream offset bad, which
+// lies in rec or in the blank lines before it.
+func utf8Err(r *csv.Reader, rec []string, row int64, bad int64) error {
 	for i, f := range rec {
-		if utf8.ValidString(f) {
-			continue
+		if j := firstInvalid([]byte(f)); j < len(f) {
+			line, col := r.FieldPos(i)
+			return fault.New(fault.InvalidInput, "%s, field %d (line %d, column %d): byte %d of the field is not valid UTF-8; convert the input to UTF-8", where(row), i+1, line, col, j+1)
 		}
-		line, col := r.FieldPos(i)
-		bad := len(f)
-		for j, c := range f {
-			if c == utf8.RuneError {
-				if _, n := utf8.DecodeRuneInString(f[j:]); n == 1 {
-					bad = j
-					break
-				}
-			}
-		}
-		return fault.New(fault.InvalidInput, "%s, field %d (line %d, column %d): byte %d of the field is not valid UTF-8; convert the input to UTF-8", where(row), i+1, line, col, bad+1)
 	}
-	return nil
+	return fault.New(fault.InvalidInput, "byte %d of the CSV text is not valid UTF-8; convert the input to UTF-8", bad+1)
 }
 
 func where(row int64) string {

@@ -59,7 +59,22 @@ type Stats struct {
 
 // Validate checks that data is one strict JSON value (see the package
 // documentation) without building it.
+//
+// Valid input takes a fast path: jsontext checks the grammar, names and
+// UTF-8 at full speed, then one pass over the (now known valid) bytes
+// measures depth and finds numbers to check. Anything that path refuses is
+// walked token by token to locate the error.
 func Validate(ctx context.Context, data []byte, opts *JSONOptions) (Stats, error) {
+	var o JSONOptions
+	if opts != nil {
+		o = *opts
+	}
+	limit, err := maxBytes("JSON", o.MaxBytes, limits.JSONDefaultBytes, limits.JSONMaxBytes)
+	if err == nil && int64(len(data)) <= limit && ctx.Err() == nil && jsontext.Value(data).IsValid() {
+		if st, ok := measure(data); ok {
+			return st, nil
+		}
+	}
 	_, st, err := walk(ctx, data, opts, false)
 	return st, err
 }
@@ -79,7 +94,7 @@ func Decode(ctx context.Context, data []byte, opts *JSONOptions) (any, Stats, er
 // canonical form are the same JSON value with the same number literals. The
 // result is never longer than data, so it is bounded by the same limit.
 func Canonical(ctx context.Context, data []byte, opts *JSONOptions) ([]byte, Stats, error) {
-	_, st, err := walk(ctx, data, opts, false)
+	st, err := Validate(ctx, data, opts)
 	if err != nil {
 		return nil, st, err
 	}
@@ -274,3 +289,82 @@ func kindName(data []byte) string {
 	}
 	return "number"
 }
+
+// measure computes the Stats of a text jsontext has validated, and reports
+// false when the text is too deep or holds a non-finite number (walk then
+// locates the error). It is not a parser: it relies on the text being
+// valid, so it only needs to skip strings and find the structural bytes.
+func measure(data []byte) (Stats, bool) {
+	st := Stats{Bytes: int64(len(data)), Kind: kindName(data)}
+	depth := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			end := stringEnd(data, i+1)
+			i = end
+			// A member name is followed by ':'; a value is not.
+			j := end + 1
+			for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\r' || data[j] == '\n') {
+				j++
+			}
+			if j == len(data) || data[j] != ':' {
+				st.Values++
+			}
+		case '{', '[':
+			depth++
+			if depth > maxDepth {
+				return st, false
+			}
+			st.Depth = max(st.Depth, depth)
+			st.Values++
+		case '}', ']':
+			depth--
+		case 't', 'n':
+			st.Values++
+			i += 3
+		case 'f':
+			st.Values++
+			i += 4
+		case ' ', '\t', '\r', '\n', ',', ':':
+		default: // a number
+			j, exp := i+1, false
+			for ; j < len(data); j++ {
+				k := numberByte[data[j]]
+				if k == 0 {
+					break
+				}
+				exp = exp || k == 2
+			}
+			if (exp || j-i >= 309) && !finite(data[i:j]) {
+				return st, false
+			}
+			st.Values++
+			i = j - 1
+		}
+	}
+	return st, true
+}
+
+// stringEnd returns the index of the quote closing the string whose
+// content starts at i. Strings are mostly short, where a byte loop beats
+// a call to bytes.IndexByte.
+func stringEnd(data []byte, i int) int {
+	for {
+		switch data[i] {
+		case '"':
+			return i
+		case '\\':
+			i++ // the escaped byte cannot end the string
+		}
+		i++
+	}
+}
+
+// numberByte is 1 for the bytes of a number, 2 for an exponent marker.
+var numberByte = func() (t [256]uint8) {
+	for _, c := range "0123456789+-." {
+		t[c] = 1
+	}
+	t['e'], t['E'] = 2, 2
+	return t
+}()

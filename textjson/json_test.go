@@ -109,13 +109,20 @@ func TestJSONCases(t *testing.T) {
 		{"leading zero", `01`, fault.InvalidInput, nil, 1},
 		{"control char in string", "\"a\x01\"", fault.InvalidInput, nil, 2},
 		{"comment", `{} // c`, fault.InvalidInput, ErrTrailingData, 3},
+		{"escaped quotes and backslashes", `{"a\\":"b\"c\\","\\\"":["]",":","\\"]}`, "", nil, 0},
+		{"colon after a value string", `{"a" : "b" , "c":["d" , "e"]}`, "", nil, 0},
+		{"exponent number deep in an array", `[[1,[2e5,-0.5E-3]]]`, "", nil, 0},
+		{"exponent overflow after escapes", `["\"[",1e400]`, fault.InvalidInput, ErrNonFinite, 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st, err := Validate(bg, []byte(c.in), nil)
-			_, _, derr := Decode(bg, []byte(c.in), nil)
+			_, dst, derr := Decode(bg, []byte(c.in), nil)
 			if fault.CodeOf(err) != c.code || fault.CodeOf(derr) != c.code {
 				t.Fatalf("Validate %v, Decode %v; want code %q", err, derr, c.code)
+			}
+			if st != dst {
+				t.Fatalf("Validate stats %+v, Decode stats %+v", st, dst)
 			}
 			if c.code == "" {
 				if st.Kind == "" || st.Bytes != int64(len(c.in)) {
