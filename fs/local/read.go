@@ -2,12 +2,15 @@ package local
 
 import (
 	"context"
+	"errors"
 	"io"
 	iofs "io/fs"
 	"os"
-	"path"
 	"slices"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
@@ -183,12 +186,12 @@ func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]f
 	if err != nil {
 		return nil, 0, err
 	}
-	dir, err := r.OpenRoot(name)
+	d, err := openDir(r, name, false)
 	if err != nil {
-		return nil, 0, mapErr(err, name)
+		return nil, 0, err
 	}
-	defer dir.Close()
-	names, err := readNames(ctx, dir, name)
+	defer d.close()
+	names, err := d.names(ctx, name)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -198,43 +201,45 @@ func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]f
 	}
 	out := make([]fs.Info, 0, len(names))
 	for _, n := range names {
-		fi, err := dir.Lstat(n)
+		info, ok, err := d.info(n, join(name, n))
 		if err != nil {
-			if os.IsNotExist(err) {
-				total-- // removed since it was listed
-				continue
-			}
-			return nil, 0, mapErr(err, path.Join(name, n))
+			return nil, 0, err
 		}
-		out = append(out, infoOf(path.Join(name, n), fi))
+		if !ok {
+			total-- // removed since it was listed
+			continue
+		}
+		out = append(out, info)
 	}
 	return out, total, nil
 }
 
-// readNames returns the sorted entry names of dir, staging files left out,
-// failing with limit past limits.WalkMaxFiles entries.
-func readNames(ctx context.Context, dir *os.Root, name string) ([]string, error) {
-	d, err := dir.Open(".")
-	if err != nil {
-		return nil, mapErr(err, name)
+func join(dir, name string) string {
+	if dir == "." {
+		return name
 	}
-	defer d.Close()
+	return dir + "/" + name
+}
+
+// names returns the sorted entry names of d, staging files left out,
+// failing with limit past limits.WalkMaxFiles entries.
+func (d *dirHandle) names(ctx context.Context, display string) ([]string, error) {
 	var names []string
 	for {
-		batch, err := d.Readdirnames(1024)
+		batch, err := d.f.Readdirnames(1024)
 		for _, n := range batch {
 			if !fs.IsTempName(n) {
 				names = append(names, n)
 			}
 		}
 		if len(names) > limits.WalkMaxFiles {
-			return nil, fault.LimitExceeded(name+": directory entries", limits.WalkMaxFiles, int64(len(names)))
+			return nil, fault.LimitExceeded(display+": directory entries", limits.WalkMaxFiles, int64(len(names)))
 		}
 		if err == io.EOF || len(batch) == 0 {
 			break
 		}
 		if err != nil {
-			return nil, mapErr(err, name)
+			return nil, mapErr(err, display)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, fault.As(err)
@@ -244,9 +249,57 @@ func readNames(ctx context.Context, dir *os.Root, name string) ([]string, error)
 	return names, nil
 }
 
+// info describes the entry name of d without following a symlink; ok is
+// false when it no longer exists.
+func (d *dirHandle) info(name, display string) (fs.Info, bool, error) {
+	st, ok, err := d.lstat(name)
+	if err != nil {
+		return fs.Info{}, false, mapErr(&os.PathError{Op: "fstatat", Path: display, Err: err}, display)
+	}
+	if !ok {
+		return fs.Info{}, false, nil
+	}
+	return infoFromStat(display, &st), true, nil
+}
+
+func infoFromStat(name string, st *unix.Stat_t) fs.Info {
+	return fs.Info{
+		Name:    name,
+		Size:    st.Size,
+		Mode:    modeOf(st) | iofs.FileMode(st.Mode&0o777),
+		ModTime: time.Unix(st.Mtim.Unix()),
+	}
+}
+
+// sub opens the directory entry name of d, refusing a symlink (O_NOFOLLOW)
+// and anything that is not a directory (O_DIRECTORY, so a FIFO swapped in
+// is never opened); ok is false when it is no longer a directory.
+func (d *dirHandle) sub(name string) (*dirHandle, bool, error) {
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		return err
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	return &dirHandle{f: f, fd: fd}, true, nil
+}
+
+// same reports whether d is the directory st describes.
+func (d *dirHandle) same(st *unix.Stat_t) bool {
+	var cur unix.Stat_t
+	return unix.Fstat(d.fd, &cur) == nil && cur.Dev == st.Dev && cur.Ino == st.Ino
+}
+
 // Walk visits name and everything under it in lexical order. It descends
-// into a directory through an os.Root opened on that directory from its
-// parent's, so a directory swapped for a symlink is never followed out.
+// from an open directory to a child with openat(O_NOFOLLOW|O_DIRECTORY),
+// checking that the child is the directory just examined, so a directory
+// swapped for a symlink or a FIFO is never followed or opened.
 func (p *Provider) Walk(ctx context.Context, root, name string, fn fs.WalkFunc) error {
 	if err := ctx.Err(); err != nil {
 		return fault.As(err)
@@ -271,23 +324,29 @@ func (p *Provider) Walk(ctx context.Context, root, name string, fn fs.WalkFunc) 
 		}
 		return err
 	}
-	dir, err := r.OpenRoot(name)
+	d, err := openDir(r, name, false)
 	if err != nil {
-		return mapErr(err, name)
+		return err
 	}
-	defer dir.Close()
-	err = walkDir(ctx, dir, name, fn, 1)
+	defer d.close()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		var cur unix.Stat_t
+		if unix.Fstat(d.fd, &cur) != nil || cur.Dev != st.Dev || cur.Ino != st.Ino {
+			return nil // replaced since the lstat
+		}
+	}
+	err = walkDir(ctx, d, name, fn, 1)
 	if err == iofs.SkipAll {
 		err = nil
 	}
 	return err
 }
 
-func walkDir(ctx context.Context, dir *os.Root, name string, fn fs.WalkFunc, depth int) error {
+func walkDir(ctx context.Context, d *dirHandle, name string, fn fs.WalkFunc, depth int) error {
 	if depth > limits.WalkMaxDepth {
 		return fault.LimitExceeded(name+": directory depth", limits.WalkMaxDepth, int64(depth))
 	}
-	names, err := readNames(ctx, dir, name)
+	names, err := d.names(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -295,38 +354,38 @@ func walkDir(ctx context.Context, dir *os.Root, name string, fn fs.WalkFunc, dep
 		if err := ctx.Err(); err != nil {
 			return fault.As(err)
 		}
-		fi, err := dir.Lstat(n)
+		child := join(name, n)
+		st, ok, err := d.lstat(n)
 		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
-			return mapErr(err, path.Join(name, n))
+			return mapErr(&os.PathError{Op: "fstatat", Path: child, Err: err}, child)
 		}
-		child := n
-		if name != "." {
-			child = name + "/" + n
+		if !ok {
+			continue
 		}
-		switch err := fn(infoOf(child, fi)); {
+		info := infoFromStat(child, &st)
+		switch err := fn(info); {
 		case err == iofs.SkipDir:
 			continue
 		case err != nil:
 			return err
 		}
-		if !fi.IsDir() {
+		if !info.IsDir() {
 			continue
 		}
-		sub, err := dir.OpenRoot(n)
+		sub, ok, err := d.sub(n)
 		if err != nil {
-			return mapErr(err, child)
+			return mapErr(&os.PathError{Op: "openat", Path: child, Err: err}, child)
 		}
-		// A directory replaced (by a symlink, say) since the lstat is not
-		// the one fn was told about: skip it rather than walk another.
-		if st, err := sub.Stat("."); err != nil || !os.SameFile(fi, st) {
-			sub.Close()
+		if !ok {
+			continue
+		}
+		if !sub.same(&st) {
+			// replaced since the lstat: not the directory fn was told about
+			sub.close()
 			continue
 		}
 		err = walkDir(ctx, sub, child, fn, depth+1)
-		sub.Close()
+		sub.close()
 		if err != nil {
 			return err
 		}

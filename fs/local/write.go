@@ -30,14 +30,19 @@ func (d *dirHandle) close() { d.f.Close() }
 // openDir opens the directory dir (root-relative) through r, creating it
 // and its missing parents inside the root when create is set.
 func openDir(r *os.Root, dir string, create bool) (*dirHandle, error) {
-	f, err := r.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	// O_DIRECTORY: a FIFO or device in its place fails at once, unopened.
+	const flags = os.O_RDONLY | unix.O_DIRECTORY | unix.O_NONBLOCK
+	f, err := r.OpenFile(dir, flags, 0)
 	if err != nil && create && errors.Is(err, os.ErrNotExist) {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
 			return nil, mapErr(err, dir)
 		}
-		f, err = r.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+		f, err = r.OpenFile(dir, flags, 0)
 	}
 	if err != nil {
+		if fi, serr := r.Stat(dir); serr == nil && !fi.IsDir() {
+			return nil, fault.New(fault.InvalidInput, "%s: is not a directory", dir)
+		}
 		return nil, mapErr(err, dir)
 	}
 	return &dirHandle{f: f, fd: int(f.Fd())}, nil
