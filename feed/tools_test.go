@@ -1,0 +1,123 @@
+package feed
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// fakeReader serves files from a map, refusing sessions without read roots
+// and files over the bound, as fs.FileReader implementations must.
+type fakeReader map[string][]byte
+
+func (f fakeReader) ReadFile(_ context.Context, caps capability.Set, path string, max int64) ([]byte, error) {
+	if len(caps.Roots(capability.ReadFile)) == 0 {
+		return nil, fault.New(fault.Denied, "no root is granted for this operation")
+	}
+	data, ok := f[path]
+	if !ok {
+		return nil, fault.New(fault.NotFound, "not found")
+	}
+	if int64(len(data)) > max {
+		return nil, fault.LimitExceeded("file bytes", max, int64(len(data)))
+	}
+	return data, nil
+}
+
+func toolSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
+	t.Helper()
+	b := kernel.NewBuilder(nil)
+	if err := RegisterTools(b, opts); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, ok := rt.Catalog().Lookup("feed_parse")
+	if p, _ := rt.Policy("feed_parse"); !ok || e.Effect != capability.Parse || e.Hot || p.MaxInputBytes != limits.FeedToolMaxInputBytes {
+		t.Fatalf("entry %+v policy %+v", e, p)
+	}
+	c, err := capability.New("agent", effects, capability.Scope{Roots: []string{"/srv/feeds"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestParseTool(t *testing.T) {
+	reader := fakeReader{"news.xml": fixture(t, "rss2_news.xml"), "laughs.xml": fixture(t, "billion_laughs.xml")}
+	args := func(m map[string]any) json.RawMessage {
+		data, _ := json.Marshal(m)
+		return data
+	}
+	withReader := &ToolOptions{Reader: reader}
+	both := []capability.Effect{capability.Parse, capability.ReadFile}
+	cases := []struct {
+		name    string
+		opts    *ToolOptions
+		effects []capability.Effect
+		args    json.RawMessage
+		code    fault.Code
+		text    string
+	}{
+		{"path", withReader, both, args(map[string]any{"path": "news.xml", "url": source, "limit": 2}), "",
+			"Entries: 2 of 7 returned, 5 omitted by the entry limit"},
+		{"inline", nil, []capability.Effect{capability.Parse},
+			args(map[string]any{"text": string(fixture(t, "atom_blog.xml")), "url": source, "limit": 1}), "", "[0] Profiling Go services in production"},
+		{"billion laughs", withReader, both, args(map[string]any{"path": "laughs.xml", "url": source, "limit": 2}), fault.InvalidInput, ""},
+		{"missing url", withReader, both, args(map[string]any{"path": "news.xml", "limit": 2}), fault.InvalidInput, ""},
+		{"missing limit", withReader, both, args(map[string]any{"path": "news.xml", "url": source}), fault.InvalidInput, ""},
+		{"limit past max", withReader, both, args(map[string]any{"path": "news.xml", "url": source, "limit": limits.FeedMaxEntries + 1}), fault.Limit, ""},
+		{"path without reader", nil, both, args(map[string]any{"path": "news.xml", "url": source, "limit": 2}), fault.Denied, ""},
+		{"not found", withReader, both, args(map[string]any{"path": "gone.xml", "url": source, "limit": 2}), fault.NotFound, ""},
+		{"inline past byte limit", nil, []capability.Effect{capability.Parse},
+			args(map[string]any{"text": strings.Repeat("a", limits.FeedMaxBytes+1), "url": source, "limit": 2}), fault.Limit, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := toolSession(t, c.opts, c.effects...).Call(context.Background(), "feed_parse", c.args)
+			if fault.CodeOf(err) != c.code {
+				t.Fatalf("code %q (%v), want %q", fault.CodeOf(err), err, c.code)
+			}
+			if c.code != "" {
+				return
+			}
+			if !strings.Contains(res.Text, c.text) {
+				t.Fatalf("text %q", res.Text)
+			}
+			var meta ParseResult
+			if err := json.Unmarshal(res.Structured, &meta); err != nil || meta.TotalEntries == 0 || strings.Contains(string(res.Structured), "Residents have") {
+				t.Fatalf("structured %s", res.Structured)
+			}
+		})
+	}
+}
+
+func TestParseOutputBound(t *testing.T) {
+	f, err := Parse(context.Background(), fixture(t, "rss2_news.xml"), source, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.result(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := kernel.Encode(r)
+	if _, err := f.result(res.Size()); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	if _, err := f.result(res.Size() - 1); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("one past: %v", err)
+	}
+}
