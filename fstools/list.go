@@ -182,9 +182,13 @@ type walker struct {
 // the base itself), and SkipDir/SkipAll when the walk must not go on
 // there.
 func (w *walker) visit(info fs.Info) (rel string, depth int, skip error) {
-	rel = info.Name
-	if w.base != "." {
-		rel = strings.TrimPrefix(strings.TrimPrefix(info.Name, w.base), "/")
+	switch {
+	case info.Name == w.base:
+		rel = ""
+	case w.base == ".":
+		rel = info.Name
+	default:
+		rel = strings.TrimPrefix(info.Name, w.base+"/")
 	}
 	if rel != "" {
 		depth = strings.Count(rel, "/") + 1
