@@ -10,6 +10,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/toolinput"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -18,8 +19,8 @@ import (
 // with inline text only and the kernel's default policy bounds.
 type ToolOptions struct {
 	// Files reads the files that path arguments name, confined to the
-	// session's read_file roots. Nil refuses path arguments, and with them
-	// ZIP and GZIP input.
+	// session's read_file roots. Nil refuses path arguments (denied), and
+	// with them ZIP and GZIP input.
 	Files fs.FileReader
 	// MaxInputBytes bounds each call's encoded arguments, inline text
 	// included; zero is limits.DefaultMaxInputBytes.
@@ -85,22 +86,12 @@ Example: {"path": "data/orders.csv.gz", "columns": ["id", "total"], "filter": [{
 		if err != nil {
 			return ScanResult{}, err
 		}
-		var data []byte
-		switch {
-		case in.Path != "" && in.Text != "":
-			return ScanResult{}, fault.New(fault.InvalidInput, "give either path or text, not both")
-		case in.Path != "":
-			if o.Files == nil {
-				return ScanResult{}, fault.New(fault.Unavailable, "reading files is not configured for this tool; pass the CSV as text")
-			}
-			if data, err = o.Files.ReadFile(ctx, call.Session.Capabilities(), in.Path, limits.TabularMaxExpandedBytes); err != nil {
-				return ScanResult{}, err
-			}
-		default:
-			if format == FormatGzip || format == FormatZip {
-				return ScanResult{}, fault.New(fault.InvalidInput, "%s input must come from a file: pass path", format)
-			}
-			data = []byte(in.Text)
+		if in.Path == "" && (format == FormatGzip || format == FormatZip) {
+			return ScanResult{}, fault.New(fault.InvalidInput, "%s input must come from a file: pass path", format)
+		}
+		data, err := toolinput.Read(ctx, call, o.Files, in.Text, in.Path, limits.TabularMaxExpandedBytes, "CSV")
+		if err != nil {
+			return ScanResult{}, err
 		}
 		budget := call.MaxOutputBytes - outputReserve
 		var text strings.Builder

@@ -91,7 +91,7 @@ func TestCSVScanTool(t *testing.T) {
 		{"output within the limit with max_rows", s, map[string]any{"path": "big.csv", "max_rows": 100}, "", []string{"returned 100; TRUNCATED"}, ""},
 		{"both", s, map[string]any{"path": "people.csv", "text": "a\n"}, fault.InvalidInput, nil, ""},
 		{"no read_file", noRead, map[string]any{"path": "people.csv"}, fault.Denied, nil, ""},
-		{"no reader", noFiles, map[string]any{"path": "people.csv"}, fault.Unavailable, nil, ""},
+		{"no reader", noFiles, map[string]any{"path": "people.csv"}, fault.Denied, nil, ""},
 		{"unknown filter member", s, map[string]any{"text": "a\n1\n", "filter": []any{map[string]any{"column": "a", "value": "1", "regex": "x"}}}, fault.InvalidInput, nil, ""},
 	}
 	for _, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/toolinput"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -15,7 +16,7 @@ import (
 // with inline text only and the kernel's default policy bounds.
 type ToolOptions struct {
 	// Files reads the files that path arguments name, confined to the
-	// session's read_file roots. Nil refuses path arguments.
+	// session's read_file roots. Nil refuses path arguments (denied).
 	Files fs.FileReader
 	// MaxInputBytes bounds each call's encoded arguments, inline text
 	// included; zero is limits.DefaultMaxInputBytes.
@@ -33,17 +34,8 @@ type SourceArgs struct {
 }
 
 // load returns the bytes the arguments name, bounded by max.
-func (a SourceArgs) load(ctx context.Context, call *kernel.Call, files fs.FileReader, max int64) ([]byte, error) {
-	switch {
-	case a.Path != "" && a.Text != "":
-		return nil, fault.New(fault.InvalidInput, "give either path or text, not both")
-	case a.Path != "":
-		if files == nil {
-			return nil, fault.New(fault.Unavailable, "reading files is not configured for this tool; pass the input as text")
-		}
-		return files.ReadFile(ctx, call.Session.Capabilities(), a.Path, max)
-	}
-	return []byte(a.Text), nil
+func (a SourceArgs) load(ctx context.Context, call *kernel.Call, files fs.FileReader, max int64, what string) ([]byte, error) {
+	return toolinput.Read(ctx, call, files, a.Text, a.Path, max, what)
 }
 
 // TextResult is what text_validate returns.
@@ -103,7 +95,7 @@ Example: {"path": "notes/readme.txt"}`, limits.TextDefaultBytes/limits.MiB, limi
 		if err != nil {
 			return TextResult{}, err
 		}
-		data, err := in.load(ctx, call, o.Files, max)
+		data, err := in.load(ctx, call, o.Files, max, "text")
 		if err != nil {
 			return TextResult{}, err
 		}
@@ -128,7 +120,7 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 		if err != nil {
 			return JSONResult{}, err
 		}
-		data, err := in.load(ctx, call, o.Files, max)
+		data, err := in.load(ctx, call, o.Files, max, "JSON")
 		if err != nil {
 			return JSONResult{}, err
 		}
@@ -151,7 +143,7 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 		if err != nil {
 			return CanonicalResult{}, err
 		}
-		data, err := in.load(ctx, call, o.Files, max)
+		data, err := in.load(ctx, call, o.Files, max, "JSON")
 		if err != nil {
 			return CanonicalResult{}, err
 		}

@@ -93,7 +93,7 @@ func TestTools(t *testing.T) {
 		{"neither", s, "json_validate", map[string]any{}, fault.InvalidInput, "", ""},
 		{"missing file", s, "json_validate", map[string]any{"path": "nope.json"}, fault.NotFound, "", ""},
 		{"path without read_file", noRead, "json_validate", map[string]any{"path": "ok.json"}, fault.Denied, "", ""},
-		{"path without reader", noFiles, "json_validate", map[string]any{"path": "ok.json"}, fault.Unavailable, "", ""},
+		{"path without reader", noFiles, "json_validate", map[string]any{"path": "ok.json"}, fault.Denied, "", ""},
 		{"canonical", s, "json_canonical", map[string]any{"path": "ok.json"}, "", `{"a":[true,12345678901234567890123],"b":1}`, `"canonical_bytes":42`},
 		{"canonical too big for output", s, "json_canonical", map[string]any{"text": `"` + strings.Repeat("y", 4000) + `"`}, fault.Limit, "", ""},
 		{"text ok", s, "text_validate", map[string]any{"path": "notes.txt"}, "", "8 bytes, 8 characters, 2 lines", `"lines":2`},
