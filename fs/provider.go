@@ -43,7 +43,8 @@ type Provider interface {
 	// with more than limits.WalkMaxFiles entries is a limit failure.
 	ReadDir(ctx context.Context, root, name string, max int) (entries []Info, total int, err error)
 	// Walk calls fn for name and everything under it in lexical order,
-	// without following symlinks. fn may return iofs.SkipDir or
+	// following name itself if it is a symlink inside the root but no
+	// symlink under it. fn may return iofs.SkipDir or
 	// iofs.SkipAll.
 	Walk(ctx context.Context, root, name string, fn WalkFunc) error
 	// Write atomically creates or replaces the regular file name with data,

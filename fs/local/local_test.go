@@ -268,7 +268,9 @@ func TestReadDirEntryBound(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + string(rune('a'+i%26)) + fmtInt(i)) }
+func itoa(i int) string {
+	return strings.TrimSpace(strings.Repeat(" ", 0) + string(rune('a'+i%26)) + fmtInt(i))
+}
 
 func fmtInt(i int) string {
 	var b [20]byte

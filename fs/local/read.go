@@ -296,7 +296,9 @@ func (d *dirHandle) same(st *unix.Stat_t) bool {
 	return unix.Fstat(d.fd, &cur) == nil && cur.Dev == st.Dev && cur.Ino == st.Ino
 }
 
-// Walk visits name and everything under it in lexical order. It descends
+// Walk visits name and everything under it in lexical order. name itself
+// is followed if it is a symlink that stays inside the root; nothing under
+// it is. It descends
 // from an open directory to a child with openat(O_NOFOLLOW|O_DIRECTORY),
 // checking that the child is the directory just examined, so a directory
 // swapped for a symlink or a FIFO is never followed or opened.
@@ -313,7 +315,7 @@ func (p *Provider) Walk(ctx context.Context, root, name string, fn fs.WalkFunc) 
 	if err != nil {
 		return err
 	}
-	fi, err := r.Lstat(name)
+	fi, err := r.Stat(name) // the starting point may be a symlink inside the root
 	if err != nil {
 		return mapErr(err, name)
 	}
