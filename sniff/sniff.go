@@ -144,10 +144,12 @@ func reject(expected Format, detected Kind, reason string, screen *htmldoc.Acces
 func (e *RejectError) Error() string { return e.fault.Message }
 
 func (e *RejectError) Unwrap() []error {
+	// The fault comes first: errors.As must find this error's code and
+	// message before the screen's own.
 	if e.screen != nil {
-		return []error{ErrRejected, e.screen, e.fault}
+		return []error{e.fault, ErrRejected, e.screen}
 	}
-	return []error{ErrRejected, e.fault}
+	return []error{e.fault, ErrRejected}
 }
 
 // Check classifies data against the expected format and the declared media

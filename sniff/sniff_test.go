@@ -108,6 +108,9 @@ func TestCheck(t *testing.T) {
 				if c.screen != "" && !errors.Is(err, htmldoc.ErrAccessScreen) {
 					t.Fatal("a screen rejection must unwrap to htmldoc.ErrAccessScreen")
 				}
+				if msg := fault.As(err).Message; !strings.HasPrefix(msg, "expected "+string(c.expect)+", rejected: ") {
+					t.Fatalf("the caller sees %q", msg)
+				}
 				return
 			}
 			if err != nil {

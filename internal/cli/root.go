@@ -43,6 +43,9 @@ var groups = []func(*Env) *cobra.Command{
 	newJournalCmd,
 	newJSONCmd,
 	newCSVCmd,
+	newHTMLCmd,
+	newFeedCmd,
+	newSniffCmd,
 }
 
 func newRoot(env *Env) *cobra.Command {

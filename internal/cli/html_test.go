@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readerFixture(t *testing.T, pkg, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", pkg, "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestHTMLCommands(t *testing.T) {
+	dir := docFiles(t, map[string][]byte{
+		"news.html":  readerFixture(t, "htmldoc", "article_news.html"),
+		"index.html": readerFixture(t, "htmldoc", "index_blog.html"),
+		"login.html": readerFixture(t, "htmldoc", "screen_login.html"),
+		"deep.html":  []byte(strings.Repeat("<div>", 129)),
+	})
+	p := func(name string) string { return filepath.Join(dir, name) }
+	cases := []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		out   string
+		err   string
+	}{
+		{"text", "", []string{"html", "extract", p("news.html")}, 0, "## Related stories", ""},
+		{"article", "", []string{"html", "extract", "--article", "--base-url", "https://news.example.com/local/2024/03/x", p("news.html")}, 0,
+			"Article: article.story (<article>)", ""},
+		{"article json", "", []string{"html", "extract", "--article", "--json", p("news.html")}, 0, `"method": "<article>"`, ""},
+		{"stdin", "<title>T</title><p>hello", []string{"html", "extract", "-"}, 0, "Title: T\n\nhello\n", ""},
+		{"index page is no article", "", []string{"html", "extract", "--article", p("index.html")}, 2, "", "index or listing page"},
+		{"login wall", "", []string{"html", "extract", p("login.html")}, 9, "", "login wall"},
+		{"login wall json", "", []string{"html", "extract", "--json", p("login.html")}, 9, `"code": "integrity"`, ""},
+		{"depth limit", "", []string{"html", "extract", p("deep.html")}, 6, "", "depth"},
+		{"bad base url", "", []string{"html", "extract", "--base-url", "/x", p("news.html")}, 2, "", "base URL"},
+		{"missing file", "", []string{"html", "extract", p("nope.html")}, 3, "", ""},
+		{"no file", "", []string{"html", "extract"}, 2, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runDoc(t, []byte(c.stdin), c.args...)
+			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+			}
+		})
+	}
+}
