@@ -1,0 +1,129 @@
+package fstools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/filecontext"
+	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/fs/local"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// benchText is about size bytes of 80-column source-like lines.
+func benchText(size int) string {
+	var b strings.Builder
+	b.Grow(size + 100)
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "\tvalue%06d := compute(%06d) // a line of ordinary source text, eighty columns\n", i, i)
+	}
+	return b.String()
+}
+
+type benchEnv struct {
+	s    *kernel.Session
+	x    *executor
+	call *kernel.Call
+}
+
+func newBenchEnv(b *testing.B, file, content string) *benchEnv {
+	root := tempRoot(b)
+	writeFile(b, filepath.Join(root, file), content)
+	big := kernel.Policy{MaxCalls: limits.HardMaxCalls}
+	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxCalls: limits.HardMaxCalls, MaxOutputBytes: limits.FileToolsReadOutputBytes}, EditFile: big}})
+	s := newSession(b, rt, allEffects, root)
+	ev := fs.NewEvents()
+	if err := filecontext.Attach(ev); err != nil {
+		b.Fatal(err)
+	}
+	return &benchEnv{
+		s:    s,
+		x:    &executor{provider: local.New(), events: ev},
+		call: &kernel.Call{Session: s, MaxOutputBytes: limits.FileToolsReadOutputBytes},
+	}
+}
+
+// BenchmarkReadFile4MiB reads all of a 4 MiB file (about 48,000 lines)
+// through the kernel: validation, the handler, encoding, the output bound.
+func BenchmarkReadFile4MiB(b *testing.B) {
+	e := newBenchEnv(b, "big.go", benchText(4<<20))
+	args := json.RawMessage(`{"path":"big.go","limit":100000}`)
+	ctx := context.Background()
+	b.SetBytes(4 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.s.Call(ctx, ReadFile, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadFile4MiBExecutor is the same read without the kernel.
+func BenchmarkReadFile4MiBExecutor(b *testing.B) {
+	e := newBenchEnv(b, "big.go", benchText(4<<20))
+	ctx := context.Background()
+	b.SetBytes(4 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.x.readFile(ctx, e.call, ReadArgs{Path: "big.go", Limit: 100000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// editText is 1 MiB with one marker in the middle that the benchmarks
+// flip back and forth, so each iteration is a real, unique edit.
+func editText() string {
+	half := benchText(512 << 10)
+	return half + "MARKER-A\n" + half
+}
+
+// BenchmarkEditFile1MiB edits a 1 MiB file through the kernel: read,
+// filecontext check, match, atomic replace with fsync, diff.
+func BenchmarkEditFile1MiB(b *testing.B) {
+	e := newBenchEnv(b, "big.go", editText())
+	ctx := context.Background()
+	if _, err := e.s.Call(ctx, ReadFile, json.RawMessage(`{"path":"big.go","limit":1}`)); err != nil {
+		b.Fatal(err)
+	}
+	flip := [2]json.RawMessage{
+		json.RawMessage(`{"path":"big.go","old_string":"MARKER-A","new_string":"MARKER-B"}`),
+		json.RawMessage(`{"path":"big.go","old_string":"MARKER-B","new_string":"MARKER-A"}`),
+	}
+	b.SetBytes(1 << 20)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := e.s.Call(ctx, EditFile, flip[i%2]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkEditFile1MiBExecutor is the same edit without the kernel.
+func BenchmarkEditFile1MiBExecutor(b *testing.B) {
+	e := newBenchEnv(b, "big.go", editText())
+	ctx := context.Background()
+	if _, err := e.x.readFile(ctx, e.call, ReadArgs{Path: "big.go", Limit: 1}); err != nil {
+		b.Fatal(err)
+	}
+	flip := [2]EditArgs{
+		{Path: "big.go", OldString: "MARKER-A", NewString: "MARKER-B"},
+		{Path: "big.go", OldString: "MARKER-B", NewString: "MARKER-A"},
+	}
+	b.SetBytes(1 << 20)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := e.x.editFile(ctx, e.call, flip[i%2]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
