@@ -255,11 +255,10 @@ func dupAttr(attrs []xml.Attr) bool {
 // cut to a short line of printable ASCII.
 func syntaxFault(d *xml.Decoder, err error) error {
 	line, col := d.InputPos()
-	var se *xml.SyntaxError
 	msg := err.Error()
+	var se *xml.SyntaxError
 	if errors.As(err, &se) {
 		msg = se.Msg
-		line = se.Line
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		msg = "unexpected end of input"

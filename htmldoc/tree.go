@@ -109,6 +109,7 @@ func union(a, b set) set {
 // builder builds the tree from the token stream, counting nodes and depth
 // as tokens arrive so that no input can make it hold more than the limits.
 type builder struct {
+	slab    []node // nodes are allocated in blocks, not one by one
 	root    *node
 	stack   []*node // open elements; stack[0] is root
 	nodes   int
@@ -156,7 +157,8 @@ func build(ctx context.Context, data []byte) (*builder, error) {
 				}
 			}
 			name, more := z.TagName()
-			n := &node{a: atom.Lookup(name)}
+			n := b.newNode()
+			n.a = atom.Lookup(name)
 			n.name = n.a.String()
 			if n.a == 0 {
 				n.name = string(name)
@@ -180,12 +182,24 @@ func build(ctx context.Context, data []byte) (*builder, error) {
 				if err := b.count(); err != nil {
 					return nil, err
 				}
-				b.appendChild(&node{a: atom.Br, name: "br"})
+				n := b.newNode()
+				n.a, n.name = atom.Br, "br"
+				b.appendChild(n)
 				continue
 			}
 			b.end(a, string(name))
 		}
 	}
+}
+
+// newNode returns a zeroed node from the current block.
+func (b *builder) newNode() *node {
+	if len(b.slab) == 0 {
+		b.slab = make([]node, 256)
+	}
+	n := &b.slab[0]
+	b.slab = b.slab[1:]
+	return n
 }
 
 func (b *builder) count() error {
@@ -205,7 +219,9 @@ func (b *builder) appendChild(n *node) {
 }
 
 func (b *builder) appendText(s string) {
-	b.appendChild(&node{text: s})
+	n := b.newNode()
+	n.text = s
+	b.appendChild(n)
 }
 
 func (b *builder) has(a atom.Atom) bool {
