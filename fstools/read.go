@@ -154,7 +154,8 @@ func (w *window) scan(ctx context.Context, r io.Reader, name string) error {
 	if w.read > 0 && w.prev != '\n' {
 		w.total++ // a last line without a newline
 		if w.inLine {
-			if err := w.endLine(name); err != nil {
+			var err error
+			if w.out, err = w.endLine(w.out, name); err != nil {
 				return err
 			}
 		}
@@ -167,11 +168,14 @@ func (w *window) scan(ctx context.Context, r io.Reader, name string) error {
 func (w *window) estimate(sample []byte) int {
 	nl := bytes.Count(sample, []byte{'\n'}) + 1
 	avg := float64(len(sample)) / float64(nl)
+	// A shown line is cut at ReadMaxLineRunes runes (at most 4 bytes each)
+	// plus its marker.
+	shown := min(avg, 4*limits.ReadMaxLineRunes+48)
 	lines := float64(w.last - w.first + 1)
 	if fileLines := float64(w.size)/avg + 1; fileLines < lines {
 		lines = fileLines
 	}
-	est := lines*(avg+8)*1.0625 + 512
+	est := lines*(shown+8)*1.0625 + 512
 	return int(min(est, float64(w.max)+1, float64(w.size)*2+lines*8+512))
 }
 
@@ -181,19 +185,22 @@ func (w *window) chunk(c []byte, name string) error {
 	return err
 }
 
+// lines numbers the window's lines in c. The output slice lives in a
+// local variable while it grows, so appending needs no write barrier.
 func (w *window) lines(c []byte, name string) error {
+	out := w.out
 	base := w.read
 	for len(c) > 0 {
 		line := w.newlines + 1
 		if line > w.last {
 			// past the window: only count
 			w.newlines += bytes.Count(c, []byte{'\n'})
-			return nil
+			break
 		}
 		if line < w.first {
 			i := bytes.IndexByte(c, '\n')
 			if i < 0 {
-				return nil
+				break
 			}
 			w.noteNewline(c, i)
 			c, base = c[i+1:], base+int64(i+1)
@@ -201,27 +208,32 @@ func (w *window) lines(c []byte, name string) error {
 			continue
 		}
 		if !w.inLine {
-			w.startLine(line, base)
+			out = appendLineNo(out, line)
+			w.inLine, w.lineStart, w.lineOff, w.lineCut, w.hidden = true, len(out), base, false, 0
 		}
 		i := bytes.IndexByte(c, '\n')
 		seg := c
 		if i >= 0 {
 			seg = c[:i]
 		}
-		w.appendText(seg)
-		if int64(len(w.out)) > w.max {
+		out = w.appendText(out, seg)
+		if int64(len(out)) > w.max {
+			w.out = out
 			return w.tooBig()
 		}
 		if i < 0 {
-			return nil
+			break
 		}
 		w.noteNewline(c, i)
-		if err := w.endLine(name); err != nil {
+		var err error
+		if out, err = w.endLine(out, name); err != nil {
+			w.out = out
 			return err
 		}
 		c, base = c[i+1:], base+int64(i+1)
 		w.newlines++
 	}
+	w.out = out
 	return nil
 }
 
@@ -232,28 +244,24 @@ func (w *window) noteNewline(c []byte, i int) {
 	}
 }
 
-func (w *window) startLine(line int, off int64) {
-	w.out = appendLineNo(w.out, line)
-	w.inLine, w.lineStart, w.lineOff, w.lineCut, w.hidden = true, len(w.out), off, false, 0
-}
-
 // appendText adds seg to the current line, cutting the line after
 // limits.ReadMaxLineRunes runes.
-func (w *window) appendText(seg []byte) {
+func (w *window) appendText(out, seg []byte) []byte {
 	if w.lineCut {
 		w.hidden += int64(len(seg))
-		return
+		return out
 	}
-	w.out = append(w.out, seg...)
-	text := w.out[w.lineStart:]
+	out = append(out, seg...)
+	text := out[w.lineStart:]
 	if len(text) <= limits.ReadMaxLineRunes {
-		return
+		return out
 	}
 	if i := runeIndex(text, limits.ReadMaxLineRunes); i >= 0 {
 		w.hidden += int64(len(text) - i)
-		w.out = w.out[:w.lineStart+i]
+		out = out[:w.lineStart+i]
 		w.lineCut = true
 	}
+	return out
 }
 
 // runeIndex is the byte index just past the first n runes of b, or -1 when
@@ -274,8 +282,8 @@ func runeIndex(b []byte, n int) int {
 	return i
 }
 
-func (w *window) endLine(name string) error {
-	text := w.out[w.lineStart:]
+func (w *window) endLine(out []byte, name string) ([]byte, error) {
+	text := out[w.lineStart:]
 	if !utf8.Valid(text) {
 		bad := 0
 		for bad < len(text) {
@@ -285,19 +293,18 @@ func (w *window) endLine(name string) error {
 			}
 			bad += size
 		}
-		return fault.New(fault.InvalidInput, "%s is not valid UTF-8: first invalid byte at offset %d (line %d); read_file shows text files only", name, w.lineOff+int64(bad), w.newlines+1)
+		return out, fault.New(fault.InvalidInput, "%s is not valid UTF-8: first invalid byte at offset %d (line %d); read_file shows text files only", name, w.lineOff+int64(bad), w.newlines+1)
 	}
 	if w.lineCut {
 		w.cut++
-		w.out = append(w.out, cutMarker...)
-		w.out = strconv.AppendInt(w.out, w.hidden, 10)
-		w.out = append(w.out, " more bytes]"...)
-	} else if n := len(w.out); n > w.lineStart && w.out[n-1] == '\r' {
-		w.out = w.out[:n-1]
+		out = append(out, cutMarker...)
+		out = strconv.AppendInt(out, w.hidden, 10)
+		out = append(out, " more bytes]"...)
+	} else if n := len(out); n > w.lineStart && out[n-1] == '\r' {
+		out = out[:n-1]
 	}
-	w.out = append(w.out, '\n')
 	w.inLine = false
-	return nil
+	return append(out, '\n'), nil
 }
 
 // appendLineNo writes n right-aligned in 6 columns and a tab, as cat -n.
