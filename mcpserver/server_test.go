@@ -451,7 +451,7 @@ func TestBigResultSamePaths(t *testing.T) {
 	// The fast path must give the client exactly what the SDK's encoder
 	// gives, for text that needs every kind of quoting and crosses the
 	// quoting chunks.
-	for _, n := range []int{0, 1, quoteChunkBytes - 1, quoteChunkBytes + 3, 3*quoteChunkBytes + 7, 4 * limits.MiB} {
+	for _, n := range []int{0, 1, escapeChunkBytes - 1, escapeChunkBytes + 3, 3*escapeChunkBytes + 7, 4 * limits.MiB} {
 		var got []string
 		for _, mode := range []transportMode{{"sdk", connectSDK}, {"stdio", connectStdio}, {"stdio-nofast", connectStdioNoFast}} {
 			s := newTestServer(t, nil)

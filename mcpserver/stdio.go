@@ -4,13 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"os"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +42,23 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			c.Close()
 		}
 		return err
+	}
+	// Pipes and sockets are served through the runtime's poller (see
+	// pollable), on duplicates that are closed on return; the originals are
+	// put back as they were.
+	if f, ok := in.(*os.File); ok {
+		if pf, restore := pollable(f); pf != nil {
+			defer restore()
+			in = pf
+		}
+	}
+	if f, ok := out.(*os.File); ok {
+		growPipe(f)
+		if pf, restore := pollable(f); pf != nil {
+			defer restore()
+			defer pf.Close()
+			out = pf
+		}
 	}
 	return s.serveConn(ctx, ks, newStdioConn(in, out, s.log, !s.opts.disableFastPath))
 }
@@ -72,17 +95,19 @@ func (t transport) Connect(context.Context) (mcp.Connection, error) { return t.c
 // comment for why it is ours). Messages are JSON-RPC as the SDK encodes
 // and decodes them; only the framing and the fast path are done here.
 type stdioConn struct {
-	lines     chan line
+	in        *bufio.Reader
+	lines     chan line // from readLoop, unless reads are direct
 	closed    chan struct{}
 	closeOnce sync.Once
 	closeIn   func()
 	log       *slog.Logger
 	max       int
 
-	wmu     sync.Mutex
-	w       *bufio.Writer
-	scratch []byte
-	fast    *fastPath
+	wmu  sync.Mutex
+	out  io.Writer
+	buf  []byte // pending output: at most flushBytes plus one escaped chunk
+	werr error
+	fast *fastPath
 }
 
 // line is one framed input line, or why there is none.
@@ -92,21 +117,22 @@ type line struct {
 	err     error
 }
 
-// writeBufferBytes is the output buffer: small results go out in one write,
-// large ones in writes of this size.
-const writeBufferBytes = 64 * limits.KiB
+// flushBytes is the output buffer: a message goes out in one write, a large
+// one in writes of about this size.
+const flushBytes = 256 * limits.KiB
 
-// quoteChunkBytes is how much text is quoted at a time into scratch.
-const quoteChunkBytes = 32 * limits.KiB
+// escapeChunkBytes is how much text is escaped at a time into the output
+// buffer (at most six times as many bytes once escaped).
+const escapeChunkBytes = 32 * limits.KiB
 
 func newStdioConn(in io.Reader, out io.Writer, log *slog.Logger, fast bool) *stdioConn {
 	c := &stdioConn{
-		lines:   make(chan line),
+		in:      bufio.NewReaderSize(in, 64*limits.KiB),
 		closed:  make(chan struct{}),
 		closeIn: func() {},
 		log:     log,
 		max:     limits.MCPMaxMessageBytes,
-		w:       bufio.NewWriterSize(out, writeBufferBytes),
+		out:     out,
 	}
 	if fast {
 		c.fast = newFastPath()
@@ -114,15 +140,32 @@ func newStdioConn(in io.Reader, out io.Writer, log *slog.Logger, fast bool) *std
 	if cl, ok := in.(io.Closer); ok {
 		c.closeIn = func() { cl.Close() }
 	}
-	// Reading runs on its own goroutine so that Close unblocks Read even
-	// when in (os.Stdin) cannot be interrupted.
-	go c.readLoop(bufio.NewReaderSize(in, 64*limits.KiB))
+	if !interruptible(in) {
+		// Reading runs on its own goroutine so that Close unblocks Read
+		// even when in (a terminal, a blocking os.Stdin) cannot be
+		// interrupted.
+		c.lines = make(chan line)
+		go c.readLoop()
+	}
 	return c
 }
 
-func (c *stdioConn) readLoop(r *bufio.Reader) {
+// interruptible reports whether closing r interrupts a Read pending on it.
+func interruptible(r io.Reader) bool {
+	switch r := r.(type) {
+	case *io.PipeReader, net.Conn:
+		return true
+	case *os.File:
+		// Only files on the runtime's poller (pollable made stdin one)
+		// accept deadlines.
+		return r.SetReadDeadline(time.Time{}) == nil
+	}
+	return false
+}
+
+func (c *stdioConn) readLoop() {
 	for {
-		l := c.readLine(r)
+		l := c.readLine()
 		select {
 		case c.lines <- l:
 		case <-c.closed:
@@ -136,7 +179,8 @@ func (c *stdioConn) readLoop(r *bufio.Reader) {
 
 // readLine reads up to the next newline, keeping at most c.max bytes; a
 // longer line is consumed and reported as too long.
-func (c *stdioConn) readLine(r *bufio.Reader) line {
+func (c *stdioConn) readLine() line {
+	r := c.in
 	var buf []byte
 	tooLong := false
 	for {
@@ -167,15 +211,29 @@ func (c *stdioConn) readLine(r *bufio.Reader) line {
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		var l line
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.closed:
-			return nil, io.EOF
-		case l = <-c.lines:
-		}
-		if l.err != nil {
-			return nil, l.err
+		if c.lines == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if l = c.readLine(); l.err != nil {
+				select {
+				case <-c.closed:
+					return nil, io.EOF
+				default:
+					return nil, l.err
+				}
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-c.closed:
+				return nil, io.EOF
+			case l = <-c.lines:
+			}
+			if l.err != nil {
+				return nil, l.err
+			}
 		}
 		if l.tooLong {
 			c.reject(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", c.max))
@@ -188,17 +246,59 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case data[0] == '[':
 			c.reject(jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
 			continue
-		case !jsontext.Value(data).IsValid():
-			c.reject(jsonrpc.CodeParseError, "parse error: not one valid JSON value (UTF-8, unique member names)")
+		}
+		var w wireMessage
+		if err := jsonv2.Unmarshal(data, &w); err != nil {
+			var se *jsonv2.SemanticError
+			if errors.As(err, &se) {
+				c.reject(jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message")
+			} else {
+				c.reject(jsonrpc.CodeParseError, "parse error: not one valid JSON value (UTF-8, unique member names)")
+			}
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(data)
+		msg, err := w.message()
 		if err != nil {
-			c.reject(jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message")
+			c.reject(jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message: "+err.Error())
 			continue
 		}
 		return msg, nil
 	}
+}
+
+// wireMessage is a JSON-RPC message as read. Decoding it is what
+// jsonrpc.DecodeMessage does (same fields, same rules), without the SDK's
+// decoder, which allocates a 32 KiB buffer per call and runs twice per
+// message; strictness (valid UTF-8, unique names, no trailing data) comes
+// from encoding/json/v2's defaults.
+type wireMessage struct {
+	Version string         `json:"jsonrpc"`
+	ID      any            `json:"id"`
+	Method  *string        `json:"method"`
+	Params  jsontext.Value `json:"params"`
+	Result  jsontext.Value `json:"result"`
+	Error   *jsonrpc.Error `json:"error"`
+}
+
+func (w *wireMessage) message() (jsonrpc.Message, error) {
+	if w.Version != "2.0" {
+		return nil, errors.New(`"jsonrpc" must be "2.0"`)
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, errors.New("id must be a number, a string or null")
+	}
+	if w.Method != nil {
+		return &jsonrpc.Request{ID: id, Method: *w.Method, Params: json.RawMessage(w.Params)}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("a message needs a method or an id")
+	}
+	r := &jsonrpc.Response{ID: id, Result: json.RawMessage(w.Result)}
+	if w.Error != nil {
+		r.Error = w.Error
+	}
+	return r, nil
 }
 
 // reject answers a message that could not be read. Its id is unknown, so
@@ -211,9 +311,9 @@ func (c *stdioConn) reject(code int64, msg string) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.w.Write(data)
-	c.w.WriteByte('\n')
-	c.w.Flush()
+	c.put(data)
+	c.buf = append(c.buf, '\n')
+	c.flush()
 }
 
 // Write writes one message and flushes it. A tool result carrying a fast
@@ -229,54 +329,78 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && c.fast != nil && resp.Error == nil {
 		if res, before, after, ok := c.fast.take(resp.Result); ok {
 			c.writeResult(resp.ID, res, before, after)
-			return c.w.Flush()
+			return c.flush()
 		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
-	c.w.Write(data)
-	c.w.WriteByte('\n')
-	return c.w.Flush()
+	c.put(data)
+	c.buf = append(c.buf, '\n')
+	return c.flush()
+}
+
+// put adds p to the pending output; a piece larger than flushBytes is
+// written directly rather than copied.
+func (c *stdioConn) put(p []byte) {
+	if len(c.buf)+len(p) > flushBytes {
+		c.flush()
+		if len(p) > flushBytes {
+			if c.werr == nil {
+				_, c.werr = c.out.Write(p)
+			}
+			return
+		}
+	}
+	c.buf = append(c.buf, p...)
+}
+
+// flush writes the pending output. A write error sticks: every later write
+// reports it, and the SDK closes the connection.
+func (c *stdioConn) flush() error {
+	if c.werr == nil && len(c.buf) > 0 {
+		_, c.werr = c.out.Write(c.buf)
+	}
+	c.buf = c.buf[:0]
+	return c.werr
 }
 
 // writeResult writes a tools/call response: the SDK's encoding of the
-// placeholder result (before, after) around the real content. Errors stick
-// in c.w and are returned by the Flush that follows.
+// placeholder result (before, after) around the real content.
 func (c *stdioConn) writeResult(id jsonrpc.ID, res *kernel.Result, before, after []byte) {
-	w := c.w
-	w.WriteString(`{"jsonrpc":"2.0","id":`)
-	c.scratch = appendID(c.scratch[:0], id)
-	w.Write(c.scratch)
-	w.WriteString(`,"result":`)
-	w.Write(before)
-	w.WriteString(`"content":[{"type":"text","text":"`)
-	c.writeQuoted(res.Text)
-	w.WriteString(`"}]`)
+	c.buf = append(c.buf, `{"jsonrpc":"2.0","id":`...)
+	c.buf = appendID(c.buf, id)
+	c.buf = append(c.buf, `,"result":`...)
+	c.put(before)
+	c.buf = append(c.buf, `"content":[{"type":"text","text":"`...)
+	c.writeEscaped(res.Text)
+	c.buf = append(c.buf, `"}]`...)
 	if len(res.Structured) > 0 {
-		w.WriteString(`,"structuredContent":`)
-		w.Write(res.Structured)
+		c.buf = append(c.buf, `,"structuredContent":`...)
+		c.put(res.Structured)
 	}
-	w.Write(after)
-	w.WriteString("}\n")
+	c.put(after)
+	c.buf = append(c.buf, "}\n"...)
 }
 
-// writeQuoted writes s as the inside of a JSON string, quoting it a chunk
-// at a time. Chunks end on UTF-8 sequence starts, so each valid sequence is
-// quoted whole and the result is what quoting s at once gives (invalid
-// bytes become U+FFFD either way, as encoding/json does).
-func (c *stdioConn) writeQuoted(s string) {
+// writeEscaped writes s as the inside of a JSON string, escaping it a
+// chunk at a time straight into the output buffer. Chunks end on UTF-8
+// sequence starts, so each valid sequence is escaped whole and the result
+// is what escaping s at once gives.
+func (c *stdioConn) writeEscaped(s string) {
 	for len(s) > 0 {
-		n := min(len(s), quoteChunkBytes)
+		n := min(len(s), escapeChunkBytes)
 		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
 			n--
 		}
 		if n == 0 {
-			n = min(len(s), quoteChunkBytes)
+			n = min(len(s), escapeChunkBytes)
 		}
-		c.scratch, _ = jsontext.AppendQuote(c.scratch[:0], s[:n])
-		c.w.Write(c.scratch[1 : len(c.scratch)-1])
+		c.buf = appendEscaped(c.buf, s[:n])
+		if len(c.buf) >= flushBytes {
+			c.flush()
+		}
 		s = s[n:]
 	}
 }

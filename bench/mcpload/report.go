@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// goalCPU lists the scenarios the CPU goal (at most a fifth of the
+// reference's per call) applies to.
+var goalCPU = map[string]bool{"small_read": true, "read_4mib": true, "edit_1mib": true}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
+
+func report(w io.Writer, rows []row, starts []startup, command string) error {
+	var b strings.Builder
+	if command != "" {
+		fmt.Fprintf(&b, "Produced by:\n\n```\n%s\n```\n\n", command)
+	}
+	fmt.Fprintf(&b, "Measured %s on %s/%s, %d CPUs. Same client for both servers: the Go MCP SDK over stdio, protocol 2025-11-25, one call at a time; "+
+		"each scenario on a fresh server process, after warm-up calls. Server CPU is utime+stime of the server process (/proc/PID/stat) over the measured calls; "+
+		"peak RSS is its VmHWM (/proc/PID/status).\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+
+	b.WriteString("| scenario | server | tool | calls | calls/s | p50 ms | p99 ms | server CPU/call ms | peak RSS MiB | response text KiB |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f | %s | %s | %s | %.1f | %.1f |\n",
+			r.scenario, r.server, r.tool, r.calls, float64(r.calls)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99),
+			ms(r.cpu/time.Duration(r.calls)), float64(r.hwm)/(1<<20), float64(r.respBytes)/1024)
+	}
+
+	type pair struct{ c, r *row }
+	var order []string
+	pairs := map[string]*pair{}
+	for i := range rows {
+		r := &rows[i]
+		p := pairs[r.scenario]
+		if p == nil {
+			p = &pair{}
+			pairs[r.scenario] = p
+			order = append(order, r.scenario)
+		}
+		if r.server == "capkit" {
+			p.c = r
+		} else {
+			p.r = r
+		}
+	}
+	ratioRows := 0
+	var rb strings.Builder
+	rb.WriteString("\ncapkit against the goals (ratios capkit / reference, from the rows above):\n\n")
+	rb.WriteString("| scenario | what | CPU/call ratio (goal ≤ 0.20) | calls/s ratio (goal ≥ 1) | peak RSS ratio (goal ≤ 0.33) |\n")
+	rb.WriteString("|---|---|---:|---:|---:|\n")
+	for _, name := range order {
+		p := pairs[name]
+		if p.c == nil || p.r == nil {
+			continue
+		}
+		ratioRows++
+		cpu := "n/a"
+		if p.r.cpu > 0 {
+			ratio := float64(p.c.cpu) / float64(p.c.calls) / (float64(p.r.cpu) / float64(p.r.calls))
+			cpu = fmt.Sprintf("%.3f", ratio)
+			if goalCPU[name] {
+				cpu += mark(ratio <= 0.20)
+			} else {
+				cpu += " (no goal)"
+			}
+		}
+		rate := (float64(p.c.calls) / p.c.elapsed.Seconds()) / (float64(p.r.calls) / p.r.elapsed.Seconds())
+		rss := float64(p.c.hwm) / float64(p.r.hwm)
+		fmt.Fprintf(&rb, "| %s | %s | %s | %.2f%s | %.3f%s |\n", name, p.c.what, cpu, rate, mark(rate >= 1), rss, mark(rss <= 1.0/3))
+	}
+	if ratioRows > 0 {
+		b.WriteString(rb.String())
+	}
+
+	if len(starts) == 0 {
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	b.WriteString("\nStart-up, from starting the process to reading its response to `initialize` (goal for capkit: under 50 ms):\n\n")
+	b.WriteString("| server | median ms | max ms |\n|---|---:|---:|\n")
+	for _, s := range starts {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.server, ms(s.median), ms(s.max))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mark(ok bool) string {
+	if ok {
+		return " ✓"
+	}
+	return " ✗"
+}

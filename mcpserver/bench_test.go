@@ -1,0 +1,109 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// benchPeer is a minimal client over real pipes, so that the benchmarks
+// measure the server: it writes request lines and reads response lines
+// without decoding them.
+type benchPeer struct {
+	w    *os.File
+	r    *bufio.Reader
+	stop func()
+}
+
+func startBenchPeer(b *testing.B, opts *Options) *benchPeer {
+	b.Helper()
+	s := newTestServer(b, opts)
+	sr, cw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr, sw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		s.ServeStdio(ctx, sr, sw)
+		close(done)
+	}()
+	p := &benchPeer{w: cw, r: bufio.NewReaderSize(cr, 256*limits.KiB)}
+	p.stop = func() {
+		cw.Close()
+		<-done
+		cancel()
+		sw.Close()
+		cr.Close()
+	}
+	p.roundTrip(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`+"\n", nil)
+	if _, err := io.WriteString(cw, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// roundTrip writes one request and reads one response line, returning its
+// length; head receives the line's first bytes.
+func (p *benchPeer) roundTrip(b *testing.B, req string, head []byte) int {
+	if _, err := io.WriteString(p.w, req); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for {
+		chunk, err := p.r.ReadSlice('\n')
+		if n == 0 && head != nil {
+			copy(head, chunk)
+		}
+		n += len(chunk)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+}
+
+func benchCall(b *testing.B, fast bool, tool, args string) {
+	p := startBenchPeer(b, &Options{disableFastPath: !fast})
+	defer p.stop()
+	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`+"\n", tool, args)
+	head := make([]byte, 64)
+	n := p.roundTrip(b, req, head)
+	if !bytes.Contains(head, []byte(`"result"`)) || bytes.Contains(head, []byte(`"isError"`)) {
+		b.Fatalf("unexpected response %q", head)
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		p.roundTrip(b, req, nil)
+	}
+}
+
+// BenchmarkStdioSmallCall is one small tools/call round trip over pipes:
+// framing, the SDK's dispatch, the kernel, the response.
+func BenchmarkStdioSmallCall(b *testing.B) {
+	b.Run("fastpath", func(b *testing.B) { benchCall(b, true, "echo", `{"text":"hello"}`) })
+	b.Run("sdk-encoder", func(b *testing.B) { benchCall(b, false, "echo", `{"text":"hello"}`) })
+}
+
+// BenchmarkStdio4MiBResult is a tools/call returning 4 MiB of text that
+// needs quoting (newlines, tabs, quotes) over pipes.
+func BenchmarkStdio4MiBResult(b *testing.B) {
+	args := fmt.Sprintf(`{"bytes":%d}`, 4*limits.MiB)
+	b.Run("fastpath", func(b *testing.B) { benchCall(b, true, "big", args) })
+	b.Run("sdk-encoder", func(b *testing.B) { benchCall(b, false, "big", args) })
+}

@@ -1,0 +1,243 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capkit/capkit/kernel"
+)
+
+// rawPeer drives ServeStdio with raw lines.
+type rawPeer struct {
+	t    *testing.T
+	w    *io.PipeWriter
+	r    *bufio.Reader
+	done chan error
+}
+
+type rawResponse struct {
+	ID     any             `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Method string `json:"method"`
+}
+
+func startRaw(t *testing.T, s *Server, maxLine int) *rawPeer {
+	t.Helper()
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ks, err := s.startSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newStdioConn(sr, sw, s.log, true)
+	if maxLine > 0 {
+		c.max = maxLine
+	}
+	p := &rawPeer{t: t, w: cw, r: bufio.NewReader(cr), done: make(chan error, 1)}
+	go func() { p.done <- s.serveConn(context.Background(), ks, c) }()
+	t.Cleanup(func() {
+		cw.Close()
+		sw.Close()
+	})
+	return p
+}
+
+func (p *rawPeer) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.w, line); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// next reads the next message that is not a notification.
+func (p *rawPeer) next() rawResponse {
+	p.t.Helper()
+	for {
+		line, err := p.r.ReadBytes('\n')
+		if err != nil {
+			p.t.Fatalf("reading response: %v", err)
+		}
+		var r rawResponse
+		if err := json.Unmarshal(line, &r); err != nil {
+			p.t.Fatalf("response is not JSON: %v: %.200s", err, line)
+		}
+		if r.Method == "" {
+			return r
+		}
+	}
+}
+
+func (p *rawPeer) initialize() {
+	p.t.Helper()
+	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + "\n")
+	if r := p.next(); r.Error != nil {
+		p.t.Fatalf("initialize: %+v", r.Error)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+}
+
+func TestStdioMalformedLines(t *testing.T) {
+	s := newTestServer(t, nil)
+	p := startRaw(t, s, 1024)
+	cases := []struct {
+		name string
+		line string
+		code int64
+	}{
+		{"not json", "{not json\n", jsonrpc.CodeParseError},
+		{"trailing data", `{"jsonrpc":"2.0","id":1,"method":"ping"} x` + "\n", jsonrpc.CodeParseError},
+		{"invalid utf-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}\n", jsonrpc.CodeParseError},
+		{"duplicate member", `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}` + "\n", jsonrpc.CodeParseError},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]` + "\n", jsonrpc.CodeInvalidRequest},
+		{"not json-rpc", `{"hello":1}` + "\n", jsonrpc.CodeInvalidRequest},
+		{"wrong version", `{"jsonrpc":"1.0","id":1,"method":"ping"}` + "\n", jsonrpc.CodeInvalidRequest},
+		{"too long", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 3000) + `"}}` + "\n", jsonrpc.CodeInvalidRequest},
+	}
+	for _, c := range cases {
+		p.send("\n  \r\n") // blank lines are skipped
+		p.send(c.line)
+		r := p.next()
+		if r.Error == nil || r.Error.Code != c.code || r.ID != nil {
+			t.Errorf("%s: got %+v (id %v), want error %d with a null id", c.name, r.Error, r.ID, c.code)
+		}
+	}
+	// The session survived all of that.
+	p.initialize()
+	p.send(`{"jsonrpc":"2.0","id":"str-id","method":"tools/call","params":{"name":"echo","arguments":{"text":"a\"b"}}}` + "\r\n")
+	r := p.next()
+	if r.ID != "str-id" || r.Error != nil {
+		t.Fatalf("tools/call: %+v", r)
+	}
+	var res struct {
+		Content []struct {
+			Type, Text string
+		} `json:"content"`
+		Structured map[string]any `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || res.Content[0].Type != "text" || res.Content[0].Text != `a"b` || res.Structured["bytes"] != 3.0 {
+		t.Errorf("result %s", r.Result)
+	}
+	// A line cut by EOF is still a message; then the session ends.
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	p.w.Close()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not end at EOF")
+	}
+}
+
+// closeRecorder is an input that records Close.
+type closeRecorder struct {
+	io.Reader
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *closeRecorder) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func TestServeStdioStops(t *testing.T) {
+	s := newTestServer(t, nil)
+	t.Run("ctx ends", func(t *testing.T) {
+		sr, cw := io.Pipe()
+		defer cw.Close()
+		in := &closeRecorder{Reader: sr, closed: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.ServeStdio(ctx, in, io.Discard) }()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("ServeStdio: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("ServeStdio did not stop")
+		}
+		select {
+		case <-in.closed:
+		default:
+			t.Error("input not closed")
+		}
+	})
+	t.Run("session refused", func(t *testing.T) {
+		refused := New(s.rt, func(context.Context) (*kernel.Session, error) { return nil, errors.New("no") }, nil)
+		in := &closeRecorder{Reader: strings.NewReader(""), closed: make(chan struct{})}
+		if err := refused.ServeStdio(context.Background(), in, io.Discard); err == nil || err.Error() != "no" {
+			t.Errorf("ServeStdio: %v", err)
+		}
+		select {
+		case <-in.closed:
+		default:
+			t.Error("input not closed")
+		}
+	})
+	t.Run("session of another runtime", func(t *testing.T) {
+		other := testRuntime(t)
+		wrong := New(s.rt, newSessionFunc(other), nil)
+		if err := wrong.ServeStdio(context.Background(), strings.NewReader(""), io.Discard); err == nil {
+			t.Error("served a session of another runtime")
+		}
+	})
+}
+
+// TestStdioConcurrentCalls: many calls in flight on one connection each get
+// their own result through the fast path.
+func TestStdioConcurrentCalls(t *testing.T) {
+	s := newTestServer(t, nil)
+	cs := connectStdio(t, s, nil, "")
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res *mcp.CallToolResult
+			var err error
+			var want string
+			if i%2 == 0 {
+				want = fmt.Sprintf("call %d", i)
+				res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": want}})
+			} else {
+				want = replaceInvalid(bigText(i * 3001))
+				res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"bytes": i * 3001}})
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			if got := res.Content[0].(*mcp.TextContent).Text; got != want {
+				errs <- fmt.Errorf("call %d: got %d bytes, want %d", i, len(got), len(want))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
