@@ -121,3 +121,36 @@ func TestParseOutputBound(t *testing.T) {
 		t.Fatalf("one past: %v", err)
 	}
 }
+
+// escapedArgs returns tool arguments of exactly size bytes: fields, then a
+// text of n '<' characters each escaped as \u003c (the worst case the input
+// bound allows for), then padding whitespace.
+func escapedArgs(t *testing.T, fields string, n, size int) json.RawMessage {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("{" + fields + `"text":"`)
+	b.WriteString(strings.Repeat(`\u003c`, n))
+	b.WriteString(`"`)
+	if pad := size - b.Len() - 1; pad >= 0 {
+		b.WriteString(strings.Repeat(" ", pad))
+	} else {
+		t.Fatalf("arguments exceed %d bytes before padding", size)
+	}
+	b.WriteString("}")
+	return json.RawMessage(b.String())
+}
+
+func TestParseInputBound(t *testing.T) {
+	s := toolSession(t, nil, capability.Parse)
+	fields := `"url":"` + source + `","limit":1,`
+	// At the bound the arguments reach the parser (which finds no XML);
+	// one byte more and the kernel refuses them.
+	args := escapedArgs(t, fields, limits.FeedMaxBytes, limits.FeedToolMaxInputBytes)
+	if _, err := s.Call(context.Background(), "feed_parse", args); fault.CodeOf(err) != fault.InvalidInput {
+		t.Fatalf("at the bound: %v", err)
+	}
+	args = escapedArgs(t, fields, limits.FeedMaxBytes, limits.FeedToolMaxInputBytes+1)
+	if _, err := s.Call(context.Background(), "feed_parse", args); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("one past the bound: %v", err)
+	}
+}

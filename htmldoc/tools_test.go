@@ -139,3 +139,35 @@ func TestExtractOutputBound(t *testing.T) {
 		t.Fatalf("one past the bound: %v", err)
 	}
 }
+
+// escapedArgs returns tool arguments of exactly size bytes: fields, then a
+// text of n '<' characters each escaped as \u003c (the worst case the input
+// bound allows for), then padding whitespace.
+func escapedArgs(t *testing.T, fields string, n, size int) json.RawMessage {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("{" + fields + `"text":"`)
+	b.WriteString(strings.Repeat(`\u003c`, n))
+	b.WriteString(`"`)
+	if pad := size - b.Len() - 1; pad >= 0 {
+		b.WriteString(strings.Repeat(" ", pad))
+	} else {
+		t.Fatalf("arguments exceed %d bytes before padding", size)
+	}
+	b.WriteString("}")
+	return json.RawMessage(b.String())
+}
+
+func TestExtractInputBound(t *testing.T) {
+	s := toolSession(t, nil, capability.Parse)
+	// A document at the HTML byte limit, fully escaped, fits the input
+	// bound; one more byte of arguments does not.
+	args := escapedArgs(t, `"select":"text",`, limits.HTMLMaxBytes, limits.HTMLToolMaxInputBytes)
+	if _, err := s.Call(context.Background(), "html_extract", args); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	args = escapedArgs(t, `"select":"text",`, limits.HTMLMaxBytes, limits.HTMLToolMaxInputBytes+1)
+	if _, err := s.Call(context.Background(), "html_extract", args); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("one past the bound: %v", err)
+	}
+}

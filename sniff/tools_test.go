@@ -84,3 +84,27 @@ func TestSniffTool(t *testing.T) {
 		})
 	}
 }
+
+func TestSniffInputBound(t *testing.T) {
+	b := kernel.NewBuilder(nil)
+	if err := RegisterTools(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := b.Build()
+	c, _ := capability.New("agent", []capability.Effect{capability.Parse}, capability.Scope{})
+	s, _ := rt.NewSession("agent", []capability.Capability{c}, nil)
+	// arguments of exactly size bytes: 4 MiB of '<', each escaped as
+	// \u003c, then padding whitespace.
+	args := func(size int) json.RawMessage {
+		var sb strings.Builder
+		sb.WriteString(`{"expect":"csv","text":"` + strings.Repeat(`\u003c`, limits.HTMLMaxBytes) + `"`)
+		sb.WriteString(strings.Repeat(" ", size-sb.Len()-1) + "}")
+		return json.RawMessage(sb.String())
+	}
+	if _, err := s.Call(context.Background(), "sniff", args(limits.SniffToolMaxInputBytes)); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	if _, err := s.Call(context.Background(), "sniff", args(limits.SniffToolMaxInputBytes+1)); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("one past the bound: %v", err)
+	}
+}
