@@ -19,6 +19,9 @@ import (
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*"))
 	for _, name := range files {
+		if st, err := os.Stat(name); err != nil || st.IsDir() {
+			continue
+		}
 		data, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

@@ -18,6 +18,9 @@ func FuzzCheck(f *testing.F) {
 	for _, dir := range []string{"testdata", "../htmldoc/testdata", "../feed/testdata"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for i, name := range files {
+			if st, err := os.Stat(name); err != nil || st.IsDir() {
+				continue
+			}
 			data, err := os.ReadFile(name)
 			if err != nil {
 				f.Fatal(err)
