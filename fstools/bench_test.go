@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,5 +126,27 @@ func BenchmarkEditFile1MiBExecutor(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// BenchmarkReadFile4MiBNaive is a reference point, not capkit code: the
+// common way to number a file's lines (read it whole, split, format each
+// line with fmt), with none of the tool's checks.
+func BenchmarkReadFile4MiBNaive(b *testing.B) {
+	root := tempRoot(b)
+	p := filepath.Join(root, "big.go")
+	writeFile(b, p, benchText(4<<20))
+	b.SetBytes(4 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out strings.Builder
+		for i, l := range strings.Split(string(data), "\n") {
+			fmt.Fprintf(&out, "%6d\t%s\n", i+1, l)
+		}
+		_ = out.String()
 	}
 }
