@@ -117,6 +117,10 @@ func (j *jail) try(t *testing.T, s *kernel.Session, tool string, args obj) error
 	}
 	if err != nil {
 		text += err.Error()
+		// An untrusted caller's errors never name host paths.
+		if strings.Contains(err.Error(), j.base) {
+			t.Errorf("%s %v: error names a host path: %v", tool, args, err)
+		}
 		if fe := fault.As(err); fe.Code == fault.Limit && strings.Contains(fe.Message, "time limit") ||
 			fe.Code == fault.Unavailable && strings.Contains(fe.Error(), "deadline") {
 			t.Errorf("%s %v hung until its deadline: %v", tool, args, err)
