@@ -150,3 +150,48 @@ func BenchmarkReadFile4MiBNaive(b *testing.B) {
 		_ = out.String()
 	}
 }
+
+// benchTree makes files files of a few lines each, 100 per directory.
+func benchTree(b *testing.B, files int) string {
+	root := tempRoot(b)
+	for i := range files {
+		writeFile(b, filepath.Join(root, fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d.go", i)),
+			fmt.Sprintf("package p\n\nfunc F%d() int { return %d }\n// TODO: nothing\n", i, i))
+	}
+	return root
+}
+
+// BenchmarkGrep2000Files greps a tree of 2,000 small files through the
+// kernel (walk, .gitignore lookups, read, RE2 search, 500 lines shown).
+func BenchmarkGrep2000Files(b *testing.B) {
+	root := benchTree(b, 2000)
+	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{Grep: {MaxCalls: limits.HardMaxCalls}}})
+	s := newSession(b, rt, allEffects, root)
+	args := json.RawMessage(`{"pattern":"func F\\d+"}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Call(ctx, Grep, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListDir1000 lists a directory of 1,000 files through the
+// kernel.
+func BenchmarkListDir1000(b *testing.B) {
+	root := tempRoot(b)
+	for i := range 1000 {
+		writeFile(b, filepath.Join(root, fmt.Sprintf("f%04d.txt", i)), "x")
+	}
+	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{ListDir: {MaxCalls: limits.HardMaxCalls}}})
+	s := newSession(b, rt, allEffects, root)
+	args := json.RawMessage(`{}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Call(ctx, ListDir, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
