@@ -84,26 +84,41 @@ func Parse(ctx context.Context, data []byte, sel Selection, opts *Options) (*Doc
 		doc.BaseURL = base.String()
 	}
 
-	whole := &extractor{base: base, marks: markedElement}
-	whole.walk(root)
-	if !opts.DisableAccessScreenCheck {
-		if se := detectScreen(root, doc.Title, whole.blocks, whole.marked); se != nil {
-			return nil, se
-		}
-	}
+	// Article selection first: an article with enough prose of its own
+	// settles the access-screen question (a screen has less prose in the
+	// whole page), so the whole page need not be walked.
 	shell := page.shellReason(root)
-	x := whole
+	var x *extractor
+	var info *ArticleInfo
+	none := ""
+	screened := opts.DisableAccessScreenCheck
 	if sel == SelectArticle {
-		n, method, none := chooseArticle(root)
-		var info *ArticleInfo
+		var n *node
+		var method string
+		n, method, none = chooseArticle(root)
 		if n != nil {
 			info = articleInfo(n, method, root.tlen)
 		}
 		if none == "" && n != nil {
-			x = &extractor{base: base}
+			x = &extractor{base: base, marks: markedElement, inMark: markedAncestors(n)}
 			x.walk(n)
 			none = checkArticle(n, x.blocks, info)
+			screened = screened || proseAtLeast(x.blocks, x.marked, screenProseChars)
 		}
+	}
+	if !screened || sel == SelectText {
+		whole := &extractor{base: base, marks: markedElement}
+		whole.walk(root)
+		if !opts.DisableAccessScreenCheck {
+			if se := detectScreen(root, doc.Title, whole.blocks, whole.marked); se != nil {
+				return nil, se
+			}
+		}
+		if sel == SelectText {
+			x = whole
+		}
+	}
+	if sel == SelectArticle {
 		if none != "" {
 			if shell != "" {
 				none = shell + "; " + none

@@ -400,3 +400,17 @@ func TestCountRawAttrs(t *testing.T) {
 		}
 	}
 }
+
+func TestArticleInsideScreenMarkup(t *testing.T) {
+	// The article's own prose settles the screen check only when it lies
+	// outside screen markup: here the whole article sits in a paywall
+	// container, as metered pages ship it.
+	article := strings.Repeat("<p>The committee met on Tuesday and agreed, after a long debate, to publish its findings in full next month.</p>", 12)
+	src := `<title>Report</title><div class="paywall-content"><article>` + article + `</article><p>Subscribe to continue reading.</p></div>`
+	for _, sel := range []Selection{SelectArticle, SelectText} {
+		var se *AccessScreenError
+		if _, err := Parse(context.Background(), []byte(src), sel, nil); !errors.As(err, &se) || se.Kind != ScreenPaywall {
+			t.Fatalf("%s: %v", sel, err)
+		}
+	}
+}

@@ -128,20 +128,7 @@ func detectScreen(root *node, title string, blocks []Block, marked []bool) *Acce
 	// holds, so most articles are decided within their first paragraphs.
 	prose := 0
 	for i, b := range blocks {
-		lower := strings.ToLower(b.Text)
-		found := false
-		for _, p := range phrases {
-			for _, s := range p.subs {
-				if strings.Contains(lower, s) {
-					ev.add(false, p.kind, "the text says \""+s+"\"")
-					found = true
-				}
-			}
-		}
-		if b.Kind == Heading && b.Level == 1 && titleError.MatchString(lower) && utf8.RuneCountInString(lower) < 80 {
-			ev.add(true, ScreenErrorPage, "the main heading names an error")
-		}
-		if !found && !marked[i] && (b.Kind == Paragraph || b.Kind == Quote) {
+		if isProseBlock(b, marked[i], ev) {
 			prose += utf8.RuneCountInString(b.Text)
 			if prose >= screenProseChars {
 				return nil
@@ -182,6 +169,54 @@ func detectScreen(root *node, title string, blocks []Block, marked []bool) *Acce
 	}
 	evidence = append(evidence, "only "+strconv.Itoa(prose)+" characters of prose")
 	return newAccessScreenError(best, evidence)
+}
+
+// isProseBlock reports whether b counts as prose for screen detection: a
+// paragraph or quote outside marked markup holding none of the screens'
+// phrases. With ev set, the phrases found are recorded as evidence.
+func isProseBlock(b Block, marked bool, ev *screenEvidence) bool {
+	lower := strings.ToLower(b.Text)
+	found := false
+	for _, p := range phrases {
+		for _, s := range p.subs {
+			if strings.Contains(lower, s) {
+				if ev == nil {
+					return false
+				}
+				ev.add(false, p.kind, "the text says \""+s+"\"")
+				found = true
+			}
+		}
+	}
+	if ev != nil && b.Kind == Heading && b.Level == 1 && titleError.MatchString(lower) && utf8.RuneCountInString(lower) < 80 {
+		ev.add(true, ScreenErrorPage, "the main heading names an error")
+	}
+	return !found && !marked && (b.Kind == Paragraph || b.Kind == Quote)
+}
+
+// proseAtLeast reports whether blocks hold at least n characters of prose
+// as detectScreen counts it.
+func proseAtLeast(blocks []Block, marked []bool, n int) bool {
+	prose := 0
+	for i, b := range blocks {
+		if isProseBlock(b, marked[i], nil) {
+			if prose += utf8.RuneCountInString(b.Text); prose >= n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// markedAncestors counts the marked elements above n.
+func markedAncestors(n *node) int {
+	k := 0
+	for p := n.parent; p != nil; p = p.parent {
+		if markedElement(p) {
+			k++
+		}
+	}
+	return k
 }
 
 // collectMarkup gathers strong evidence from elements, visible or not: a
