@@ -163,11 +163,13 @@ var (
 )
 
 // fileEffects are the defaults on a writable root; readEffects on a
-// read-only one.
+// read-only one. Both include parse: the document readers (JSON, CSV, HTML,
+// feeds) read only what read_file may read, and are deferred until
+// tool_search finds them.
 var (
 	fileEffects = []capability.Effect{capability.ReadFile, capability.WriteFile, capability.EditFile,
-		capability.MoveFile, capability.List, capability.Search}
-	readEffects = []capability.Effect{capability.ReadFile, capability.List, capability.Search}
+		capability.MoveFile, capability.List, capability.Search, capability.Parse}
+	readEffects = []capability.Effect{capability.ReadFile, capability.List, capability.Search, capability.Parse}
 )
 
 // Load reads, validates and resolves the configuration file at path.

@@ -180,11 +180,11 @@ func TestCapabilities(t *testing.T) {
 		want  []grant
 	}{
 		{"implicit default actor", base, DefaultActor, []grant{
-			{E(capability.ReadFile, capability.List, capability.Search, capability.ToolSearch), []string{rw, rw2, ro}, nil},
+			{E(capability.ReadFile, capability.List, capability.Search, capability.Parse, capability.ToolSearch), []string{rw, rw2, ro}, nil},
 			{E(capability.WriteFile, capability.EditFile, capability.MoveFile), []string{rw, rw2}, nil},
 		}},
 		{"read-only scope gets reading defaults", base + "[actor.r]\nroots = [\"ro\"]\n", "r", []grant{
-			{E(capability.ReadFile, capability.List, capability.Search, capability.ToolSearch), []string{ro}, nil},
+			{E(capability.ReadFile, capability.List, capability.Search, capability.Parse, capability.ToolSearch), []string{ro}, nil},
 		}},
 		{"explicit effects and resources", base + "[actor.w]\nroots = [\"rw2\", \"ro\"]\neffects = [\"read_file\", \"write_file\", \"catalog_read\"]\nresources = [\"notes\"]\n", "w", []grant{
 			{E(capability.ReadFile, capability.CatalogRead), []string{rw2, ro}, []string{"notes"}},

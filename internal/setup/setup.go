@@ -21,18 +21,49 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/config"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/feed"
+	"github.com/capkit/capkit/fileio"
+	"github.com/capkit/capkit/fs/local"
 	"github.com/capkit/capkit/fstools"
+	"github.com/capkit/capkit/htmldoc"
+	"github.com/capkit/capkit/journal"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/sniff"
+	"github.com/capkit/capkit/state"
+	"github.com/capkit/capkit/tabular"
+	"github.com/capkit/capkit/textjson"
+	"github.com/capkit/capkit/tree"
+	"github.com/capkit/capkit/zipfile"
 )
 
 // registrars register the capability packages' tools, in this order (the
 // order tools are listed in). Each reads its own section of h.Config and
-// may leave cleanup to h.Close with h.OnClose.
-//
-// ── The other capability packages register here, one line each: ──
-// ── func(b *kernel.Builder, h *Host) error { return xxx.RegisterTools(b, opts) }, ──
+// may leave cleanup to h.Close with h.OnClose. The file tools and the
+// readers that take a path share one local provider, h.files.
 var registrars = []func(b *kernel.Builder, h *Host) error{
-	func(b *kernel.Builder, _ *Host) error { return fstools.RegisterTools(b, nil) },
+	func(b *kernel.Builder, h *Host) error {
+		return fstools.RegisterTools(b, &fstools.Options{Provider: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return textjson.RegisterTools(b, &textjson.ToolOptions{Files: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return tabular.RegisterTools(b, &tabular.ToolOptions{Files: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return htmldoc.RegisterTools(b, &htmldoc.ToolOptions{Reader: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return feed.RegisterTools(b, &feed.ToolOptions{Reader: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return sniff.RegisterTools(b, &sniff.ToolOptions{Reader: h.files})
+	},
+	func(b *kernel.Builder, _ *Host) error { return fileio.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return tree.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return state.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return zipfile.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return journal.RegisterTools(b, nil) },
 	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]), issue 3: catalog_script.go.
 	registerCatalogs,
 	registerScript,
@@ -55,6 +86,9 @@ type Host struct {
 	// Log is the trusted detail log (never shown to a model).
 	Log *slog.Logger
 
+	// files is the local provider the file tools and path-reading tools
+	// share: one os.Root per root, opened on first use.
+	files   *local.Provider
 	closers []func() error
 }
 
@@ -66,7 +100,8 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	h := &Host{Config: cfg}
+	h := &Host{Config: cfg, files: local.New()}
+	h.OnClose(h.files.Close)
 	defer func() {
 		if err != nil {
 			h.Close()
