@@ -76,8 +76,19 @@ func (p *benchPeer) roundTrip(b *testing.B, req string, head []byte) int {
 	}
 }
 
-func benchCall(b *testing.B, fast bool, tool, args string) {
-	p := startBenchPeer(b, &Options{disableFastPath: !fast})
+// benchModes are the stdio paths: the direct call path (the default), the
+// SDK's request handling with the result fast path, and the SDK alone.
+var benchModes = []struct {
+	name string
+	opts Options
+}{
+	{"direct", Options{}},
+	{"sdk-request", Options{disableDirect: true}},
+	{"sdk", Options{disableDirect: true, disableFastPath: true}},
+}
+
+func benchCall(b *testing.B, opts Options, tool, args string) {
+	p := startBenchPeer(b, &opts)
 	defer p.stop()
 	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`+"\n", tool, args)
 	head := make([]byte, 64)
@@ -96,14 +107,16 @@ func benchCall(b *testing.B, fast bool, tool, args string) {
 // BenchmarkStdioSmallCall is one small tools/call round trip over pipes:
 // framing, the SDK's dispatch, the kernel, the response.
 func BenchmarkStdioSmallCall(b *testing.B) {
-	b.Run("fastpath", func(b *testing.B) { benchCall(b, true, "echo", `{"text":"hello"}`) })
-	b.Run("sdk-encoder", func(b *testing.B) { benchCall(b, false, "echo", `{"text":"hello"}`) })
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchCall(b, m.opts, "echo", `{"text":"hello"}`) })
+	}
 }
 
 // BenchmarkStdio4MiBResult is a tools/call returning 4 MiB of text that
 // needs quoting (newlines, tabs, quotes) over pipes.
 func BenchmarkStdio4MiBResult(b *testing.B) {
 	args := fmt.Sprintf(`{"bytes":%d}`, 4*limits.MiB)
-	b.Run("fastpath", func(b *testing.B) { benchCall(b, true, "big", args) })
-	b.Run("sdk-encoder", func(b *testing.B) { benchCall(b, false, "big", args) })
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchCall(b, m.opts, "big", args) })
+	}
 }

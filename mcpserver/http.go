@@ -104,10 +104,17 @@ type httpHandler struct {
 	token    *[sha256.Size]byte
 
 	mu       sync.Mutex
-	count    int // live sessions plus sessions being created
+	pending  int // requests that may create a session, in flight
 	live     map[*mcp.ServerSession]bool
 	stopping bool
 }
+
+// maxPendingSessions bounds the requests without a session id served at
+// once. It is separate from Options.MaxSessions because the SDK's client
+// sends a second such request (initialize, after a refused
+// server/discover) as soon as the first is answered, before the first's
+// handler has finished.
+const maxPendingSessions = 16
 
 // bindingKey carries a new session's binding from ServeHTTP to getServer.
 type bindingKey struct{}
@@ -184,7 +191,7 @@ func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request) {
 	}
 	ks, err := h.s.startSession(r.Context())
 	if err != nil {
-		h.release()
+		h.admit(nil)
 		h.s.log.Error("mcp: cannot start a session", slog.String("error", err.Error()))
 		http.Error(w, "cannot start a session", http.StatusInternalServerError)
 		return
@@ -199,36 +206,34 @@ func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request) {
 			ss = x
 		}
 	}
-	if ss == nil {
-		h.release()
-		return
-	}
-	h.track(ss)
+	h.admit(ss)
 }
 
+// reserve admits a request that may create a session.
 func (h *httpHandler) reserve() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopping || h.count >= h.s.opts.MaxSessions {
+	if h.stopping || len(h.live) >= h.s.opts.MaxSessions || h.pending >= maxPendingSessions {
 		return false
 	}
-	h.count++
+	h.pending++
 	return true
 }
 
-func (h *httpHandler) release() {
+// admit ends a reserved request and keeps the session it created, if any,
+// until it ends. A session beyond MaxSessions (requests that raced to
+// create one) is closed: the bound holds.
+func (h *httpHandler) admit(ss *mcp.ServerSession) {
 	h.mu.Lock()
-	h.count--
-	h.mu.Unlock()
-}
-
-// track keeps a live session until it ends.
-func (h *httpHandler) track(ss *mcp.ServerSession) {
-	h.mu.Lock()
-	if h.stopping {
+	h.pending--
+	if ss == nil {
 		h.mu.Unlock()
+		return
+	}
+	if h.stopping || len(h.live) >= h.s.opts.MaxSessions {
+		h.mu.Unlock()
+		h.s.log.Warn("mcp: session closed: too many sessions")
 		ss.Close()
-		h.release()
 		return
 	}
 	h.live[ss] = true
@@ -237,7 +242,6 @@ func (h *httpHandler) track(ss *mcp.ServerSession) {
 		ss.Wait()
 		h.mu.Lock()
 		delete(h.live, ss)
-		h.count--
 		h.mu.Unlock()
 	}()
 }

@@ -299,3 +299,51 @@ func TestSplitHost(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPAdmitHoldsBound: sessions created by requests that raced past
+// the check are closed once MaxSessions are live.
+func TestHTTPAdmitHoldsBound(t *testing.T) {
+	s := newTestServer(t, &Options{MaxSessions: 1})
+	h := s.http
+	session := func() *mcp.ServerSession {
+		ks, err := s.startSession(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := s.bind(ks, nil).ms.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := newClient(nil).Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return ss
+	}
+	if !h.reserve() || !h.reserve() {
+		t.Fatal("two creating requests refused")
+	}
+	first, second := session(), session()
+	h.admit(first)
+	h.admit(second)
+	done := make(chan struct{})
+	go func() { second.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session past the bound was not closed")
+	}
+	if h.reserve() {
+		t.Error("a creating request admitted with MaxSessions live")
+	}
+	first.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !h.reserve() {
+		if time.Now().After(deadline) {
+			t.Fatal("slot never freed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

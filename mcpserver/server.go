@@ -101,9 +101,11 @@ type Options struct {
 	// request; zero means limits.MCPDefaultSessionIdle.
 	SessionIdleTimeout time.Duration
 
-	// disableFastPath makes stdio results go through the SDK's encoder, for
-	// the tests and benchmarks that compare the two paths.
+	// disableFastPath makes stdio results go through the SDK's encoder, and
+	// disableDirect stdio calls through the SDK's request handling, for the
+	// tests and benchmarks that compare the paths.
 	disableFastPath bool
+	disableDirect   bool
 }
 
 // Server serves one kernel runtime's tools over MCP. It is safe for
@@ -241,41 +243,19 @@ func (b *binding) route(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// handle runs one tools/call through the kernel.
+// handle runs one tools/call through the kernel (the SDK's path).
 func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 	}
-	args := p.Arguments
-	switch first := firstByte(args); first {
-	case 0:
-		args = nil
-	case 'n': // null: no arguments
-		if strings.TrimSpace(string(args)) == "null" {
-			args = nil
-		} else {
-			return nil, errArgsNotObject
-		}
-	case '{':
-	default:
-		return nil, errArgsNotObject
-	}
-	res, err := b.ks.Call(ctx, p.Name, args)
-	if err != nil {
-		if _, _, known := b.ks.Runtime().Catalog().Lookup(p.Name); !known {
-			// The kernel audited the attempt; to the client an unknown tool
-			// is a protocol error, as the SDK reports it.
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", clip(p.Name))}
-		}
-		return b.faultResult(err), nil
-	}
-	if len(res.Structured) > 0 && !jsontext.Value(res.Structured).IsValid() {
-		// A raw handler's bug; encoding it would break the response.
-		b.srv.log.Error("mcp: tool returned invalid structured content", slog.String("tool", p.Name))
-		return b.faultResult(fault.New(fault.Internal, "tool %s returned invalid structured content", p.Name)), nil
-	}
-	if b.fast != nil {
+	res, failed, err := b.call(ctx, p.Name, p.Arguments)
+	switch {
+	case err != nil:
+		return nil, err
+	case failed != nil:
+		return failed, nil
+	case b.fast != nil:
 		return b.fast.placeholder(res), nil
 	}
 	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
@@ -283,6 +263,39 @@ func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		r.StructuredContent = res.Structured
 	}
 	return r, nil
+}
+
+// call runs one call through the kernel. It returns the kernel's result, or
+// the isError result of a failure, or a protocol error (unknown tool,
+// arguments that are not an object).
+func (b *binding) call(ctx context.Context, name string, args json.RawMessage) (*kernel.Result, *mcp.CallToolResult, error) {
+	switch first := firstByte(args); first {
+	case 0:
+		args = nil
+	case 'n': // null: no arguments
+		if strings.TrimSpace(string(args)) != "null" {
+			return nil, nil, errArgsNotObject
+		}
+		args = nil
+	case '{':
+	default:
+		return nil, nil, errArgsNotObject
+	}
+	res, err := b.ks.Call(ctx, name, args)
+	if err != nil {
+		if _, _, known := b.ks.Runtime().Catalog().Lookup(name); !known {
+			// The kernel audited the attempt; to the client an unknown tool
+			// is a protocol error, as the SDK reports it.
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", clip(name))}
+		}
+		return nil, b.faultResult(err), nil
+	}
+	if len(res.Structured) > 0 && !jsontext.Value(res.Structured).IsValid() {
+		// A raw handler's bug; encoding it would break the response.
+		b.srv.log.Error("mcp: tool returned invalid structured content", slog.String("tool", name))
+		return nil, b.faultResult(fault.New(fault.Internal, "tool %s returned invalid structured content", name)), nil
+	}
+	return res, nil, nil
 }
 
 var errArgsNotObject = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call arguments must be a JSON object"}

@@ -101,6 +101,12 @@ func testRuntime(t testing.TB) *kernel.Runtime {
 		func(context.Context, *kernel.Call, struct{}) (plainOut, error) {
 			return plainOut{}, fault.Wrap(fault.IO, errors.New("read /secret/host/path: EIO"), "reading failed")
 		}))
+	must(kernel.AddTool(b, kernel.Policy{Name: "slow"},
+		kernel.Meta{Effect: capability.ReadFile, Hot: true, Description: "Waits until canceled."},
+		func(ctx context.Context, _ *kernel.Call, _ struct{}) (plainOut, error) {
+			<-ctx.Done()
+			return plainOut{}, ctx.Err()
+		}))
 	must(b.Register(kernel.Policy{Name: "bad_structured"},
 		kernel.Meta{Effect: capability.ReadFile, Hot: true, Description: "Returns invalid structured content."},
 		mustObjectSchema(), nil,
@@ -145,7 +151,8 @@ type transportMode struct {
 
 var modes = []transportMode{
 	{"sdk-inmemory", connectSDK},
-	{"stdio-fastpath", connectStdio},
+	{"stdio", connectStdio},
+	{"stdio-sdk-request", connectStdioSDKRequest},
 	{"http", connectHTTP},
 }
 
@@ -451,11 +458,11 @@ func TestBigResultSamePaths(t *testing.T) {
 	// The fast path must give the client exactly what the SDK's encoder
 	// gives, for text that needs every kind of quoting and crosses the
 	// quoting chunks.
-	for _, n := range []int{0, 1, escapeChunkBytes - 1, escapeChunkBytes + 3, 3*escapeChunkBytes + 7, 4 * limits.MiB} {
+	for _, n := range []int{0, 1, escapeChunkBytes - 1, escapeChunkBytes + 3, 3*escapeChunkBytes + 7, flushBytes + 3*escapeChunkBytes} {
 		var got []string
-		for _, mode := range []transportMode{{"sdk", connectSDK}, {"stdio", connectStdio}, {"stdio-nofast", connectStdioNoFast}} {
+		for _, mode := range []transportMode{{"sdk", connectSDK}, {"stdio", connectStdio}, {"stdio-sdk-request", connectStdioSDKRequest}, {"stdio-nofast", connectStdioNoFast}} {
 			s := newTestServer(t, nil)
-			cs := mode.connect(t, s, nil, "")
+			cs := mode.connect(t, s, nil, "2025-11-25")
 			r := call(t, cs, "big", map[string]any{"bytes": n})
 			if r.IsError {
 				t.Fatalf("%s: %s", mode.name, text(t, r))
@@ -474,7 +481,15 @@ func TestBigResultSamePaths(t *testing.T) {
 	}
 }
 
+// connectStdioNoFast serves stdio through the SDK alone.
 func connectStdioNoFast(t *testing.T, s *Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
-	s.opts.disableFastPath = true
+	s.opts.disableFastPath, s.opts.disableDirect = true, true
+	return connectStdio(t, s, copts, version)
+}
+
+// connectStdioSDKRequest serves stdio calls through the SDK's request
+// handling, with the result fast path.
+func connectStdioSDKRequest(t *testing.T, s *Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	s.opts.disableDirect = true
 	return connectStdio(t, s, copts, version)
 }

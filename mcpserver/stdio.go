@@ -65,6 +65,9 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 
 func (s *Server) serveConn(ctx context.Context, ks *kernel.Session, c *stdioConn) error {
 	b := s.bind(ks, c.fast)
+	if !s.opts.disableDirect {
+		c.direct = newDirectCalls(ctx, b)
+	}
 	ss, err := b.ms.Connect(ctx, transport{c}, nil)
 	if err != nil {
 		c.Close()
@@ -73,6 +76,9 @@ func (s *Server) serveConn(ctx context.Context, ks *kernel.Session, c *stdioConn
 	done := make(chan struct{})
 	go func() {
 		ss.Wait()
+		if c.direct != nil {
+			c.direct.stop()
+		}
 		close(done)
 	}()
 	select {
@@ -108,6 +114,8 @@ type stdioConn struct {
 	buf  []byte // pending output: at most flushBytes plus one escaped chunk
 	werr error
 	fast *fastPath
+
+	direct *directCalls // set before the SDK connects; nil when disabled
 }
 
 // line is one framed input line, or why there is none.
@@ -262,6 +270,16 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.reject(jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message: "+err.Error())
 			continue
 		}
+		if req, ok := msg.(*jsonrpc.Request); ok && c.direct != nil {
+			switch req.Method {
+			case "tools/call":
+				if req.IsCall() && c.direct.take(c, req) {
+					continue
+				}
+			case "notifications/cancelled":
+				c.direct.cancelled(req.Params)
+			}
+		}
 		return msg, nil
 	}
 }
@@ -382,6 +400,50 @@ func (c *stdioConn) writeResult(id jsonrpc.ID, res *kernel.Result, before, after
 	}
 	c.put(after)
 	c.buf = append(c.buf, "}\n"...)
+}
+
+// writeDirect writes the response to a call the direct path ran: what the
+// SDK writes for the same outcome.
+func (c *stdioConn) writeDirect(id jsonrpc.ID, res *kernel.Result, failed *mcp.CallToolResult, perr error) {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if res != nil {
+		c.writeResult(id, res, []byte("{"), []byte("}"))
+		c.flush()
+		return
+	}
+	resp := &jsonrpc.Response{ID: id, Error: perr}
+	if perr == nil {
+		data, err := marshalResult(failed)
+		if err != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result failed"}
+		}
+		resp.Result = data
+	}
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		return
+	}
+	c.put(data)
+	c.buf = append(c.buf, '\n')
+	c.flush()
+}
+
+// marshalResult encodes a result as the SDK does: encoding/json without
+// HTML escaping.
+func marshalResult(r *mcp.CallToolResult) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // writeEscaped writes s as the inside of a JSON string, escaping it a

@@ -20,6 +20,7 @@ import (
 
 // rawPeer drives ServeStdio with raw lines.
 type rawPeer struct {
+	c    *stdioConn
 	t    *testing.T
 	w    *io.PipeWriter
 	r    *bufio.Reader
@@ -48,7 +49,7 @@ func startRaw(t *testing.T, s *Server, maxLine int) *rawPeer {
 	if maxLine > 0 {
 		c.max = maxLine
 	}
-	p := &rawPeer{t: t, w: cw, r: bufio.NewReader(cr), done: make(chan error, 1)}
+	p := &rawPeer{c: c, t: t, w: cw, r: bufio.NewReader(cr), done: make(chan error, 1)}
 	go func() { p.done <- s.serveConn(context.Background(), ks, c) }()
 	t.Cleanup(func() {
 		cw.Close()
@@ -61,6 +62,19 @@ func (p *rawPeer) send(line string) {
 	p.t.Helper()
 	if _, err := io.WriteString(p.w, line); err != nil {
 		p.t.Fatal(err)
+	}
+}
+
+// nextRaw reads the next line that is not a notification.
+func (p *rawPeer) nextRaw() (string, error) {
+	for {
+		line, err := p.r.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		if !strings.Contains(line[:min(len(line), 64)], `"method"`) {
+			return line, nil
+		}
 	}
 }
 
@@ -239,5 +253,96 @@ func TestStdioConcurrentCalls(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestDirectCallsMatchSDK: the direct call path and the result fast path
+// write, byte for byte, the responses the SDK writes.
+func TestDirectCallsMatchSDK(t *testing.T) {
+	requests := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"<a&b> \"q\" \\ é\u2028"}}}`,
+		`{"jsonrpc":"2.0","id":"s-2","method":"tools/call","params":{"name":"big","arguments":{"bytes":70000}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"busy"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_thing","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"no<such>tool","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":5}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"limited","arguments":null}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"limited"}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"limited","_meta":{"progressToken":"p"}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"bad_structured"}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"broken_io"}}`,
+		`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"rare"}}}`,
+		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+		`{"jsonrpc":"2.0","id":16,"method":"tools/list"}`,
+	}
+	run := func(opts *Options) ([]string, *stdioConn) {
+		s := newTestServer(t, opts)
+		p := startRaw(t, s, 0)
+		p.initialize()
+		var out []string
+		for _, r := range requests {
+			p.send(r + "\n")
+			line, err := p.nextRaw()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, line)
+		}
+		return out, p.c
+	}
+	sdk, _ := run(&Options{disableDirect: true, disableFastPath: true})
+	for name, opts := range map[string]*Options{
+		"direct":      {},
+		"sdk-request": {disableDirect: true},
+	} {
+		got, c := run(opts)
+		// The paths under test were taken: 13 legacy calls (the one without
+		// a name, the stateless one and tools/list go to the SDK), and on
+		// the SDK's request path the 6 successful results.
+		if c.direct != nil {
+			if n := c.direct.served.Load(); n != 13 {
+				t.Errorf("%s: the direct path served %d calls, want 13", name, n)
+			}
+		} else if c.fast.seq != 6 {
+			t.Errorf("%s: the result fast path carried %d results, want 6", name, c.fast.seq)
+		}
+		for i := range requests {
+			if got[i] != sdk[i] {
+				t.Errorf("%s, request %d:\n got  %.300s\n want %.300s", name, i+1, got[i], sdk[i])
+			}
+		}
+	}
+}
+
+// TestDirectCallCancelled: a direct call the client cancels sees its
+// context cancelled and gets no response.
+func TestDirectCallCancelled(t *testing.T) {
+	s := newTestServer(t, nil)
+	p := startRaw(t, s, 0)
+	p.initialize()
+	p.send(`{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"slow"}}` + "\n")
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-1","reason":"test"}}` + "\n")
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}` + "\n")
+	r := p.next()
+	if r.ID != 2.0 {
+		t.Fatalf("first response is for %v, want 2 (the cancelled call must get none)", r.ID)
+	}
+	if p.c.direct.served.Load() != 2 {
+		t.Errorf("direct path served %d calls", p.c.direct.served.Load())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.c.direct.mu.Lock()
+		n := len(p.c.direct.inflight)
+		p.c.direct.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled call never ended")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
