@@ -25,23 +25,40 @@ func appendEscaped(dst []byte, s string) []byte {
 	i := 0
 	for i < len(s) {
 		if len(dst)-n < 16 { // room for a word and the longest escape
-			dst = slices.Grow(dst[:n], len(dst)+len(s)-i)
+			dst = slices.Grow(dst[:n], 16+len(s)-i)
 			dst = dst[:cap(dst)]
 		}
+		var c byte
 		if i+8 <= len(s) {
-			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			binary.LittleEndian.PutUint64(dst[n:], w)
+			b := s[i : i+8]
+			w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+				uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+			binary.LittleEndian.PutUint64(dst[n:n+8], w)
 			m := attention(w)
 			if m == 0 {
 				i, n = i+8, n+8
 				continue
 			}
-			k := bits.TrailingZeros64(m) / 8
+			k := bits.TrailingZeros64(m) >> 3
 			i, n = i+k, n+k
+			c = byte(w >> (k * 8))
+		} else {
+			c = s[i]
 		}
-		switch c := s[i]; {
-		case c >= utf8.RuneSelf:
+		switch {
+		case c < 0x20 || c == '"' || c == '\\':
+			if e := shortEscape[c]; e != 0 {
+				dst[n], dst[n+1] = '\\', e
+				n += 2
+			} else {
+				dst[n], dst[n+1], dst[n+2], dst[n+3], dst[n+4], dst[n+5] = '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf]
+				n += 6
+			}
+			i++
+		case c < utf8.RuneSelf:
+			dst[n] = c
+			i, n = i+1, n+1
+		default:
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
 				n += copy(dst[n:], "\ufffd")
@@ -49,17 +66,6 @@ func appendEscaped(dst []byte, s string) []byte {
 				n += copy(dst[n:], s[i:i+size])
 			}
 			i += size
-		case c < 0x20 || c == '"' || c == '\\':
-			if e := shortEscape[c]; e != 0 {
-				dst[n], dst[n+1] = '\\', e
-				n += 2
-			} else {
-				n += copy(dst[n:], []byte{'\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf]})
-			}
-			i++
-		default:
-			dst[n] = c
-			i, n = i+1, n+1
 		}
 	}
 	return dst[:n]
