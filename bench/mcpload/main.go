@@ -69,6 +69,8 @@ func main() {
 	scale := flag.Float64("scale", 1, "multiplies every scenario's call count")
 	startups := flag.Int("startups", 10, "start-up measurements per server")
 	md := flag.String("md", "", "write the markdown report here (default stdout)")
+	results := flag.String("results", "", "replace (or add) the report's section in this markdown file")
+	section := flag.String("section", "MCP server vs reference filesystem server", "the section's title in -results")
 	command := flag.String("command", "", "the command line to print in the report")
 	only := flag.String("only", "", "comma-separated scenarios to run (default all)")
 	flag.Parse()
@@ -76,13 +78,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(servers, *dir, *scale, *startups, *md, *command, *only); err != nil {
+	if err := run(servers, *dir, *scale, *startups, *md, *command, *only, *results, *section); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(servers serverFlags, dir string, scale float64, startups int, mdPath, command, only string) error {
+func run(servers serverFlags, dir string, scale float64, startups int, mdPath, command, only, results, section string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -122,16 +124,58 @@ func run(servers serverFlags, dir string, scale float64, startups int, mdPath, c
 		}
 		starts = append(starts, st)
 	}
-	out := os.Stdout
-	if mdPath != "" {
-		f, err := os.Create(mdPath)
-		if err != nil {
+	var b strings.Builder
+	if err := report(&b, rows, starts, command); err != nil {
+		return err
+	}
+	if results != "" {
+		if err := replaceSection(results, section, b.String()); err != nil {
 			return err
 		}
-		defer f.Close()
-		out = f
 	}
-	return report(out, rows, starts, command)
+	if mdPath != "" {
+		return os.WriteFile(mdPath, []byte(b.String()), 0o644)
+	}
+	if results == "" {
+		_, err := io.WriteString(os.Stdout, b.String())
+		return err
+	}
+	return nil
+}
+
+// replaceSection replaces the section "## title" of a markdown file (up to
+// the next "## " heading) with body, or appends it.
+func replaceSection(path, title, body string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	heading := "## " + title
+	text := string(data)
+	section := heading + "\n\n" + strings.TrimRight(body, "\n") + "\n"
+	lines := strings.SplitAfter(text, "\n")
+	start, end := -1, len(lines)
+	for i, l := range lines {
+		if strings.TrimRight(l, "\n") == heading {
+			start = i
+			continue
+		}
+		if start >= 0 && i > start && strings.HasPrefix(l, "## ") {
+			end = i
+			break
+		}
+	}
+	if start < 0 {
+		if text != "" && !strings.HasSuffix(text, "\n\n") {
+			text = strings.TrimRight(text, "\n") + "\n\n"
+		}
+		return os.WriteFile(path, []byte(text+section), 0o644)
+	}
+	rest := strings.Join(lines[end:], "")
+	if rest != "" {
+		section += "\n"
+	}
+	return os.WriteFile(path, []byte(strings.Join(lines[:start], "")+section+rest), 0o644)
 }
 
 // A scenario is a sequence of calls; each server kind has its own way of

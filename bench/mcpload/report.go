@@ -24,6 +24,16 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 		"peak RSS is its VmHWM (/proc/PID/status).\n\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 
+	b.WriteString("Workload (each server's natural equivalent of each step):\n\n")
+	b.WriteString("| scenario | what | capkit | reference |\n|---|---|---|---|\n")
+	for _, w := range workload {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", w[0], w[1], w[2], w[3])
+	}
+	b.WriteString("\nThe servers' answers differ in form: capkit's read_file numbers the lines (cat -n style, a few more bytes) and sends the text once, with a small " +
+		"structured summary; the reference sends the file's text twice (as text content and again as structured content). capkit's grep searches file " +
+		"contents; the reference has no content search, so its row is search_files, which walks the same 2,000 files matching names. capkit's edit_file " +
+		"requires that the session read the file first (one read before warm-up, on both servers) and makes each edit durable (temporary file, fsync, rename); " +
+		"the reference's returns a diff of the whole file.\n\n")
 	b.WriteString("| scenario | server | tool | calls | calls/s | p50 ms | p99 ms | server CPU/call ms | peak RSS MiB | response text KiB |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
@@ -89,6 +99,15 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// workload describes the scenarios for the report.
+var workload = [][4]string{
+	{"small_read", "read a 100-line (4 KiB) file", "`read_file {path}`", "`read_text_file {path}`"},
+	{"read_4mib", "read a whole 4 MiB file (65,536 lines)", "`read_file {path, limit: 100000}`", "`read_text_file {path}`"},
+	{"edit_1mib", "replace one unique string in a 1 MiB file", "`edit_file {path, old_string, new_string}`", "`edit_file {path, edits: [{oldText, newText}]}`"},
+	{"list_1000", "list a directory of 1,000 files", "`list_dir {path}`", "`list_directory {path}`"},
+	{"grep_2000", "search 2,000 files in 20 directories", "`grep {pattern: \"needle_[0-9]+\", path}` (contents; 200 files match)", "`search_files {path, pattern: \"**/*5.txt\"}` (names; 200 match)"},
 }
 
 func mark(ok bool) string {
