@@ -16,9 +16,10 @@ import (
 // ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
 // value.
 type ToolOptions struct {
-	// Reader reads the path argument, confined to the session's read
-	// roots. Nil refuses paths: feeds must then be passed as text.
-	Reader capfs.FileReader
+	// Files reads the file a path argument names, confined to the
+	// session's read_file roots. Nil refuses path arguments (denied):
+	// feeds must then be passed as text.
+	Files capfs.FileReader
 }
 
 // ParseArgs are feed_parse's arguments.
@@ -56,15 +57,15 @@ Example: {"path": "feeds/news.xml", "url": "https://example.org/feed.xml", "limi
 
 // RegisterTools registers feed_parse (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	if opts == nil {
-		opts = &ToolOptions{}
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
 	}
-	reader := opts.Reader
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "feed_parse", MaxInputBytes: limits.FeedToolMaxInputBytes},
 		kernel.Meta{Effect: capability.Parse, Summary: "Read an RSS or Atom feed's entries, with dates, duplicates and omissions reported.", Description: parseDescription},
 		func(ctx context.Context, call *kernel.Call, in ParseArgs) (ParseResult, error) {
-			data, err := toolinput.Read(ctx, call, reader, in.Text, in.Path, limits.FeedMaxBytes, "feed")
+			data, err := toolinput.Read(ctx, call, o.Files, in.Text, in.Path, limits.FeedMaxBytes, "feed")
 			if err != nil {
 				return ParseResult{}, err
 			}

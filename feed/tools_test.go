@@ -61,7 +61,7 @@ func TestParseTool(t *testing.T) {
 		data, _ := json.Marshal(m)
 		return data
 	}
-	withReader := &ToolOptions{Reader: reader}
+	withReader := &ToolOptions{Files: reader}
 	both := []capability.Effect{capability.Parse, capability.ReadFile}
 	cases := []struct {
 		name    string

@@ -16,9 +16,10 @@ import (
 // ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
 // value.
 type ToolOptions struct {
-	// Reader reads the path argument, confined to the session's read
-	// roots. Nil refuses paths: documents must then be passed as text.
-	Reader capfs.FileReader
+	// Files reads the file a path argument names, confined to the
+	// session's read_file roots. Nil refuses path arguments (denied):
+	// documents must then be passed as text.
+	Files capfs.FileReader
 }
 
 // ExtractArgs are html_extract's arguments.
@@ -55,10 +56,10 @@ Example: {"path": "pages/post.html", "select": "article", "base_url": "https://e
 
 // RegisterTools registers html_extract (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	if opts == nil {
-		opts = &ToolOptions{}
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
 	}
-	reader := opts.Reader
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "html_extract", MaxInputBytes: limits.HTMLToolMaxInputBytes},
 		kernel.Meta{Effect: capability.Parse, Summary: "Read an HTML page's text or main article, rejecting access screens.", Description: extractDescription},
@@ -67,7 +68,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			if err != nil {
 				return ExtractResult{}, err
 			}
-			data, err := toolinput.Read(ctx, call, reader, in.Text, in.Path, limits.HTMLMaxBytes, "HTML")
+			data, err := toolinput.Read(ctx, call, o.Files, in.Text, in.Path, limits.HTMLMaxBytes, "HTML")
 			if err != nil {
 				return ExtractResult{}, err
 			}

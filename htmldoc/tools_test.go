@@ -74,15 +74,15 @@ func TestExtractTool(t *testing.T) {
 	}{
 		{"inline text", nil, []capability.Effect{capability.Parse},
 			args(map[string]any{"text": "<title>T</title><h1>Hello</h1><p>world</p>", "select": "text"}), "", "# Hello\n\nworld"},
-		{"path article", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+		{"path article", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
 			args(map[string]any{"path": "news.html", "select": "article", "base_url": fixtureBase}), "", "Article: article.story"},
-		{"access screen", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+		{"access screen", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
 			args(map[string]any{"path": "login.html", "select": "text"}), fault.Integrity, ""},
 		{"path without reader", nil, []capability.Effect{capability.Parse},
 			args(map[string]any{"path": "news.html", "select": "text"}), fault.Denied, ""},
-		{"path without read roots", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse},
+		{"path without read roots", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse},
 			args(map[string]any{"path": "news.html", "select": "text"}), fault.Denied, ""},
-		{"text and path", &ToolOptions{Reader: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+		{"text and path", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
 			args(map[string]any{"path": "news.html", "text": "<p>x", "select": "text"}), fault.InvalidInput, ""},
 		{"neither", nil, []capability.Effect{capability.Parse}, args(map[string]any{"select": "text"}), fault.InvalidInput, ""},
 		{"missing select", nil, []capability.Effect{capability.Parse}, args(map[string]any{"text": "<p>x"}), fault.InvalidInput, ""},
@@ -111,7 +111,7 @@ func TestExtractTool(t *testing.T) {
 		})
 	}
 	// An access screen's message reaches an untrusted caller intact.
-	s := toolSession(t, &ToolOptions{Reader: reader}, capability.Parse, capability.ReadFile)
+	s := toolSession(t, &ToolOptions{Files: reader}, capability.Parse, capability.ReadFile)
 	_, err := s.Call(context.Background(), "html_extract", args(map[string]any{"path": "login.html", "select": "article"}))
 	if !strings.Contains(err.Error(), "login wall") {
 		t.Fatalf("message %v", err)

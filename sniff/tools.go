@@ -13,9 +13,10 @@ import (
 // ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
 // value.
 type ToolOptions struct {
-	// Reader reads the path argument, confined to the session's read
-	// roots. Nil refuses paths: bodies must then be passed as text.
-	Reader capfs.FileReader
+	// Files reads the file a path argument names, confined to the
+	// session's read_file roots. Nil refuses path arguments (denied):
+	// bodies must then be passed as text.
+	Files capfs.FileReader
 }
 
 // CheckArgs are sniff's arguments.
@@ -34,10 +35,10 @@ Example: {"path": "downloads/report.json", "expect": "json", "media_type": "appl
 
 // RegisterTools registers sniff (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	if opts == nil {
-		opts = &ToolOptions{}
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
 	}
-	reader := opts.Reader
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "sniff", MaxInputBytes: limits.SniffToolMaxInputBytes},
 		kernel.Meta{Effect: capability.Parse, Summary: "Check a response body is the expected format (json, feed, html, pdf, csv) and not an access screen.", Description: checkDescription},
@@ -46,7 +47,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			if err != nil {
 				return Report{}, err
 			}
-			data, err := toolinput.Read(ctx, call, reader, in.Text, in.Path, limits.SniffMaxBytes, "response body")
+			data, err := toolinput.Read(ctx, call, o.Files, in.Text, in.Path, limits.SniffMaxBytes, "response body")
 			if err != nil {
 				return Report{}, err
 			}

@@ -33,7 +33,7 @@ func (f fakeReader) ReadFile(_ context.Context, caps capability.Set, path string
 func TestSniffTool(t *testing.T) {
 	reader := fakeReader{"report.pdf": read(t, "testdata/report.pdf"), "login.html": read(t, "../htmldoc/testdata/screen_login.html")}
 	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, &ToolOptions{Reader: reader}); err != nil {
+	if err := RegisterTools(b, &ToolOptions{Files: reader}); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := b.Build()

@@ -33,11 +33,6 @@ type SourceArgs struct {
 	MaxBytes int64  `json:"max_bytes,omitempty" jsonschema:"input byte limit; default and maximum are in the tool description"`
 }
 
-// load returns the bytes the arguments name, bounded by max.
-func (a SourceArgs) load(ctx context.Context, call *kernel.Call, files fs.FileReader, max int64, what string) ([]byte, error) {
-	return toolinput.Read(ctx, call, files, a.Text, a.Path, max, what)
-}
-
 // TextResult is what text_validate returns.
 type TextResult struct {
 	TextInfo
@@ -95,7 +90,7 @@ Example: {"path": "notes/readme.txt"}`, limits.TextDefaultBytes/limits.MiB, limi
 		if err != nil {
 			return TextResult{}, err
 		}
-		data, err := in.load(ctx, call, o.Files, max, "text")
+		data, err := toolinput.Read(ctx, call, o.Files, in.Text, in.Path, max, "text")
 		if err != nil {
 			return TextResult{}, err
 		}
@@ -120,7 +115,7 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 		if err != nil {
 			return JSONResult{}, err
 		}
-		data, err := in.load(ctx, call, o.Files, max, "JSON")
+		data, err := toolinput.Read(ctx, call, o.Files, in.Text, in.Path, max, "JSON")
 		if err != nil {
 			return JSONResult{}, err
 		}
@@ -143,7 +138,7 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 		if err != nil {
 			return CanonicalResult{}, err
 		}
-		data, err := in.load(ctx, call, o.Files, max, "JSON")
+		data, err := toolinput.Read(ctx, call, o.Files, in.Text, in.Path, max, "JSON")
 		if err != nil {
 			return CanonicalResult{}, err
 		}

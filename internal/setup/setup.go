@@ -51,13 +51,13 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 		return tabular.RegisterTools(b, &tabular.ToolOptions{Files: h.files})
 	},
 	func(b *kernel.Builder, h *Host) error {
-		return htmldoc.RegisterTools(b, &htmldoc.ToolOptions{Reader: h.files})
+		return htmldoc.RegisterTools(b, &htmldoc.ToolOptions{Files: h.files})
 	},
 	func(b *kernel.Builder, h *Host) error {
-		return feed.RegisterTools(b, &feed.ToolOptions{Reader: h.files})
+		return feed.RegisterTools(b, &feed.ToolOptions{Files: h.files})
 	},
 	func(b *kernel.Builder, h *Host) error {
-		return sniff.RegisterTools(b, &sniff.ToolOptions{Reader: h.files})
+		return sniff.RegisterTools(b, &sniff.ToolOptions{Files: h.files})
 	},
 	func(b *kernel.Builder, _ *Host) error { return fileio.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return tree.RegisterTools(b, nil) },
