@@ -2,16 +2,19 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -345,4 +348,55 @@ func TestDirectCallCancelled(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// FuzzStdioRead: whatever the input, Read returns messages or an error and
+// answers each malformed line with one valid JSON-RPC error line.
+func FuzzStdioRead(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n",
+		"{not json\n[1,2]\n\n",
+		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"echo","arguments":{"text":"a"}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}` + "\r\n" + `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var out syncBuffer
+		c := newStdioConn(bytes.NewReader(data), &out, log, true)
+		c.max = 256
+		defer c.Close()
+		for range 1000 {
+			if _, err := c.Read(context.Background()); err != nil {
+				break
+			}
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			if !jsontext.Value(line).IsValid() || !strings.Contains(line, `"error"`) {
+				t.Fatalf("bad answer line %q", line)
+			}
+		}
+	})
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
