@@ -60,7 +60,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			out = pf
 		}
 	}
-	return s.serveConn(ctx, ks, newStdioConn(in, out, s.log, !s.opts.disableFastPath))
+	return s.serveConn(ctx, ks, newStdioConn(in, out, s.log, !s.opts.disableFastPath, 0))
 }
 
 func (s *Server) serveConn(ctx context.Context, ks *kernel.Session, c *stdioConn) error {
@@ -133,13 +133,18 @@ const flushBytes = 256 * limits.KiB
 // buffer (at most six times as many bytes once escaped).
 const escapeChunkBytes = 32 * limits.KiB
 
-func newStdioConn(in io.Reader, out io.Writer, log *slog.Logger, fast bool) *stdioConn {
+// newStdioConn frames messages of at most max bytes (0 means
+// limits.MCPMaxMessageBytes).
+func newStdioConn(in io.Reader, out io.Writer, log *slog.Logger, fast bool, max int) *stdioConn {
+	if max <= 0 {
+		max = limits.MCPMaxMessageBytes
+	}
 	c := &stdioConn{
 		in:      bufio.NewReaderSize(in, 64*limits.KiB),
 		closed:  make(chan struct{}),
 		closeIn: func() {},
 		log:     log,
-		max:     limits.MCPMaxMessageBytes,
+		max:     max,
 		out:     out,
 	}
 	if fast {

@@ -48,10 +48,7 @@ func startRaw(t *testing.T, s *Server, maxLine int) *rawPeer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newStdioConn(sr, sw, s.log, true)
-	if maxLine > 0 {
-		c.max = maxLine
-	}
+	c := newStdioConn(sr, sw, s.log, true, maxLine)
 	p := &rawPeer{c: c, t: t, w: cw, r: bufio.NewReader(cr), done: make(chan error, 1)}
 	go func() { p.done <- s.serveConn(context.Background(), ks, c) }()
 	t.Cleanup(func() {
@@ -365,8 +362,7 @@ func FuzzStdioRead(f *testing.F) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out syncBuffer
-		c := newStdioConn(bytes.NewReader(data), &out, log, true)
-		c.max = 256
+		c := newStdioConn(bytes.NewReader(data), &out, log, true, 256)
 		defer c.Close()
 		for range 1000 {
 			if _, err := c.Read(context.Background()); err != nil {
