@@ -33,7 +33,11 @@ var ErrNonLoopback = errors.New("mcpserver: not a loopback address")
 // kernel session; at most Options.MaxSessions live at once.
 //
 // The handler does not bind any address: mounted in another server, that
-// server decides who can reach it.
+// server decides who can reach it. It does not do TLS (the token crosses
+// plain HTTP in clear: put TLS in front of anything not loopback), it does
+// not tie sessions to users (every holder of the token may use any session
+// id it learns), and it does not rate-limit calls: the kernel's per-session
+// budgets bound each session, MaxSessions bounds how many there are.
 func (s *Server) Handler() http.Handler { return s.http }
 
 // ListenAndServe listens on addr (host:port) and serves Handler until ctx

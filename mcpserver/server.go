@@ -19,20 +19,31 @@
 // replaced the detail of io and internal failures with a generic message
 // for untrusted sessions.
 //
-// What the SDK does not do, this package does by hand, kept small:
+// What the SDK does not do, or does slowly, this package does by hand,
+// kept small and checked against the SDK by tests:
 //
-//   - The stdio transport (stdio.go) is ours: the SDK's encodes every
-//     response twice more after the result is encoded, copies it again to
-//     append the newline, and closes the connection on the first malformed
-//     line. Ours answers malformed lines with a JSON-RPC error and keeps
-//     reading, bounds each message, and writes each message with one write.
-//   - On stdio, a successful tool result does not go through the SDK's
-//     encoder (fastpath.go): the SDK would escape the text once and compact
-//     it three more times, which for a 4 MiB file is most of the server's
-//     CPU. The SDK still builds and encodes the response; the transport
-//     splices the text (quoted once, in bounded chunks, straight to the
-//     output) and the structured content (already-encoded JSON, written as
-//     is) into it.
+//   - The stdio transport (stdio.go) is ours: the SDK's closes the
+//     connection on the first malformed line, copies every response again
+//     to append the newline, and reads and writes blocking descriptors.
+//     Ours answers a malformed line with a JSON-RPC error and keeps
+//     reading, bounds each message (limits.MCPMaxMessageBytes), reads and
+//     writes pipes through the runtime's poller (poll_unix.go), asks for a
+//     1 MiB output pipe on Linux (pipe_linux.go), and writes each message
+//     with one write (or writes of 256 KiB for a large one).
+//   - On an initialized stdio session, a plain tools/call is run by the
+//     transport itself (direct.go) and answered with the bytes the SDK
+//     would write (TestDirectCallsMatchSDK): for a small call most of the
+//     server's CPU went to the SDK decoding the request twice with a
+//     decoder that allocates 32 KiB each time. Every other message, and
+//     every call of the stateless 2026-07-28 protocol, goes to the SDK.
+//   - On stdio, a successful tool result the SDK does handle does not go
+//     through its encoder (fastpath.go): the SDK would escape the text
+//     once and compact it three more times, which for a 4 MiB file was
+//     most of the server's CPU. The SDK still builds and encodes the
+//     response around a placeholder; the transport writes the text in the
+//     placeholder's place, escaped once (escape.go, eight bytes at a time,
+//     fuzzed against jsontext) straight into its output buffer, and the
+//     structured content as the kernel encoded it.
 //   - HTTP (http.go) adds what the SDK leaves to the host: Host and Origin
 //     validation against loopback and configured names, an optional bearer
 //     token, a bound on live sessions, loopback binding by default and a
@@ -111,6 +122,13 @@ type Options struct {
 // Server serves one kernel runtime's tools over MCP. It is safe for
 // concurrent use: ServeStdio may run for several connections at once, and
 // the HTTP handler serves many sessions.
+//
+// What it guarantees: a client reaches tools only through the kernel
+// session newSession gave its MCP session, so it is held to that session's
+// capabilities and budgets and every call is audited; two MCP sessions
+// never share a kernel session. What it does not: it decides nothing about
+// who the actor is (newSession does), and over stdio it trusts whoever
+// holds the pipe to be the client that started it.
 type Server struct {
 	rt         *kernel.Runtime
 	newSession func(context.Context) (*kernel.Session, error)

@@ -29,7 +29,10 @@ import (
 // reads requests from in and writes responses to out, until in ends, the
 // client closes the session, or ctx ends. It returns nil when the client
 // ended the session and ctx.Err() when ctx did. If in is an io.Closer it is
-// closed on return, which unblocks the goroutine reading it.
+// closed on return, which unblocks the read pending on it; when in and out
+// are pipes (os.Stdin and os.Stdout of a server started by its client),
+// ServeStdio uses and closes duplicates of them instead, and leaves the
+// originals open and as blocking as they were.
 //
 // Each line is one message of at most limits.MCPMaxMessageBytes. A line
 // that is not valid JSON (including invalid UTF-8 and duplicate member
