@@ -30,7 +30,7 @@ func TestCopy(t *testing.T) {
 		{"destination is a directory", "abc", "sub", 10, fault.Conflict},
 		{"destination is a FIFO", "abc", "fifo", 10, fault.Conflict},
 		{"destination parent missing", "abc", "none/copy", 10, fault.NotFound},
-		{"destination parent is a file", "abc", "abc/copy", 10, fault.InvalidInput},
+		{"destination parent is a file", "abc", "abc/copy", 10, fault.NotFound},
 		{"source is a symlink", "link", "copy", 10, fault.Denied},
 		{"source is a directory", "sub", "copy", 10, fault.InvalidInput},
 		{"source is a FIFO", "fifo", "copy", 10, fault.InvalidInput},

@@ -50,7 +50,7 @@ func refusals(dir string) []struct {
 		{"relative", "abc", fault.InvalidInput},
 		{"root", "/", fault.InvalidInput},
 		{"nul", dir + "/a\x00b", fault.InvalidInput},
-		{"file as directory", filepath.Join(dir, "abc", "x"), fault.InvalidInput},
+		{"file as directory", filepath.Join(dir, "abc", "x"), fault.NotFound},
 	}
 }
 

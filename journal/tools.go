@@ -14,6 +14,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -181,7 +182,7 @@ func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o O
 	defer r.Close()
 	sub, err := r.OpenRoot(rel)
 	if err != nil {
-		return nil, fault.As(err)
+		return nil, atfile.Fault(err, "dir")
 	}
 	j, err := openIn(sub, name, &o)
 	if err != nil {

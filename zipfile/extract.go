@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/internal/noreplace"
 )
 
@@ -92,19 +93,16 @@ func openRegular(root *os.Root, name string) (*os.File, error) {
 		f, err = os.OpenFile(name, flag, 0)
 	}
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fault.Wrap(fault.InvalidInput, err, "%s is a symlink; symlinks are not followed", filepath.Base(name))
-		}
-		return nil, fault.As(err)
+		return nil, atfile.Fault(err, filepath.Base(name))
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fault.As(err)
+		return nil, atfile.Fault(err, filepath.Base(name))
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fault.New(fault.InvalidInput, "%s is not a regular file", filepath.Base(name))
+		return nil, atfile.NotRegular(filepath.Base(name), st.Mode())
 	}
 	return f, nil
 }
@@ -128,10 +126,7 @@ func openParent(root *os.Root, dest string) (*os.Root, string, error) {
 		parent, err = os.OpenRoot(dir)
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fault.Wrap(fault.NotFound, err, "the destination's parent directory does not exist")
-		}
-		return nil, "", fault.As(err)
+		return nil, "", atfile.Fault(err, "the destination's parent directory")
 	}
 	return parent, leaf, nil
 }

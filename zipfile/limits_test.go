@@ -137,7 +137,7 @@ func TestRefusedInputs(t *testing.T) {
 		name, archive, dest string
 		code                fault.Code
 	}{
-		{"symlinked archive", link, filepath.Join(t.TempDir(), "o"), fault.InvalidInput},
+		{"symlinked archive", link, filepath.Join(t.TempDir(), "o"), fault.Denied},
 		{"FIFO archive", fifo, filepath.Join(t.TempDir(), "o"), fault.InvalidInput},
 		{"directory archive", dir, filepath.Join(t.TempDir(), "o"), fault.InvalidInput},
 		{"missing archive", filepath.Join(dir, "nope.zip"), filepath.Join(t.TempDir(), "o"), fault.NotFound},
@@ -178,7 +178,7 @@ func TestCreateRefusals(t *testing.T) {
 		code  fault.Code
 	}{
 		{"ok", []Source{{"f", file}}, nil, ""},
-		{"symlink source", []Source{{"l", link}}, nil, fault.InvalidInput},
+		{"symlink source", []Source{{"l", link}}, nil, fault.Denied},
 		{"FIFO source", []Source{{"p", fifo}}, nil, fault.InvalidInput},
 		{"directory source", []Source{{"d", dir}}, nil, fault.InvalidInput},
 		{"missing source", []Source{{"m", filepath.Join(dir, "missing")}}, nil, fault.NotFound},

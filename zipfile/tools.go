@@ -10,6 +10,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -112,7 +113,7 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		defer srcRoot.Close()
 		base, err := srcRoot.OpenRoot(srcRel)
 		if err != nil {
-			return CreateResult{}, fault.As(err)
+			return CreateResult{}, atfile.Fault(err, "dir")
 		}
 		defer base.Close()
 		srcs := make([]source, len(in.Files))

@@ -34,7 +34,9 @@
 // fails with unavailable elsewhere.
 //
 // It is written by hand because it is the seam between os.Root and capkit's
-// fault codes and version guard; the confinement itself is os.Root's.
+// version guard; the confinement itself is os.Root's, and filesystem errors
+// become fault codes through internal/atfile.Fault, the mapping every file
+// package shares.
 package local
 
 import (
@@ -42,7 +44,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
@@ -113,68 +114,4 @@ func checkName(name string) error {
 		return fault.New(fault.NotFound, "%s: not found", name)
 	}
 	return nil
-}
-
-// mapErr turns an error from the filesystem into a fault whose message
-// names only the root-relative name, never a host path.
-func mapErr(err error, name string) error {
-	if err == nil {
-		return nil
-	}
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return fe
-	}
-	var errno syscall.Errno
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fault.Wrap(fault.NotFound, err, "%s: not found", name)
-	case errors.As(err, &errno):
-		switch errno {
-		case syscall.ELOOP:
-			return fault.Wrap(fault.Denied, err, "%s: too many symbolic links, or a symbolic link where none may be followed", name)
-		case syscall.ENOTDIR:
-			return fault.Wrap(fault.NotFound, err, "%s: a parent of this path is not a directory", name)
-		case syscall.EISDIR:
-			return fault.Wrap(fault.InvalidInput, err, "%s: is a directory", name)
-		case syscall.EACCES, syscall.EPERM, syscall.EROFS:
-			return fault.Wrap(fault.Denied, err, "%s: permission denied", name)
-		case syscall.ENAMETOOLONG:
-			return fault.Wrap(fault.InvalidInput, err, "%s: name too long for this system", name)
-		case syscall.EEXIST, syscall.ENOTEMPTY:
-			return fault.Wrap(fault.Conflict, err, "%s: already exists", name)
-		case syscall.ENOSPC, syscall.EDQUOT:
-			return fault.Wrap(fault.Unavailable, err, "%s: no space left", name)
-		case syscall.ENXIO, syscall.ENODEV, syscall.EAGAIN:
-			return fault.Wrap(fault.InvalidInput, err, "%s: not a regular file", name)
-		}
-	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		var en syscall.Errno
-		if !errors.As(pe.Err, &en) {
-			// os.Root's own refusals ("path escapes from parent") carry no
-			// errno.
-			return fault.Wrap(fault.Denied, err, "%s: leads outside the root", name)
-		}
-	}
-	return fault.Wrap(fault.IO, err, "%s: i/o failure", name)
-}
-
-// notRegular is the refusal for a name that is not a regular file.
-func notRegular(name string, mode os.FileMode) error {
-	what := "not a regular file"
-	switch {
-	case mode.IsDir():
-		what = "a directory"
-	case mode&os.ModeSymlink != 0:
-		return fault.New(fault.Denied, "%s: is a symbolic link; writes never follow symbolic links", name)
-	case mode&os.ModeNamedPipe != 0:
-		what = "a named pipe (FIFO)"
-	case mode&os.ModeSocket != 0:
-		what = "a socket"
-	case mode&os.ModeDevice != 0:
-		what = "a device"
-	}
-	return fault.New(fault.InvalidInput, "%s: is %s; only regular files can be read or written", name, what)
 }

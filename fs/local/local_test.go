@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -477,26 +476,5 @@ func TestCanceledContext(t *testing.T) {
 	}
 	if _, err := f.p.Open(c, f.root, "a.txt"); err == nil {
 		t.Fatal("open with a canceled context succeeded")
-	}
-}
-
-func TestMapErr(t *testing.T) {
-	cases := []struct {
-		err  error
-		code fault.Code
-	}{
-		{&os.PathError{Err: syscall.ENOENT}, fault.NotFound},
-		{&os.PathError{Err: syscall.ELOOP}, fault.Denied},
-		{&os.PathError{Err: syscall.EACCES}, fault.Denied},
-		{&os.PathError{Err: syscall.ENAMETOOLONG}, fault.InvalidInput},
-		{&os.PathError{Err: syscall.ENOSPC}, fault.Unavailable},
-		{&os.PathError{Err: syscall.EIO}, fault.IO},
-		{&os.PathError{Err: errors.New("path escapes from parent")}, fault.Denied},
-		{fault.New(fault.Limit, "x"), fault.Limit},
-	}
-	for _, c := range cases {
-		if got := fault.CodeOf(mapErr(c.err, "n")); got != c.code {
-			t.Errorf("mapErr(%v) = %q, want %q", c.err, got, c.code)
-		}
 	}
 }

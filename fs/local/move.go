@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 )
 
 // Move renames from to to inside one root without ever replacing an
@@ -48,7 +49,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 	defer src.close()
 	st, ok, err := src.lstat(fromBase)
 	if err != nil {
-		return mapErr(&os.PathError{Op: "fstatat", Path: from, Err: err}, from)
+		return atfile.Fault(&os.PathError{Op: "fstatat", Path: from, Err: err}, from)
 	}
 	if !ok {
 		return fault.New(fault.NotFound, "%s: not found", from)
@@ -58,7 +59,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		if m&os.ModeSymlink != 0 {
 			return fault.New(fault.InvalidInput, "%s: is a symbolic link; only regular files and directories can be moved", from)
 		}
-		return notRegular(from, m)
+		return atfile.NotRegular(from, m)
 	}
 	dst, err := openDir(r, toDir, true)
 	if err != nil {
@@ -77,7 +78,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		case errors.Is(err, unix.EXDEV):
 			return fault.Wrap(fault.Unavailable, err, "source and destination are on different filesystems; nothing was moved")
 		}
-		return mapErr(&os.PathError{Op: "renameat2", Path: from, Err: err}, from)
+		return atfile.Fault(&os.PathError{Op: "renameat2", Path: from, Err: err}, from)
 	}
 	if err := src.f.Sync(); err != nil {
 		return fault.Wrap(fault.IO, err, "moved, but syncing a directory failed")

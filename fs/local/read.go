@@ -14,6 +14,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -35,7 +36,7 @@ func (p *Provider) Stat(ctx context.Context, root, name string) (fs.Info, error)
 	}
 	fi, err := r.Lstat(name)
 	if err != nil {
-		return fs.Info{}, mapErr(err, name)
+		return fs.Info{}, atfile.Fault(err, name)
 	}
 	return infoOf(name, fi), nil
 }
@@ -64,23 +65,23 @@ func (p *Provider) openRegular(ctx context.Context, root, name string) (*os.File
 	}
 	fi, err := r.Stat(name)
 	if err != nil {
-		return nil, nil, mapErr(err, name)
+		return nil, nil, atfile.Fault(err, name)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, notRegular(name, fi.Mode())
+		return nil, nil, atfile.NotRegular(name, fi.Mode())
 	}
 	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
-		return nil, nil, mapErr(err, name)
+		return nil, nil, atfile.Fault(err, name)
 	}
 	fi, err = f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, mapErr(err, name)
+		return nil, nil, atfile.Fault(err, name)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, notRegular(name, fi.Mode())
+		return nil, nil, atfile.NotRegular(name, fi.Mode())
 	}
 	return f, fi, nil
 }
@@ -100,7 +101,7 @@ func (f *file) Read(b []byte) (int, error) {
 	if err == io.EOF {
 		f.eof = true
 	} else if err != nil {
-		err = mapErr(err, f.info.Name)
+		err = atfile.Fault(err, f.info.Name)
 	}
 	return n, err
 }
@@ -108,7 +109,7 @@ func (f *file) Read(b []byte) (int, error) {
 func (f *file) ReadAt(b []byte, off int64) (int, error) {
 	n, err := f.f.ReadAt(b, off)
 	if err != nil && err != io.EOF {
-		err = mapErr(err, f.info.Name)
+		err = atfile.Fault(err, f.info.Name)
 	}
 	return n, err
 }
@@ -159,7 +160,7 @@ func readBounded(ctx context.Context, f *os.File, size, maxBytes int64, name str
 			break
 		}
 		if err != nil {
-			return nil, mapErr(err, name)
+			return nil, atfile.Fault(err, name)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, fault.As(err)
@@ -239,7 +240,7 @@ func (d *dirHandle) names(ctx context.Context, display string) ([]string, error)
 			break
 		}
 		if err != nil {
-			return nil, mapErr(err, display)
+			return nil, atfile.Fault(err, display)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, fault.As(err)
@@ -254,7 +255,7 @@ func (d *dirHandle) names(ctx context.Context, display string) ([]string, error)
 func (d *dirHandle) info(name, display string) (fs.Info, bool, error) {
 	st, ok, err := d.lstat(name)
 	if err != nil {
-		return fs.Info{}, false, mapErr(&os.PathError{Op: "fstatat", Path: display, Err: err}, display)
+		return fs.Info{}, false, atfile.Fault(&os.PathError{Op: "fstatat", Path: display, Err: err}, display)
 	}
 	if !ok {
 		return fs.Info{}, false, nil
@@ -317,7 +318,7 @@ func (p *Provider) Walk(ctx context.Context, root, name string, fn fs.WalkFunc) 
 	}
 	fi, err := r.Stat(name) // the starting point may be a symlink inside the root
 	if err != nil {
-		return mapErr(err, name)
+		return atfile.Fault(err, name)
 	}
 	err = fn(infoOf(name, fi))
 	if err != nil || !fi.IsDir() {
@@ -359,7 +360,7 @@ func walkDir(ctx context.Context, d *dirHandle, name string, fn fs.WalkFunc, dep
 		child := join(name, n)
 		st, ok, err := d.lstat(n)
 		if err != nil {
-			return mapErr(&os.PathError{Op: "fstatat", Path: child, Err: err}, child)
+			return atfile.Fault(&os.PathError{Op: "fstatat", Path: child, Err: err}, child)
 		}
 		if !ok {
 			continue
@@ -376,7 +377,7 @@ func walkDir(ctx context.Context, d *dirHandle, name string, fn fs.WalkFunc, dep
 		}
 		sub, ok, err := d.sub(n)
 		if err != nil {
-			return mapErr(&os.PathError{Op: "openat", Path: child, Err: err}, child)
+			return atfile.Fault(&os.PathError{Op: "openat", Path: child, Err: err}, child)
 		}
 		if !ok {
 			continue

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/atfile"
 )
 
 // newFileMode is the mode of a file Write creates.
@@ -35,7 +36,7 @@ func openDir(r *os.Root, dir string, create bool) (*dirHandle, error) {
 	f, err := r.OpenFile(dir, flags, 0)
 	if err != nil && create && errors.Is(err, os.ErrNotExist) {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return nil, mapErr(err, dir)
+			return nil, atfile.Fault(err, dir)
 		}
 		f, err = r.OpenFile(dir, flags, 0)
 	}
@@ -43,7 +44,7 @@ func openDir(r *os.Root, dir string, create bool) (*dirHandle, error) {
 		if fi, serr := r.Stat(dir); serr == nil && !fi.IsDir() {
 			return nil, fault.New(fault.InvalidInput, "%s: is not a directory", dir)
 		}
-		return nil, mapErr(err, dir)
+		return nil, atfile.Fault(err, dir)
 	}
 	return &dirHandle{f: f, fd: int(f.Fd())}, nil
 }
@@ -75,16 +76,16 @@ func (d *dirHandle) version(ctx context.Context, name, display string) (fs.Versi
 		return err
 	})
 	if err != nil {
-		return fs.Version{}, mapErr(&os.PathError{Op: "openat", Path: display, Err: err}, display)
+		return fs.Version{}, atfile.Fault(&os.PathError{Op: "openat", Path: display, Err: err}, display)
 	}
 	f := os.NewFile(uintptr(fd), display)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fs.Version{}, mapErr(err, display)
+		return fs.Version{}, atfile.Fault(err, display)
 	}
 	if !fi.Mode().IsRegular() {
-		return fs.Version{}, notRegular(display, fi.Mode())
+		return fs.Version{}, atfile.NotRegular(display, fi.Mode())
 	}
 	h := fs.NewVersionHash()
 	buf := make([]byte, 64<<10)
@@ -95,7 +96,7 @@ func (d *dirHandle) version(ctx context.Context, name, display string) (fs.Versi
 			return h.Version(), nil
 		}
 		if err != nil {
-			return fs.Version{}, mapErr(err, display)
+			return fs.Version{}, atfile.Fault(err, display)
 		}
 		if err := ctx.Err(); err != nil {
 			return fs.Version{}, fault.As(err)
@@ -152,17 +153,17 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 	defer d.close()
 	key, err := d.key(base)
 	if err != nil {
-		return fs.Version{}, mapErr(err, name)
+		return fs.Version{}, atfile.Fault(err, name)
 	}
 	unlock := p.locks.lock(key)
 	defer unlock()
 
 	st, exists, err := d.lstat(base)
 	if err != nil {
-		return fs.Version{}, mapErr(&os.PathError{Op: "fstatat", Path: name, Err: err}, name)
+		return fs.Version{}, atfile.Fault(&os.PathError{Op: "fstatat", Path: name, Err: err}, name)
 	}
 	if exists && st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fs.Version{}, notRegular(name, modeOf(&st))
+		return fs.Version{}, atfile.NotRegular(name, modeOf(&st))
 	}
 	if o.Guard {
 		switch {
@@ -188,7 +189,7 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 	}
 	tmp, err := d.stage(base, data, mode, exists, &st)
 	if err != nil {
-		return fs.Version{}, mapErr(err, name)
+		return fs.Version{}, atfile.Fault(err, name)
 	}
 	if err := ctx.Err(); err != nil {
 		unix.Unlinkat(d.fd, tmp, 0)
@@ -204,7 +205,7 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 		if errors.Is(err, unix.EEXIST) {
 			return fs.Version{}, fault.New(fault.Conflict, "%s: already exists (it was created after this session looked); read it first, then write", name)
 		}
-		return fs.Version{}, mapErr(&os.PathError{Op: "renameat", Path: name, Err: err}, name)
+		return fs.Version{}, atfile.Fault(&os.PathError{Op: "renameat", Path: name, Err: err}, name)
 	}
 	if err := d.f.Sync(); err != nil {
 		return fs.Version{}, fault.Wrap(fault.IO, err, "%s: written, but syncing its directory failed", name)

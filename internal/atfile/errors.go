@@ -3,6 +3,7 @@ package atfile
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 
 	"github.com/capkit/capkit/fault"
@@ -39,35 +40,61 @@ func NotDir(role string, m fs.FileMode) *fault.Error {
 	return fault.Wrap(fault.InvalidInput, ErrNotDir, "%s is %s, not a directory", role, Kind(m))
 }
 
-// Fault classifies a system error about the entry role ("source",
-// "destination"...) as a *fault.Error whose message names the role, never
-// the host path (the cause keeps that for the trusted log).
+// pathEscapes is the text of os.Root's refusal of a name that leads out of
+// its root. os exports no sentinel for it (errPathEscapes is unexported), so
+// this is the one place in capkit that recognises it; TestEscapes pins it
+// against the running Go version.
+const pathEscapes = "path escapes from parent"
+
+// Escapes reports whether err is os.Root's refusal of a name that leads out
+// of the root (through "..", an absolute symlink or one that climbs).
+func Escapes(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == pathEscapes {
+		return true
+	}
+	var le *os.LinkError
+	return errors.As(err, &le) && le.Err != nil && le.Err.Error() == pathEscapes
+}
+
+// Fault classifies a filesystem error about the entry role ("source",
+// "destination", or a root-relative name the caller gave) as a
+// *fault.Error whose message names the role, never the host path (the
+// cause keeps that for the trusted log). It is the one mapping from
+// system and os.Root errors to fault codes: a name leading out of its
+// root and a symlink where none may be followed are denied, a missing
+// entry or path element not_found, an existing one conflict, exhausted
+// descriptors or space unavailable. A *fault.Error passes through.
 func Fault(err error, role string) *fault.Error {
 	var fe *fault.Error
 	if errors.As(err, &fe) {
 		return fe
 	}
 	switch {
+	case Escapes(err):
+		return fault.Wrap(fault.Denied, err, "%s leads out of the root", role)
 	case errors.Is(err, syscall.ELOOP):
 		return fault.Wrap(fault.Denied, errors.Join(ErrSymlink, err), "%s is a symbolic link; symbolic links are never followed", role)
 	case errors.Is(err, fs.ErrNotExist):
 		return fault.Wrap(fault.NotFound, err, "%s does not exist", role)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fault.Wrap(fault.NotFound, err, "%s does not exist: an element of its path is not a directory", role)
 	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY):
 		return fault.Wrap(fault.Conflict, err, "%s already exists", role)
 	case errors.Is(err, fs.ErrPermission):
 		return fault.Wrap(fault.Denied, err, "%s: permission denied", role)
-	case errors.Is(err, syscall.ENOTDIR):
-		return fault.Wrap(fault.InvalidInput, err, "%s: an element of the path is not a directory", role)
+	case errors.Is(err, syscall.EROFS):
+		return fault.Wrap(fault.Denied, err, "%s is on a read-only filesystem", role)
 	case errors.Is(err, syscall.EISDIR):
 		return fault.Wrap(fault.InvalidInput, err, "%s is a directory", role)
+	case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.ENODEV):
+		return fault.Wrap(fault.InvalidInput, err, "%s is not a regular file", role)
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return fault.Wrap(fault.InvalidInput, err, "%s: name too long", role)
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return fault.Wrap(fault.Unavailable, err, "too many open files; retry later")
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return fault.Wrap(fault.IO, err, "no space left for %s", role)
-	case errors.Is(err, syscall.EROFS):
-		return fault.Wrap(fault.Denied, err, "%s is on a read-only filesystem", role)
+		return fault.Wrap(fault.Unavailable, err, "no space left for %s; retry when space is freed", role)
 	}
 	return fault.Wrap(fault.IO, err, "%s: i/o failure", role)
 }
