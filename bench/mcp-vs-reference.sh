@@ -30,7 +30,7 @@ trap 'rm -rf "$fixture"' EXIT
 
 command="${SCALE:+SCALE=$SCALE }${STARTUPS:+STARTUPS=$STARTUPS }bash bench/mcp-vs-reference.sh"
 "$cache/mcpload" -dir "$fixture" -scale "${SCALE:-1}" -startups "${STARTUPS:-20}" \
-	-command "$command" -results bench/RESULTS.md \
+	-command "$command" -results bench/RESULTS.md -notes bench/mcp-vs-reference.notes.md \
 	-server "capkit=$PWD/$cache/capkit serve --root {dir}" \
 	-server "reference=node $PWD/$ref/dist/index.js {dir}"
 echo "bench/RESULTS.md: section \"MCP server vs reference filesystem server\" written"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,16 +49,22 @@ type plainOut struct {
 	OK bool `json:"ok"`
 }
 
+var bigTexts sync.Map // size → text, so benchmarks time the transport
+
 // bigText is n bytes of text that exercises quoting: quotes, backslashes,
 // control characters, HTML characters, U+2028, multi-byte runes that
 // straddle the quoting chunks, and invalid UTF-8.
 func bigText(n int) string {
+	if s, ok := bigTexts.Load(n); ok {
+		return s.(string)
+	}
 	const unit = "line \"quoted\" \\ back\tslash <a&b> \u2028 é 日本 🎉 \x01\x1f\xff\xfe ok\n"
 	var b strings.Builder
 	for b.Len() < n {
 		b.WriteString(unit)
 	}
-	return b.String()[:n]
+	s, _ := bigTexts.LoadOrStore(n, b.String()[:n])
+	return s.(string)
 }
 
 // testRuntime has hot read tools, a hot write tool the test session is not

@@ -71,6 +71,7 @@ func main() {
 	md := flag.String("md", "", "write the markdown report here (default stdout)")
 	results := flag.String("results", "", "replace (or add) the report's section in this markdown file")
 	section := flag.String("section", "MCP server vs reference filesystem server", "the section's title in -results")
+	notes := flag.String("notes", "", "a markdown file appended to the report (analysis kept beside the script)")
 	command := flag.String("command", "", "the command line to print in the report")
 	only := flag.String("only", "", "comma-separated scenarios to run (default all)")
 	flag.Parse()
@@ -78,13 +79,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(servers, *dir, *scale, *startups, *md, *command, *only, *results, *section); err != nil {
+	if err := run(servers, *dir, *scale, *startups, *md, *command, *only, *results, *section, *notes); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(servers serverFlags, dir string, scale float64, startups int, mdPath, command, only, results, section string) error {
+func run(servers serverFlags, dir string, scale float64, startups int, mdPath, command, only, results, section, notes string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -127,6 +128,14 @@ func run(servers serverFlags, dir string, scale float64, startups int, mdPath, c
 	var b strings.Builder
 	if err := report(&b, rows, starts, command); err != nil {
 		return err
+	}
+	if notes != "" {
+		data, err := os.ReadFile(notes)
+		if err != nil {
+			return err
+		}
+		b.WriteString("\n")
+		b.Write(data)
 	}
 	if results != "" {
 		if err := replaceSection(results, section, b.String()); err != nil {
