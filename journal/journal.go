@@ -184,6 +184,20 @@ func checkRegular(f *os.File, what string) error {
 	return nil
 }
 
+// checkSoleLink refuses a journal file that has another hard link: it is
+// changed in place (appended to, truncated), so the change would also
+// reach the other name, which may lie outside the journal's directory.
+func checkSoleLink(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fault.As(err)
+	}
+	if s, ok := st.Sys().(*syscall.Stat_t); ok && s.Nlink != 1 {
+		return fault.New(fault.Denied, "the journal file has other hard links; it is never changed through them (an operator must copy it to a file of its own)")
+	}
+	return nil
+}
+
 // Append canonicalizes event, appends it as the next record and returns the
 // record once it is durable. It refuses to append after an incomplete or
 // corrupt last record (integrity) and beyond the journal bound (limit).
@@ -244,6 +258,10 @@ func (j *Journal) openData() error {
 		return fault.Wrap(fault.IO, err, "opening the journal file failed")
 	}
 	if err := checkRegular(f, "file"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := checkSoleLink(f); err != nil {
 		f.Close()
 		return err
 	}
@@ -456,6 +474,9 @@ func (j *Journal) Repair(ctx context.Context) (*Repaired, error) {
 		return nil, fault.Wrap(fault.IO, oerr, "opening the journal failed")
 	}
 	defer f.Close()
+	if err := checkSoleLink(f); err != nil {
+		return nil, err
+	}
 	if err := f.Truncate(rep.Bytes); err != nil {
 		return nil, fault.Wrap(fault.IO, err, "truncating the journal failed")
 	}

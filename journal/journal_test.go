@@ -348,6 +348,39 @@ func TestOpenRefusals(t *testing.T) {
 	wantCode(t, err, fault.NotFound, nil)
 }
 
+// A journal file with another hard link (to a file outside the journal's
+// directory, say) is never appended to or truncated: that would change
+// the other name's file too.
+func TestHardLinkedJournalRefused(t *testing.T) {
+	dir, elsewhere := pdir(t), pdir(t)
+	seed := open(t, elsewhere, nil)
+	appendAll(t, seed, `1`)
+	outside := filepath.Join(elsewhere, "events.jsonl")
+	if err := os.Link(outside, filepath.Join(dir, "events.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	valid := mustRead(t, outside)
+	j := open(t, dir, nil)
+	_, err := j.Append(ctx, []byte(`2`))
+	wantCode(t, err, fault.Denied, nil)
+	if got := mustRead(t, outside); !bytes.Equal(got, valid) {
+		t.Fatalf("append changed the other link's file: %q", got)
+	}
+	// Reading through it is reading a file in the directory: allowed.
+	if _, err := j.Verify(ctx); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	torn := append(valid, `{"incomplete`...)
+	if err := os.WriteFile(outside, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = j.Repair(ctx)
+	wantCode(t, err, fault.Denied, nil)
+	if got := mustRead(t, outside); !bytes.Equal(got, torn) {
+		t.Fatalf("repair changed the other link's file: %q", got)
+	}
+}
+
 func TestEventBoundEdge(t *testing.T) {
 	j := open(t, pdir(t), &Options{MaxEventBytes: 10})
 	appendAll(t, j, `"12345678"`)
