@@ -242,6 +242,9 @@ const (
 	MCPMaxMessageBytes = 64 * MiB
 	// MCPDefaultMaxSessions bounds live MCP sessions over HTTP.
 	MCPDefaultMaxSessions = 64
+	// MCPMaxPendingSessions bounds the HTTP requests without a session id
+	// (those that may create a session) served at once.
+	MCPMaxPendingSessions = 16
 	// MCPDefaultSessionIdle closes an HTTP session after this long without
 	// a request.
 	MCPDefaultSessionIdle = 30 * time.Minute

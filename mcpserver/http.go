@@ -79,7 +79,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		return err
+		return fault.Wrap(fault.Unavailable, err, "serving MCP over HTTP failed")
 	case <-ctx.Done():
 	}
 	// Closing the sessions ends their event streams, which Shutdown would
@@ -113,12 +113,10 @@ type httpHandler struct {
 	stopping bool
 }
 
-// maxPendingSessions bounds the requests without a session id served at
-// once. It is separate from Options.MaxSessions because the SDK's client
-// sends a second such request (initialize, after a refused
-// server/discover) as soon as the first is answered, before the first's
-// handler has finished.
-const maxPendingSessions = 16
+// The requests that may create a session are bounded apart from live
+// sessions (limits.MCPMaxPendingSessions) because the SDK's client sends a
+// second such request (initialize, after a refused server/discover) as
+// soon as the first is answered, before the first's handler has finished.
 
 // bindingKey carries a new session's binding from ServeHTTP to getServer.
 type bindingKey struct{}
@@ -217,7 +215,7 @@ func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request) {
 func (h *httpHandler) reserve() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopping || len(h.live) >= h.s.opts.MaxSessions || h.pending >= maxPendingSessions {
+	if h.stopping || len(h.live) >= h.s.opts.MaxSessions || h.pending >= limits.MCPMaxPendingSessions {
 		return false
 	}
 	h.pending++

@@ -193,8 +193,9 @@ func (c *stdioConn) readLoop() {
 	}
 }
 
-// readLine reads up to the next newline, keeping at most c.max bytes; a
-// longer line is consumed and reported as too long.
+// readLine reads up to the next newline. A line whose content (without
+// "\n" or "\r\n") is longer than c.max is consumed without being kept and
+// reported as too long.
 func (c *stdioConn) readLine() line {
 	r := c.in
 	var buf []byte
@@ -202,23 +203,27 @@ func (c *stdioConn) readLine() line {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if !tooLong {
-			if len(buf)+len(chunk) > c.max+2 { // room for "\r\n"
+			if len(buf)+len(chunk) > c.max+2 {
 				tooLong, buf = true, nil
 			} else {
 				buf = append(buf, chunk...)
 			}
 		}
-		switch {
-		case err == bufio.ErrBufferFull:
+		if err == bufio.ErrBufferFull {
 			continue
-		case err != nil:
-			if err == io.EOF && (len(buf) > 0 || tooLong) {
-				// A last line without a newline is still a message.
-				return line{data: buf, tooLong: tooLong}
-			}
+		}
+		if err != nil && (err != io.EOF || len(buf) == 0 && !tooLong) {
 			return line{err: err}
 		}
-		return line{data: buf, tooLong: tooLong}
+		// A last line without a newline is still a message.
+		content := len(buf)
+		if content > 0 && buf[content-1] == '\n' {
+			content--
+			if content > 0 && buf[content-1] == '\r' {
+				content--
+			}
+		}
+		return line{data: buf, tooLong: tooLong || content > c.max}
 	}
 }
 

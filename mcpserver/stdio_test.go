@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
 )
 
 // rawPeer drives ServeStdio with raw lines.
@@ -395,4 +396,46 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestStdioMessageBound: a message of exactly the bound is read, one byte
+// more is refused, with either line ending.
+func TestStdioMessageBound(t *testing.T) {
+	const max = 200
+	msg := func(n int) string {
+		head := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"`
+		tail := `"}}}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+	for _, end := range []string{"\n", "\r\n"} {
+		for _, c := range []struct {
+			n       int
+			refused bool
+		}{{max, false}, {max + 1, true}} {
+			var out syncBuffer
+			conn := newStdioConn(strings.NewReader(msg(c.n)+end), &out, slog.New(slog.NewTextHandler(io.Discard, nil)), true, max)
+			_, err := conn.Read(context.Background())
+			conn.Close()
+			refused := err != nil && strings.Contains(out.String(), "exceeds")
+			if refused != c.refused || (!c.refused && err != nil) {
+				t.Errorf("%d bytes, end %q: err %v, output %q", c.n, end, err, out.String())
+			}
+		}
+	}
+}
+
+func TestHTTPPendingBound(t *testing.T) {
+	h := newTestServer(t, nil).http
+	for i := range limits.MCPMaxPendingSessions {
+		if !h.reserve() {
+			t.Fatalf("creating request %d refused", i+1)
+		}
+	}
+	if h.reserve() {
+		t.Error("a creating request past limits.MCPMaxPendingSessions admitted")
+	}
+	h.admit(nil)
+	if !h.reserve() {
+		t.Error("a freed slot was not reusable")
+	}
 }
