@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -38,19 +39,35 @@ type directCalls struct {
 	inflight map[jsonrpc.ID]*directCall
 	wg       sync.WaitGroup
 	served   atomic.Int64 // for tests
+
+	// idle hands a call to a worker waiting for one; done ends the workers.
+	idle chan *directCall
+	done chan struct{}
 }
 
 func newDirectCalls(ctx context.Context, b *binding) *directCalls {
-	return &directCalls{ctx: ctx, b: b, inflight: map[jsonrpc.ID]*directCall{}}
+	return &directCalls{ctx: ctx, b: b, inflight: map[jsonrpc.ID]*directCall{},
+		idle: make(chan *directCall), done: make(chan struct{})}
 }
 
 // directCall is one call in flight.
 type directCall struct {
+	c      *stdioConn
+	id     jsonrpc.ID
+	name   string
+	args   json.RawMessage
+	ctx    context.Context
 	cancel context.CancelFunc
 	// dropped is set when the client cancelled the call: as the protocol
 	// asks, no response is sent.
 	dropped atomic.Bool
 }
+
+// workerIdle is how long a worker waits for another call before it exits.
+// Calls run on workers that outlive one call because a fresh goroutine
+// grows its stack again on every call (argument validation alone made that
+// an eighth of a small call's CPU).
+const workerIdle = 30 * time.Second
 
 // callParams are the tools/call params the direct path accepts; the
 // multi-round-trip members only to refuse them.
@@ -94,23 +111,47 @@ func (d *directCalls) take(c *stdioConn, req *jsonrpc.Request) bool {
 		return false
 	}
 	ctx, cancel := context.WithCancel(d.ctx)
-	dc := &directCall{cancel: cancel}
+	dc := &directCall{c: c, id: req.ID, name: *p.Name, args: json.RawMessage(p.Arguments), ctx: ctx, cancel: cancel}
 	d.inflight[req.ID] = dc
 	d.wg.Add(1)
 	d.mu.Unlock()
 	d.served.Add(1)
-	go func() {
-		defer d.wg.Done()
-		res, failed, err := d.b.call(ctx, *p.Name, json.RawMessage(p.Arguments))
-		d.mu.Lock()
-		delete(d.inflight, req.ID)
-		d.mu.Unlock()
-		cancel()
-		if !dc.dropped.Load() {
-			c.writeDirect(req.ID, res, failed, err)
-		}
-	}()
+	select {
+	case d.idle <- dc:
+	default:
+		go d.worker(dc)
+	}
 	return true
+}
+
+// worker runs calls until it has been idle for workerIdle or the
+// connection ends.
+func (d *directCalls) worker(dc *directCall) {
+	timer := time.NewTimer(workerIdle)
+	defer timer.Stop()
+	for {
+		d.run(dc)
+		timer.Reset(workerIdle)
+		select {
+		case dc = <-d.idle:
+		case <-timer.C:
+			return
+		case <-d.done:
+			return
+		}
+	}
+}
+
+func (d *directCalls) run(dc *directCall) {
+	defer d.wg.Done()
+	res, failed, err := d.b.call(dc.ctx, dc.name, dc.args)
+	d.mu.Lock()
+	delete(d.inflight, dc.id)
+	d.mu.Unlock()
+	dc.cancel()
+	if !dc.dropped.Load() {
+		dc.c.writeDirect(dc.id, res, failed, err)
+	}
 }
 
 // cancelled cancels the direct call a notifications/cancelled names, if it
@@ -135,7 +176,7 @@ func (d *directCalls) cancelled(params json.RawMessage) {
 	}
 }
 
-// stop cancels the calls in flight and waits for them.
+// stop cancels the calls in flight, waits for them and ends the workers.
 func (d *directCalls) stop() {
 	d.mu.Lock()
 	for _, dc := range d.inflight {
@@ -143,4 +184,5 @@ func (d *directCalls) stop() {
 	}
 	d.mu.Unlock()
 	d.wg.Wait()
+	close(d.done)
 }
