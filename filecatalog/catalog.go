@@ -46,22 +46,31 @@ import (
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
 )
 
 // Errors wrapped by the faults this package returns; test with errors.Is.
 var (
-	ErrInvalidID  = errors.New("filecatalog: invalid identifier")
-	ErrLimits     = errors.New("filecatalog: limit outside the allowed range")
-	ErrDuplicate  = errors.New("filecatalog: duplicate identifier")
-	ErrFull       = errors.New("filecatalog: entry limit reached")
-	ErrNotRegular = errors.New("filecatalog: not a regular file")
-	ErrChanged    = errors.New("filecatalog: file changed while it was being added or read")
-	ErrTooLarge   = errors.New("filecatalog: file exceeds the byte limit")
-	ErrNotUTF8    = errors.New("filecatalog: content is not valid UTF-8")
-	ErrUnknownID  = errors.New("filecatalog: unknown identifier")
-	ErrBuilt      = errors.New("filecatalog: builder already built; a built catalog takes no new entries")
-	ErrClosed     = errors.New("filecatalog: catalog closed")
+	ErrInvalidID = errors.New("filecatalog: invalid identifier")
+	ErrLimits    = errors.New("filecatalog: limit outside the allowed range")
+	ErrDuplicate = errors.New("filecatalog: duplicate identifier")
+	ErrFull      = errors.New("filecatalog: entry limit reached")
+	ErrTooLarge  = errors.New("filecatalog: file exceeds the byte limit")
+	ErrNotUTF8   = errors.New("filecatalog: content is not valid UTF-8")
+	ErrUnknownID = errors.New("filecatalog: unknown identifier")
+	ErrBuilt     = errors.New("filecatalog: builder already built; a built catalog takes no new entries")
+	ErrClosed    = errors.New("filecatalog: catalog closed")
+)
+
+// Sentinels shared with the other file packages (fileio, zipfile), so one
+// errors.Is test recognises the condition whichever package reported it.
+var (
+	// ErrNotRegular: the file is a directory, FIFO, socket, device or
+	// symlink.
+	ErrNotRegular = atfile.ErrNotRegular
+	// ErrChanged: the file changed while it was being added or read.
+	ErrChanged = atfile.ErrChanged
 )
 
 // Options bound a catalog. Zero fields mean the defaults
@@ -193,7 +202,7 @@ func (b *Builder) insert(id string, f *os.File, label string, pre os.FileInfo) e
 		return notRegular(id, label, fi.Mode())
 	}
 	if pre != nil && !os.SameFile(pre, fi) {
-		return fault.Wrap(fault.Conflict, fmt.Errorf("%w: %s", ErrChanged, label), "catalog entry %q: %s was replaced while it was being opened", id, label)
+		return fault.Wrap(fault.Integrity, fmt.Errorf("%w: %s", ErrChanged, label), "catalog entry %q: %s was replaced while it was being opened", id, label)
 	}
 	if fi.Size() > b.opts.MaxFileBytes {
 		return tooLarge(id, label, fi.Size(), b.opts.MaxFileBytes)
@@ -262,15 +271,15 @@ func (c *Catalog) Limits() Options { return c.opts }
 // Read returns the whole content of the entry id, or a detailed fault for
 // the host's log: invalid_input (malformed id, ErrInvalidID), not_found
 // (ErrUnknownID), limit (over MaxFileBytes, ErrTooLarge), integrity
-// (invalid UTF-8, ErrNotUTF8), conflict (the file grew during the read,
-// ErrChanged), io (the read failed, or ErrClosed).
+// (invalid UTF-8, ErrNotUTF8; the file grew during the read, ErrChanged),
+// io (the read failed, or ErrClosed).
 func (c *Catalog) Read(id string) ([]byte, error) {
 	return c.read(id, c.opts.MaxFileBytes)
 }
 
 // read reads the entry whole with positioned reads, failing over max
 // bytes. The buffer is sized from fstat; a one-byte read at that size then
-// tells whether the file grew in between, which fails the read (conflict)
+// tells whether the file grew in between, which fails the read (integrity)
 // rather than return the old size's prefix as the whole.
 func (c *Catalog) read(id string, max int64) ([]byte, error) {
 	if err := checkID(id); err != nil {
@@ -296,7 +305,7 @@ func (c *Catalog) read(id string, max int64) ([]byte, error) {
 	if err == nil {
 		var probe [1]byte
 		if n, err = e.f.ReadAt(probe[:], fi.Size()); n > 0 {
-			return nil, fault.Wrap(fault.Conflict, fmt.Errorf("%w: entry %q (%s) grew past %d bytes during the read", ErrChanged, id, e.label, fi.Size()),
+			return nil, fault.Wrap(fault.Integrity, fmt.Errorf("%w: entry %q (%s) grew past %d bytes during the read", ErrChanged, id, e.label, fi.Size()),
 				"catalog entry %q changed while it was read; retry", id)
 		}
 	}
@@ -343,24 +352,8 @@ func openFault(id, path string, err error) error {
 }
 
 func notRegular(id, label string, mode os.FileMode) error {
-	return fault.Wrap(fault.InvalidInput, fmt.Errorf("%w: %s is %s", ErrNotRegular, label, describeMode(mode)),
-		"catalog entry %q: %s is not a regular file (%s); only regular files can be catalog entries", id, label, describeMode(mode))
-}
-
-func describeMode(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSymlink != 0:
-		return "a symlink"
-	}
-	return "mode " + m.String()
+	return fault.Wrap(fault.InvalidInput, fmt.Errorf("%w: %s is %s", ErrNotRegular, label, atfile.Kind(mode)),
+		"catalog entry %q: %s is not a regular file (%s); only regular files can be catalog entries", id, label, atfile.Kind(mode))
 }
 
 func tooLarge(id, label string, size, max int64) error {

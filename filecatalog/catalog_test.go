@@ -426,7 +426,7 @@ func TestReadRefusesGrowthDuringRead(t *testing.T) {
 	}
 	defer func() { testHookAfterStat = nil }()
 	got, err := cat.Read("a")
-	wantFault(t, err, fault.Conflict, ErrChanged)
+	wantFault(t, err, fault.Integrity, ErrChanged)
 	if got != nil {
 		t.Fatalf("partial data %q", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"time"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
@@ -39,6 +40,18 @@ func Open(path string) (*File, error) {
 	return openAt(d, name, "file")
 }
 
+// OpenIn opens the regular file name inside r, a slash-separated name
+// as fs.Resolve returns it: os.Root keeps every element of name inside r,
+// and the last element is never followed if it is a symbolic link.
+func OpenIn(r *os.Root, name string) (*File, error) {
+	d, leaf, err := atfile.OpenParentIn(r, name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return openAt(d, leaf, "file")
+}
+
 // openAt opens name in d; role names it in messages.
 func openAt(d *atfile.Dir, name, role string) (*File, error) {
 	f, st, err := d.OpenRegular(name, role)
@@ -50,6 +63,9 @@ func openAt(d *atfile.Dir, name, role string) (*File, error) {
 
 // Size is the file's size when it was opened.
 func (f *File) Size() int64 { return f.st.Size }
+
+// ModTime is the file's modification time when it was opened.
+func (f *File) ModTime() time.Time { return f.st.ModTime }
 
 // Read reads the next bytes of the file. After Size bytes it returns
 // io.EOF, or fault.Integrity if the file holds more; a file that ends

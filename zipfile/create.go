@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fileio"
 	"github.com/capkit/capkit/internal/noreplace"
 )
 
@@ -57,7 +58,7 @@ func (c *Created) Manifest() string {
 // source is a file to archive and how to open it.
 type source struct {
 	name string
-	open func() (*os.File, error)
+	open func() (*fileio.File, error)
 }
 
 // Create writes a new archive at the absolute path out, which must not
@@ -65,8 +66,9 @@ type source struct {
 // unless opts.Store). The archive is written privately (0600) beside out,
 // fsynced, checked with the reader Extract uses, and published without
 // replacing anything. Failures: invalid_input (bad name or source, a source
-// that is not a regular file), limit, conflict (out exists, or a source
-// changed while read), not_found, io.
+// that is not a regular file), denied (a source that is a symbolic link),
+// limit, conflict (out exists), integrity (a source changed while it was
+// read: ErrChanged), not_found, io.
 func Create(ctx context.Context, out string, files []Source, opts *CreateOptions) (*Created, error) {
 	var o CreateOptions
 	if opts != nil {
@@ -81,7 +83,7 @@ func Create(ctx context.Context, out string, files []Source, opts *CreateOptions
 		if !filepath.IsAbs(s.Path) {
 			return nil, fault.New(fault.InvalidInput, "source %q: path must be absolute", s.Name)
 		}
-		srcs[i] = source{name: s.Name, open: func() (*os.File, error) { return openRegular(nil, s.Path) }}
+		srcs[i] = source{name: s.Name, open: func() (*fileio.File, error) { return fileio.Open(s.Path) }}
 	}
 	parent, leaf, err := openParent(nil, out)
 	if err != nil {
@@ -127,14 +129,10 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 	}
 
 	// Open every source first: sizes are bounded before anything is written.
-	type opened struct {
-		f  *os.File
-		st os.FileInfo
-	}
-	all := make([]opened, 0, len(srcs))
+	all := make([]*fileio.File, 0, len(srcs))
 	defer func() {
-		for _, s := range all {
-			s.f.Close()
+		for _, f := range all {
+			f.Close()
 		}
 	}()
 	var total int64
@@ -143,16 +141,11 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 		if err != nil {
 			return nil, withName(err, s.name)
 		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, fault.As(err)
+		all = append(all, f)
+		if f.Size() > lim.MaxMemberBytes {
+			return nil, memberFault(fault.Limit, s.name, ErrSize, "file %q has %d bytes, more than the limit of %d per member", s.name, f.Size(), lim.MaxMemberBytes)
 		}
-		all = append(all, opened{f, st})
-		if st.Size() > lim.MaxMemberBytes {
-			return nil, memberFault(fault.Limit, s.name, ErrSize, "file %q has %d bytes, more than the limit of %d per member", s.name, st.Size(), lim.MaxMemberBytes)
-		}
-		if total += st.Size(); total > lim.MaxTotalBytes {
+		if total += f.Size(); total > lim.MaxTotalBytes {
 			return nil, memberFault(fault.Limit, s.name, ErrSize, "the files hold more than %d bytes in all", lim.MaxTotalBytes)
 		}
 	}
@@ -177,17 +170,17 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 	}
 	mt := &meter{max: lim.MaxTotalBytes, total: total, progress: o.Progress}
 	for i, s := range srcs {
-		hdr := &zip.FileHeader{Name: s.name, Method: method, Modified: all[i].st.ModTime()}
+		hdr := &zip.FileHeader{Name: s.name, Method: method, Modified: all[i].ModTime()}
 		hdr.SetMode(0o644)
 		w, err := zw.CreateHeader(hdr)
 		if err != nil {
 			return nil, fault.Wrap(fault.IO, err, "writing member %q failed", s.name)
 		}
-		d, err := copyStable(ctx, w, all[i].f, all[i].st, s.name, mt)
+		d, err := copyMember(ctx, w, all[i], s.name, mt)
 		if err != nil {
 			return nil, err
 		}
-		res.Members[i] = MemberInfo{Name: s.name, Size: all[i].st.Size(), SHA256: hex.EncodeToString(d[:])}
+		res.Members[i] = MemberInfo{Name: s.name, Size: all[i].Size(), SHA256: hex.EncodeToString(d[:])}
 	}
 	if err := zw.Close(); err != nil {
 		return nil, fault.Wrap(fault.IO, err, "finishing the archive failed")
@@ -218,29 +211,22 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 	return res, nil
 }
 
-// copyStable copies exactly st.Size() bytes of f into w and returns their
-// SHA-256, failing with conflict if the file is not that size or its size,
-// modification time or identity changed meanwhile.
-func copyStable(ctx context.Context, w io.Writer, f *os.File, st os.FileInfo, name string, mt *meter) (Digest, error) {
-	changed := func() error {
-		return memberFault(fault.Conflict, name, ErrChanged, "file %q changed while it was being archived; try again", name)
-	}
+// copyMember copies f into w and returns the SHA-256 of what it copied.
+// f yields exactly the size it had when opened and Verify then compares
+// its metadata with those at open (fileio's stable read), so a file that
+// changed while it was read fails with integrity (ErrChanged) naming the
+// member, and the archive is not published.
+func copyMember(ctx context.Context, w io.Writer, f *fileio.File, name string, mt *meter) (Digest, error) {
 	h := sha256.New()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
-	r := io.LimitReader(f, st.Size()+1)
-	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return Digest{}, fault.As(err)
 		}
-		k, rerr := r.Read(buf)
+		k, rerr := f.Read(buf)
 		if k > 0 {
-			n += int64(k)
-			if n > st.Size() {
-				return Digest{}, changed()
-			}
 			h.Write(buf[:k])
 			if _, err := w.Write(buf[:k]); err != nil {
 				return Digest{}, fault.Wrap(fault.IO, err, "writing member %q failed", name)
@@ -251,26 +237,25 @@ func copyStable(ctx context.Context, w io.Writer, f *os.File, st os.FileInfo, na
 			break
 		}
 		if rerr != nil {
-			return Digest{}, fault.Wrap(fault.IO, rerr, "reading %q failed", name)
+			return Digest{}, withName(rerr, name)
 		}
 	}
-	after, err := f.Stat()
-	if err != nil {
-		return Digest{}, fault.As(err)
-	}
-	if n != st.Size() || after.Size() != st.Size() || !after.ModTime().Equal(st.ModTime()) || !os.SameFile(st, after) {
-		return Digest{}, changed()
+	if err := f.Verify(); err != nil {
+		return Digest{}, withName(err, name)
 	}
 	var d Digest
 	h.Sum(d[:0])
 	return d, nil
 }
 
-// withName adds the member name to an open failure.
+// withName adds the member name to a failure to open or read its file.
 func withName(err error, name string) error {
 	fe := fault.As(err)
-	if fe.Code == fault.NotFound {
+	switch {
+	case fe.Code == fault.NotFound:
 		return fault.Wrap(fault.NotFound, err, "file %q does not exist", name)
+	case errors.Is(err, ErrChanged):
+		return memberFault(fault.Integrity, name, ErrChanged, "file %q changed while it was being archived; nothing was published: try again when it is stable", name)
 	}
 	out := *fe
 	out.Message = fmt.Sprintf("file %q: %s", name, fe.Message)

@@ -44,8 +44,9 @@
 // publishes: elsewhere publication fails with fault.Unavailable rather than
 // use a rename that could replace the destination.
 //
-// Create reads each selected file with O_NOFOLLOW (regular files only),
-// fails with fault.Conflict if a file changes while it is read, writes the
+// Create reads each selected file with fileio's stable read (O_NOFOLLOW,
+// regular files only, metadata compared before and after), fails with
+// fault.Integrity (ErrChanged) if a file changes while it is read, writes the
 // archive to a private temporary file in the destination's directory,
 // checks the result with the same reader Extract uses, and publishes it
 // without replacing anything.

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fileio"
 )
 
 // Sentinels, matched with errors.Is on the *fault.Error every function
@@ -36,8 +37,9 @@ var (
 	ErrDigest = errors.New("zipfile: digest mismatch")
 	// ErrSize: a member's data is not the size its header declares.
 	ErrSize = errors.New("zipfile: size mismatch")
-	// ErrChanged: a file changed while it was being archived.
-	ErrChanged = errors.New("zipfile: file changed while read")
+	// ErrChanged: a file changed while it was being archived. It is
+	// fileio.ErrChanged: Create reads its sources with fileio's stable read.
+	ErrChanged = fileio.ErrChanged
 )
 
 // MemberError names the member a failure is about.

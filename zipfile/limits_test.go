@@ -3,14 +3,17 @@ package zipfile
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fileio"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -205,18 +208,34 @@ func TestCreateRefusals(t *testing.T) {
 	}
 }
 
-func TestCopyStableDetectsChange(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f")
-	os.WriteFile(p, []byte("before"), 0o600)
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
+func TestCopyMemberDetectsChange(t *testing.T) {
+	for _, c := range []struct {
+		name, after string
+	}{
+		{"grown", "before and after"},
+		{"shrunk", "bef"},
+		{"rewritten in place", "BEFORE"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "f")
+			os.WriteFile(p, []byte("before"), 0o600)
+			f, err := fileio.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			// Same inode, new content; the change time moves even when
+			// the size does not.
+			time.Sleep(10 * time.Millisecond)
+			os.WriteFile(p, []byte(c.after), 0o600)
+			_, err = copyMember(context.Background(), discard{}, f, "f", &meter{max: 1 << 20})
+			wantFault(t, err, fault.Integrity, ErrChanged)
+			var me *MemberError
+			if !errors.As(err, &me) || me.Name != "f" {
+				t.Fatalf("%v names no member", err)
+			}
+		})
 	}
-	defer f.Close()
-	st, _ := f.Stat()
-	os.WriteFile(p, []byte("before and after"), 0o600) // same inode, grown
-	_, err = copyStable(context.Background(), discard{}, f, st, "f", &meter{max: 1 << 20})
-	wantFault(t, err, fault.Conflict, ErrChanged)
 }
 
 type discard struct{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fileio"
 	"github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
@@ -91,7 +92,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	err = kernel.AddTool(b, policy("zip_create"), kernel.Meta{
 		Effect:  capability.ArchiveWrite,
 		Summary: "Create a ZIP archive from selected files; returns each member's SHA-256",
-		Description: `Creates a new ZIP archive holding exactly the listed files, named relative to dir, and returns each member's size and SHA-256 (what zip_extract expects). The archive must not exist: nothing is overwritten. Regular files only; symbolic links are not followed. A file that changes while it is read fails with "conflict".
+		Description: `Creates a new ZIP archive holding exactly the listed files, named relative to dir, and returns each member's size and SHA-256 (what zip_extract expects). The archive must not exist: nothing is overwritten. Regular files only; symbolic links are not followed. A file that changes while it is read fails with "integrity".
 Bounds: ` + bounds + `.
 Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "charts/q1.png"]}`,
 	}, func(ctx context.Context, call *kernel.Call, in CreateArgs) (CreateResult, error) {
@@ -118,7 +119,7 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		defer base.Close()
 		srcs := make([]source, len(in.Files))
 		for i, name := range in.Files {
-			srcs[i] = source{name: name, open: func() (*os.File, error) { return openRegular(base, name) }}
+			srcs[i] = source{name: name, open: func() (*fileio.File, error) { return fileio.OpenIn(base, name) }}
 		}
 		parent, leaf, closeAll, err := resolveParent(roots, in.Archive)
 		if err != nil {

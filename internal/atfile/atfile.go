@@ -120,14 +120,18 @@ func SplitParent(path string) (dir, name string, err error) {
 
 // SplitRel splits a slash-separated name relative to an os.Root (as
 // fs.Resolve returns it) into its parent and last element. The root itself
-// (".") has no parent and is refused.
+// (".") has no parent and is refused (invalid_input); a name climbing out
+// of the root or absolute is denied.
 func SplitRel(rel string) (dir, name string, err error) {
 	if strings.IndexByte(rel, 0) >= 0 {
 		return "", "", fault.New(fault.InvalidInput, "path contains a NUL byte")
 	}
 	rel = filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel)))
-	if rel == "." || rel == "" || rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/") {
+	switch {
+	case rel == "." || rel == "":
 		return "", "", fault.New(fault.InvalidInput, "path must name an entry inside the root, not the root itself")
+	case rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/"):
+		return "", "", fault.New(fault.Denied, "path leads out of the root")
 	}
 	i := strings.LastIndexByte(rel, '/')
 	if i < 0 {
