@@ -180,7 +180,10 @@ func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o O
 		return nil, fault.Wrap(fault.IO, err, "opening a granted root failed")
 	}
 	defer r.Close()
-	sub, err := r.OpenRoot(rel)
+	// os.Root.OpenRoot opens its last element without O_DIRECTORY, so a
+	// FIFO there blocks the open; "/." makes it a path element, which
+	// os.Root opens with O_DIRECTORY (a FIFO fails with ENOTDIR at once).
+	sub, err := r.OpenRoot(rel + "/.")
 	if err != nil {
 		return nil, atfile.Fault(err, "dir")
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
@@ -15,6 +16,9 @@ func TestTools(t *testing.T) {
 	root, other := pdir(t), pdir(t)
 	os.Mkdir(filepath.Join(root, "j"), 0o700)
 	os.Symlink(other, filepath.Join(root, "escape"))
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	b := kernel.NewBuilder(nil)
 	if err := RegisterTools(b, nil); err != nil {
 		t.Fatal(err)
@@ -67,6 +71,9 @@ func TestTools(t *testing.T) {
 		{"dir outside roots", "journal_verify", `{"dir":"` + other + `","name":"ev"}`, s, fault.Denied},
 		{"dir climbing out", "journal_append", `{"dir":"../x","name":"ev","event":1}`, s, fault.Denied},
 		{"dir through a symlink out", "journal_append", `{"dir":"escape","name":"ev","event":1}`, s, fault.Denied},
+		// A FIFO as the directory: refused without blocking on its open.
+		{"dir is a FIFO", "journal_append", `{"dir":"fifo","name":"ev","event":1}`, s, fault.NotFound},
+		{"dir is a FIFO, read", "journal_read", `{"dir":"fifo","name":"ev"}`, s, fault.NotFound},
 		{"bad name", "journal_append", `{"dir":"j","name":"../ev","event":1}`, s, fault.InvalidInput},
 		{"duplicate keys", "journal_append", `{"dir":"j","name":"ev","event":{"a":1,"a":2}}`, s, fault.InvalidInput},
 		{"missing journal", "journal_verify", `{"dir":"j","name":"nope"}`, s, fault.NotFound},
