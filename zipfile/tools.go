@@ -112,7 +112,10 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 			return CreateResult{}, err
 		}
 		defer srcRoot.Close()
-		base, err := srcRoot.OpenRoot(srcRel)
+		// os.Root.OpenRoot opens its last element without O_DIRECTORY, so a
+		// FIFO there blocks the open; "/." makes it a path element, which
+		// os.Root opens with O_DIRECTORY (a FIFO fails with ENOTDIR at once).
+		base, err := srcRoot.OpenRoot(srcRel + "/.")
 		if err != nil {
 			return CreateResult{}, atfile.Fault(err, "dir")
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
@@ -58,6 +59,9 @@ func TestTools(t *testing.T) {
 	os.WriteFile(filepath.Join(work, "src", "sub", "b.txt"), []byte("beta"), 0o600)
 	os.WriteFile(filepath.Join(other, "secret"), []byte("s"), 0o600)
 	os.Symlink(other, filepath.Join(work, "escape"))
+	if err := syscall.Mkfifo(filepath.Join(work, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := toolSession(t, map[capability.Effect]string{capability.ArchiveWrite: work, capability.ArchiveRead: work})
 
 	out, err := call(t, s, "zip_create", map[string]any{"archive": "out.zip", "dir": "src", "files": []string{"a.txt", "sub/b.txt"}})
@@ -95,6 +99,9 @@ func TestTools(t *testing.T) {
 		{"dest climbing out", "zip_extract", map[string]any{"archive": "out.zip", "dest": "../y", "expect": expect}, fault.Denied},
 		{"dest through a symlink out of the root", "zip_extract", map[string]any{"archive": "out.zip", "dest": "escape/y", "expect": expect}, fault.Denied},
 		{"source through a symlink out of the root", "zip_create", map[string]any{"archive": "o2.zip", "dir": "escape", "files": []string{"secret"}}, fault.Denied},
+		// A FIFO as the source directory: refused without blocking on its open.
+		{"source dir is a FIFO", "zip_create", map[string]any{"archive": "o4.zip", "dir": "fifo", "files": []string{"a.txt"}}, fault.NotFound},
+		{"dest parent is a FIFO", "zip_extract", map[string]any{"archive": "out.zip", "dest": "fifo/y", "expect": expect}, fault.NotFound},
 		{"unsafe member name", "zip_create", map[string]any{"archive": "o3.zip", "dir": "src", "files": []string{"../out.zip"}}, fault.InvalidInput},
 		{"dest is the root", "zip_extract", map[string]any{"archive": "out.zip", "dest": ".", "expect": expect}, fault.InvalidInput},
 		{"existing dest", "zip_extract", map[string]any{"archive": "out.zip", "dest": "x", "expect": expect}, fault.Conflict},
