@@ -8,55 +8,23 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
-// fakeReader serves files from a map, refusing sessions without read roots
-// and files over the bound, as fs.FileReader implementations must.
-type fakeReader map[string][]byte
-
-func (f fakeReader) ReadFile(_ context.Context, caps capability.Set, path string, max int64) ([]byte, error) {
-	if len(caps.Roots(capability.ReadFile)) == 0 {
-		return nil, fault.New(fault.Denied, "no root is granted for this operation")
-	}
-	data, ok := f[path]
-	if !ok {
-		return nil, fault.New(fault.NotFound, "not found")
-	}
-	if int64(len(data)) > max {
-		return nil, fault.LimitExceeded("file bytes", max, int64(len(data)))
-	}
-	return data, nil
-}
-
 func toolSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
 	t.Helper()
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, opts); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := testkit.Runtime(t, RegisterTools, opts)
 	e, _, ok := rt.Catalog().Lookup("feed_parse")
 	if p, _ := rt.Policy("feed_parse"); !ok || e.Effect != capability.Parse || e.Hot || p.MaxInputBytes != limits.FeedToolMaxInputBytes {
 		t.Fatalf("entry %+v policy %+v", e, p)
 	}
-	c, err := capability.New("agent", effects, capability.Scope{Roots: []string{"/srv/feeds"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.Session(t, rt, testkit.Grant(t, []string{"/srv/feeds"}, effects...))
 }
 
 func TestParseTool(t *testing.T) {
-	reader := fakeReader{"news.xml": fixture(t, "rss2_news.xml"), "laughs.xml": fixture(t, "billion_laughs.xml")}
+	reader := testkit.Files{"news.xml": fixture(t, "rss2_news.xml"), "laughs.xml": fixture(t, "billion_laughs.xml")}
 	args := func(m map[string]any) json.RawMessage {
 		data, _ := json.Marshal(m)
 		return data
@@ -86,7 +54,7 @@ func TestParseTool(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := toolSession(t, c.opts, c.effects...).Call(context.Background(), "feed_parse", c.args)
+			res, err := testkit.Call(t, toolSession(t, c.opts, c.effects...), "feed_parse", c.args)
 			if fault.CodeOf(err) != c.code {
 				t.Fatalf("code %q (%v), want %q", fault.CodeOf(err), err, c.code)
 			}
@@ -122,34 +90,16 @@ func TestParseOutputBound(t *testing.T) {
 	}
 }
 
-// escapedArgs returns tool arguments of exactly size bytes: fields, then a
-// text of n '<' characters each escaped as \u003c (the worst case the input
-// bound allows for), then padding whitespace.
-func escapedArgs(t *testing.T, fields string, n, size int) json.RawMessage {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("{" + fields + `"text":"`)
-	b.WriteString(strings.Repeat(`\u003c`, n))
-	b.WriteString(`"`)
-	if pad := size - b.Len() - 1; pad >= 0 {
-		b.WriteString(strings.Repeat(" ", pad))
-	} else {
-		t.Fatalf("arguments exceed %d bytes before padding", size)
-	}
-	b.WriteString("}")
-	return json.RawMessage(b.String())
-}
-
 func TestParseInputBound(t *testing.T) {
 	s := toolSession(t, nil, capability.Parse)
 	fields := `"url":"` + source + `","limit":1,`
 	// At the bound the arguments reach the parser (which finds no XML);
 	// one byte more and the kernel refuses them.
-	args := escapedArgs(t, fields, limits.FeedMaxBytes, limits.FeedToolMaxInputBytes)
+	args := testkit.EscapedArgs(t, fields, limits.FeedMaxBytes, limits.FeedToolMaxInputBytes)
 	if _, err := s.Call(context.Background(), "feed_parse", args); fault.CodeOf(err) != fault.InvalidInput {
 		t.Fatalf("at the bound: %v", err)
 	}
-	args = escapedArgs(t, fields, limits.FeedMaxBytes, limits.FeedToolMaxInputBytes+1)
+	args = testkit.EscapedArgs(t, fields, limits.FeedMaxBytes, limits.FeedToolMaxInputBytes+1)
 	if _, err := s.Call(context.Background(), "feed_parse", args); fault.CodeOf(err) != fault.Limit {
 		t.Fatalf("one past the bound: %v", err)
 	}

@@ -8,38 +8,14 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
-// fakeReader serves files from a map, refusing sessions without read roots
-// and files over the bound, as fs.FileReader implementations must.
-type fakeReader map[string][]byte
-
-func (f fakeReader) ReadFile(_ context.Context, caps capability.Set, path string, max int64) ([]byte, error) {
-	if len(caps.Roots(capability.ReadFile)) == 0 {
-		return nil, fault.New(fault.Denied, "no root is granted for this operation")
-	}
-	data, ok := f[path]
-	if !ok {
-		return nil, fault.New(fault.NotFound, "not found")
-	}
-	if int64(len(data)) > max {
-		return nil, fault.LimitExceeded("file bytes", max, int64(len(data)))
-	}
-	return data, nil
-}
-
 func toolSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
 	t.Helper()
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, opts); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := testkit.Runtime(t, RegisterTools, opts)
 	if p, _ := rt.Policy("html_extract"); p.MaxInputBytes != limits.HTMLToolMaxInputBytes {
 		t.Fatalf("policy %+v", p)
 	}
@@ -47,19 +23,11 @@ func toolSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) 
 	if !ok || e.Effect != capability.Parse || e.Hot {
 		t.Fatalf("entry %+v", e)
 	}
-	c, err := capability.New("agent", effects, capability.Scope{Roots: []string{"/srv/docs"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.Session(t, rt, testkit.Grant(t, []string{"/srv/docs"}, effects...))
 }
 
 func TestExtractTool(t *testing.T) {
-	reader := fakeReader{"news.html": fixture(t, "article_news.html"), "login.html": fixture(t, "screen_login.html")}
+	reader := testkit.Files{"news.html": fixture(t, "article_news.html"), "login.html": fixture(t, "screen_login.html")}
 	args := func(m map[string]any) json.RawMessage {
 		data, _ := json.Marshal(m)
 		return data
@@ -93,8 +61,7 @@ func TestExtractTool(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := toolSession(t, c.opts, c.effects...)
-			res, err := s.Call(context.Background(), "html_extract", c.args)
+			res, err := testkit.Call(t, toolSession(t, c.opts, c.effects...), "html_extract", c.args)
 			if fault.CodeOf(err) != c.code {
 				t.Fatalf("code %q (%v), want %q", fault.CodeOf(err), err, c.code)
 			}
@@ -140,33 +107,15 @@ func TestExtractOutputBound(t *testing.T) {
 	}
 }
 
-// escapedArgs returns tool arguments of exactly size bytes: fields, then a
-// text of n '<' characters each escaped as \u003c (the worst case the input
-// bound allows for), then padding whitespace.
-func escapedArgs(t *testing.T, fields string, n, size int) json.RawMessage {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("{" + fields + `"text":"`)
-	b.WriteString(strings.Repeat(`\u003c`, n))
-	b.WriteString(`"`)
-	if pad := size - b.Len() - 1; pad >= 0 {
-		b.WriteString(strings.Repeat(" ", pad))
-	} else {
-		t.Fatalf("arguments exceed %d bytes before padding", size)
-	}
-	b.WriteString("}")
-	return json.RawMessage(b.String())
-}
-
 func TestExtractInputBound(t *testing.T) {
 	s := toolSession(t, nil, capability.Parse)
 	// A document at the HTML byte limit, fully escaped, fits the input
 	// bound; one more byte of arguments does not.
-	args := escapedArgs(t, `"select":"text",`, limits.HTMLMaxBytes, limits.HTMLToolMaxInputBytes)
+	args := testkit.EscapedArgs(t, `"select":"text",`, limits.HTMLMaxBytes, limits.HTMLToolMaxInputBytes)
 	if _, err := s.Call(context.Background(), "html_extract", args); err != nil {
 		t.Fatalf("at the bound: %v", err)
 	}
-	args = escapedArgs(t, `"select":"text",`, limits.HTMLMaxBytes, limits.HTMLToolMaxInputBytes+1)
+	args = testkit.EscapedArgs(t, `"select":"text",`, limits.HTMLMaxBytes, limits.HTMLToolMaxInputBytes+1)
 	if _, err := s.Call(context.Background(), "html_extract", args); fault.CodeOf(err) != fault.Limit {
 		t.Fatalf("one past the bound: %v", err)
 	}

@@ -1,54 +1,24 @@
 package sniff
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
-// fakeReader serves files from a map, refusing sessions without read roots
-// and files over the bound, as fs.FileReader implementations must.
-type fakeReader map[string][]byte
-
-func (f fakeReader) ReadFile(_ context.Context, caps capability.Set, path string, max int64) ([]byte, error) {
-	if len(caps.Roots(capability.ReadFile)) == 0 {
-		return nil, fault.New(fault.Denied, "no root is granted for this operation")
-	}
-	data, ok := f[path]
-	if !ok {
-		return nil, fault.New(fault.NotFound, "not found")
-	}
-	if int64(len(data)) > max {
-		return nil, fault.LimitExceeded("file bytes", max, int64(len(data)))
-	}
-	return data, nil
-}
-
 func TestSniffTool(t *testing.T) {
-	reader := fakeReader{"report.pdf": read(t, "testdata/report.pdf"), "login.html": read(t, "../htmldoc/testdata/screen_login.html")}
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, &ToolOptions{Files: reader}); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reader := testkit.Files{"report.pdf": read(t, "testdata/report.pdf"), "login.html": read(t, "../htmldoc/testdata/screen_login.html")}
+	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Files: reader})
 	e, _, ok := rt.Catalog().Lookup("sniff")
 	if p, _ := rt.Policy("sniff"); !ok || e.Effect != capability.Parse || e.Hot || p.MaxInputBytes != limits.SniffToolMaxInputBytes {
 		t.Fatalf("entry %+v policy %+v", e, p)
 	}
-	c, _ := capability.New("agent", []capability.Effect{capability.Parse, capability.ReadFile}, capability.Scope{Roots: []string{"/srv/in"}})
-	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{"/srv/in"}, capability.Parse, capability.ReadFile))
 	args := func(m map[string]any) json.RawMessage {
 		data, _ := json.Marshal(m)
 		return data
@@ -68,7 +38,7 @@ func TestSniffTool(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := s.Call(context.Background(), "sniff", c.args)
+			res, err := testkit.Call(t, s, "sniff", c.args)
 			if fault.CodeOf(err) != c.code {
 				t.Fatalf("code %q (%v), want %q", fault.CodeOf(err), err, c.code)
 			}
@@ -86,25 +56,15 @@ func TestSniffTool(t *testing.T) {
 }
 
 func TestSniffInputBound(t *testing.T) {
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, nil); err != nil {
-		t.Fatal(err)
-	}
-	rt, _ := b.Build()
-	c, _ := capability.New("agent", []capability.Effect{capability.Parse}, capability.Scope{})
-	s, _ := rt.NewSession("agent", []capability.Capability{c}, nil)
-	// arguments of exactly size bytes: 4 MiB of '<', each escaped as
-	// \u003c, then padding whitespace.
+	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, nil, capability.Parse))
+	// 4 MiB of '<' (the HTML reader's limit), each escaped as \u003c.
 	args := func(size int) json.RawMessage {
-		var sb strings.Builder
-		sb.WriteString(`{"expect":"csv","text":"` + strings.Repeat(`\u003c`, limits.HTMLMaxBytes) + `"`)
-		sb.WriteString(strings.Repeat(" ", size-sb.Len()-1) + "}")
-		return json.RawMessage(sb.String())
+		return testkit.EscapedArgs(t, `"expect":"csv",`, limits.HTMLMaxBytes, size)
 	}
-	if _, err := s.Call(context.Background(), "sniff", args(limits.SniffToolMaxInputBytes)); err != nil {
+	if _, err := testkit.Call(t, s, "sniff", args(limits.SniffToolMaxInputBytes)); err != nil {
 		t.Fatalf("at the bound: %v", err)
 	}
-	if _, err := s.Call(context.Background(), "sniff", args(limits.SniffToolMaxInputBytes+1)); fault.CodeOf(err) != fault.Limit {
+	if _, err := testkit.Call(t, s, "sniff", args(limits.SniffToolMaxInputBytes+1)); fault.CodeOf(err) != fault.Limit {
 		t.Fatalf("one past the bound: %v", err)
 	}
 }

@@ -2,61 +2,23 @@ package tabular
 
 import (
 	"compress/gzip"
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
-// fakeFiles is an fs.FileReader over a map, with the contract's checks:
-// denied without a read root, not_found, limit over maxBytes.
-type fakeFiles map[string][]byte
-
-var _ fs.FileReader = fakeFiles(nil)
-
-func (f fakeFiles) ReadFile(_ context.Context, caps capability.Set, path string, maxBytes int64) ([]byte, error) {
-	if len(caps.Roots(capability.ReadFile)) == 0 {
-		return nil, fault.New(fault.Denied, "no root is granted for this operation")
-	}
-	data, ok := f[path]
-	if !ok {
-		return nil, fault.New(fault.NotFound, "no such file")
-	}
-	if int64(len(data)) > maxBytes {
-		return nil, fault.LimitExceeded("file bytes", maxBytes, int64(len(data)))
-	}
-	return data, nil
-}
-
 func newSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
 	t.Helper()
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, opts); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := capability.New("agent", effects, capability.Scope{Roots: []string{"/srv/data"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.Session(t, testkit.Runtime(t, RegisterTools, opts), testkit.Grant(t, []string{"/srv/data"}, effects...))
 }
 
 func TestCSVScanTool(t *testing.T) {
 	people := fixture(t, "comma.csv")
-	files := fakeFiles{
+	files := testkit.Files{
 		"people.csv":    people,
 		"people.csv.gz": gzipped(t, gzip.DefaultCompression, people),
 		"people.zip":    zipped(t, "", member{name: "people.csv", data: people}),
@@ -96,8 +58,7 @@ func TestCSVScanTool(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args, _ := json.Marshal(c.args)
-			res, err := c.s.Call(context.Background(), "csv_scan", args)
+			res, err := testkit.Call(t, c.s, "csv_scan", c.args)
 			if fault.CodeOf(err) != c.code {
 				t.Fatalf("err %v, want code %q", err, c.code)
 			}

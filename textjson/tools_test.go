@@ -1,70 +1,23 @@
 package textjson
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
-// fakeFiles is an fs.FileReader over a map, with the contract's checks:
-// denied without a read root, not_found, limit over maxBytes.
-type fakeFiles map[string][]byte
-
-var _ fs.FileReader = fakeFiles(nil)
-
-func (f fakeFiles) ReadFile(_ context.Context, caps capability.Set, path string, maxBytes int64) ([]byte, error) {
-	if len(caps.Roots(capability.ReadFile)) == 0 {
-		return nil, fault.New(fault.Denied, "no root is granted for this operation")
-	}
-	data, ok := f[path]
-	if !ok {
-		return nil, fault.New(fault.NotFound, "no such file")
-	}
-	if int64(len(data)) > maxBytes {
-		return nil, fault.LimitExceeded("file bytes", maxBytes, int64(len(data)))
-	}
-	return data, nil
-}
-
 func newSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
 	t.Helper()
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, opts); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := capability.New("agent", effects, capability.Scope{Roots: []string{"/srv/data"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.NewSession("agent", []capability.Capability{c}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func args(t *testing.T, v map[string]any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testkit.Session(t, testkit.Runtime(t, RegisterTools, opts), testkit.Grant(t, []string{"/srv/data"}, effects...))
 }
 
 func TestTools(t *testing.T) {
-	files := fakeFiles{
+	files := testkit.Files{
 		"ok.json":   []byte(`{"b": 1, "a": [true, 12345678901234567890123]}`),
 		"dup.json":  []byte("{\n\"a\": 1,\n\"a\": 2}"),
 		"bad.txt":   []byte("ok\n\xff"),
@@ -101,7 +54,7 @@ func TestTools(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := c.s.Call(context.Background(), c.tool, args(t, c.args))
+			res, err := testkit.Call(t, c.s, c.tool, c.args)
 			if fault.CodeOf(err) != c.code {
 				t.Fatalf("err %v, want code %q", err, c.code)
 			}

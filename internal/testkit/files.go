@@ -1,0 +1,32 @@
+package testkit
+
+import (
+	"context"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/fs"
+)
+
+// Files is an fs.FileReader over a map from path to content, with the
+// checks the interface promises: denied when the session has no read_file
+// root, not_found for a path not in the map, limit for content over
+// maxBytes (so a test sees the bound a tool passes by the edge cases).
+type Files map[string][]byte
+
+var _ fs.FileReader = Files(nil)
+
+// ReadFile implements fs.FileReader.
+func (f Files) ReadFile(_ context.Context, caps capability.Set, path string, maxBytes int64) ([]byte, error) {
+	if len(caps.Roots(capability.ReadFile)) == 0 {
+		return nil, fault.New(fault.Denied, "no root is granted for this operation")
+	}
+	data, ok := f[path]
+	if !ok {
+		return nil, fault.New(fault.NotFound, "%s: not found", path)
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, fault.LimitExceeded("file bytes", maxBytes, int64(len(data)))
+	}
+	return data, nil
+}
