@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/capkit/capkit/fault"
@@ -47,14 +48,25 @@ func NotDir(role string, m fs.FileMode) *fault.Error {
 const pathEscapes = "path escapes from parent"
 
 // Escapes reports whether err is os.Root's refusal of a name that leads out
-// of the root (through "..", an absolute symlink or one that climbs).
+// of the root (through "..", an absolute symlink or one that climbs). The
+// refusal may be wrapped in several path errors (Root.MkdirAll gives
+// "mkdirat a: statat a/: path escapes from parent"), so the whole chain is
+// searched.
 func Escapes(err error) bool {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == pathEscapes {
-		return true
+	var inner error
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *fs.PathError:
+		inner = e.Err
+	case *os.LinkError:
+		inner = e.Err
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), Escapes)
+	default:
+		return Escapes(errors.Unwrap(err))
 	}
-	var le *os.LinkError
-	return errors.As(err, &le) && le.Err != nil && le.Err.Error() == pathEscapes
+	return inner != nil && inner.Error() == pathEscapes || Escapes(inner)
 }
 
 // Fault classifies a filesystem error about the entry role ("source",

@@ -35,6 +35,10 @@ func TestEscapes(t *testing.T) {
 		{"open root through a symlink", func() error { _, err := r.OpenRoot("out"); return err }},
 		{"stat ..", func() error { _, err := r.Stat("sub/../../x"); return err }},
 		{"rename out", func() error { return r.Rename("sub", "../sub") }},
+		// MkdirAll wraps the refusal in a second PathError (mkdirat over
+		// statat).
+		{"mkdirall through an absolute symlink", func() error { return r.MkdirAll("out/a/b", 0o700) }},
+		{"mkdirall of an absolute symlink", func() error { return r.MkdirAll("out/", 0o700) }},
 	} {
 		t.Run(op.name, func(t *testing.T) {
 			err := op.do()
