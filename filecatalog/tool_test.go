@@ -7,34 +7,17 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type toolFixture struct {
 	rt         *kernel.Runtime
-	audit, log *syncBuffer
+	audit, log *testkit.Buffer
 	dir        string
 }
 
@@ -52,7 +35,7 @@ const (
 
 func newToolFixture(t *testing.T) *toolFixture {
 	t.Helper()
-	f := &toolFixture{audit: &syncBuffer{}, log: &syncBuffer{}, dir: t.TempDir()}
+	f := &toolFixture{audit: &testkit.Buffer{}, log: &testkit.Buffer{}, dir: t.TempDir()}
 	b := newBuilder(t, &Options{MaxFileBytes: 100})
 	must := func(err error) {
 		t.Helper()

@@ -1,8 +1,6 @@
 package fileio
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,26 +8,14 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
 func newSession(t *testing.T, opts *ToolOptions, caps ...capability.Capability) *kernel.Session {
 	t.Helper()
-	b := kernel.NewBuilder(nil)
-	must(t, RegisterTools(b, opts))
-	rt, err := b.Build()
-	must(t, err)
-	s, err := rt.NewSession("model", caps, nil)
-	must(t, err)
-	return s
-}
-
-func grant(t *testing.T, roots []string, effects ...capability.Effect) capability.Capability {
-	t.Helper()
-	c, err := capability.New("model", effects, capability.Scope{Roots: roots})
-	must(t, err)
-	return c
+	return testkit.Session(t, testkit.Runtime(t, RegisterTools, opts), caps...)
 }
 
 func TestTools(t *testing.T) {
@@ -40,10 +26,10 @@ func TestTools(t *testing.T) {
 	must(t, os.Symlink(outside, filepath.Join(root, "escapedir")))
 	must(t, os.WriteFile(filepath.Join(out, "taken"), []byte("x"), 0o600))
 	s := newSession(t, &ToolOptions{MaxStreamBytes: 5},
-		grant(t, []string{root}, capability.ReadFile),
-		grant(t, []string{out}, capability.WriteFile))
-	readOnly := newSession(t, nil, grant(t, []string{root}, capability.ReadFile))
-	writeOnly := newSession(t, nil, grant(t, []string{out}, capability.WriteFile))
+		testkit.Grant(t, []string{root}, capability.ReadFile),
+		testkit.Grant(t, []string{out}, capability.WriteFile))
+	readOnly := newSession(t, nil, testkit.Grant(t, []string{root}, capability.ReadFile))
+	writeOnly := newSession(t, nil, testkit.Grant(t, []string{out}, capability.WriteFile))
 	cases := []struct {
 		name string
 		s    *kernel.Session
@@ -75,7 +61,7 @@ func TestTools(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := c.s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			res, err := testkit.Call(t, c.s, c.tool, c.args)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -93,10 +79,7 @@ func TestTools(t *testing.T) {
 }
 
 func TestToolsAreDeferred(t *testing.T) {
-	b := kernel.NewBuilder(nil)
-	must(t, RegisterTools(b, nil))
-	rt, err := b.Build()
-	must(t, err)
+	rt := testkit.Runtime(t, RegisterTools, nil)
 	for _, name := range []string{"file_digest", "file_copy"} {
 		e, _, ok := rt.Catalog().Lookup(name)
 		if !ok || e.Hot {

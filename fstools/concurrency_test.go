@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 // TestConcurrentEditsLoseNothing: many sessions edit one file at once.
@@ -35,11 +36,11 @@ func TestConcurrentEditsLoseNothing(t *testing.T) {
 					for e := range editsEach {
 						line := fmt.Sprintf("session %d edit %d", i, e)
 						for range attempts {
-							if _, err := callTool(t, s, ReadFile, obj{"path": "shared.txt"}); err != nil {
+							if _, err := testkit.Call(t, s, ReadFile, obj{"path": "shared.txt"}); err != nil {
 								t.Error(err)
 								return
 							}
-							_, err := callTool(t, s, EditFile, obj{"path": "shared.txt", "old_string": "END\n", "new_string": line + "\nEND\n"})
+							_, err := testkit.Call(t, s, EditFile, obj{"path": "shared.txt", "old_string": "END\n", "new_string": line + "\nEND\n"})
 							if err == nil {
 								mu.Lock()
 								landed = append(landed, line)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
@@ -110,7 +111,7 @@ func (j *jail) snapshot(t *testing.T) string {
 // returns the error, if any.
 func (j *jail) try(t *testing.T, s *kernel.Session, tool string, args obj) error {
 	t.Helper()
-	res, err := callTool(t, s, tool, args)
+	res, err := testkit.Call(t, s, tool, args)
 	var text string
 	if res != nil {
 		text = res.Text + string(res.Structured)

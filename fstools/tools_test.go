@@ -11,6 +11,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -76,7 +77,7 @@ func TestReadFile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := callTool(t, s, ReadFile, c.args)
+			res, err := testkit.Call(t, s, ReadFile, c.args)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -137,7 +138,7 @@ func TestReadOutputBound(t *testing.T) {
 		// The structured result counts too: leave it room.
 		rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: c.bound + 256}}})
 		s := newSession(t, rt, allEffects, root)
-		res, err := callTool(t, s, ReadFile, obj{"path": "f"})
+		res, err := testkit.Call(t, s, ReadFile, obj{"path": "f"})
 		if c.code == "" && err != nil {
 			t.Fatalf("bound %d: %v", c.bound, err)
 		}
@@ -184,7 +185,7 @@ func TestWriteFile(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			_, err := callTool(t, s, st.tool, st.args)
+			_, err := testkit.Call(t, s, st.tool, st.args)
 			if got := fault.CodeOf(err); got != st.code {
 				t.Fatalf("code %q (%v), want %q", got, err, st.code)
 			}
@@ -234,7 +235,7 @@ func TestEditFile(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			res, err := callTool(t, s, EditFile, st.args)
+			res, err := testkit.Call(t, s, EditFile, st.args)
 			if got := fault.CodeOf(err); got != st.code {
 				t.Fatalf("code %q (%v), want %q", got, err, st.code)
 			}
@@ -304,7 +305,7 @@ func TestListDir(t *testing.T) {
 			t.Fatalf("%q lacks %q", text, w)
 		}
 	}
-	res, err := callTool(t, s, ListDir, obj{"path": "many"})
+	res, err := testkit.Call(t, s, ListDir, obj{"path": "many"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +325,7 @@ func TestListDir(t *testing.T) {
 
 func mustResult(t *testing.T, s *kernel.Session, tool string, args any) *kernel.Result {
 	t.Helper()
-	res, err := callTool(t, s, tool, args)
+	res, err := testkit.Call(t, s, tool, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func TestGlob(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
-			res, err := callTool(t, s, Glob, c.args)
+			res, err := testkit.Call(t, s, Glob, c.args)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -439,7 +440,7 @@ func TestGrep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := callTool(t, s, Grep, c.args)
+			res, err := testkit.Call(t, s, Grep, c.args)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}

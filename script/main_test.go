@@ -1,19 +1,18 @@
 package script
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/filecatalog"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
@@ -39,23 +38,6 @@ func testWorker(t testing.TB) *Worker {
 	return &Worker{Command: []string{exe}, Env: []string{workerEnv}}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type echoIn struct {
 	Text string `json:"text" jsonschema:"text to echo"`
 	N    int    `json:"n,omitempty" jsonschema:"repeat count"`
@@ -70,13 +52,13 @@ const notesContent = "grep for TODO in the workspace\n"
 
 type fixture struct {
 	rt         *kernel.Runtime
-	audit, log *syncBuffer
+	audit, log *testkit.Buffer
 	dir        string
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	f := &fixture{audit: &syncBuffer{}, log: &syncBuffer{}, dir: t.TempDir()}
+	f := &fixture{audit: &testkit.Buffer{}, log: &testkit.Buffer{}, dir: t.TempDir()}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -1,8 +1,6 @@
 package state
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +8,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 func TestTools(t *testing.T) {
@@ -21,14 +19,7 @@ func TestTools(t *testing.T) {
 	stage(t, other, "stage")
 	must(t, os.Symlink(outside, filepath.Join(root, "escape")))
 	must(t, os.WriteFile(filepath.Join(outside, "victim"), []byte("victim"), 0o600))
-	b := kernel.NewBuilder(nil)
-	must(t, RegisterTools(b, &ToolOptions{MaxInputBytes: 200}))
-	rt, err := b.Build()
-	must(t, err)
-	c, err := capability.New("model", []capability.Effect{capability.StateWrite}, capability.Scope{Roots: []string{root, other}})
-	must(t, err)
-	s, err := rt.NewSession("model", []capability.Capability{c}, nil)
-	must(t, err)
+	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, &ToolOptions{MaxInputBytes: 200}), testkit.Grant(t, []string{root, other}, capability.StateWrite))
 	cases := []struct {
 		name, tool, args string
 		code             fault.Code
@@ -51,7 +42,7 @@ func TestTools(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			_, err := testkit.Call(t, s, c.tool, c.args)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}

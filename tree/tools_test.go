@@ -1,8 +1,6 @@
 package tree
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,22 +9,16 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
 func TestTools(t *testing.T) {
 	root, outside := fixture(t)
 	must(t, os.Symlink(outside, filepath.Join(root, "a", "escape")))
-	b := kernel.NewBuilder(nil)
-	must(t, RegisterTools(b, &ToolOptions{Walk: Options{MaxEntries: 20, MaxDepth: 3}}))
-	rt, err := b.Build()
-	must(t, err)
-	c, err := capability.New("model", []capability.Effect{capability.List}, capability.Scope{Roots: []string{root}})
-	must(t, err)
-	s, err := rt.NewSession("model", []capability.Capability{c}, nil)
-	must(t, err)
-	other, err := rt.NewSession("model", nil, nil)
-	must(t, err)
+	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Walk: Options{MaxEntries: 20, MaxDepth: 3}})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.List))
+	other := testkit.Session(t, rt)
 	cases := []struct {
 		name string
 		s    *kernel.Session
@@ -56,7 +48,7 @@ func TestTools(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := c.s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			res, err := testkit.Call(t, c.s, c.tool, c.args)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -72,20 +64,13 @@ func TestTools(t *testing.T) {
 
 func TestListOutputBound(t *testing.T) {
 	root, _ := fixture(t)
-	b := kernel.NewBuilder(nil)
-	must(t, RegisterTools(b, nil))
-	rt, err := b.Build()
-	must(t, err)
-	c, err := capability.New("model", []capability.Effect{capability.List}, capability.Scope{Roots: []string{root}})
-	must(t, err)
-	s, err := rt.NewSession("model", []capability.Capability{c}, nil)
-	must(t, err)
+	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.List))
 	// 5,000 lines of about 240 bytes: within the entry bound, over the
 	// default 1 MiB output bound.
 	for i := range 5000 {
 		must(t, os.Link(filepath.Join(root, "f.txt"), filepath.Join(root, "empty", strings.Repeat("x", 200)+strconv.Itoa(i))))
 	}
-	_, err = s.Call(context.Background(), "tree_list", json.RawMessage(`{"path":"empty"}`))
+	_, err := testkit.Call(t, s, "tree_list", `{"path":"empty"}`)
 	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "list a subdirectory") {
 		t.Fatalf("got %v", err)
 	}

@@ -1,7 +1,6 @@
 package zipfile
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,38 +9,22 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
 func toolSession(t *testing.T, grants map[capability.Effect]string) *kernel.Session {
 	t.Helper()
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, nil); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var caps []capability.Capability
 	for e, root := range grants {
-		c, err := capability.New("model", []capability.Effect{e}, capability.Scope{Roots: []string{root}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		caps = append(caps, c)
+		caps = append(caps, testkit.Grant(t, []string{root}, e))
 	}
-	s, err := rt.NewSession("model", caps, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), caps...)
 }
 
 func call(t *testing.T, s *kernel.Session, tool string, args any) (map[string]any, error) {
 	t.Helper()
-	raw, _ := json.Marshal(args)
-	res, err := s.Call(context.Background(), tool, raw)
+	res, err := testkit.Call(t, s, tool, args)
 	if err != nil {
 		return nil, err
 	}
