@@ -3,15 +3,14 @@ package fstools
 import (
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 const crashEnv = "CAPKIT_FSTOOLS_CRASH_ROOT"
@@ -45,14 +44,10 @@ func TestCrashLeavesOldOrNew(t *testing.T) {
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
 	staged := 0
 	for i := range 12 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWriterProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnv+"="+root)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		child := testkit.StartChild(t, "TestCrashWriterProcess", crashEnv+"="+root)
 		time.Sleep(time.Duration(30+rand.IntN(120)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		child.Kill(t)
+		child.Wait()
 
 		got := readFile(t, file)
 		if got != crashContents[0] && got != crashContents[1] {

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 // TestCrashChild appends to the journal its environment names until killed,
@@ -48,16 +48,11 @@ func TestCrashAppend(t *testing.T) {
 	returned := map[uint64]string{}
 	repaired := 0
 	for round := range 8 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$")
-		cmd.Env = append(os.Environ(), "JOURNAL_CRASH_DIR="+dir)
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		child := testkit.StartChild(t, "TestCrashChild", "JOURNAL_CRASH_DIR="+dir)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			sc := bufio.NewScanner(stdout)
+			sc := bufio.NewScanner(child.Stdout)
 			for sc.Scan() {
 				var seq uint64
 				var hash string
@@ -67,9 +62,9 @@ func TestCrashAppend(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Duration(20+rng.IntN(80)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
+		child.Kill(t)
 		<-done
-		cmd.Wait()
+		child.Wait()
 
 		j, err := Open(dir, "crash", nil)
 		if err != nil {

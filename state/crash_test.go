@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 // The crash tests re-run this test binary as a child that replaces state or
@@ -78,21 +78,16 @@ func TestCrashChild(t *testing.T) {
 // one operation, lets it run for a random moment and kills it.
 func runAndKill(t *testing.T, mode, dir string, rng *rand.Rand) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+mode, crashEnv+"_DIR="+dir)
-	out, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
-	line, _ := bufio.NewReader(out).ReadString('\n')
+	child := testkit.StartChild(t, "TestCrashChild", crashEnv+"="+mode, crashEnv+"_DIR="+dir)
+	line, _ := bufio.NewReader(child.Stdout).ReadString('\n')
 	if line != "ready\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
+		child.Kill(t)
+		child.Wait()
 		t.Fatalf("child did not start: %q", line)
 	}
 	time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
-	must(t, cmd.Process.Signal(syscall.SIGKILL))
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+	child.Kill(t)
+	if killed, err := child.Wait(); !killed {
 		t.Fatalf("child ended before it was killed: %v", err)
 	}
 }

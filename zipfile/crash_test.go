@@ -4,13 +4,13 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 // TestCrashChild is the child of TestCrashExtract: it extracts the archive
@@ -63,17 +63,13 @@ func TestCrashExtract(t *testing.T) {
 
 	parent := t.TempDir()
 	run := func(dest string, kill time.Duration) (time.Duration, bool) {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$")
-		cmd.Env = append(os.Environ(), "ZIPFILE_CRASH_ARCHIVE="+archive, "ZIPFILE_CRASH_MANIFEST="+manifest, "ZIPFILE_CRASH_DEST="+dest)
 		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		child := testkit.StartChild(t, "TestCrashChild", "ZIPFILE_CRASH_ARCHIVE="+archive, "ZIPFILE_CRASH_MANIFEST="+manifest, "ZIPFILE_CRASH_DEST="+dest)
 		if kill > 0 {
 			time.Sleep(kill)
-			cmd.Process.Signal(syscall.SIGKILL)
+			child.Kill(t)
 		}
-		err := cmd.Wait()
+		_, err := child.Wait()
 		return time.Since(start), err != nil
 	}
 	full, failed := run(filepath.Join(parent, "calibrate"), 0)
