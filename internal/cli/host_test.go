@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -33,13 +32,6 @@ func hostTree(t *testing.T) string {
 	return dir
 }
 
-func runHost(t *testing.T, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func TestToolsCmd(t *testing.T) {
 	dir := hostTree(t)
 	rw, ro := filepath.Join(dir, "rw"), filepath.Join(dir, "ro")
@@ -61,7 +53,7 @@ func TestToolsCmd(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errs := runHost(t, "", c.args...)
+			code, out, errs := run(t, "", c.args...)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d: %s", code, c.code, errs)
 			}
@@ -79,7 +71,7 @@ func TestToolsCmd(t *testing.T) {
 		})
 	}
 
-	code, out, _ := runHost(t, "", "tools", "--root", rw, "--json")
+	code, out, _ := run(t, "", "tools", "--root", rw, "--json")
 	var specs []toolSpec
 	if code != 0 || json.Unmarshal([]byte(out), &specs) != nil || len(specs) == 0 {
 		t.Fatalf("--json: exit %d %q", code, out)
@@ -139,7 +131,7 @@ max_input_bytes = 40
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errs := runHost(t, c.stdin, c.args...)
+			code, out, errs := run(t, c.stdin, c.args...)
 			if code != c.code || !strings.Contains(out, c.out) {
 				t.Fatalf("exit %d (want %d), out %q, err %q", code, c.code, out, errs)
 			}
@@ -176,7 +168,7 @@ func TestConfigErrorsNameFileLineField(t *testing.T) {
 				if cmd == "call" {
 					args = append(args, "list_dir")
 				}
-				code, _, errs := runHost(t, "", args...)
+				code, _, errs := run(t, "", args...)
 				if code != 2 || !strings.Contains(errs, c.want) {
 					t.Fatalf("%s: exit %d, stderr %q, want %q", cmd, code, errs, c.want)
 				}
@@ -207,7 +199,7 @@ func TestServeFlagErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errs := runHost(t, "", c.args...)
+			code, out, errs := run(t, "", c.args...)
 			if code != c.code || !strings.Contains(errs, c.err) || out != "" {
 				t.Fatalf("exit %d (want %d), stdout %q, stderr %q", code, c.code, out, errs)
 			}

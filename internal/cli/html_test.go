@@ -47,7 +47,7 @@ func TestHTMLCommands(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := runDoc(t, []byte(c.stdin), c.args...)
+			code, out, errOut := run(t, c.stdin, c.args...)
 			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 			}

@@ -3,21 +3,11 @@ package cli
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runDoc runs the command line with stdin and returns the exit code,
-// standard output and standard error.
-func runDoc(t *testing.T, stdin []byte, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(context.Background(), args, bytes.NewReader(stdin), &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func docFiles(t *testing.T, files map[string][]byte) string {
 	t.Helper()
@@ -65,7 +55,7 @@ func TestJSONCommands(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := runDoc(t, []byte(c.stdin), c.args...)
+			code, out, errOut := run(t, c.stdin, c.args...)
 			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 			}
@@ -114,7 +104,7 @@ func TestCSVCommands(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := runDoc(t, []byte(c.stdin), c.args...)
+			code, out, errOut := run(t, c.stdin, c.args...)
 			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 )
 
+// run runs the command line with stdin through Main, as the capkit binary
+// does, and returns the exit code, standard output and standard error.
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer

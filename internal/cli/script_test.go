@@ -19,13 +19,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func runScriptCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 // scriptWorkspace writes a root, a reviewed file outside it, a config
 // with a catalog, and the given script.
 func scriptWorkspace(t *testing.T, src string) (dir, star, cfg string) {
@@ -87,7 +80,7 @@ func TestScriptRun(t *testing.T) {
 				os.WriteFile(filepath.Join(dir, "reviewed/missing.txt"), []byte("x"), 0o644)
 			}
 			args := append([]string{"script", "run", star, "--config", cfg}, c.args...)
-			code, out, errOut := runScriptCLI(t, args...)
+			code, out, errOut := run(t, "", args...)
 			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 			}
@@ -104,15 +97,15 @@ func TestScriptRun(t *testing.T) {
 
 func TestScriptRunWithoutConfig(t *testing.T) {
 	_, star, _ := scriptWorkspace(t, `result = tool.call("read_file", "a.txt")["total_lines"]`)
-	code, out, errOut := runScriptCLI(t, "script", "run", star, "--root", filepath.Join(filepath.Dir(star), "root"))
+	code, out, errOut := run(t, "", "script", "run", star, "--root", filepath.Join(filepath.Dir(star), "root"))
 	if code != 0 || strings.TrimSpace(out) != "3" {
 		t.Fatalf("exit %d %q %q", code, out, errOut)
 	}
-	code, _, _ = runScriptCLI(t, "script", "run", star, "--root", ".", "--config", "x.toml")
+	code, _, _ = run(t, "", "script", "run", star, "--root", ".", "--config", "x.toml")
 	if code != 2 {
 		t.Fatalf("--root with --config: exit %d", code)
 	}
-	code, _, _ = runScriptCLI(t, "script", "run", filepath.Join(t.TempDir(), "none.star"))
+	code, _, _ = run(t, "", "script", "run", filepath.Join(t.TempDir(), "none.star"))
 	if code != 3 {
 		t.Fatalf("missing script: exit %d", code)
 	}
@@ -120,7 +113,7 @@ func TestScriptRunWithoutConfig(t *testing.T) {
 
 func TestCatalogCheck(t *testing.T) {
 	dir, _, cfg := scriptWorkspace(t, "")
-	code, out, errOut := runScriptCLI(t, "catalog", "check", cfg, "--json")
+	code, out, errOut := run(t, "", "catalog", "check", cfg, "--json")
 	if code != 3 {
 		t.Fatalf("exit %d %q %q", code, out, errOut)
 	}
@@ -137,22 +130,22 @@ func TestCatalogCheck(t *testing.T) {
 	}
 	// Fixed, invalid UTF-8, oversize: each has its state.
 	os.WriteFile(filepath.Join(dir, "reviewed/missing.txt"), []byte("ok\xff"), 0o644)
-	code, out, _ = runScriptCLI(t, "catalog", "check", cfg)
+	code, out, _ = run(t, "", "catalog", "check", cfg)
 	if code != 9 || !strings.Contains(out, "integrity") || !strings.Contains(out, "todo.pattern") {
 		t.Fatalf("exit %d %q", code, out)
 	}
 	os.WriteFile(filepath.Join(dir, "reviewed/missing.txt"), bytes.Repeat([]byte("x"), 65537), 0o644)
-	if code, out, _ = runScriptCLI(t, "catalog", "check", cfg); code != 6 || !strings.Contains(out, "limit") {
+	if code, out, _ = run(t, "", "catalog", "check", cfg); code != 6 || !strings.Contains(out, "limit") {
 		t.Fatalf("exit %d %q", code, out)
 	}
 	os.WriteFile(filepath.Join(dir, "reviewed/missing.txt"), []byte("fine"), 0o644)
-	if code, out, _ = runScriptCLI(t, "catalog", "check", cfg); code != 0 || strings.Count(out, " ok ") != 2 {
+	if code, out, _ = run(t, "", "catalog", "check", cfg); code != 0 || strings.Count(out, " ok ") != 2 {
 		t.Fatalf("exit %d %q", code, out)
 	}
 	// Configuration errors are located.
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[catalog.c.entries]\n\"../x\" = \"y\"\n"), 0o644)
-	if code, _, errOut = runScriptCLI(t, "catalog", "check", bad); code != 2 || !strings.Contains(errOut, "bad.toml:2: catalog.c.entries.../x") {
+	if code, _, errOut = run(t, "", "catalog", "check", bad); code != 2 || !strings.Contains(errOut, "bad.toml:2: catalog.c.entries.../x") {
 		t.Fatalf("exit %d %q", code, errOut)
 	}
 }
