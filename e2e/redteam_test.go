@@ -467,6 +467,12 @@ func (w *world) roWritePaths() []string {
 		"link_rodir/new.txt",
 		"link_rodir/ref.txt",
 		"dangling",
+		// The writable root itself is never replaced, moved or removed.
+		".",
+		"./",
+		"sub/..",
+		w.rw,
+		w.rw + "/",
 	}
 }
 
@@ -735,6 +741,58 @@ func TestRedTeamSwap(t *testing.T) {
 	checkAudit(t, w)
 }
 
+// TestRedTeamNoHostPaths calls every tool the ordinary way, with relative
+// paths: no result or failure names the roots' host paths.
+func TestRedTeamNoHostPaths(t *testing.T) {
+	w := newWorld(t)
+	cs := startRedteam(t, w, "")
+	expect := map[string]any{"a.txt": w.goodSum}
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"list_dir", map[string]any{}},
+		{"list_dir", map[string]any{"path": "sub"}},
+		{"glob", map[string]any{"pattern": "**"}},
+		{"grep", map[string]any{"pattern": "e"}},
+		{"read_file", map[string]any{"path": "notes.txt"}},
+		{"read_file", map[string]any{"path": "nope.txt"}},
+		{"write_file", map[string]any{"path": "w/new.txt", "content": "x"}},
+		{"edit_file", map[string]any{"path": "notes.txt", "old_string": "zzz", "new_string": "y"}},
+		{"move_file", map[string]any{"from": "w/new.txt", "to": "w/moved.txt"}},
+		{"tree_stamp", map[string]any{"path": "."}},
+		{"tree_list", map[string]any{"path": "."}},
+		{"file_digest", map[string]any{"path": "notes.txt"}},
+		{"file_copy", map[string]any{"source": "notes.txt", "destination": "w/copy.txt"}},
+		{"file_copy", map[string]any{"source": "notes.txt", "destination": "w/copy.txt"}},
+		{"state_replace", map[string]any{"path": "state.json", "content": "{}"}},
+		{"dir_publish", map[string]any{"staging": "stage", "destination": "published"}},
+		{"dir_publish", map[string]any{"staging": "stage", "destination": "published"}},
+		{"zip_create", map[string]any{"archive": "n.zip", "files": []any{"notes.txt"}}},
+		{"zip_list", map[string]any{"archive": "good.zip"}},
+		{"zip_verify", map[string]any{"archive": "good.zip", "expect": expect}},
+		{"zip_extract", map[string]any{"archive": "good.zip", "dest": "x", "expect": expect}},
+		{"zip_extract", map[string]any{"archive": "good.zip", "dest": "x", "expect": expect}},
+		{"journal_append", map[string]any{"dir": "jdir", "name": "ok", "event": 1}},
+		{"journal_append", map[string]any{"name": "ok", "event": 1}},
+		{"journal_read", map[string]any{"dir": "jdir", "name": "ok"}},
+		{"journal_verify", map[string]any{"dir": "jdir", "name": "nope"}},
+		{"json_validate", map[string]any{"path": "data.json"}},
+		{"csv_scan", map[string]any{"path": "data.csv"}},
+		{"html_extract", map[string]any{"path": "page.html", "select": "text"}},
+		{"feed_parse", map[string]any{"path": "feed.xml", "url": "http://example.com/", "limit": 5}},
+		{"sniff", map[string]any{"path": "feed.xml", "expect": "feed"}},
+		{"notes", map[string]any{"id": "a"}},
+		{"run_script", map[string]any{"source": `result = tool.call("list_dir", {})`}},
+		{"run_script", map[string]any{"source": `result = tool.call("read_file", "nope")`}},
+		{"tool_search", map[string]any{"query": "file"}},
+	}
+	for _, c := range calls {
+		probe(t, cs, w, c.tool, c.args)
+	}
+	checkAudit(t, w)
+}
+
 // TestRedTeamScript runs hostile scripts as an actor granted only reading
 // and run_script.
 func TestRedTeamScript(t *testing.T) {
@@ -926,6 +984,10 @@ effects = ["read_file", "write_file", "list", "tool_search"]
 	if _, err := os.Lstat(filepath.Join(w.rw, "new.txt")); err == nil {
 		t.Error("oversize write_file wrote")
 	}
+	// Past the default input bound (1 MiB) of a tool with no override.
+	if o := probe(t, cs, w, "list_dir", map[string]any{"path": strings.Repeat("a", 2<<20)}); o.code != "limit" {
+		t.Errorf("oversize list_dir arguments: %q", o.code)
+	}
 	o := probe(t, cs, w, "read_file", map[string]any{"path": "big.txt"})
 	if o.code != "limit" || strings.Contains(o.text, "0123456789") {
 		t.Errorf("oversize read_file result: %q %.300s", o.code, o.text)
@@ -952,6 +1014,11 @@ effects = ["read_file", "write_file", "list", "tool_search"]
 		if o.code == "" {
 			t.Errorf("ungranted %s answered", n)
 		}
+	}
+	// A message past the server's own bound (a framing violation) ends the
+	// connection with a protocol error: no crash, no hang.
+	if o := probe(t, cs, w, "list_dir", map[string]any{"path": strings.Repeat("a", limits.MCPMaxMessageBytes+1)}); o.code != "protocol" {
+		t.Errorf("a message past the server's bound: %q", o.code)
 	}
 }
 
