@@ -2,10 +2,8 @@ package feed
 
 import (
 	"context"
-	"errors"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/fault"
 	capfs "github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/internal/outbuf"
 	"github.com/capkit/capkit/internal/toolinput"
@@ -82,17 +80,10 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 func (f *Feed) result(max int64) (ParseResult, error) {
 	r := ParseResult{Format: f.Format, Title: f.Title, Link: f.Link, TotalEntries: f.TotalEntries,
 		ReturnedEntries: len(f.Entries), OmittedEntries: f.OmittedEntries, Duplicates: f.Duplicates, Warnings: f.Warnings}
-	meta, err := kernel.Encode(r)
+	text, err := outbuf.ToolText(max, r, f.WriteText, "the feed's text", "ask for fewer entries")
 	if err != nil {
 		return ParseResult{}, err
 	}
-	buf := &outbuf.Buffer{Max: max - int64(len(meta.Structured))}
-	if err := f.WriteText(buf); err != nil {
-		if errors.Is(err, outbuf.ErrFull) {
-			return ParseResult{}, fault.New(fault.Limit, "the feed's text exceeds the output limit of %d bytes: ask for fewer entries", max)
-		}
-		return ParseResult{}, fault.Wrap(fault.Internal, err, "rendering the feed failed")
-	}
-	r.text = buf.String()
+	r.text = text
 	return r, nil
 }

@@ -2,10 +2,8 @@ package htmldoc
 
 import (
 	"context"
-	"errors"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/fault"
 	capfs "github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/internal/outbuf"
 	"github.com/capkit/capkit/internal/toolinput"
@@ -84,17 +82,10 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 // passes max (the metadata's size is reserved first).
 func (d *Document) result(max int64) (ExtractResult, error) {
 	r := ExtractResult{Title: d.Title, Select: d.Selection, Article: d.Article, Blocks: len(d.Blocks), Links: len(d.Links), Warnings: d.Warnings}
-	meta, err := kernel.Encode(r)
+	text, err := outbuf.ToolText(max, r, d.WriteText, "the page's text", "read a smaller page or select the article")
 	if err != nil {
 		return ExtractResult{}, err
 	}
-	buf := &outbuf.Buffer{Max: max - int64(len(meta.Structured))}
-	if err := d.WriteText(buf); err != nil {
-		if errors.Is(err, outbuf.ErrFull) {
-			return ExtractResult{}, fault.New(fault.Limit, "the page's text exceeds the output limit of %d bytes: read a smaller page or select the article", max)
-		}
-		return ExtractResult{}, fault.Wrap(fault.Internal, err, "rendering the page failed")
-	}
-	r.text = buf.String()
+	r.text = text
 	return r, nil
 }

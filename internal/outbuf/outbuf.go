@@ -1,7 +1,8 @@
 // Package outbuf is a byte buffer with a hard capacity: a write that would
 // pass it fails instead of growing the buffer, so a renderer can stop as soon
 // as its output is known not to fit an output bound, without building the
-// oversize result first.
+// oversize result first. ToolText applies it to a tool result: text plus
+// structured content within the call's output bound.
 package outbuf
 
 import (
