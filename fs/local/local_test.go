@@ -242,6 +242,13 @@ func TestReadDirAndWalk(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("SkipAll visited %d", n)
 	}
+	// A walk must start at a directory or a regular file: a FIFO is
+	// refused, not reported as an empty walk.
+	n = 0
+	err = f.p.Walk(ctx(t), f.root, "fifo", func(fs.Info) error { n++; return nil })
+	if fault.CodeOf(err) != fault.InvalidInput || n != 0 {
+		t.Fatalf("walk from a FIFO: %v, visited %d", err, n)
+	}
 }
 
 func TestReadDirEntryBound(t *testing.T) {

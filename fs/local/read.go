@@ -320,6 +320,9 @@ func (p *Provider) Walk(ctx context.Context, root, name string, fn fs.WalkFunc) 
 	if err != nil {
 		return atfile.Fault(err, name)
 	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return fault.New(fault.InvalidInput, "%s: not a directory or regular file", name)
+	}
 	err = fn(infoOf(name, fi))
 	if err != nil || !fi.IsDir() {
 		if err == iofs.SkipDir || err == iofs.SkipAll {
