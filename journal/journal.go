@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -105,12 +106,9 @@ func Open(dir, name string, opts *Options) (*Journal, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fault.New(fault.InvalidInput, "the journal directory must be an absolute path")
 	}
-	r, err := os.OpenRoot(dir)
+	r, err := atfile.OpenRoot(dir, "the journal directory")
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fault.Wrap(fault.NotFound, err, "the journal directory does not exist")
-		}
-		return nil, fault.As(err)
+		return nil, err
 	}
 	j, err := openIn(r, name, opts)
 	if err != nil {

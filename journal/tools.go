@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"fmt"
-	"os"
 	"reflect"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
@@ -171,21 +169,14 @@ func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o O
 	if dir == "" {
 		dir = "."
 	}
-	root, rel, err := fs.Resolve(call.Session.Capabilities().Roots(effect), dir)
+	r, _, rel, err := atfile.ResolveRoot(call.Session.Capabilities().Roots(effect), dir)
 	if err != nil {
 		return nil, err
 	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, fault.Wrap(fault.IO, err, "opening a granted root failed")
-	}
 	defer r.Close()
-	// os.Root.OpenRoot opens its last element without O_DIRECTORY, so a
-	// FIFO there blocks the open; "/." makes it a path element, which
-	// os.Root opens with O_DIRECTORY (a FIFO fails with ENOTDIR at once).
-	sub, err := r.OpenRoot(rel + "/.")
+	sub, err := atfile.OpenRootIn(r, rel, "dir")
 	if err != nil {
-		return nil, atfile.Fault(err, "dir")
+		return nil, err
 	}
 	j, err := openIn(sub, name, &o)
 	if err != nil {

@@ -118,15 +118,16 @@ func openParent(root *os.Root, dest string) (*os.Root, string, error) {
 	if dir == "" {
 		dir = "."
 	}
+	const role = "the destination's parent directory"
 	var parent *os.Root
 	var err error
 	if root != nil {
-		parent, err = root.OpenRoot(dir)
+		parent, err = atfile.OpenRootIn(root, dir, role)
 	} else {
-		parent, err = os.OpenRoot(dir)
+		parent, err = atfile.OpenRoot(dir, role)
 	}
 	if err != nil {
-		return nil, "", atfile.Fault(err, "the destination's parent directory")
+		return nil, "", err
 	}
 	return parent, leaf, nil
 }

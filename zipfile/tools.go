@@ -10,7 +10,6 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fileio"
-	"github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
@@ -107,17 +106,14 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		if len(in.Files) > lim.MaxFiles {
 			return CreateResult{}, fault.New(fault.Limit, "%d files exceed the limit of %d members", len(in.Files), lim.MaxFiles)
 		}
-		srcRoot, srcRel, err := openResolved(roots, dir)
+		srcRoot, _, srcRel, err := atfile.ResolveRoot(roots, dir)
 		if err != nil {
 			return CreateResult{}, err
 		}
 		defer srcRoot.Close()
-		// os.Root.OpenRoot opens its last element without O_DIRECTORY, so a
-		// FIFO there blocks the open; "/." makes it a path element, which
-		// os.Root opens with O_DIRECTORY (a FIFO fails with ENOTDIR at once).
-		base, err := srcRoot.OpenRoot(srcRel + "/.")
+		base, err := atfile.OpenRootIn(srcRoot, srcRel, "dir")
 		if err != nil {
-			return CreateResult{}, atfile.Fault(err, "dir")
+			return CreateResult{}, err
 		}
 		defer base.Close()
 		srcs := make([]source, len(in.Files))
@@ -240,22 +236,9 @@ func parseExpect(m map[string]string) (Expect, error) {
 	return e, nil
 }
 
-// openResolved resolves p against roots and opens the root it lies in.
-func openResolved(roots []string, p string) (*os.Root, string, error) {
-	root, rel, err := fs.Resolve(roots, p)
-	if err != nil {
-		return nil, "", err
-	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, "", fault.Wrap(fault.IO, err, "opening a granted root failed")
-	}
-	return r, rel, nil
-}
-
 // openArchiveIn opens the archive p names inside roots.
 func openArchiveIn(roots []string, p string) (*os.File, error) {
-	r, rel, err := openResolved(roots, p)
+	r, _, rel, err := atfile.ResolveRoot(roots, p)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +249,7 @@ func openArchiveIn(roots []string, p string) (*os.File, error) {
 // resolveParent opens the directory that will hold the new entry p inside
 // roots; closeAll releases it.
 func resolveParent(roots []string, p string) (*os.Root, string, func(), error) {
-	r, rel, err := openResolved(roots, p)
+	r, _, rel, err := atfile.ResolveRoot(roots, p)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -2,9 +2,6 @@ package atfile
 
 import (
 	"os"
-
-	"github.com/capkit/capkit/fault"
-	capfs "github.com/capkit/capkit/fs"
 )
 
 // OpenParent opens the directory holding the absolute host path path and
@@ -41,13 +38,9 @@ func OpenParentIn(r *os.Root, rel string) (*Dir, string, error) {
 // path leads out of that root. It returns the parent, the last element
 // and the root.
 func ResolveParent(roots []string, path string) (d *Dir, name, root string, err error) {
-	root, rel, err := capfs.Resolve(roots, path)
+	r, root, rel, err := ResolveRoot(roots, path)
 	if err != nil {
 		return nil, "", "", err
-	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, "", "", fault.Wrap(fault.Unavailable, err, "the granted root cannot be opened")
 	}
 	defer r.Close()
 	d, name, err = OpenParentIn(r, rel)
@@ -75,13 +68,9 @@ func OpenTree(path string) (*Dir, Stat, error) {
 // ResolveTree opens the directory a caller's path names inside roots (the
 // root itself for "."), never following a symlink as its last element.
 func ResolveTree(roots []string, path string) (*Dir, Stat, error) {
-	root, rel, err := capfs.Resolve(roots, path)
+	r, _, rel, err := ResolveRoot(roots, path)
 	if err != nil {
 		return nil, Stat{}, err
-	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, Stat{}, fault.Wrap(fault.Unavailable, err, "the granted root cannot be opened")
 	}
 	defer r.Close()
 	if rel == "." {
