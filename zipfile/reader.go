@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 )
 
 // Record layouts of the ZIP format (APPNOTE.TXT 4.3.12-4.3.16).
@@ -272,7 +273,11 @@ func checkMember(zf *zip.File, lim Limits) (member, *fault.Error) {
 		want = os.ModeDir
 	}
 	if mode.Type() != want {
-		return m, memberFault(fault.InvalidInput, name, ErrSpecialFile, "member %q is a %s, not a regular file or directory; special files are refused", name, kindOf(mode))
+		kind := atfile.Kind(mode)
+		if mode.IsDir() {
+			kind = "a directory by its attributes, without a trailing slash"
+		}
+		return m, memberFault(fault.InvalidInput, name, ErrSpecialFile, "member %q is %s, not a regular file or directory; special files are refused", name, kind)
 	}
 	if zf.UncompressedSize64 > uint64(lim.MaxMemberBytes) {
 		return m, memberFault(fault.Limit, name, ErrSize, "member %q declares %d bytes, more than the limit of %d per member", name, zf.UncompressedSize64, lim.MaxMemberBytes)
@@ -282,20 +287,4 @@ func checkMember(zf *zip.File, lim Limits) (member, *fault.Error) {
 	}
 	m.size = int64(zf.UncompressedSize64)
 	return m, nil
-}
-
-func kindOf(m os.FileMode) string {
-	switch t := m.Type(); {
-	case t&os.ModeSymlink != 0:
-		return "symlink"
-	case t&os.ModeNamedPipe != 0:
-		return "FIFO"
-	case t&os.ModeSocket != 0:
-		return "socket"
-	case t&os.ModeDevice != 0:
-		return "device"
-	case t&os.ModeDir != 0:
-		return "directory (by its attributes, without a trailing slash)"
-	}
-	return "special file"
 }
