@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -20,11 +18,7 @@ const source = "https://news.example.com/local/feed.xml"
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return testkit.ReadFile(t, "testdata", name)
 }
 
 func codes(f *Feed) []string {
@@ -313,15 +307,6 @@ func TestEntryLimitEdge(t *testing.T) {
 	}
 }
 
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestAdversarial(t *testing.T) {
 	// A billion-laughs DOCTYPE padded to the byte limit with entity
 	// declarations: refused at the DOCTYPE, in one pass over the bytes.
@@ -354,7 +339,7 @@ func TestAdversarial(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
-			n := allocated(func() { _, err = Parse(context.Background(), []byte(c.data), source, 10) })
+			n := testkit.Allocated(func() { _, err = Parse(context.Background(), []byte(c.data), source, 10) })
 			t.Logf("allocated %d KiB", n>>10)
 			if fault.CodeOf(err) != c.code {
 				t.Fatalf("code %q (%v), want %q", fault.CodeOf(err), err, c.code)

@@ -3,15 +3,13 @@ package htmldoc
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -19,11 +17,7 @@ const fixtureBase = "https://news.example.com/local/2024/03/harbour-bridge-reope
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return testkit.ReadFile(t, "testdata", name)
 }
 
 func allText(d *Document) string {
@@ -328,17 +322,6 @@ func TestLimitsAtTheEdge(t *testing.T) {
 	}
 }
 
-// allocated runs f and returns the bytes it allocated. Tests using it do
-// not run in parallel.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestAdversarial(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -360,7 +343,7 @@ func TestAdversarial(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
-			n := allocated(func() { _, err = Parse(context.Background(), []byte(c.src), SelectText, nil) })
+			n := testkit.Allocated(func() { _, err = Parse(context.Background(), []byte(c.src), SelectText, nil) })
 			if fault.CodeOf(err) != c.code {
 				t.Fatalf("code %q (%v), want %q", fault.CodeOf(err), err, c.code)
 			}

@@ -5,25 +5,15 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/htmldoc"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
-
-func read(t testing.TB, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.FromSlash(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 func codes(r *Report) []string {
 	var c []string
@@ -53,49 +43,49 @@ func TestCheck(t *testing.T) {
 		screen    htmldoc.ScreenKind
 		warnings  []string
 	}{
-		{name: "json", data: read(t, "testdata/api.json"), expect: JSON, mediaType: "application/json; charset=utf-8", detected: KindJSON},
-		{name: "json problem+json", data: read(t, "testdata/api.json"), expect: JSON, mediaType: "application/problem+json", detected: KindJSON},
+		{name: "json", data: testkit.ReadFile(t, "testdata/api.json"), expect: JSON, mediaType: "application/json; charset=utf-8", detected: KindJSON},
+		{name: "json problem+json", data: testkit.ReadFile(t, "testdata/api.json"), expect: JSON, mediaType: "application/problem+json", detected: KindJSON},
 		{name: "json scalar", data: []byte(" 42 \n"), expect: JSON, detected: KindJSON},
-		{name: "json served as html", data: read(t, "testdata/api.json"), expect: JSON, mediaType: "text/html", detected: KindJSON, warnings: []string{WarnMediaTypeMismatch}},
-		{name: "json latin-1 charset", data: read(t, "testdata/api.json"), expect: JSON, mediaType: "application/json; charset=iso-8859-1", detected: KindJSON, warnings: []string{WarnCharset}},
-		{name: "json with bom", data: append([]byte("\xef\xbb\xbf"), read(t, "testdata/api.json")...), expect: JSON, detected: KindJSON, warnings: []string{WarnCharset}},
-		{name: "json error body", data: read(t, "testdata/error.json"), expect: JSON, mediaType: "application/json", detected: KindJSON, warnings: []string{WarnJSONErrorBody}},
-		{name: "html where json expected", data: read(t, "testdata/bad_gateway.html"), expect: JSON, mediaType: "application/json", detected: KindHTML, rejected: true, screen: htmldoc.ScreenErrorPage},
-		{name: "login page where json expected", data: read(t, "../htmldoc/testdata/screen_login.html"), expect: JSON, detected: KindHTML, rejected: true, screen: htmldoc.ScreenLogin},
-		{name: "plain html where json expected", data: read(t, "../htmldoc/testdata/article_news.html"), expect: JSON, detected: KindHTML, rejected: true},
+		{name: "json served as html", data: testkit.ReadFile(t, "testdata/api.json"), expect: JSON, mediaType: "text/html", detected: KindJSON, warnings: []string{WarnMediaTypeMismatch}},
+		{name: "json latin-1 charset", data: testkit.ReadFile(t, "testdata/api.json"), expect: JSON, mediaType: "application/json; charset=iso-8859-1", detected: KindJSON, warnings: []string{WarnCharset}},
+		{name: "json with bom", data: append([]byte("\xef\xbb\xbf"), testkit.ReadFile(t, "testdata/api.json")...), expect: JSON, detected: KindJSON, warnings: []string{WarnCharset}},
+		{name: "json error body", data: testkit.ReadFile(t, "testdata/error.json"), expect: JSON, mediaType: "application/json", detected: KindJSON, warnings: []string{WarnJSONErrorBody}},
+		{name: "html where json expected", data: testkit.ReadFile(t, "testdata/bad_gateway.html"), expect: JSON, mediaType: "application/json", detected: KindHTML, rejected: true, screen: htmldoc.ScreenErrorPage},
+		{name: "login page where json expected", data: testkit.ReadFile(t, "../htmldoc/testdata/screen_login.html"), expect: JSON, detected: KindHTML, rejected: true, screen: htmldoc.ScreenLogin},
+		{name: "plain html where json expected", data: testkit.ReadFile(t, "../htmldoc/testdata/article_news.html"), expect: JSON, detected: KindHTML, rejected: true},
 		{name: "text where json expected", data: []byte("not found"), expect: JSON, detected: KindText, rejected: true},
-		{name: "rss", data: read(t, "../feed/testdata/rss2_news.xml"), expect: Feed, mediaType: "application/rss+xml", detected: KindRSS},
-		{name: "rss as text/xml", data: read(t, "../feed/testdata/rss2_podcast.xml"), expect: Feed, mediaType: "text/xml; charset=utf-8", detected: KindRSS},
-		{name: "rss 0.91 with doctype", data: read(t, "../feed/testdata/rss091_netscape.xml"), expect: Feed, detected: KindRSS},
-		{name: "rdf", data: read(t, "../feed/testdata/rss1_rdf.xml"), expect: Feed, detected: KindRDF},
-		{name: "atom", data: read(t, "../feed/testdata/atom_blog.xml"), expect: Feed, mediaType: "application/atom+xml", detected: KindAtom},
-		{name: "feed as octet-stream", data: read(t, "../feed/testdata/atom_blog.xml"), expect: Feed, mediaType: "application/octet-stream", detected: KindAtom, warnings: []string{WarnMediaTypeGeneric}},
-		{name: "html where feed expected", data: read(t, "../feed/testdata/not_feed.html"), expect: Feed, mediaType: "application/rss+xml", detected: KindHTML, rejected: true},
-		{name: "challenge where feed expected", data: read(t, "../htmldoc/testdata/screen_challenge.html"), expect: Feed, detected: KindHTML, rejected: true, screen: htmldoc.ScreenChallenge},
+		{name: "rss", data: testkit.ReadFile(t, "../feed/testdata/rss2_news.xml"), expect: Feed, mediaType: "application/rss+xml", detected: KindRSS},
+		{name: "rss as text/xml", data: testkit.ReadFile(t, "../feed/testdata/rss2_podcast.xml"), expect: Feed, mediaType: "text/xml; charset=utf-8", detected: KindRSS},
+		{name: "rss 0.91 with doctype", data: testkit.ReadFile(t, "../feed/testdata/rss091_netscape.xml"), expect: Feed, detected: KindRSS},
+		{name: "rdf", data: testkit.ReadFile(t, "../feed/testdata/rss1_rdf.xml"), expect: Feed, detected: KindRDF},
+		{name: "atom", data: testkit.ReadFile(t, "../feed/testdata/atom_blog.xml"), expect: Feed, mediaType: "application/atom+xml", detected: KindAtom},
+		{name: "feed as octet-stream", data: testkit.ReadFile(t, "../feed/testdata/atom_blog.xml"), expect: Feed, mediaType: "application/octet-stream", detected: KindAtom, warnings: []string{WarnMediaTypeGeneric}},
+		{name: "html where feed expected", data: testkit.ReadFile(t, "../feed/testdata/not_feed.html"), expect: Feed, mediaType: "application/rss+xml", detected: KindHTML, rejected: true},
+		{name: "challenge where feed expected", data: testkit.ReadFile(t, "../htmldoc/testdata/screen_challenge.html"), expect: Feed, detected: KindHTML, rejected: true, screen: htmldoc.ScreenChallenge},
 		{name: "other xml where feed expected", data: []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>`), expect: Feed, detected: KindXML, rejected: true},
-		{name: "html article", data: read(t, "../htmldoc/testdata/article_news.html"), expect: HTML, mediaType: "text/html; charset=utf-8", detected: KindHTML},
-		{name: "html error page with status 200", data: read(t, "testdata/bad_gateway.html"), expect: HTML, mediaType: "text/html", detected: KindHTML, rejected: true, screen: htmldoc.ScreenErrorPage},
-		{name: "consent wall", data: read(t, "../htmldoc/testdata/screen_consent.html"), expect: HTML, detected: KindHTML, rejected: true, screen: htmldoc.ScreenConsent},
-		{name: "paywall", data: read(t, "../htmldoc/testdata/screen_paywall.html"), expect: HTML, detected: KindHTML, rejected: true, screen: htmldoc.ScreenPaywall},
-		{name: "app shell", data: read(t, "../htmldoc/testdata/app_shell.html"), expect: HTML, detected: KindHTML, warnings: []string{WarnNeedsScripts}},
+		{name: "html article", data: testkit.ReadFile(t, "../htmldoc/testdata/article_news.html"), expect: HTML, mediaType: "text/html; charset=utf-8", detected: KindHTML},
+		{name: "html error page with status 200", data: testkit.ReadFile(t, "testdata/bad_gateway.html"), expect: HTML, mediaType: "text/html", detected: KindHTML, rejected: true, screen: htmldoc.ScreenErrorPage},
+		{name: "consent wall", data: testkit.ReadFile(t, "../htmldoc/testdata/screen_consent.html"), expect: HTML, detected: KindHTML, rejected: true, screen: htmldoc.ScreenConsent},
+		{name: "paywall", data: testkit.ReadFile(t, "../htmldoc/testdata/screen_paywall.html"), expect: HTML, detected: KindHTML, rejected: true, screen: htmldoc.ScreenPaywall},
+		{name: "app shell", data: testkit.ReadFile(t, "../htmldoc/testdata/app_shell.html"), expect: HTML, detected: KindHTML, warnings: []string{WarnNeedsScripts}},
 		{name: "html fragment", data: []byte("<p>Hello <b>there</b></p>"), expect: HTML, detected: KindHTML},
 		{name: "xhtml", data: []byte(`<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body><p>x</p></body></html>`), expect: HTML, detected: KindHTML},
 		{name: "text where html expected", data: []byte("Hello"), expect: HTML, detected: KindText, warnings: []string{WarnNoMarkup}},
-		{name: "json where html expected", data: read(t, "testdata/api.json"), expect: HTML, detected: KindJSON, rejected: true},
-		{name: "pdf", data: read(t, "testdata/report.pdf"), expect: PDF, mediaType: "application/pdf", detected: KindPDF, warnings: []string{WarnSignatureOnly}},
-		{name: "pdf with leading bytes", data: append([]byte("\r\n\r\n"), read(t, "testdata/report.pdf")...), expect: PDF, detected: KindPDF, warnings: []string{WarnSignatureOnly, WarnPDFLeadingBytes}},
-		{name: "truncated pdf", data: read(t, "testdata/report.pdf")[:100], expect: PDF, detected: KindPDF, warnings: []string{WarnPDFNoEOF}},
-		{name: "html where pdf expected", data: read(t, "testdata/bad_gateway.html"), expect: PDF, detected: KindHTML, rejected: true, screen: htmldoc.ScreenErrorPage},
+		{name: "json where html expected", data: testkit.ReadFile(t, "testdata/api.json"), expect: HTML, detected: KindJSON, rejected: true},
+		{name: "pdf", data: testkit.ReadFile(t, "testdata/report.pdf"), expect: PDF, mediaType: "application/pdf", detected: KindPDF, warnings: []string{WarnSignatureOnly}},
+		{name: "pdf with leading bytes", data: append([]byte("\r\n\r\n"), testkit.ReadFile(t, "testdata/report.pdf")...), expect: PDF, detected: KindPDF, warnings: []string{WarnSignatureOnly, WarnPDFLeadingBytes}},
+		{name: "truncated pdf", data: testkit.ReadFile(t, "testdata/report.pdf")[:100], expect: PDF, detected: KindPDF, warnings: []string{WarnPDFNoEOF}},
+		{name: "html where pdf expected", data: testkit.ReadFile(t, "testdata/bad_gateway.html"), expect: PDF, detected: KindHTML, rejected: true, screen: htmldoc.ScreenErrorPage},
 		{name: "png where pdf expected", data: png, expect: PDF, detected: KindBinary, rejected: true},
-		{name: "csv", data: read(t, "testdata/data.csv"), expect: CSV, mediaType: "text/csv", detected: KindText},
-		{name: "tsv", data: read(t, "testdata/data.tsv"), expect: CSV, mediaType: "text/tab-separated-values", detected: KindText},
-		{name: "gzip csv", data: gz(read(t, "testdata/data.csv")), expect: CSV, detected: KindGzip, warnings: []string{WarnCompressed}},
+		{name: "csv", data: testkit.ReadFile(t, "testdata/data.csv"), expect: CSV, mediaType: "text/csv", detected: KindText},
+		{name: "tsv", data: testkit.ReadFile(t, "testdata/data.tsv"), expect: CSV, mediaType: "text/tab-separated-values", detected: KindText},
+		{name: "gzip csv", data: gz(testkit.ReadFile(t, "testdata/data.csv")), expect: CSV, detected: KindGzip, warnings: []string{WarnCompressed}},
 		{name: "single column", data: []byte("name\nalpha\nbeta\n"), expect: CSV, detected: KindText, warnings: []string{WarnSingleColumn}},
-		{name: "html where csv expected", data: read(t, "../htmldoc/testdata/screen_captcha.html"), expect: CSV, detected: KindHTML, rejected: true, screen: htmldoc.ScreenChallenge},
-		{name: "json where csv expected", data: read(t, "testdata/api.json"), expect: CSV, detected: KindJSON, rejected: true},
-		{name: "gzip where json expected", data: gz(read(t, "testdata/api.json")), expect: JSON, detected: KindGzip, rejected: true},
+		{name: "html where csv expected", data: testkit.ReadFile(t, "../htmldoc/testdata/screen_captcha.html"), expect: CSV, detected: KindHTML, rejected: true, screen: htmldoc.ScreenChallenge},
+		{name: "json where csv expected", data: testkit.ReadFile(t, "testdata/api.json"), expect: CSV, detected: KindJSON, rejected: true},
+		{name: "gzip where json expected", data: gz(testkit.ReadFile(t, "testdata/api.json")), expect: JSON, detected: KindGzip, rejected: true},
 		{name: "empty", data: nil, expect: JSON, detected: KindEmpty, rejected: true},
-		{name: "invalid media type", data: read(t, "testdata/api.json"), expect: JSON, mediaType: "application/", detected: KindJSON, warnings: []string{WarnMediaTypeInvalid}},
+		{name: "invalid media type", data: testkit.ReadFile(t, "testdata/api.json"), expect: JSON, mediaType: "application/", detected: KindJSON, warnings: []string{WarnMediaTypeInvalid}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

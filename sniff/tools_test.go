@@ -12,7 +12,7 @@ import (
 )
 
 func TestSniffTool(t *testing.T) {
-	reader := testkit.Files{"report.pdf": read(t, "testdata/report.pdf"), "login.html": read(t, "../htmldoc/testdata/screen_login.html")}
+	reader := testkit.Files{"report.pdf": testkit.ReadFile(t, "testdata/report.pdf"), "login.html": testkit.ReadFile(t, "../htmldoc/testdata/screen_login.html")}
 	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Files: reader})
 	e, _, ok := rt.Catalog().Lookup("sniff")
 	if p, _ := rt.Policy("sniff"); !ok || e.Effect != capability.Parse || e.Hot || p.MaxInputBytes != limits.SniffToolMaxInputBytes {

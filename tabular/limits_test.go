@@ -6,24 +6,13 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
-
-// allocDuring reports the bytes allocated while f runs: a generous proxy
-// for the memory a scan needs.
-func allocDuring(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 func discard(data []byte, opts *Options) (*Summary, error) {
 	return ScanFunc(bg, data, opts, func([]string) error { return nil })
@@ -229,7 +218,7 @@ func TestGzipBombs(t *testing.T) {
 		t.Fatalf("bomb is %d bytes compressed", len(zeros))
 	}
 	var err error
-	alloc := allocDuring(func() { _, err = discard(zeros, nil) })
+	alloc := testkit.Allocated(func() { _, err = discard(zeros, nil) })
 	if fault.CodeOf(err) != fault.Limit || !errors.Is(err, ErrRecordTooLarge) {
 		t.Fatalf("zero bomb: %v", err)
 	}
@@ -244,7 +233,7 @@ func TestGzipBombs(t *testing.T) {
 		t.Fatalf("row bomb is %d bytes compressed", len(rows))
 	}
 	opts := &Options{MaxScanRows: limits.TabularHardRows, Filter: []Condition{{Column: "a", Value: "never"}}}
-	alloc = allocDuring(func() { _, err = discard(rows, opts) })
+	alloc = testkit.Allocated(func() { _, err = discard(rows, opts) })
 	if fault.CodeOf(err) != fault.Limit || !errors.Is(err, ErrExpandedTooLarge) {
 		t.Fatalf("row bomb: %v", err)
 	}
@@ -272,7 +261,7 @@ func TestZipManyEntries(t *testing.T) {
 		t.Fatalf("count %d %v", n, ok)
 	}
 	var err error
-	alloc := allocDuring(func() { _, err = discard(data, nil) })
+	alloc := testkit.Allocated(func() { _, err = discard(data, nil) })
 	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "70000 entries") {
 		t.Fatalf("got %v", err)
 	}

@@ -3,24 +3,19 @@ package tabular
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 var bg = context.Background()
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "csv", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return testkit.ReadFile(t, "testdata", "csv", name)
 }
 
 func TestFixtures(t *testing.T) {

@@ -1,19 +1,16 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 func readerFixture(t *testing.T, pkg, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", pkg, "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return testkit.ReadFile(t, "..", "..", pkg, "testdata", name)
 }
 
 func TestHTMLCommands(t *testing.T) {

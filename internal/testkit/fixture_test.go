@@ -1,0 +1,31 @@
+package testkit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a", "b.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := ReadFile(t, dir, "a/b.txt"); string(got) != "x" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestAllocated(t *testing.T) {
+	var keep []byte
+	if got := Allocated(func() { keep = make([]byte, 1<<20) }); got < 1<<20 || got > 2<<20 {
+		t.Fatalf("a 1 MiB allocation measured %d bytes", got)
+	}
+	_ = keep
+	if got := Allocated(func() {}); got > 64<<10 {
+		t.Fatalf("nothing measured %d bytes", got)
+	}
+}
