@@ -15,14 +15,7 @@ func TestFeedCommands(t *testing.T) {
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
 	const u = "https://news.example.com/local/feed.xml"
-	cases := []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		out   string
-		err   string
-	}{
+	cases := []cmdCase{
 		{"rss", "", []string{"feed", "parse", p("news.xml"), "--url", u, "--limit", "3"}, 0, "Entries: 3 of 7 returned, 4 omitted by the entry limit", ""},
 		{"conflict reported", "", []string{"feed", "parse", p("news.xml"), "--url", u}, 0, "conflicting duplicates (differ in title, summary, published)", ""},
 		{"json", "", []string{"feed", "parse", "--json", p("atom.xml"), "--url", u}, 0, `"utc": "2024-03-14T08:00:00Z"`, ""},
@@ -34,12 +27,5 @@ func TestFeedCommands(t *testing.T) {
 		{"missing url", "", []string{"feed", "parse", p("news.xml")}, 2, "", "url"},
 		{"relative url", "", []string{"feed", "parse", p("news.xml"), "--url", "/feed"}, 2, "", "source URL"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := run(t, c.stdin, c.args...)
-			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
-				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
-			}
-		})
-	}
+	runCases(t, cases)
 }

@@ -21,14 +21,7 @@ func TestHTMLCommands(t *testing.T) {
 		"deep.html":  []byte(strings.Repeat("<div>", 129)),
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
-	cases := []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		out   string
-		err   string
-	}{
+	cases := []cmdCase{
 		{"text", "", []string{"html", "extract", p("news.html")}, 0, "## Related stories", ""},
 		{"article", "", []string{"html", "extract", "--article", "--base-url", "https://news.example.com/local/2024/03/x", p("news.html")}, 0,
 			"Article: article.story (<article>)", ""},
@@ -42,12 +35,5 @@ func TestHTMLCommands(t *testing.T) {
 		{"missing file", "", []string{"html", "extract", p("nope.html")}, 3, "", ""},
 		{"no file", "", []string{"html", "extract"}, 2, "", ""},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := run(t, c.stdin, c.args...)
-			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
-				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
-			}
-		})
-	}
+	runCases(t, cases)
 }

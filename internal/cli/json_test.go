@@ -28,14 +28,7 @@ func TestJSONCommands(t *testing.T) {
 		"nan.json":  []byte(`[NaN]`),
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
-	cases := []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		out   string
-		err   string
-	}{
+	cases := []cmdCase{
 		{"valid", "", []string{"json", "validate", p("ok.json")}, 0, "valid JSON: object, 46 bytes, 5 values, depth 2", ""},
 		{"valid json output", "", []string{"json", "validate", "--json", p("ok.json")}, 0, `"valid": true`, ""},
 		{"stdin", `[1, 2]`, []string{"json", "validate", "-"}, 0, "valid JSON: array", ""},
@@ -53,14 +46,7 @@ func TestJSONCommands(t *testing.T) {
 		{"canonical json flag", "", []string{"json", "canonical", "--json", p("ok.json")}, 0, "{\"a\":[true,12345678901234567890123],\"b\":1}\n", ""},
 		{"canonical invalid", "", []string{"json", "canonical", p("dup.json")}, 2, "", "duplicate"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := run(t, c.stdin, c.args...)
-			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
-				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
-			}
-		})
-	}
+	runCases(t, cases)
 }
 
 func TestCSVCommands(t *testing.T) {
@@ -77,14 +63,7 @@ func TestCSVCommands(t *testing.T) {
 		"wide.csv":      []byte(strings.Repeat("c,", 299) + "c\n"),
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
-	cases := []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		out   string
-		err   string
-	}{
+	cases := []cmdCase{
 		{"all rows", "", []string{"csv", "scan", p("people.csv")}, 0, "id,name,state\n1,Ann,CA\n2,\"Bob, Jr.\",NY\n3,Cy,CA\n", "rows scanned 3, matched 3, skipped 0, returned 3"},
 		{"columns and where", "", []string{"csv", "scan", p("people.csv"), "--columns", "name", "--where", "state=CA"}, 0, "name\nAnn\nCy\n", "matched 2"},
 		{"where differs", "", []string{"csv", "scan", p("people.csv"), "--columns", "id", "--where", "state!=CA"}, 0, "id\n2\n", ""},
@@ -102,12 +81,5 @@ func TestCSVCommands(t *testing.T) {
 		{"scan budget", "", []string{"csv", "scan", p("people.csv"), "--max-scan-rows", "2"}, 6, "", "scan budget"},
 		{"empty stdin", "", []string{"csv", "scan", "-"}, 2, "", "header row is required"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := run(t, c.stdin, c.args...)
-			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
-				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
-			}
-		})
-	}
+	runCases(t, cases)
 }

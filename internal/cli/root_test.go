@@ -16,6 +16,30 @@ func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// cmdCase is one command line of a table test: it must exit with code,
+// and its standard output and error must contain out and err.
+type cmdCase struct {
+	name  string
+	stdin string
+	args  []string
+	code  int
+	out   string
+	err   string
+}
+
+// runCases runs each case through run as a subtest.
+func runCases(t *testing.T, cases []cmdCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, c.stdin, c.args...)
+			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+			}
+		})
+	}
+}
+
 func TestVersionAndUsage(t *testing.T) {
 	cases := []struct {
 		name string

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -15,14 +14,7 @@ func TestSniffCommand(t *testing.T) {
 		"feed.xml":   readerFixture(t, "feed", "atom_blog.xml"),
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
-	cases := []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		out   string
-		err   string
-	}{
+	cases := []cmdCase{
 		{"json", "", []string{"sniff", p("api.json"), "--expect", "json", "--media-type", "application/json"}, 0, "ok: json, as expected for json (declared application/json)", ""},
 		{"pdf signature only", "", []string{"sniff", p("report.pdf"), "--expect", "pdf"}, 0, "warning (signature_only)", ""},
 		{"feed json", "", []string{"sniff", "--json", p("feed.xml"), "--expect", "feed", "--media-type", "text/html"}, 0, `"code": "media_type_mismatch"`, ""},
@@ -34,12 +26,5 @@ func TestSniffCommand(t *testing.T) {
 		{"bad expect", "", []string{"sniff", p("api.json"), "--expect", "yaml"}, 2, "", "json, feed, html, pdf or csv"},
 		{"missing expect", "", []string{"sniff", p("api.json")}, 2, "", "expect"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := run(t, c.stdin, c.args...)
-			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
-				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
-			}
-		})
-	}
+	runCases(t, cases)
 }
