@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -17,15 +16,7 @@ import (
 // consistent counts and absolute links, or fails with a typed fault; never
 // a panic or hang. Seeds: the fixtures in testdata.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*"))
-	for _, name := range files {
-		if st, err := os.Stat(name); err != nil || st.IsDir() {
-			continue
-		}
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range testkit.Fixtures(f, "testdata/*") {
 		f.Add(data, uint16(3))
 	}
 	f.Add([]byte(`<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>a</id></entry><entry><id>a</id><title>b</title></entry></feed>`), uint16(1))

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -18,12 +17,7 @@ import (
 // valid UTF-8 blocks, or fails with a typed fault; never a panic or hang.
 // Seeds: the fixtures in testdata and the corpus in testdata/fuzz.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.html"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range testkit.Fixtures(f, "testdata/*.html") {
 		f.Add(data, true)
 	}
 	f.Add([]byte("<table><tr><td><table><tr><td>x</table></table>"), false)

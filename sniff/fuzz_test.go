@@ -3,11 +3,10 @@ package sniff
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 var formats = []Format{JSON, Feed, HTML, PDF, CSV}
@@ -16,15 +15,7 @@ var formats = []Format{JSON, Feed, HTML, PDF, CSV}
 // failure (a rejection carries the detected kind), never a panic or hang.
 func FuzzCheck(f *testing.F) {
 	for _, dir := range []string{"testdata", "../htmldoc/testdata", "../feed/testdata"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*"))
-		for i, name := range files {
-			if st, err := os.Stat(name); err != nil || st.IsDir() {
-				continue
-			}
-			data, err := os.ReadFile(name)
-			if err != nil {
-				f.Fatal(err)
-			}
+		for i, data := range testkit.Fixtures(f, dir+"/*") {
 			f.Add(data, uint8(i), "text/html; charset=utf-8")
 		}
 	}

@@ -31,3 +31,26 @@ func Allocated(f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+// Fixtures returns the contents of the regular files matching the glob
+// pattern, in lexical order (directories are skipped), failing the test
+// if none match: a fuzz target's seeds from testdata, say, which must not
+// silently shrink to nothing.
+func Fixtures(t testing.TB, pattern string) [][]byte {
+	t.Helper()
+	names, err := filepath.Glob(filepath.FromSlash(pattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, name := range names {
+		if st, err := os.Stat(name); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		out = append(out, ReadFile(t, name))
+	}
+	if len(out) == 0 {
+		t.Fatalf("no file matches %s", pattern)
+	}
+	return out
+}

@@ -29,3 +29,19 @@ func TestAllocated(t *testing.T) {
 		t.Fatalf("nothing measured %d bytes", got)
 	}
 }
+
+func TestFixtures(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{"b.xml": "b", "a.xml": "a", "c.txt": "c"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "d.xml"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	got := Fixtures(t, filepath.Join(dir, "*.xml"))
+	if len(got) != 2 || string(got[0]) != "a" || string(got[1]) != "b" {
+		t.Fatalf("got %q", got)
+	}
+}
