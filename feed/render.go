@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/capkit/capkit/internal/outbuf"
 )
 
 // WriteText writes the feed as plain text for a reader: the feed's title,
@@ -15,49 +17,49 @@ import (
 // summaries are reduced to their text. It stops at the first write error,
 // so a bounded writer ends it as soon as the text would not fit.
 func (f *Feed) WriteText(w io.Writer) error {
-	t := &textWriter{w: w}
-	t.line("Feed: ", f.Title, " (", string(f.Format), ")")
+	t := outbuf.NewLines(w)
+	t.Line("Feed: ", f.Title, " (", string(f.Format), ")")
 	if f.Link != "" {
-		t.line("Link: ", f.Link)
+		t.Line("Link: ", f.Link)
 	}
 	if f.Updated != nil {
-		t.line("Updated: ", dateLine(f.Updated))
+		t.Line("Updated: ", dateLine(f.Updated))
 	}
-	t.line("Entries: ", strconv.Itoa(len(f.Entries)), " of ", strconv.Itoa(f.TotalEntries), " returned, ", strconv.Itoa(f.OmittedEntries), " omitted by the entry limit")
+	t.Line("Entries: ", strconv.Itoa(len(f.Entries)), " of ", strconv.Itoa(f.TotalEntries), " returned, ", strconv.Itoa(f.OmittedEntries), " omitted by the entry limit")
 	for _, d := range f.Duplicates {
 		kind := "duplicates"
 		if d.Conflict {
 			kind = "conflicting duplicates (differ in " + strings.Join(d.Fields, ", ") + ")"
 		}
-		t.line("Duplicate: entries ", joinInts(d.Entries), " share the same ", d.By, ": ", kind)
+		t.Line("Duplicate: entries ", joinInts(d.Entries), " share the same ", d.By, ": ", kind)
 	}
 	for _, wn := range f.Warnings {
 		where := ""
 		if wn.Entry != nil {
 			where = " entry " + strconv.Itoa(*wn.Entry)
 		}
-		t.line("Warning (", wn.Code, where, "): ", wn.Message)
+		t.Line("Warning (", wn.Code, where, "): ", wn.Message)
 	}
 	for _, e := range f.Entries {
-		t.line()
-		t.line("[", strconv.Itoa(e.Index), "] ", e.Title)
+		t.Line()
+		t.Line("[", strconv.Itoa(e.Index), "] ", e.Title)
 		if e.Link != "" {
-			t.line("Link: ", e.Link)
+			t.Line("Link: ", e.Link)
 		}
 		if e.ID != "" && e.ID != e.Link {
-			t.line("ID: ", e.ID)
+			t.Line("ID: ", e.ID)
 		}
 		if e.Published != nil {
-			t.line("Published: ", dateLine(e.Published))
+			t.Line("Published: ", dateLine(e.Published))
 		}
 		if e.Updated != nil {
-			t.line("Updated: ", dateLine(e.Updated))
+			t.Line("Updated: ", dateLine(e.Updated))
 		}
 		if len(e.Authors) > 0 {
-			t.line("By: ", strings.Join(e.Authors, ", "))
+			t.Line("By: ", strings.Join(e.Authors, ", "))
 		}
 		for _, enc := range e.Enclosures {
-			t.line("Enclosure: ", enc.URL, " ", enc.Type)
+			t.Line("Enclosure: ", enc.URL, " ", enc.Type)
 		}
 		body, typ := e.Summary, e.SummaryType
 		if body == "" {
@@ -67,10 +69,10 @@ func (f *Feed) WriteText(w io.Writer) error {
 			body = htmlText(body)
 		}
 		if body != "" {
-			t.line(body)
+			t.Line(body)
 		}
 	}
-	return t.err
+	return t.Err()
 }
 
 func dateLine(d *Date) string {
@@ -114,24 +116,5 @@ func htmlText(s string) string {
 			}
 			skip = false
 		}
-	}
-}
-
-// textWriter writes lines and keeps the first error.
-type textWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (t *textWriter) line(parts ...string) {
-	for _, p := range parts {
-		t.write(p)
-	}
-	t.write("\n")
-}
-
-func (t *textWriter) write(s string) {
-	if t.err == nil {
-		_, t.err = io.WriteString(t.w, s)
 	}
 }
