@@ -97,23 +97,13 @@ Example: {"path": "build/output.bin"}`,
 				return Stamp{}, err
 			}
 			if rel == "." {
-				d, st, err := atfile.ResolveTree(roots, in.Path)
-				if err != nil {
-					return Stamp{}, err
-				}
-				d.Close()
-				return stampOf(st), nil
+				return stampDir(atfile.ResolveTree(roots, in.Path))
 			}
 			d, name, _, err := atfile.ResolveParent(roots, in.Path)
 			if err != nil {
 				return Stamp{}, err
 			}
-			defer d.Close()
-			st, err := d.Lstat(name, "path")
-			if err != nil {
-				return Stamp{}, err
-			}
-			return stampOf(st), nil
+			return stampEntry(d, name)
 		})
 	if err != nil {
 		return err

@@ -78,17 +78,27 @@ func (s Stamp) Equal(o Stamp) bool {
 // whatever its type; a symlink is stamped, not followed.
 func StampOf(path string) (Stamp, error) {
 	if path == "/" {
-		d, st, err := atfile.OpenTree(path)
-		if err != nil {
-			return Stamp{}, err
-		}
-		d.Close()
-		return stampOf(st), nil
+		return stampDir(atfile.OpenTree(path))
 	}
 	d, name, err := atfile.OpenParent(path)
 	if err != nil {
 		return Stamp{}, err
 	}
+	return stampEntry(d, name)
+}
+
+// stampDir stamps a directory that was just opened, closing it.
+func stampDir(d *atfile.Dir, st atfile.Stat, err error) (Stamp, error) {
+	if err != nil {
+		return Stamp{}, err
+	}
+	d.Close()
+	return stampOf(st), nil
+}
+
+// stampEntry stamps the entry name in d without following a symlink,
+// closing d.
+func stampEntry(d *atfile.Dir, name string) (Stamp, error) {
 	defer d.Close()
 	st, err := d.Lstat(name, "path")
 	if err != nil {
