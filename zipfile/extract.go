@@ -82,7 +82,10 @@ func Extract(ctx context.Context, archive, dest string, expect Expect, opts *Ext
 
 // openRegular opens name (through root when non-nil) for reading without
 // following a final symlink or blocking on a FIFO, and checks it is a
-// regular file.
+// regular file. Archives are opened here rather than through atfile or
+// fileio (Create's sources are) so that List and Verify keep working where
+// atfile is unavailable (not Linux); the archive reader bounds what it
+// reads whatever the file does meanwhile.
 func openRegular(root *os.Root, name string) (*os.File, error) {
 	flag := os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 	var f *os.File
