@@ -3,11 +3,9 @@ package state
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/fault"
 	capfs "github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
@@ -93,10 +91,11 @@ Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in PublishArgs) (PublishResult, error) {
 			roots := call.Session.Capabilities().Roots(capability.StateWrite)
-			sroot, srel, err := capfs.Resolve(roots, in.Staging)
+			r, sroot, srel, err := atfile.ResolveRoot(roots, in.Staging)
 			if err != nil {
 				return PublishResult{}, err
 			}
+			defer r.Close()
 			droot, drel, err := capfs.Resolve(roots, in.Destination)
 			if err != nil {
 				return PublishResult{}, err
@@ -112,11 +111,6 @@ Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 			if sroot != droot || sdir != ddir {
 				return PublishResult{}, notSameParent()
 			}
-			r, err := os.OpenRoot(sroot)
-			if err != nil {
-				return PublishResult{}, fault.Wrap(fault.Unavailable, err, "the granted root cannot be opened")
-			}
-			defer r.Close()
 			d, err := atfile.OpenDirIn(r, sdir)
 			if err != nil {
 				return PublishResult{}, err
