@@ -47,6 +47,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/atfile"
 )
 
 // Provider is the local-filesystem fs.Provider. The zero value is not
@@ -96,7 +97,7 @@ func (p *Provider) root(path string) (*os.Root, error) {
 	if r := p.roots[path]; r != nil {
 		return r, nil
 	}
-	r, err := os.OpenRoot(path)
+	r, err := atfile.OpenRoot(path, "root")
 	if err != nil {
 		return nil, fault.Wrap(fault.Unavailable, err, "a granted root cannot be opened")
 	}
