@@ -9,6 +9,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
@@ -19,20 +20,11 @@ func TestTools(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, nil); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := capability.New("m", []capability.Effect{capability.JournalWrite, capability.JournalRead}, capability.Scope{Roots: []string{root}})
-	s, _ := rt.NewSession("m", []capability.Capability{c}, nil)
-	ro, _ := capability.New("m", []capability.Effect{capability.JournalRead}, capability.Scope{Roots: []string{root}})
-	rs, _ := rt.NewSession("m", []capability.Capability{ro}, nil)
+	rt := testkit.Runtime(t, RegisterTools, nil)
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.JournalWrite, capability.JournalRead))
+	rs := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.JournalRead))
 	call := func(s *kernel.Session, tool, args string) (map[string]any, error) {
-		res, err := s.Call(ctx, tool, json.RawMessage(args))
+		res, err := testkit.Call(t, s, tool, args)
 		if err != nil {
 			return nil, err
 		}
