@@ -12,6 +12,7 @@ import (
 	"github.com/capkit/capkit/filecontext"
 	"github.com/capkit/capkit/fs"
 	"github.com/capkit/capkit/fs/local"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -33,7 +34,7 @@ type benchEnv struct {
 }
 
 func newBenchEnv(b *testing.B, file, content string) *benchEnv {
-	root := tempRoot(b)
+	root := testkit.TempDir(b)
 	writeFile(b, filepath.Join(root, file), content)
 	big := kernel.Policy{MaxCalls: limits.HardMaxCalls}
 	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxCalls: limits.HardMaxCalls, MaxOutputBytes: limits.FileToolsReadOutputBytes}, EditFile: big}})
@@ -133,7 +134,7 @@ func BenchmarkEditFile1MiBExecutor(b *testing.B) {
 // common way to number a file's lines (read it whole, split, format each
 // line with fmt), with none of the tool's checks.
 func BenchmarkReadFile4MiBNaive(b *testing.B) {
-	root := tempRoot(b)
+	root := testkit.TempDir(b)
 	p := filepath.Join(root, "big.go")
 	writeFile(b, p, benchText(4<<20))
 	b.SetBytes(4 << 20)
@@ -153,7 +154,7 @@ func BenchmarkReadFile4MiBNaive(b *testing.B) {
 
 // benchTree makes files files of a few lines each, 100 per directory.
 func benchTree(b *testing.B, files int) string {
-	root := tempRoot(b)
+	root := testkit.TempDir(b)
 	for i := range files {
 		writeFile(b, filepath.Join(root, fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d.go", i)),
 			fmt.Sprintf("package p\n\nfunc F%d() int { return %d }\n// TODO: nothing\n", i, i))
@@ -180,7 +181,7 @@ func BenchmarkGrep2000Files(b *testing.B) {
 // BenchmarkListDir1000 lists a directory of 1,000 files through the
 // kernel.
 func BenchmarkListDir1000(b *testing.B) {
-	root := tempRoot(b)
+	root := testkit.TempDir(b)
 	for i := range 1000 {
 		writeFile(b, filepath.Join(root, fmt.Sprintf("f%04d.txt", i)), "x")
 	}

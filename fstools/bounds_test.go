@@ -19,7 +19,7 @@ func TestReadHugeFileBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 512 MiB")
 	}
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	p := filepath.Join(root, "huge.txt")
 	f, err := os.Create(p)
 	if err != nil {
@@ -48,7 +48,7 @@ func TestReadHugeFileBoundedMemory(t *testing.T) {
 // TestWalkDepthBound: glob and grep search limits.WalkMaxDepth levels and
 // say how many deeper directories they did not search.
 func TestWalkDepthBound(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	dir := root
 	for range limits.WalkMaxDepth - 1 {
 		dir = filepath.Join(dir, "d")
@@ -68,7 +68,7 @@ func TestWalkDepthBound(t *testing.T) {
 }
 
 func TestGrepFileAndIgnoreBounds(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	at := "needle\n" + strings.Repeat("x", limits.GrepMaxFileBytes-len("needle\n"))
 	writeFile(t, filepath.Join(root, "at.txt"), at)
 	writeFile(t, filepath.Join(root, "past.txt"), at+"x")
@@ -92,7 +92,7 @@ func TestGrepFileAndIgnoreBounds(t *testing.T) {
 }
 
 func TestGrepMatchesAtBound(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f"), strings.Repeat("match\n", limits.GrepMaxMatches))
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
 	var out GrepResult

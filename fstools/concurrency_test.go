@@ -17,7 +17,7 @@ import (
 func TestConcurrentEditsLoseNothing(t *testing.T) {
 	for _, disable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableFileContext=%v", disable), func(t *testing.T) {
-			root := tempRoot(t)
+			root := testkit.TempDir(t)
 			file := filepath.Join(root, "shared.txt")
 			writeFile(t, file, "header\nEND\n")
 			rt := newRuntime(t, &Options{DisableFileContext: disable})

@@ -36,7 +36,7 @@ type jail struct {
 
 func newJail(t *testing.T) *jail {
 	t.Helper()
-	base := tempRoot(t)
+	base := testkit.TempDir(t)
 	j := &jail{
 		base: base, root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"),
 		evil: filepath.Join(base, "root_evil"), victim: filepath.Join(base, "outside", "victim.txt"),

@@ -38,7 +38,7 @@ func TestCrashLeavesOldOrNew(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns writer processes")
 	}
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	file := filepath.Join(root, "f.txt")
 	writeFile(t, file, crashContents[0])
 	s := newSession(t, newRuntime(t, nil), allEffects, root)

@@ -29,17 +29,6 @@ func newSession(t testing.TB, rt *kernel.Runtime, effects []capability.Effect, r
 	return testkit.Session(t, rt, testkit.Grant(t, roots, effects...))
 }
 
-// tempRoot is a fresh root directory with symlinks resolved (t.TempDir may
-// sit under a symlinked /tmp).
-func tempRoot(t testing.TB) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // mustCall fails the test unless the call succeeds, and returns its text.
 func mustCall(t testing.TB, s *kernel.Session, tool string, args any) string {
 	t.Helper()

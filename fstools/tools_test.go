@@ -25,7 +25,7 @@ func numbered(n int) string {
 }
 
 func TestReadFile(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	long := strings.Repeat("é", limits.ReadMaxLineRunes)
 	files := map[string]string{
 		"three.txt":   "one\ntwo\nthree\n",
@@ -114,7 +114,7 @@ func TestReadFile(t *testing.T) {
 // TestReadInvalidUTF8Offset: the offset named is the file offset, also
 // when the bad byte is in a later read chunk.
 func TestReadInvalidUTF8Offset(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	content := strings.Repeat("a", 70_000) + "\nab\xfe\n"
 	writeFile(t, filepath.Join(root, "f"), content)
 	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 1 << 20}}})
@@ -127,7 +127,7 @@ func TestReadInvalidUTF8Offset(t *testing.T) {
 }
 
 func TestReadOutputBound(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f"), numbered(100))
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
 	full := mustCall(t, s, ReadFile, obj{"path": "f"})
@@ -149,7 +149,7 @@ func TestReadOutputBound(t *testing.T) {
 }
 
 func TestWriteFile(t *testing.T) {
-	root, ro := tempRoot(t), tempRoot(t)
+	root, ro := testkit.TempDir(t), testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "existing.txt"), "old\n")
 	writeFile(t, filepath.Join(ro, "r.txt"), "read-only\n")
 	rt := newRuntime(t, nil)
@@ -207,7 +207,7 @@ func TestWriteFile(t *testing.T) {
 }
 
 func TestEditFile(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f.go"), "package a\n\nfunc one() {}\nfunc two() {}\n// two two\n")
 	writeFile(t, filepath.Join(root, "crlf.txt"), "alpha\r\nbeta\r\ngamma\r\n")
 	writeFile(t, filepath.Join(root, "unread.txt"), "x\n")
@@ -268,7 +268,7 @@ func TestEditFile(t *testing.T) {
 }
 
 func TestEditFileSizeBound(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "at.txt"), strings.Repeat("a", limits.EditMaxFileBytes-1)+"b")
 	writeFile(t, filepath.Join(root, "past.txt"), strings.Repeat("a", limits.EditMaxFileBytes)+"b")
 	rt := newRuntime(t, &Options{DisableFileContext: true})
@@ -279,7 +279,7 @@ func TestEditFileSizeBound(t *testing.T) {
 }
 
 func TestDisableFileContext(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f"), "abc")
 	s := newSession(t, newRuntime(t, &Options{DisableFileContext: true}), allEffects, root)
 	mustCall(t, s, EditFile, obj{"path": "f", "old_string": "b", "new_string": "B"})
@@ -290,7 +290,7 @@ func TestDisableFileContext(t *testing.T) {
 }
 
 func TestListDir(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "b.txt"), "12345")
 	writeFile(t, filepath.Join(root, "d", "x"), "")
 	os.Symlink("b.txt", filepath.Join(root, "l"))
@@ -333,7 +333,7 @@ func mustResult(t *testing.T, s *kernel.Session, tool string, args any) *kernel.
 }
 
 func TestGlob(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	for _, p := range []string{"a.go", "a_test.go", "src/b.go", "src/deep/c.go", "src/deep/c.txt", ".git/x.go", "vendor/v.go"} {
 		writeFile(t, filepath.Join(root, p), "")
 	}
@@ -384,7 +384,7 @@ func pathsOf(text string) []string {
 }
 
 func TestGlobBound(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	for i := range limits.GlobMaxResults + 2 {
 		writeFile(t, filepath.Join(root, fmt.Sprintf("f%04d.txt", i)), "")
 	}
@@ -401,7 +401,7 @@ func TestGlobBound(t *testing.T) {
 }
 
 func TestGrep(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	files := map[string]string{
 		"a.go":              "package a\nfunc Hello() {}\nvar x = \"a.b\"\n",
 		"b.txt":             "hello world\nHELLO again\naxb\n",
@@ -455,7 +455,7 @@ func TestGrep(t *testing.T) {
 }
 
 func TestGrepBound(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f"), strings.Repeat("match\n", limits.GrepMaxMatches+3)+strings.Repeat("z", 2000)+"match\n")
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
 	res := mustResult(t, s, Grep, obj{"pattern": "match"})
@@ -471,7 +471,7 @@ func TestGrepBound(t *testing.T) {
 }
 
 func TestMoveFileIsDeferredAndNeverReplaces(t *testing.T) {
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "a"), "A")
 	writeFile(t, filepath.Join(root, "b"), "B")
 	rt := newRuntime(t, nil)
@@ -493,7 +493,7 @@ func TestMoveFileIsDeferredAndNeverReplaces(t *testing.T) {
 	if readFile(t, filepath.Join(root, "b")) != "B" || readFile(t, filepath.Join(root, "c/d")) != "A" {
 		t.Fatal("move replaced or lost content")
 	}
-	other := tempRoot(t)
+	other := testkit.TempDir(t)
 	c1, _ := capability.New("m", allEffects, capability.Scope{Roots: []string{root, other}})
 	s2, _ := rt.NewSession("m", []capability.Capability{c1}, nil)
 	wantCode(t, s2, MoveFile, obj{"from": "b", "to": filepath.Join(other, "b")}, fault.InvalidInput)
@@ -511,7 +511,7 @@ func TestRegisterToolsOptions(t *testing.T) {
 	if p, _ := rt.Policy(ReadFile); p.MaxOutputBytes != limits.FileToolsReadOutputBytes {
 		t.Fatalf("default read policy: %+v", p)
 	}
-	root := tempRoot(t)
+	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f"), "x")
 	s := newSession(t, rt, allEffects, root)
 	mustCall(t, s, Grep, obj{"pattern": "x"})

@@ -17,6 +17,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -32,10 +33,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := testkit.TempDir(t)
 	f := &fixture{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), p: New()}
 	t.Cleanup(func() { f.p.Close() })
 	mk := func(p string) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -15,10 +16,7 @@ import (
 // with b.txt, and returns the directory.
 func hostTree(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testkit.TempDir(t)
 	for _, d := range []string{"rw", "ro"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)

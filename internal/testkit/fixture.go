@@ -54,3 +54,15 @@ func Fixtures(t testing.TB, pattern string) [][]byte {
 	}
 	return out
 }
+
+// TempDir is t.TempDir with symlinks resolved: t.TempDir may sit under a
+// symlinked /tmp, and a root must be the path os.Root and fs.Resolve
+// report for what lies under it.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

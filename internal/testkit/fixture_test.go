@@ -45,3 +45,13 @@ func TestFixtures(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestTempDir(t *testing.T) {
+	d := TempDir(t)
+	if real, err := filepath.EvalSymlinks(d); err != nil || real != d || !filepath.IsAbs(d) {
+		t.Fatalf("%q resolves to %q, %v", d, real, err)
+	}
+	if st, err := os.Stat(d); err != nil || !st.IsDir() {
+		t.Fatalf("%v", err)
+	}
+}
