@@ -1,7 +1,8 @@
 // Package kernel is the one path every tool call takes. A Builder registers
 // tools with their policies; Build freezes them into a Runtime; a Session
 // holds one actor's capabilities, counters and activated tools; Session.Call
-// checks, bounds, runs and audits a call.
+// checks, bounds, runs and audits a call, and Session.Start does the same
+// without waiting for it.
 //
 // The order of checks in Session.Call is fixed: lookup (not_found), effect
 // granted by a held capability (denied), input bytes and call budget

@@ -12,10 +12,40 @@ import (
 type Result struct {
 	Text       string
 	Structured json.RawMessage
+
+	// release, when set, gives the memory behind Text back to the tool
+	// that produced it (see Releaser).
+	release func()
 }
 
 // Size is the number of bytes the output bound is checked against.
 func (r *Result) Size() int64 { return int64(len(r.Text) + len(r.Structured)) }
+
+// Release tells the tool that produced r that r's Text is no longer
+// used, so that it may reuse the memory behind it. The contract, for
+// whoever consumes a Result (a transport, once it has written it): call
+// Release at most once, after the last use of r.Text and of every string
+// that shares its memory (a substring, a copy of the string header); after
+// it, r.Text may change under any holder. A consumer that never calls it
+// leaves the memory to the garbage collector, which is always safe. The
+// kernel releases the results it refuses (over the output bound, or
+// returned after the call was abandoned). Release on a Result without
+// pooled memory does nothing.
+func (r *Result) Release() {
+	if f := r.release; f != nil {
+		r.release = nil
+		f()
+	}
+}
+
+// Releaser is implemented by typed results (the Out of AddTool) whose
+// ToolText is pooled memory: the Result carries their Release, which the
+// consumer calls once it is done with the text (see Result.Release).
+// ToolText must not be called after Release.
+type Releaser interface {
+	Texter
+	Release()
+}
 
 // Call is one admitted call, as a handler sees it.
 type Call struct {

@@ -106,8 +106,51 @@ var emptyArgs = json.RawMessage("{}")
 // Call runs the named tool with args (a JSON object; empty means {}). It
 // returns the result or a *fault.Error.
 func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
-	start := time.Now()
-	res, entry, err := s.call(ctx, name, args)
+	now := time.Now()
+	a, err := s.admit(name, args)
+	var res *Result
+	if err == nil {
+		res, err = s.run(ctx, now, a)
+	}
+	return s.finish(ctx, now, a, len(args), res, err)
+}
+
+// Start makes the call Call makes without waiting for it: done receives
+// what Call would return, exactly once. A call refused before its handler
+// runs (unknown tool, denied, limit, invalid arguments) ends before Start
+// returns, with done run on the calling goroutine; otherwise done runs on
+// the goroutine that ends the call: the handler's worker when it returns,
+// or a timer's when the deadline passes or ctx ends first, in which case
+// the handler is abandoned as in Call. done should return promptly.
+//
+// Start is for transports that must keep reading while calls run (to see
+// cancellations): the call is handed to a worker once, where Call hands it
+// over and back.
+func (s *Session) Start(ctx context.Context, name string, args json.RawMessage, done func(*Result, error)) {
+	now := time.Now()
+	a, err := s.admit(name, args)
+	if err != nil {
+		done(s.finish(ctx, now, a, len(args), nil, err))
+		return
+	}
+	p := &pending{s: s, parent: ctx, a: a, start: now, in: len(args), done: done}
+	wait := a.ctx.init(ctx, now, a.t.policy.Timeout)
+	p.mu.Lock()
+	p.timer = time.AfterFunc(wait, p.expired)
+	if ctx.Done() != nil {
+		p.stop = context.AfterFunc(ctx, p.parentEnded)
+	}
+	p.mu.Unlock()
+	s.rt.workers.start(&job{a: a, p: p})
+}
+
+// finish logs and audits a call that ended, and replaces the detail of a
+// failure an untrusted session must not see.
+func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in int, res *Result, err error) (*Result, error) {
+	var entry *catalog.Entry
+	if a != nil {
+		entry = a.call.Tool
+	}
 	var code fault.Code
 	var out int64
 	if err != nil {
@@ -120,6 +163,7 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 			fe = &fault.Error{Code: fe.Code, Message: fe.Public(), RetryAfter: fe.RetryAfter}
 		}
 		err = fe
+		res = nil
 	} else {
 		out = res.Size()
 	}
@@ -130,7 +174,7 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 		}
 		s.rt.audit.LogAttrs(ctx, slog.LevelInfo, "call",
 			slog.String("actor", s.actor), slog.String("tool", toolName(entry)),
-			slog.String("outcome", outcome), slog.Int("in_bytes", len(args)),
+			slog.String("outcome", outcome), slog.Int("in_bytes", in),
 			slog.Int64("out_bytes", out), slog.Int64("duration_us", time.Since(start).Microseconds()))
 	}
 	return res, err
@@ -144,38 +188,40 @@ func toolName(e *catalog.Entry) string {
 	return e.Name
 }
 
-func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (*Result, *catalog.Entry, error) {
+// admitted is a call past the checks before its handler: what the handler
+// sees and the context it runs under, in one allocation.
+type admitted struct {
+	call Call
+	ctx  callCtx
+	t    *tool
+}
+
+// admit makes the checks before the handler, in order. A call that fails
+// them returns a nil *admitted unless its tool is known.
+func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 	entry, i, ok := s.rt.catalog.Lookup(name)
 	if !ok {
-		return nil, nil, fault.New(fault.NotFound, "unknown tool %q", truncateName(name))
+		return nil, fault.New(fault.NotFound, "unknown tool %q", truncateName(name))
 	}
+	a := &admitted{call: Call{Session: s, Tool: entry}, t: &s.rt.tools[i]}
 	if !s.caps.Grants(entry.Effect) {
-		return nil, entry, fault.New(fault.Denied, "tool %s is not granted to this session", entry.Name)
+		return a, fault.New(fault.Denied, "tool %s is not granted to this session", entry.Name)
 	}
-	t := &s.rt.tools[i]
-	if int64(len(args)) > t.policy.MaxInputBytes {
-		return nil, entry, fault.LimitExceeded("tool "+entry.Name+" input bytes", t.policy.MaxInputBytes, int64(len(args)))
+	p := &a.t.policy
+	if int64(len(args)) > p.MaxInputBytes {
+		return a, fault.LimitExceeded("tool "+entry.Name+" input bytes", p.MaxInputBytes, int64(len(args)))
 	}
-	if n := s.calls[i].Add(1); n > int64(t.policy.MaxCalls) {
-		return nil, entry, fault.New(fault.Limit, "tool %s: call budget of %d per session is spent", entry.Name, t.policy.MaxCalls)
+	if n := s.calls[i].Add(1); n > int64(p.MaxCalls) {
+		return a, fault.New(fault.Limit, "tool %s: call budget of %d per session is spent", entry.Name, p.MaxCalls)
 	}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = emptyArgs
 	}
 	if err := validate(entry, args); err != nil {
-		return nil, entry, err
+		return a, err
 	}
-	res, err := s.run(ctx, t, &Call{Session: s, Tool: entry, Args: args, MaxOutputBytes: t.policy.MaxOutputBytes})
-	if err != nil {
-		return nil, entry, err
-	}
-	if res == nil {
-		return nil, entry, fault.New(fault.Internal, "tool %s returned no result", entry.Name)
-	}
-	if size := res.Size(); size > t.policy.MaxOutputBytes {
-		return nil, entry, fault.LimitExceeded("tool "+entry.Name+" output bytes", t.policy.MaxOutputBytes, size)
-	}
-	return res, entry, nil
+	a.call.Args, a.call.MaxOutputBytes = args, p.MaxOutputBytes
+	return a, nil
 }
 
 // validate checks args against the entry's schema. Duplicate member names
@@ -190,28 +236,140 @@ func validate(entry *catalog.Entry, args json.RawMessage) error {
 
 // run calls the handler under the policy's deadline, on a worker
 // goroutine: a handler stuck past its deadline is abandoned, and the caller
-// returns.
-func (s *Session) run(ctx context.Context, t *tool, call *Call) (*Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.policy.Timeout)
-	defer cancel()
+// returns. Without a context that can end, the caller waits on one channel
+// (a select was a tenth of the kernel's time).
+func (s *Session) run(ctx context.Context, now time.Time, a *admitted) (*Result, error) {
+	wait := a.ctx.init(ctx, now, a.t.policy.Timeout)
 	j := jobs.Get().(*job)
-	j.ctx, j.t, j.call = ctx, t, call
+	j.a = a
+	j.timer.Reset(wait)
 	s.rt.workers.start(j)
-	select {
-	case <-j.done:
-		res, err := j.res, j.err
-		*j = job{done: j.done}
-		jobs.Put(j)
-		if err != nil && ctx.Err() == context.DeadlineExceeded {
-			return nil, fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", call.Tool.Name, t.policy.Timeout)
+	if pd := ctx.Done(); pd == nil {
+		<-j.done
+	} else {
+		select {
+		case <-j.done:
+		case <-pd:
+			if j.state.CompareAndSwap(jobRunning, jobAbandoned) {
+				// The worker still owns j: it is not reused.
+				j.timer.Stop()
+				perr := ctx.Err()
+				a.ctx.cancel(ctxParent, perr)
+				return nil, a.parentEnded(perr)
+			}
+			<-j.done // the handler or the deadline came first
 		}
-		return res, err
-	case <-ctx.Done():
+	}
+	if j.state.Load() == jobExpired {
 		// The worker still owns j: it is not reused.
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fault.New(fault.Limit, "tool %s: time limit of %v exceeded", call.Tool.Name, t.policy.Timeout)
+		a.ctx.cancel(ctxExpired, nil)
+		return nil, a.timeLimit(nil)
+	}
+	res, err := j.res, j.err
+	if j.timer.Stop() {
+		j.a, j.res, j.err = nil, nil, nil
+		j.state.Store(jobRunning)
+		jobs.Put(j)
+	}
+	res, err = a.outcome(res, err)
+	a.ctx.cancel(ctxCanceled, nil)
+	return res, err
+}
+
+// outcome checks what the handler returned: a failure past the deadline is
+// the time limit's; no result is an internal failure; a result over the
+// output bound is refused, never truncated.
+func (a *admitted) outcome(res *Result, err error) (*Result, error) {
+	name := a.call.Tool.Name
+	if err != nil {
+		if res != nil {
+			res.Release()
 		}
-		return nil, fault.Wrap(fault.Unavailable, ctx.Err(), "tool %s: call canceled", call.Tool.Name)
+		if a.ctx.Err() == context.DeadlineExceeded || !time.Now().Before(a.ctx.deadline) {
+			return nil, a.timeLimit(err)
+		}
+		return nil, err
+	}
+	if res == nil {
+		return nil, fault.New(fault.Internal, "tool %s returned no result", name)
+	}
+	if size, max := res.Size(), a.call.MaxOutputBytes; size > max {
+		res.Release()
+		return nil, fault.LimitExceeded("tool "+name+" output bytes", max, size)
+	}
+	return res, nil
+}
+
+func (a *admitted) timeLimit(err error) error {
+	return fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", a.call.Tool.Name, a.t.policy.Timeout)
+}
+
+// parentEnded is the failure of a call whose caller's context ended first.
+func (a *admitted) parentEnded(perr error) error {
+	if perr == context.DeadlineExceeded {
+		return a.timeLimit(nil)
+	}
+	return fault.Wrap(fault.Unavailable, perr, "tool %s: call canceled", a.call.Tool.Name)
+}
+
+// pending is a call Start made: whichever of its handler, its deadline and
+// its caller's context ends it first delivers the outcome.
+type pending struct {
+	s      *Session
+	parent context.Context
+	a      *admitted
+	start  time.Time
+	in     int
+	done   func(*Result, error)
+
+	ended atomic.Bool
+	mu    sync.Mutex // guards timer and stop while Start sets them
+	timer *time.Timer
+	stop  func() bool
+}
+
+// end claims the outcome for its caller, reporting whether it was first,
+// and cancels the handler's context for the given reason.
+func (p *pending) end(why uint32, perr error) bool {
+	if !p.ended.CompareAndSwap(false, true) {
+		return false
+	}
+	p.mu.Lock()
+	timer, stop := p.timer, p.stop
+	p.mu.Unlock()
+	timer.Stop()
+	if stop != nil {
+		stop()
+	}
+	if why != ctxCanceled {
+		p.a.ctx.cancel(why, perr)
+	}
+	return true
+}
+
+// handled is the handler's return.
+func (p *pending) handled(res *Result, err error) {
+	if !p.end(ctxCanceled, nil) {
+		if res != nil {
+			res.Release() // nobody will use it
+		}
+		return
+	}
+	res, err = p.a.outcome(res, err)
+	p.a.ctx.cancel(ctxCanceled, nil)
+	p.done(p.s.finish(p.parent, p.start, p.a, p.in, res, err))
+}
+
+func (p *pending) expired() {
+	if p.end(ctxExpired, nil) {
+		p.done(p.s.finish(p.parent, p.start, p.a, p.in, nil, p.a.timeLimit(nil)))
+	}
+}
+
+func (p *pending) parentEnded() {
+	perr := p.parent.Err()
+	if p.end(ctxParent, perr) {
+		p.done(p.s.finish(p.parent, p.start, p.a, p.in, nil, p.a.parentEnded(perr)))
 	}
 }
 

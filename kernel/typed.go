@@ -39,6 +39,13 @@ func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[I
 			return fmt.Errorf("kernel: tool %q: output schema: %w", policy.Name, err)
 		}
 	}
+	// A struct result is encoded through a pointer, which spares the
+	// encoder a copy of the value to address it; only Out's own methods
+	// (not those of *Out) make it a Texter, as in Encode. Pointers and
+	// interfaces go to Encode as they are.
+	ot := reflect.TypeFor[Out]()
+	direct := ot.Kind() == reflect.Pointer || ot.Kind() == reflect.Interface
+	texter := ot.Implements(reflect.TypeFor[Texter]())
 	return b.Register(policy, meta, in, out, func(ctx context.Context, call *Call) (*Result, error) {
 		// The kernel validated the arguments against In's schema (no unknown
 		// or duplicate members) before this runs.
@@ -50,20 +57,44 @@ func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[I
 		if err != nil {
 			return nil, err
 		}
-		return Encode(v)
+		switch {
+		case direct:
+			return Encode(v)
+		case texter:
+			return encode(&v, any(&v).(Texter))
+		}
+		return encode(&v, nil)
 	})
 }
 
 // Encode turns a typed value into a Result: structured content is its JSON
 // encoding; the text is its ToolText when it is a Texter, else the same JSON.
 func Encode(v any) (*Result, error) {
-	data, err := jsonv2.Marshal(v, jsonv2.Deterministic(true))
+	t, _ := v.(Texter)
+	return encode(v, t)
+}
+
+// encodeOpts are Encode's options, joined once.
+var encodeOpts = jsonv2.JoinOptions(jsonv2.Deterministic(true))
+
+// encode encodes v; the text is t's, or the encoding when t is nil. A
+// Releaser's Release goes with the result (and runs at once if encoding
+// fails).
+func encode(v any, t Texter) (*Result, error) {
+	data, err := jsonv2.Marshal(v, encodeOpts)
+	r, releases := t.(Releaser)
 	if err != nil {
+		if releases {
+			r.Release()
+		}
 		return nil, fault.Wrap(fault.Internal, err, "encoding the result failed")
 	}
 	res := &Result{Structured: json.RawMessage(data)}
-	if t, ok := v.(Texter); ok {
+	if t != nil {
 		res.Text = t.ToolText()
+		if releases {
+			res.release = r.Release
+		}
 	} else {
 		res.Text = string(data)
 	}

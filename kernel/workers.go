@@ -1,10 +1,10 @@
 package kernel
 
 import (
-	"context"
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capkit/capkit/fault"
@@ -14,18 +14,45 @@ import (
 // before it exits.
 const workerIdle = 30 * time.Second
 
-// job is one handler run. done has room for the one outcome, so a worker
-// never blocks on a caller that gave up at its deadline.
+// job is one handler run for Call. Its outcome is claimed once: by the
+// handler's return (jobHandled), the deadline's timer (jobExpired) or the
+// caller leaving when its context ended (jobAbandoned). Only the handler
+// and the timer signal done, and only when they claimed the outcome, so
+// done's room for one signal is enough and a worker never blocks on a
+// caller that gave up. A job of Start (p set) delivers its outcome through
+// p instead.
 type job struct {
-	ctx  context.Context
-	t    *tool
-	call *Call
-	res  *Result
-	err  error
-	done chan struct{}
+	a     *admitted
+	p     *pending
+	res   *Result
+	err   error
+	state atomic.Uint32
+	done  chan struct{}
+	timer *time.Timer // runs expire at the deadline; reused with the job
 }
 
-var jobs = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+// The states of a job.
+const (
+	jobRunning uint32 = iota
+	jobHandled
+	jobExpired
+	jobAbandoned
+)
+
+// jobs are reused only when neither their worker nor their timer can touch
+// them any more.
+var jobs = sync.Pool{New: func() any {
+	j := &job{done: make(chan struct{}, 1)}
+	j.timer = time.AfterFunc(time.Hour, j.expire)
+	j.timer.Stop()
+	return j
+}}
+
+func (j *job) expire() {
+	if j.state.CompareAndSwap(jobRunning, jobExpired) {
+		j.done <- struct{}{}
+	}
+}
 
 // workers runs handlers on goroutines that outlive one call. Handlers run
 // off the caller's goroutine so a handler stuck in a call that ignores its
@@ -45,26 +72,49 @@ func (w *workers) start(j *job) {
 	}
 }
 
+// loop runs jobs until none came for a whole workerIdle period: the timer
+// is not reset per job (that was a tenth of a small call's kernel time);
+// a worker exits between one and two periods after its last job.
 func (w *workers) loop(j *job) {
 	timer := time.NewTimer(workerIdle)
 	defer timer.Stop()
 	for {
 		j.run()
-		timer.Reset(workerIdle)
-		select {
-		case j = <-w.idle:
-		case <-timer.C:
-			return
+		busy := true
+		for j = nil; j == nil; {
+			select {
+			case j = <-w.idle:
+			case <-timer.C:
+				if !busy {
+					return
+				}
+				busy = false
+				timer.Reset(workerIdle)
+			}
 		}
 	}
 }
 
 func (j *job) run() {
+	res, err := j.handle()
+	if j.p != nil {
+		j.p.handled(res, err)
+		return
+	}
+	j.res, j.err = res, err
+	if j.state.CompareAndSwap(jobRunning, jobHandled) {
+		j.done <- struct{}{}
+	} else if res != nil {
+		res.Release() // the caller left: nobody will use it
+	}
+}
+
+// handle runs the handler; a panic is an internal failure.
+func (j *job) handle() (res *Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			j.res, j.err = nil, fault.Wrap(fault.Internal, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "tool %s failed", j.call.Tool.Name)
+			res, err = nil, fault.Wrap(fault.Internal, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "tool %s failed", j.a.call.Tool.Name)
 		}
-		j.done <- struct{}{}
 	}()
-	j.res, j.err = j.t.handler(j.ctx, j.call)
+	return j.a.t.handler(&j.a.ctx, &j.a.call)
 }
