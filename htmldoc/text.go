@@ -387,8 +387,13 @@ func (x *extractor) row(tr *node) {
 		}
 		cells = append(cells, strings.Join(parts, " "))
 	}
+	// Empty cells at either end carry no text; between others they keep
+	// the columns apart.
 	for len(cells) > 0 && cells[len(cells)-1] == "" {
 		cells = cells[:len(cells)-1]
+	}
+	for len(cells) > 0 && cells[0] == "" {
+		cells = cells[1:]
 	}
 	if len(cells) == 0 {
 		return
