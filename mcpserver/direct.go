@@ -6,12 +6,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capkit/capkit/kernel"
 )
 
 // directCalls is the stdio transport's path for the common tools/call: a
@@ -24,7 +25,11 @@ import (
 // handling of the request: it decodes the params twice with a decoder that
 // allocates a 32 KiB buffer each time (so the garbage collector ran every
 // few dozen calls), and runs each call on a fresh goroutine whose stack
-// grows. Anything else (other methods, the stateless 2026-07-28 protocol,
+// grows. A direct call is started with kernel.Session.Start, whose worker
+// runs the handler and writes the response: the call changes goroutines
+// once, where waiting for Session.Call on a goroutine of the transport
+// made it change four times (each change wakes another thread, which was
+// about a third of a small call's CPU). Anything else (other methods, the stateless 2026-07-28 protocol,
 // _meta keys of the protocol, multi-round-trip fields, a session not yet
 // initialized, params the fast decoding refuses) goes to the SDK, which
 // answers it as usual, errors included. A direct call the client cancels
@@ -39,35 +44,22 @@ type directCalls struct {
 	inflight map[jsonrpc.ID]*directCall
 	wg       sync.WaitGroup
 	served   atomic.Int64 // for tests
-
-	// idle hands a call to a worker waiting for one; done ends the workers.
-	idle chan *directCall
-	done chan struct{}
 }
 
 func newDirectCalls(ctx context.Context, b *binding) *directCalls {
-	return &directCalls{ctx: ctx, b: b, inflight: map[jsonrpc.ID]*directCall{},
-		idle: make(chan *directCall), done: make(chan struct{})}
+	return &directCalls{ctx: ctx, b: b, inflight: map[jsonrpc.ID]*directCall{}}
 }
 
 // directCall is one call in flight.
 type directCall struct {
+	d      *directCalls
 	c      *stdioConn
 	id     jsonrpc.ID
-	name   string
-	args   json.RawMessage
-	ctx    context.Context
 	cancel context.CancelFunc
 	// dropped is set when the client cancelled the call: as the protocol
 	// asks, no response is sent.
 	dropped atomic.Bool
 }
-
-// workerIdle is how long a worker waits for another call before it exits.
-// Calls run on workers that outlive one call because a fresh goroutine
-// grows its stack again on every call (argument validation alone made that
-// an eighth of a small call's CPU).
-const workerIdle = 30 * time.Second
 
 // callParams are the tools/call params the direct path accepts; the
 // multi-round-trip members only to refuse them.
@@ -111,47 +103,33 @@ func (d *directCalls) take(c *stdioConn, req *jsonrpc.Request) bool {
 		return false
 	}
 	ctx, cancel := context.WithCancel(d.ctx)
-	dc := &directCall{c: c, id: req.ID, name: *p.Name, args: json.RawMessage(p.Arguments), ctx: ctx, cancel: cancel}
+	dc := &directCall{d: d, c: c, id: req.ID, cancel: cancel}
 	d.inflight[req.ID] = dc
 	d.wg.Add(1)
 	d.mu.Unlock()
 	d.served.Add(1)
-	select {
-	case d.idle <- dc:
-	default:
-		go d.worker(dc)
-	}
+	// The kernel runs the handler on one of its workers and calls ended
+	// there (or at the deadline), which writes the response: one hand-off
+	// per call, while this goroutine goes back to reading.
+	d.b.start(ctx, *p.Name, json.RawMessage(p.Arguments), dc.ended)
 	return true
 }
 
-// worker runs calls until it has been idle for workerIdle or the
-// connection ends.
-func (d *directCalls) worker(dc *directCall) {
-	timer := time.NewTimer(workerIdle)
-	defer timer.Stop()
-	for {
-		d.run(dc)
-		timer.Reset(workerIdle)
-		select {
-		case dc = <-d.idle:
-		case <-timer.C:
-			return
-		case <-d.done:
-			return
-		}
-	}
-}
-
-func (d *directCalls) run(dc *directCall) {
+// ended writes the outcome of a call, unless the client cancelled it.
+func (dc *directCall) ended(res *kernel.Result, failed *mcp.CallToolResult, err error) {
+	d := dc.d
 	defer d.wg.Done()
-	res, failed, err := d.b.call(dc.ctx, dc.name, dc.args)
 	d.mu.Lock()
 	delete(d.inflight, dc.id)
 	d.mu.Unlock()
 	dc.cancel()
-	if !dc.dropped.Load() {
-		dc.c.writeDirect(dc.id, res, failed, err)
+	if dc.dropped.Load() {
+		if res != nil {
+			res.Release()
+		}
+		return
 	}
+	dc.c.writeDirect(dc.id, res, failed, err)
 }
 
 // cancelled cancels the direct call a notifications/cancelled names, if it
@@ -176,7 +154,7 @@ func (d *directCalls) cancelled(params json.RawMessage) {
 	}
 }
 
-// stop cancels the calls in flight, waits for them and ends the workers.
+// stop cancels the calls in flight and waits for them to end.
 func (d *directCalls) stop() {
 	d.mu.Lock()
 	for _, dc := range d.inflight {
@@ -184,5 +162,4 @@ func (d *directCalls) stop() {
 	}
 	d.mu.Unlock()
 	d.wg.Wait()
-	close(d.done)
 }

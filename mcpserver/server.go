@@ -287,19 +287,45 @@ func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 // the isError result of a failure, or a protocol error (unknown tool,
 // arguments that are not an object).
 func (b *binding) call(ctx context.Context, name string, args json.RawMessage) (*kernel.Result, *mcp.CallToolResult, error) {
-	switch first := firstByte(args); first {
-	case 0:
-		args = nil
-	case 'n': // null: no arguments
-		if strings.TrimSpace(string(args)) != "null" {
-			return nil, nil, errArgsNotObject
-		}
-		args = nil
-	case '{':
-	default:
-		return nil, nil, errArgsNotObject
+	args, perr := callArgs(args)
+	if perr != nil {
+		return nil, nil, perr
 	}
 	res, err := b.ks.Call(ctx, name, args)
+	return b.outcome(name, res, err)
+}
+
+// start is call without waiting: done receives what call would return,
+// once, as kernel.Session.Start delivers it.
+func (b *binding) start(ctx context.Context, name string, args json.RawMessage, done func(*kernel.Result, *mcp.CallToolResult, error)) {
+	args, perr := callArgs(args)
+	if perr != nil {
+		done(nil, nil, perr)
+		return
+	}
+	b.ks.Start(ctx, name, args, func(res *kernel.Result, err error) {
+		done(b.outcome(name, res, err))
+	})
+}
+
+// callArgs checks that args are an object or absent (null, nothing).
+func callArgs(args json.RawMessage) (json.RawMessage, error) {
+	switch first := firstByte(args); first {
+	case 0:
+		return nil, nil
+	case 'n': // null: no arguments
+		if strings.TrimSpace(string(args)) != "null" {
+			return nil, errArgsNotObject
+		}
+		return nil, nil
+	case '{':
+		return args, nil
+	}
+	return nil, errArgsNotObject
+}
+
+// outcome turns what the kernel returned into call's results.
+func (b *binding) outcome(name string, res *kernel.Result, err error) (*kernel.Result, *mcp.CallToolResult, error) {
 	if err != nil {
 		if _, _, known := b.ks.Runtime().Catalog().Lookup(name); !known {
 			// The kernel audited the attempt; to the client an unknown tool
@@ -310,6 +336,7 @@ func (b *binding) call(ctx context.Context, name string, args json.RawMessage) (
 	}
 	if len(res.Structured) > 0 && !jsontext.Value(res.Structured).IsValid() {
 		// A raw handler's bug; encoding it would break the response.
+		res.Release()
 		b.srv.log.Error("mcp: tool returned invalid structured content", slog.String("tool", name))
 		return nil, b.faultResult(fault.New(fault.Internal, "tool %s returned invalid structured content", name)), nil
 	}

@@ -360,7 +360,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && c.fast != nil && resp.Error == nil {
 		if res, before, after, ok := c.fast.take(resp.Result); ok {
 			c.writeResult(resp.ID, res, before, after)
-			return c.flush()
+			err := c.flush()
+			res.Release()
+			return err
 		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
@@ -418,6 +420,10 @@ func (c *stdioConn) writeResult(id jsonrpc.ID, res *kernel.Result, before, after
 // writeDirect writes the response to a call the direct path ran: what the
 // SDK writes for the same outcome.
 func (c *stdioConn) writeDirect(id jsonrpc.ID, res *kernel.Result, failed *mcp.CallToolResult, perr error) {
+	if res != nil {
+		// Written (or not) with the connection: its text is not used after.
+		defer res.Release()
+	}
 	select {
 	case <-c.closed:
 		return

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -74,6 +75,7 @@ A Claude Desktop entry (claude_desktop_config.json):
 					return fault.New(fault.InvalidInput, "--allow-host and --allow-origin apply to --http only")
 				}
 				fmt.Fprintf(env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
+				stdioProcs()
 				return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).ServeStdio(ctx, env.Stdin, env.Stdout))
 			}
 			opts.AllowedHosts, opts.AllowedOrigins = allowHosts, allowOrigins
@@ -104,6 +106,19 @@ A Claude Desktop entry (claude_desktop_config.json):
 	cmd.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
 	cmd.Flags().StringArrayVar(&allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
 	return cmd
+}
+
+// stdioProcs runs the stdio server on one processor (GOMAXPROCS=1) unless
+// the GOMAXPROCS environment variable says otherwise. One client sends one
+// call at a time and no tool works in parallel, so a second processor
+// only added cost: every hand-off between goroutines woke a second thread,
+// which was about a fifth of a small call's CPU (bench/RESULTS.md). The
+// cost of one processor: a handler abandoned at its deadline that keeps
+// computing shares it with the calls that follow, until it returns.
+func stdioProcs() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 // stopped makes a stop asked for by a signal (ctx ended) a success.
