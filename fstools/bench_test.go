@@ -59,9 +59,11 @@ func BenchmarkReadFile4MiB(b *testing.B) {
 	b.SetBytes(4 << 20)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.s.Call(ctx, ReadFile, args); err != nil {
+		res, err := e.s.Call(ctx, ReadFile, args)
+		if err != nil {
 			b.Fatal(err)
 		}
+		res.Release() // as the transport does once it wrote the result
 	}
 }
 
@@ -72,9 +74,11 @@ func BenchmarkReadFile4MiBExecutor(b *testing.B) {
 	b.SetBytes(4 << 20)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.x.readFile(ctx, e.call, ReadArgs{Path: "big.go", Limit: 100000}); err != nil {
+		res, err := e.x.readFile(ctx, e.call, ReadArgs{Path: "big.go", Limit: 100000})
+		if err != nil {
 			b.Fatal(err)
 		}
+		res.Release()
 	}
 }
 
