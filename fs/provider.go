@@ -41,7 +41,8 @@ type Provider interface {
 	// ReadDir lists a directory: the first max entries in name order (all
 	// of them when max <= 0) and the number of entries it has. A directory
 	// with more than limits.WalkMaxFiles entries is a limit failure.
-	ReadDir(ctx context.Context, root, name string, max int) (entries []Info, total int, err error)
+	// Entries carry names and types only (see DirEntry).
+	ReadDir(ctx context.Context, root, name string, max int) (entries []DirEntry, total int, err error)
 	// Walk calls fn for name and everything under it in lexical order,
 	// following name itself if it is a symlink inside the root but no
 	// symlink under it. fn may return iofs.SkipDir or
@@ -87,6 +88,25 @@ func (i Info) IsDir() bool { return i.Mode.IsDir() }
 
 // IsRegular reports whether the entry is a regular file.
 func (i Info) IsRegular() bool { return i.Mode.IsRegular() }
+
+// DirEntry is one entry of a directory listing: its name and its type as
+// the directory records them. A listing reads no entry's metadata (size,
+// permissions, times): a stat per entry was most of the cost of listing a
+// large directory.
+type DirEntry struct {
+	// Name is the root-relative, slash-separated name.
+	Name string
+	// Type is the type bits of the entry's mode: 0 for a regular file,
+	// iofs.ModeDir, iofs.ModeSymlink, iofs.ModeNamedPipe, iofs.ModeSocket,
+	// iofs.ModeDevice (with iofs.ModeCharDevice for a character device).
+	Type iofs.FileMode
+}
+
+// IsDir reports whether the entry is a directory.
+func (e DirEntry) IsDir() bool { return e.Type.IsDir() }
+
+// IsRegular reports whether the entry is a regular file.
+func (e DirEntry) IsRegular() bool { return e.Type.IsRegular() }
 
 // WalkFunc is called by Provider.Walk for each entry.
 type WalkFunc func(info Info) error

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
@@ -299,8 +300,11 @@ func TestListDir(t *testing.T) {
 		writeFile(t, filepath.Join(many, fmt.Sprintf("f%04d", i)), "")
 	}
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
+	if err := syscall.Mkfifo(filepath.Join(root, "p"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	text := mustCall(t, s, ListDir, obj{})
-	for _, w := range []string{"b.txt  (5 bytes)\n", "d/\n", "l@\n", "many/\n", "(4 entries in .)"} {
+	for _, w := range []string{"b.txt\n", "d/\n", "l@\n", "many/\n", "p  (special file)\n", "(5 entries in .)"} {
 		if !strings.Contains(text, w) {
 			t.Fatalf("%q lacks %q", text, w)
 		}

@@ -172,9 +172,10 @@ func readBounded(ctx context.Context, f *os.File, size, maxBytes int64, name str
 	return buf, nil
 }
 
-// ReadDir lists a directory: names first (cheap), then an lstat of only
-// the entries returned, each relative to the directory opened once.
-func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]fs.Info, int, error) {
+// ReadDir lists a directory from its own entries: names and types as the
+// directory records them (entries), relative to the directory opened once,
+// with no stat per entry.
+func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]fs.DirEntry, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, fault.As(err)
 	}
@@ -192,27 +193,18 @@ func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]f
 		return nil, 0, err
 	}
 	defer d.close()
-	names, err := d.names(ctx, name)
+	entries, err := d.entries(ctx, name)
 	if err != nil {
 		return nil, 0, err
 	}
-	total := len(names)
-	if max > 0 && len(names) > max {
-		names = names[:max]
+	total := len(entries)
+	if max > 0 && len(entries) > max {
+		entries = entries[:max]
 	}
-	out := make([]fs.Info, 0, len(names))
-	for _, n := range names {
-		info, ok, err := d.info(n, join(name, n))
-		if err != nil {
-			return nil, 0, err
-		}
-		if !ok {
-			total-- // removed since it was listed
-			continue
-		}
-		out = append(out, info)
+	for i := range entries {
+		entries[i].Name = join(name, entries[i].Name)
 	}
-	return out, total, nil
+	return entries, total, nil
 }
 
 func join(dir, name string) string {
@@ -248,19 +240,6 @@ func (d *dirHandle) names(ctx context.Context, display string) ([]string, error)
 	}
 	slices.Sort(names)
 	return names, nil
-}
-
-// info describes the entry name of d without following a symlink; ok is
-// false when it no longer exists.
-func (d *dirHandle) info(name, display string) (fs.Info, bool, error) {
-	st, ok, err := d.lstat(name)
-	if err != nil {
-		return fs.Info{}, false, atfile.Fault(&os.PathError{Op: "fstatat", Path: display, Err: err}, display)
-	}
-	if !ok {
-		return fs.Info{}, false, nil
-	}
-	return infoFromStat(display, &st), true, nil
 }
 
 func infoFromStat(name string, st *unix.Stat_t) fs.Info {
