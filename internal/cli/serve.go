@@ -38,7 +38,8 @@ Host and Origin headers of every request are checked against loopback names
 and --allow-host/--allow-origin (DNS rebinding), and with --token-file every
 request must carry "Authorization: Bearer TOKEN".
 The trusted detail log goes to the configured log file, else to standard
-error. serve stops on SIGINT or SIGTERM.
+error. serve stops on SIGINT or SIGTERM. Over stdio it runs on one
+processor (GOMAXPROCS=1) unless the GOMAXPROCS environment variable is set.
 
 Examples:
   capkit serve --root ~/project
