@@ -240,6 +240,10 @@ const (
 	// line or an HTTP request body. It leaves room for the largest file-tool
 	// input (FileToolsWriteInputBytes) and its envelope.
 	MCPMaxMessageBytes = 64 * MiB
+	// MCPDrainTimeout bounds how long a stdio session whose client closed
+	// its input waits for the answers still owed (each call is also
+	// bounded by its own deadline, at most HardMaxTimeout).
+	MCPDrainTimeout = HardMaxTimeout
 	// MCPDefaultMaxSessions bounds live MCP sessions over HTTP.
 	MCPDefaultMaxSessions = 64
 	// MCPMaxPendingSessions bounds the HTTP requests without a session id

@@ -135,14 +135,8 @@ func (dc *directCall) ended(res *kernel.Result, failed *mcp.CallToolResult, err 
 // cancelled cancels the direct call a notifications/cancelled names, if it
 // is one.
 func (d *directCalls) cancelled(params json.RawMessage) {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if jsonv2.Unmarshal(params, &p) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil {
+	id, ok := cancelledID(params)
+	if !ok {
 		return
 	}
 	d.mu.Lock()
@@ -152,6 +146,18 @@ func (d *directCalls) cancelled(params json.RawMessage) {
 		dc.dropped.Store(true)
 		dc.cancel()
 	}
+}
+
+// cancelledID is the request a notifications/cancelled names.
+func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if jsonv2.Unmarshal(params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil
 }
 
 // stop cancels the calls in flight and waits for them to end.

@@ -38,6 +38,8 @@ import (
 // that is not valid JSON (including invalid UTF-8 and duplicate member
 // names) gets a parse error, a batch or a line too long an invalid-request
 // error, and reading goes on: a malformed line never ends the session.
+// When the input ends, the answers still owed are written before the
+// session ends (bounded by limits.MCPDrainTimeout).
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ks, err := s.startSession(ctx)
 	if err != nil {
@@ -119,6 +121,70 @@ type stdioConn struct {
 	fast *fastPath
 
 	direct *directCalls // set before the SDK connects; nil when disabled
+
+	// pending are the requests handed to the SDK that await a response.
+	// When the input ends, Read waits for them (and the direct calls in
+	// flight) before reporting the end, so a client that sends its
+	// requests and closes its side still gets every answer.
+	pmu     sync.Mutex
+	pending map[jsonrpc.ID]bool
+	settled chan struct{} // closed and replaced whenever pending empties
+}
+
+// track records a request handed to the SDK.
+func (c *stdioConn) track(id jsonrpc.ID) {
+	c.pmu.Lock()
+	c.pending[id] = true
+	c.pmu.Unlock()
+}
+
+// untrack records that a request was answered, or cancelled (the client
+// expects no answer then).
+func (c *stdioConn) untrack(id jsonrpc.ID) {
+	c.pmu.Lock()
+	if c.pending[id] {
+		delete(c.pending, id)
+		if len(c.pending) == 0 {
+			close(c.settled)
+			c.settled = make(chan struct{})
+		}
+	}
+	c.pmu.Unlock()
+}
+
+// drain waits until every request read so far has been answered, each is
+// bounded by its tool's deadline, or until ctx ends, the connection
+// closes or limits.MCPDrainTimeout passes.
+func (c *stdioConn) drain(ctx context.Context) {
+	timer := time.NewTimer(limits.MCPDrainTimeout)
+	defer timer.Stop()
+	for {
+		c.pmu.Lock()
+		n, settled := len(c.pending), c.settled
+		c.pmu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return
+		case <-c.closed:
+			return
+		case <-timer.C:
+			return
+		}
+	}
+	if c.direct != nil {
+		done := make(chan struct{})
+		go func() { c.direct.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-c.closed:
+		case <-timer.C:
+		}
+	}
 }
 
 // line is one framed input line, or why there is none.
@@ -149,6 +215,8 @@ func newStdioConn(in io.Reader, out io.Writer, log *slog.Logger, fast bool, max 
 		log:     log,
 		max:     max,
 		out:     out,
+		pending: map[jsonrpc.ID]bool{},
+		settled: make(chan struct{}),
 	}
 	if fast {
 		c.fast = newFastPath()
@@ -241,6 +309,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				case <-c.closed:
 					return nil, io.EOF
 				default:
+					c.drain(ctx)
 					return nil, l.err
 				}
 			}
@@ -253,6 +322,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			case l = <-c.lines:
 			}
 			if l.err != nil {
+				c.drain(ctx)
 				return nil, l.err
 			}
 		}
@@ -291,6 +361,16 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				}
 			case "notifications/cancelled":
 				c.direct.cancelled(req.Params)
+			}
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			switch {
+			case req.IsCall():
+				c.track(req.ID)
+			case req.Method == "notifications/cancelled":
+				if id, ok := cancelledID(req.Params); ok {
+					c.untrack(id)
+				}
 			}
 		}
 		return msg, nil
@@ -362,6 +442,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.writeResult(resp.ID, res, before, after)
 			err := c.flush()
 			res.Release()
+			c.untrack(resp.ID)
 			return err
 		}
 	}
@@ -371,7 +452,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	c.put(data)
 	c.buf = append(c.buf, '\n')
-	return c.flush()
+	err = c.flush()
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.untrack(resp.ID)
+	}
+	return err
 }
 
 // put adds p to the pending output; a piece larger than flushBytes is

@@ -27,6 +27,7 @@ type rawPeer struct {
 	c    *stdioConn
 	t    *testing.T
 	w    *io.PipeWriter
+	sw   *io.PipeWriter // the server's output
 	r    *bufio.Reader
 	done chan error
 }
@@ -50,7 +51,7 @@ func startRaw(t *testing.T, s *Server, maxLine int) *rawPeer {
 		t.Fatal(err)
 	}
 	c := newStdioConn(sr, sw, s.log, true, maxLine)
-	p := &rawPeer{c: c, t: t, w: cw, r: bufio.NewReader(cr), done: make(chan error, 1)}
+	p := &rawPeer{c: c, t: t, w: cw, sw: sw, r: bufio.NewReader(cr), done: make(chan error, 1)}
 	go func() { p.done <- s.serveConn(context.Background(), ks, c) }()
 	t.Cleanup(func() {
 		cw.Close()
@@ -441,5 +442,84 @@ func TestHTTPPendingBound(t *testing.T) {
 	h.admit(nil)
 	if !h.reserve() {
 		t.Error("a freed slot was not reusable")
+	}
+}
+
+// TestStdioAnswersBeforeEOF: a client that sends its requests and closes
+// its side still gets every answer it is owed, through the direct path and
+// through the SDK, and the session still ends when a call was cancelled.
+func TestStdioAnswersBeforeEOF(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts *Options
+	}{{"direct", nil}, {"sdk", &Options{disableDirect: true}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			p := startRaw(t, newTestServer(t, mode.opts), 0)
+			p.initialize()
+			want := map[string]bool{}
+			for i := 1; i <= 8; i++ {
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t%d"}}}`+"\n", i, i))
+				want[fmt.Sprint(i)] = true
+			}
+			p.send(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"big","arguments":{"bytes":300000}}}` + "\n")
+			want["big"] = true
+			p.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}` + "\n")
+			want["list"] = true
+			p.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slow","arguments":{}}}` + "\n")
+			p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}` + "\n")
+			p.w.Close()
+			// The server's writes to the pipe complete only when read, so
+			// the answers are read while the session ends.
+			lines := make(chan string, 64)
+			go func() {
+				defer close(lines)
+				for {
+					line, err := p.nextRaw()
+					if err != nil {
+						return
+					}
+					lines <- line
+				}
+			}()
+			got := map[string]bool{}
+			collect := func(line string) {
+				var r rawResponse
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("%v: %.100s", err, line)
+				}
+				if r.Error != nil && fmt.Sprint(r.ID) != "slow" {
+					t.Errorf("id %v: %+v", r.ID, r.Error)
+				}
+				got[fmt.Sprint(r.ID)] = true
+			}
+		wait:
+			for {
+				select {
+				case line := <-lines:
+					collect(line)
+				case err := <-p.done:
+					if err != nil {
+						t.Fatalf("serve: %v", err)
+					}
+					break wait
+				case <-time.After(30 * time.Second):
+					t.Fatal("the session did not end after its input closed")
+				}
+			}
+			p.sw.Close()
+			for line := range lines {
+				collect(line)
+			}
+			for id := range want {
+				if !got[id] {
+					t.Errorf("no answer to %s before the session ended", id)
+				}
+			}
+			// The SDK answers a cancelled call with an error; the direct
+			// path, as the specification asks, does not answer it.
+			if got["slow"] && mode.opts == nil {
+				t.Error("the cancelled call was answered")
+			}
+		})
 	}
 }
