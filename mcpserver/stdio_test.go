@@ -371,8 +371,14 @@ func FuzzStdioRead(f *testing.F) {
 		c := newStdioConn(bytes.NewReader(data), &out, log, true, 256)
 		defer c.Close()
 		for range 1000 {
-			if _, err := c.Read(context.Background()); err != nil {
+			msg, err := c.Read(context.Background())
+			if err != nil {
 				break
+			}
+			// Answer calls as the SDK does, or Read would wait at the
+			// end of the input for the answers owed.
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+				c.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "fuzz"}})
 			}
 		}
 		for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
