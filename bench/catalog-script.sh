@@ -15,7 +15,7 @@ COUNT=${COUNT:-5}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 go test -c -o "$out.fc" ./filecatalog
-go test -c -o "$out.sc" ./script
+go test -c -o "$out.sc" ./serve/script
 trap 'rm -f "$out" "$out.fc" "$out.sc"' EXIT
 for _ in $(seq "$COUNT"); do
 	for b in CatalogRead64K Pread64K; do

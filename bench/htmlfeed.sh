@@ -16,8 +16,8 @@ cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
 out=$(mktemp)
 trap 'rm -f "$out" "$out.h" "$out.f"' EXIT
-go test -c -o "$out.h" ./htmldoc
-go test -c -o "$out.f" ./feed
+go test -c -o "$out.h" ./parse/htmldoc
+go test -c -o "$out.f" ./parse/feed
 for _ in $(seq "$COUNT"); do
 	for b in ParseText ParseArticle BaselineHTMLParse BaselineTokenizer; do
 		(cd htmldoc && "$out.h" -test.run '^$' -test.bench "^Benchmark$b\$" -test.benchtime 20x) | sed "s/^Benchmark/BenchmarkHTML/" >>"$out"

@@ -20,8 +20,8 @@ COUNT=${COUNT:-7}
 TIME=${TIME:-500ms}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-go test -c -o "$out/textjson.test" ./textjson
-go test -c -o "$out/tabular.test" ./tabular
+go test -c -o "$out/textjson.test" ./parse/textjson
+go test -c -o "$out/tabular.test" ./parse/tabular
 # metric PKG BENCH UNIT: run one benchmark and print the value before UNIT.
 metric() {
 	(cd "$1" && "$out/$1.test" -test.run '^$' -test.bench "^Benchmark$2\$" -test.benchtime "$TIME") |

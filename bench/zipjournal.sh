@@ -66,4 +66,4 @@ echo "capkit zip extract (verify + fsync): ${c}s  [${times[capkit]}]"
 echo "unzip:                               ${u}s  [${times[unzip]}]  ratio unzip/capkit $(awk -v a="$u" -v b="$c" 'BEGIN{printf "%.2f", a/b}')"
 echo "unzip + sync -f:                     ${us}s  [${times[unzipsync]}]  ratio $(awk -v a="$us" -v b="$c" 'BEGIN{printf "%.2f", a/b}')"
 echo
-go test -run '^$' -bench 'Append|Verify' -benchtime 2000x ./journal | grep -E '^Benchmark'
+go test -run '^$' -bench 'Append|Verify' -benchtime 2000x ./store/journal | grep -E '^Benchmark'

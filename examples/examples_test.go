@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/filecatalog"
-	"github.com/capkit/capkit/fstools"
+	"github.com/capkit/capkit/files/fixedfiles"
+	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/kernel"
-	"github.com/capkit/capkit/script"
+	"github.com/capkit/capkit/serve/script"
 )
 
 // workspace builds a root with a few files, a catalog whose entry names a
@@ -38,7 +38,7 @@ func workspace(t *testing.T) (*kernel.Session, string) {
 	if err := os.WriteFile(reviewed, []byte("FIXME(review)\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cb, err := filecatalog.NewBuilder(nil)
+	cb, err := fixedfiles.NewBuilder(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +52,10 @@ func workspace(t *testing.T) (*kernel.Session, string) {
 	t.Cleanup(func() { cat.Close() })
 
 	b := kernel.NewBuilder(nil)
-	if err := fstools.RegisterTools(b, nil); err != nil {
+	if err := tools.RegisterTools(b, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := filecatalog.RegisterTool(b, kernel.Policy{Name: "review_notes", MaxCalls: 4}, kernel.Meta{}, cat); err != nil {
+	if err := fixedfiles.RegisterTool(b, kernel.Policy{Name: "review_notes", MaxCalls: 4}, kernel.Meta{}, cat); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := b.Build()

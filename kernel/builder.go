@@ -26,7 +26,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/catalog"
+	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // ErrBuilt is returned when a Builder is used after Build.

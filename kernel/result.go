@@ -3,7 +3,7 @@ package kernel
 import (
 	"encoding/json"
 
-	"github.com/capkit/capkit/catalog"
+	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // Result is what a tool returns: text for the model and, optionally,

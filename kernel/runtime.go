@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/catalog"
+	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // Runtime is a frozen set of tools. It is safe for concurrent use.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/catalog"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // Session is one actor's use of a Runtime: its capabilities, per-tool call

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/catalog"
+	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/limits"
 )
 

@@ -63,7 +63,7 @@ const (
 	// EditMaxDiffHunks bounds the hunks of edit_file's diff (replace_all).
 	EditMaxDiffHunks = 20
 
-	// Default policies of the file tools (fstools.DefaultPolicy).
+	// Default policies of the file tools (tools.DefaultPolicy).
 	FileToolsReadMaxCalls    = 10_000
 	FileToolsWriteMaxCalls   = 5_000
 	FileToolsReadOutputBytes = 8 * MiB // a 4 MiB window plus line numbers

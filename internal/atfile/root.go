@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/capkit/capkit/fault"
-	capfs "github.com/capkit/capkit/fs"
+	"github.com/capkit/capkit/files"
 )
 
 // OpenRoot opens the host directory dir as an os.Root, which confines
@@ -33,12 +33,12 @@ func OpenRootIn(r *os.Root, rel, role string) (*os.Root, error) {
 	return sub, nil
 }
 
-// ResolveRoot maps a caller's path onto roots with fs.Resolve and opens
+// ResolveRoot maps a caller's path onto roots with files.Resolve and opens
 // the chosen root. It returns the root as an os.Root (close it), its host
 // path, and path relative to it. A granted root that cannot be opened is
 // unavailable: the host granted it, so it is the host's to fix.
 func ResolveRoot(roots []string, path string) (r *os.Root, root, rel string, err error) {
-	root, rel, err = capfs.Resolve(roots, path)
+	root, rel, err = files.Resolve(roots, path)
 	if err != nil {
 		return nil, "", "", err
 	}

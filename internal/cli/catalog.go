@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capkit/capkit/config"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/filecatalog"
+	"github.com/capkit/capkit/files/fixedfiles"
+	"github.com/capkit/capkit/host/config"
 )
 
 // catalogReport is what `capkit catalog check` prints for one catalog.
@@ -94,7 +94,7 @@ Example:
 // hide the state of the others.
 func checkCatalog(cfg *config.Config, name string) (catalogReport, error) {
 	o := cfg.Catalogs[name].Options()
-	empty, err := filecatalog.NewBuilder(o)
+	empty, err := fixedfiles.NewBuilder(o)
 	if err != nil {
 		return catalogReport{}, err
 	}
@@ -116,8 +116,8 @@ func checkCatalog(cfg *config.Config, name string) (catalogReport, error) {
 	return r, nil
 }
 
-func readEntry(o *filecatalog.Options, e config.CatalogEntry) ([]byte, error) {
-	b, err := filecatalog.NewBuilder(o)
+func readEntry(o *fixedfiles.Options, e config.CatalogEntry) ([]byte, error) {
+	b, err := fixedfiles.NewBuilder(o)
 	if err != nil {
 		return nil, err
 	}

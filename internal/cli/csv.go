@@ -9,7 +9,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/tabular"
+	"github.com/capkit/capkit/parse/tabular"
 )
 
 func newCSVCmd(env *Env) *cobra.Command {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capkit/capkit/feed"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/parse/feed"
 )
 
 func newFeedCmd(env *Env) *cobra.Command {

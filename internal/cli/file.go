@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/fileio"
+	"github.com/capkit/capkit/files/fileio"
 	"github.com/capkit/capkit/limits"
 )
 

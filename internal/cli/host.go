@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capkit/capkit/config"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/setup"
+	"github.com/capkit/capkit/host"
+	"github.com/capkit/capkit/host/config"
 )
 
 // hostFlags choose the runtime serve, tools and call use: the --config file
@@ -25,7 +25,7 @@ func (f *hostFlags) add(cmd *cobra.Command) {
 
 // open builds the runtime and chooses the actor. log receives the trusted
 // detail log when the configuration names no log file (nil discards it).
-func (f *hostFlags) open(env *Env, log io.Writer) (*setup.Host, string, error) {
+func (f *hostFlags) open(env *Env, log io.Writer) (*host.Host, string, error) {
 	var cfg *config.Config
 	var err error
 	if env.Config != "" {
@@ -43,7 +43,7 @@ func (f *hostFlags) open(env *Env, log io.Writer) (*setup.Host, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	h, err := setup.New(cfg, &setup.Options{Log: log})
+	h, err := host.New(cfg, &host.Options{Log: log})
 	if err != nil {
 		return nil, "", setupFault(err)
 	}

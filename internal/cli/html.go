@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capkit/capkit/htmldoc"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/parse/htmldoc"
 )
 
 func newHTMLCmd(env *Env) *cobra.Command {

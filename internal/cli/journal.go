@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/journal"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/store/journal"
 )
 
 func newJournalCmd(env *Env) *cobra.Command {

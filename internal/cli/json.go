@@ -9,7 +9,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/textjson"
+	"github.com/capkit/capkit/parse/textjson"
 )
 
 func newJSONCmd(env *Env) *cobra.Command {

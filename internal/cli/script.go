@@ -10,12 +10,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
-	"github.com/capkit/capkit/config"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/setup"
+	"github.com/capkit/capkit/host"
+	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/script"
+	"github.com/capkit/capkit/serve/script"
 )
 
 func newScriptCmd(env *Env) *cobra.Command {
@@ -86,7 +86,7 @@ Example (todo.star):
 			}
 			opts.Filename = filepath.Base(args[0])
 			opts.Print = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
-			if opts.Worker, err = setup.Worker(); err != nil {
+			if opts.Worker, err = host.Worker(); err != nil {
 				return err
 			}
 			res, err := script.Run(cmd.Context(), sess, src, &opts)
@@ -138,7 +138,7 @@ func readScript(path string) ([]byte, error) {
 // what a model would, and the failure detail goes to the log (stderr when
 // the configuration names none).
 func scriptSession(env *Env, cfg *config.Config, actorFlag string) (*kernel.Session, func(), error) {
-	h, err := setup.New(cfg, &setup.Options{Log: env.Stderr})
+	h, err := host.New(cfg, &host.Options{Log: env.Stderr})
 	if err != nil {
 		return nil, nil, configFault(err)
 	}

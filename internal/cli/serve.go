@@ -14,7 +14,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/mcpserver"
+	"github.com/capkit/capkit/serve/mcpserver"
 )
 
 func newServeCmd(env *Env) *cobra.Command {

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/sniff"
+	"github.com/capkit/capkit/parse/sniff"
 )
 
 func newSniffCmd(env *Env) *cobra.Command {

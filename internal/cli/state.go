@@ -8,7 +8,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/state"
+	"github.com/capkit/capkit/store/state"
 )
 
 func newStateCmd(env *Env) *cobra.Command {

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/catalog"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // toolState says how a session meets a tool.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capkit/capkit/tree"
+	"github.com/capkit/capkit/files/tree"
 )
 
 func newTreeCmd(env *Env) *cobra.Command {

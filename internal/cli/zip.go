@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capkit/capkit/archive/zipfile"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/zipfile"
 )
 
 func newZipCmd(env *Env) *cobra.Command {

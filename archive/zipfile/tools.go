@@ -1,0 +1,266 @@
+package zipfile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/fileio"
+	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure the model-facing tools. A nil *ToolOptions is valid.
+type ToolOptions struct {
+	// Limits bound the archives the tools create, read and extract; zero
+	// fields mean the package defaults.
+	Limits Limits
+	// Timeout bounds one call; zero means 5 minutes (a full-size archive
+	// is a gigabyte of inflation and hashing).
+	Timeout time.Duration
+}
+
+// CreateArgs are zip_create's arguments.
+type CreateArgs struct {
+	Archive string   `json:"archive" jsonschema:"the new archive, inside a root granted archive_write; must not exist"`
+	Dir     string   `json:"dir,omitempty" jsonschema:"directory the files are named relative to; default: the first root granted archive_write"`
+	Files   []string `json:"files" jsonschema:"files to archive, relative to dir; each becomes a member of that name"`
+	Store   bool     `json:"store,omitempty" jsonschema:"store members uncompressed instead of deflating them"`
+}
+
+// ExtractArgs are zip_extract's arguments.
+type ExtractArgs struct {
+	Archive string            `json:"archive" jsonschema:"the archive, inside a root granted archive_write"`
+	Dest    string            `json:"dest" jsonschema:"the new directory to create, inside a root granted archive_write; must not exist"`
+	Expect  map[string]string `json:"expect" jsonschema:"every member the archive must hold: name to SHA-256 (64 hex digits)"`
+}
+
+// ListArgs are zip_list's arguments.
+type ListArgs struct {
+	Archive string `json:"archive" jsonschema:"the archive, inside a root granted archive_read"`
+}
+
+// VerifyArgs are zip_verify's arguments.
+type VerifyArgs struct {
+	Archive string            `json:"archive" jsonschema:"the archive, inside a root granted archive_read"`
+	Expect  map[string]string `json:"expect" jsonschema:"every member the archive must hold: name to SHA-256 (64 hex digits)"`
+}
+
+// CreateResult is zip_create's result; its members' digests are what
+// zip_extract expects.
+type CreateResult struct {
+	Archive string       `json:"archive"`
+	Bytes   int64        `json:"bytes"`
+	Members []MemberInfo `json:"members"`
+}
+
+// ExtractResult is zip_extract's and zip_verify's result.
+type ExtractResult struct {
+	Dest  string `json:"dest,omitempty"`
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
+}
+
+// RegisterTools registers zip_create and zip_extract (effect archive_write)
+// and zip_list and zip_verify (effect archive_read), all deferred. Every
+// path is resolved with fs.Resolve against the roots the session's
+// capabilities grant the tool's effect on and opened through an os.Root, so
+// no path or member leads out of a granted root. opts may be nil.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	lim, err := o.Limits.resolve()
+	if err != nil {
+		return err
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	bounds := fmt.Sprintf("at most %d members, %d bytes per member, %d bytes in all, a %d-byte central directory, %d path elements per name",
+		lim.MaxFiles, lim.MaxMemberBytes, lim.MaxTotalBytes, lim.MaxCentralDirectoryBytes, lim.MaxPathDepth)
+	io := kernel.Policy{Timeout: o.Timeout, MaxInputBytes: limits.ZipMaxManifestBytes, MaxOutputBytes: 4 * limits.MiB}
+	policy := func(name string) kernel.Policy { p := io; p.Name = name; return p }
+
+	err = kernel.AddTool(b, policy("zip_create"), kernel.Meta{
+		Effect:  capability.ArchiveWrite,
+		Summary: "Create a ZIP archive from selected files; returns each member's SHA-256",
+		Description: `Creates a new ZIP archive holding exactly the listed files, named relative to dir, and returns each member's size and SHA-256 (what zip_extract expects). The archive must not exist: nothing is overwritten. Regular files only; symbolic links are not followed. A file that changes while it is read fails with "integrity".
+Bounds: ` + bounds + `.
+Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "charts/q1.png"]}`,
+	}, func(ctx context.Context, call *kernel.Call, in CreateArgs) (CreateResult, error) {
+		roots := call.Session.Capabilities().Roots(capability.ArchiveWrite)
+		dir := in.Dir
+		if dir == "" {
+			dir = "."
+		}
+		if len(in.Files) == 0 {
+			return CreateResult{}, fault.New(fault.InvalidInput, "files: name at least one file")
+		}
+		if len(in.Files) > lim.MaxFiles {
+			return CreateResult{}, fault.New(fault.Limit, "%d files exceed the limit of %d members", len(in.Files), lim.MaxFiles)
+		}
+		srcRoot, _, srcRel, err := atfile.ResolveRoot(roots, dir)
+		if err != nil {
+			return CreateResult{}, err
+		}
+		defer srcRoot.Close()
+		base, err := atfile.OpenRootIn(srcRoot, srcRel, "dir")
+		if err != nil {
+			return CreateResult{}, err
+		}
+		defer base.Close()
+		srcs := make([]source, len(in.Files))
+		for i, name := range in.Files {
+			srcs[i] = source{name: name, open: func() (*fileio.File, error) { return fileio.OpenIn(base, name) }}
+		}
+		parent, leaf, closeAll, err := resolveParent(roots, in.Archive)
+		if err != nil {
+			return CreateResult{}, err
+		}
+		defer closeAll()
+		res, err := createInto(ctx, srcs, parent, leaf, CreateOptions{Limits: lim, Store: in.Store})
+		if err != nil {
+			return CreateResult{}, err
+		}
+		return CreateResult{Archive: in.Archive, Bytes: res.Bytes, Members: res.Members}, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	err = kernel.AddTool(b, policy("zip_extract"), kernel.Meta{
+		Effect:  capability.ArchiveWrite,
+		Summary: "Extract a ZIP archive whose members you know by SHA-256 into a new directory",
+		Description: `Extracts an archive into a new directory, given every member's SHA-256. The archive must hold exactly the expected members (an unexpected, missing or mismatching member fails with "integrity") and the directory appears only when every member was written and verified: on any failure nothing is left behind. The destination must not exist.
+Refused: encrypted members, symlinks and other special files, names that are absolute, contain ".." or backslashes, or collide (including by case or Unicode normalisation). Extracted files are private (0600; directories 0700).
+Bounds: ` + bounds + `.
+Example: {"archive": "downloads/data.zip", "dest": "work/data", "expect": {"data.csv": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}`,
+	}, func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
+		roots := call.Session.Capabilities().Roots(capability.ArchiveWrite)
+		expect, err := parseExpect(in.Expect)
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		src, err := openArchiveIn(roots, in.Archive)
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		defer src.Close()
+		parent, leaf, closeAll, err := resolveParent(roots, in.Dest)
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		defer closeAll()
+		res, err := extractInto(ctx, src, parent, leaf, expect, ExtractOptions{Limits: lim})
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		return ExtractResult{Dest: in.Dest, Files: res.Files, Bytes: res.Bytes}, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	err = kernel.AddTool(b, policy("zip_list"), kernel.Meta{
+		Effect:  capability.ArchiveRead,
+		Summary: "List a ZIP archive's members after checking its structure",
+		Description: `Checks an archive's structure as zip_extract would (names, member kinds, encryption, declared sizes, bounds) without decompressing anything, and lists its members with their declared sizes; directories end in "/". Sizes are as declared: zip_verify checks the data.
+Bounds: ` + bounds + `.
+Example: {"archive": "downloads/data.zip"}`,
+	}, func(ctx context.Context, call *kernel.Call, in ListArgs) (Listing, error) {
+		f, err := openArchiveIn(call.Session.Capabilities().Roots(capability.ArchiveRead), in.Archive)
+		if err != nil {
+			return Listing{}, err
+		}
+		defer f.Close()
+		l, err := listFile(ctx, f, &ReadOptions{Limits: lim})
+		if err != nil {
+			return Listing{}, err
+		}
+		var size int64
+		for _, e := range l.Entries {
+			size += int64(len(e.Name)) + 64
+		}
+		if size > call.MaxOutputBytes {
+			return Listing{}, fault.New(fault.Limit, "the listing of %d members would exceed this tool's output bound of %d bytes", len(l.Entries), call.MaxOutputBytes)
+		}
+		return *l, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	return kernel.AddTool(b, policy("zip_verify"), kernel.Meta{
+		Effect:  capability.ArchiveRead,
+		Summary: "Check that a ZIP archive holds exactly the members you expect, by SHA-256, without extracting",
+		Description: `Decompresses every member of an archive and checks it against the expected SHA-256, exactly as zip_extract does, writing nothing. Fails with "integrity" on an unexpected, missing or mismatching member.
+Bounds: ` + bounds + `.
+Example: {"archive": "downloads/data.zip", "expect": {"data.csv": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}`,
+	}, func(ctx context.Context, call *kernel.Call, in VerifyArgs) (ExtractResult, error) {
+		expect, err := parseExpect(in.Expect)
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		f, err := openArchiveIn(call.Session.Capabilities().Roots(capability.ArchiveRead), in.Archive)
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		defer f.Close()
+		res, err := verifyFile(ctx, f, expect, &ReadOptions{Limits: lim})
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		return ExtractResult{Files: res.Files, Bytes: res.Bytes}, nil
+	})
+}
+
+func parseExpect(m map[string]string) (Expect, error) {
+	if len(m) == 0 {
+		return nil, fault.New(fault.InvalidInput, "expect: name every member with its SHA-256")
+	}
+	e := make(Expect, len(m))
+	for name, hexDigest := range m {
+		d, err := ParseDigest(hexDigest)
+		if err != nil {
+			return nil, fault.New(fault.InvalidInput, "expect[%q]: %s", name, fault.As(err).Message)
+		}
+		e[name] = d
+	}
+	return e, nil
+}
+
+// openArchiveIn opens the archive p names inside roots.
+func openArchiveIn(roots []string, p string) (*os.File, error) {
+	r, _, rel, err := atfile.ResolveRoot(roots, p)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return openRegular(r, rel)
+}
+
+// resolveParent opens the directory that will hold the new entry p inside
+// roots; closeAll releases it.
+func resolveParent(roots []string, p string) (*os.Root, string, func(), error) {
+	r, _, rel, err := atfile.ResolveRoot(roots, p)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if rel == "." || path.Base(rel) == ".." {
+		r.Close()
+		return nil, "", nil, fault.New(fault.InvalidInput, "name a new entry inside a granted root, not the root itself")
+	}
+	parent, leaf, err := openParent(r, rel)
+	if err != nil {
+		r.Close()
+		return nil, "", nil, err
+	}
+	return parent, leaf, func() { parent.Close(); r.Close() }, nil
+}

@@ -1,0 +1,104 @@
+package fixedfiles
+
+import (
+	"context"
+	"fmt"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// readArgs is the tool's input: one identifier.
+type readArgs struct {
+	ID string `json:"id" jsonschema:"opaque identifier of the entry, e.g. \"release.notes\" (not a path)"`
+}
+
+// RegisterTool registers cat as the tool policy.Name on b, with effect
+// capability.CatalogRead. The tool takes one identifier ({"id": "..."})
+// and returns the entry's whole text. A session may call it only if a
+// capability it holds grants catalog_read on the resource named like the
+// tool (capability.Scope.Resources); one granted catalog tool reads every
+// entry of its catalog, so give entries that need different grants their
+// own catalogs.
+//
+// Bounds: a read is at most the smaller of the catalog's MaxFileBytes and
+// the policy's MaxOutputBytes; a zero policy.MaxInputBytes means
+// limits.CatalogToolInputBytes. The catalog is read-only: nothing can add
+// an entry after Build, so nothing can after registration.
+//
+// Disclosure: whatever fails (unknown identifier, entry over the bound,
+// invalid UTF-8, I/O error, closed catalog), the caller gets the same
+// not_found fault with the same message, naming neither the identifier, a
+// path nor an operating-system error, so failures reveal nothing about
+// membership. The detail is the fault's wrapped cause, which the kernel
+// writes to the host's log and never shows an untrusted session. Audit
+// events carry the tool name and byte counts only (the kernel's rule). A
+// successful read does reveal that its identifier exists: use unguessable
+// identifiers and tight call budgets when that matters.
+func RegisterTool(b *kernel.Builder, policy kernel.Policy, meta kernel.Meta, cat *Catalog) error {
+	if cat == nil {
+		return fmt.Errorf("fixedfiles: tool %q: nil catalog", policy.Name)
+	}
+	switch meta.Effect {
+	case "":
+		meta.Effect = capability.CatalogRead
+	case capability.CatalogRead:
+	default:
+		return fmt.Errorf("fixedfiles: tool %q: effect must be %s, not %s", policy.Name, capability.CatalogRead, meta.Effect)
+	}
+	if policy.MaxInputBytes == 0 {
+		policy.MaxInputBytes = limits.CatalogToolInputBytes
+	}
+	if meta.Description == "" {
+		meta.Description = DefaultDescription(min(cat.opts.MaxFileBytes, orDefault(policy.MaxOutputBytes, limits.DefaultMaxOutputBytes)))
+	}
+	in, err := jsonschema.For[readArgs](nil)
+	if err != nil {
+		return fmt.Errorf("fixedfiles: tool %q: input schema: %w", policy.Name, err)
+	}
+	id := in.Properties["id"]
+	id.Pattern = IDPattern
+	id.MinLength = jsonschema.Ptr(1)
+	id.MaxLength = jsonschema.Ptr(limits.CatalogIDMaxBytes)
+
+	name := policy.Name
+	// One failure for every caller-visible outcome but success: the
+	// message is fixed and the cause stays for the host's log.
+	unavailable := func(cause error) error {
+		return &fault.Error{Code: fault.NotFound, Message: "catalog " + name + ": no readable entry with that identifier", Err: cause}
+	}
+	return b.Register(policy, meta, in, nil, func(ctx context.Context, call *kernel.Call) (*kernel.Result, error) {
+		if !call.Session.Capabilities().Covers(capability.CatalogRead, name) {
+			return nil, fault.New(fault.Denied, "catalog %s is not granted to this session", name)
+		}
+		var args readArgs
+		if err := jsonv2.Unmarshal(call.Args, &args, jsonv2.RejectUnknownMembers(true)); err != nil {
+			return nil, fault.New(fault.InvalidInput, "tool %s: %s", name, err.Error())
+		}
+		data, err := cat.read(args.ID, min(cat.opts.MaxFileBytes, call.MaxOutputBytes))
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		return &kernel.Result{Text: string(data)}, nil
+	})
+}
+
+// DefaultDescription is the description a catalog tool gets when its
+// metadata has none: what it does, its bound and an example call.
+func DefaultDescription(maxBytes int64) string {
+	return fmt.Sprintf("Reads one reviewed text file by its opaque identifier (a label the host gave you, not a path) "+
+		"and returns its whole UTF-8 content. Entries are at most %d bytes; an unknown identifier and an unreadable "+
+		"entry fail alike, and nothing is ever cut short. Example: {\"id\": \"release.notes\"}", maxBytes)
+}
+
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,113 @@
+// Package policy is the file tools' policy gate: it remembers, per
+// session, the version of every file the session read, wrote or edited,
+// and decides the write and edit expectations of package fs on that
+// memory:
+//
+//   - an edit of a file the session has not read is refused (conflict);
+//   - overwriting an existing file with a write needs a prior read too;
+//     creating a new file does not (it is guarded to still not exist);
+//   - a write or edit of a file whose version changed since the session
+//     read it is refused (conflict), and nothing is written;
+//   - otherwise the mutation is guarded by the version the session saw, so
+//     a change that lands between the check and the write is refused by
+//     the provider as well;
+//   - a session's own successful write or edit updates what it observed,
+//     so consecutive edits need no re-read.
+//
+// It participates only through files.Events: it has no service the tools
+// call. Without it the tools still work, unconstrained.
+//
+// What it does not guarantee: observations are keyed by root and
+// root-relative name, so a file reached by two names (a symlink, a hard
+// link) counts as two files, which errs on the side of refusing. State
+// lives as long as the session (kernel.Session.Local) and is not shared
+// between sessions: each session must read a file itself.
+package policy
+
+import (
+	"context"
+	"sync"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
+)
+
+// Attach registers the policy on ev: both gates and an observer. It fails
+// if another gate holds either slot.
+func Attach(ev *files.Events) error {
+	if err := ev.SetWriteGate(writeGate); err != nil {
+		return err
+	}
+	if err := ev.SetEditGate(editGate); err != nil {
+		return err
+	}
+	ev.OnObserved(observe)
+	return nil
+}
+
+type stateKey struct{}
+
+// state is one session's observations: file → version it last saw.
+type state struct {
+	mu   sync.Mutex
+	seen map[string]files.Version
+}
+
+func stateOf(s files.Session) *state {
+	if s == nil {
+		return nil
+	}
+	return s.Local(stateKey{}, func() any { return &state{seen: map[string]files.Version{}} }).(*state)
+}
+
+func fileKey(root, name string) string { return root + "\x00" + name }
+
+func (st *state) lookup(root, name string) (files.Version, bool) {
+	if st == nil {
+		return files.Version{}, false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	v, ok := st.seen[fileKey(root, name)]
+	return v, ok
+}
+
+func writeGate(_ context.Context, e *files.Expectation) error {
+	if !e.Exists {
+		// Creating: guarded to still not exist, so a file created in
+		// between is not overwritten unseen.
+		e.Guard = files.Guard{Enabled: true}
+		return nil
+	}
+	v, ok := stateOf(e.Session).lookup(e.Root, e.Name)
+	if !ok {
+		return fault.New(fault.Conflict, "%s: the file exists and this session has not read it; read it with read_file first (or write to a new path). Nothing was written", e.Name)
+	}
+	return guardWith(e, v)
+}
+
+func editGate(_ context.Context, e *files.Expectation) error {
+	v, ok := stateOf(e.Session).lookup(e.Root, e.Name)
+	if !ok {
+		return fault.New(fault.Conflict, "%s: this session has not read the file; read it with read_file first, then edit. Nothing was changed", e.Name)
+	}
+	return guardWith(e, v)
+}
+
+func guardWith(e *files.Expectation, seen files.Version) error {
+	if !e.Exists || e.Current != seen {
+		return fault.New(fault.Conflict, "%s: the file changed since this session read it; read it again, then retry. Nothing was changed", e.Name)
+	}
+	e.Guard = files.Guard{Enabled: true, Version: seen}
+	return nil
+}
+
+func observe(_ context.Context, o files.Observation) {
+	st := stateOf(o.Session)
+	if st == nil || o.Version.IsZero() {
+		return
+	}
+	st.mu.Lock()
+	st.seen[fileKey(o.Root, o.Name)] = o.Version
+	st.mu.Unlock()
+}

@@ -1,0 +1,64 @@
+package tools
+
+import (
+	"path/filepath"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/kernel"
+)
+
+// executor runs the tools: scope, IO through the provider, windowing, and
+// the policy events.
+type executor struct {
+	provider files.Provider
+	events   *files.Events
+}
+
+// target is a path resolved for one effect.
+type target struct {
+	root, name string
+	// display is how results name it: root-relative under the effect's
+	// first root (where relative paths start), absolute elsewhere.
+	display string
+}
+
+// resolve maps a caller's path onto a root the session's capabilities
+// grant effect on. A path that lies under a root granted only other
+// effects (a write under a read-only root) is denied with a message that
+// says so.
+func resolve(caps capability.Set, effect capability.Effect, p string) (target, error) {
+	roots := caps.Roots(effect)
+	root, rel, err := files.Resolve(roots, p)
+	if err != nil {
+		if fault.CodeOf(err) == fault.Denied && len(roots) > 0 {
+			if _, _, other := files.Resolve(caps.AllRoots(), p); other == nil && filepath.IsAbs(p) {
+				return target{}, fault.New(fault.Denied, "%s is not granted under that root (it may be read-only)", effect)
+			}
+		}
+		return target{}, err
+	}
+	return target{root: root, name: rel, display: display(roots, root, rel)}, nil
+}
+
+func display(roots []string, root, rel string) string {
+	if len(roots) > 0 && root == roots[0] {
+		return rel
+	}
+	if rel == "." {
+		return root
+	}
+	return root + "/" + rel
+}
+
+// child is how results name an entry found under t (name is
+// root-relative).
+func (t target) child(roots []string, name string) string { return display(roots, t.root, name) }
+
+func session(call *kernel.Call) files.Session {
+	if call == nil || call.Session == nil {
+		return nil
+	}
+	return call.Session
+}

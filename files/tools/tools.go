@@ -1,0 +1,163 @@
+// Package tools is the model-facing file tools and their executor:
+// read_file, write_file, edit_file, list_dir, glob, grep and move_file.
+//
+// The executor resolves every path with files.Resolve against the roots the
+// session's capabilities grant the tool's effect on (relative paths start
+// at the first of them; a path under a root where only other effects are
+// granted, such as a write under a read-only root, is denied), does the IO
+// through an files.Provider, owns read windowing, and dispatches the policy
+// events of package fs: the write and edit expectations before a mutation
+// and an observation after every successful read, write or edit. The
+// policy itself (read-before-edit, version-guarded writes) is the
+// files/policy plugin, which RegisterTools attaches unless
+// Options.DisableFileContext is set.
+//
+// Written by hand: the windowed numbering, the edit matcher and its diff
+// are specific to these tools; globbing is github.com/bmatcuk/doublestar,
+// .gitignore matching is go-git's plumbing/format/gitignore, and regular
+// expressions are the standard library's RE2.
+package tools
+
+import (
+	"fmt"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/files/local"
+	"github.com/capkit/capkit/files/policy"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// The tool names.
+const (
+	ReadFile  = "read_file"
+	WriteFile = "write_file"
+	EditFile  = "edit_file"
+	ListDir   = "list_dir"
+	Glob      = "glob"
+	Grep      = "grep"
+	MoveFile  = "move_file"
+)
+
+// Options configure RegisterTools. The zero value (or nil) registers every
+// tool on a local provider, with the file policy (files/policy) and the default
+// policies of DefaultPolicy.
+type Options struct {
+	// Provider does the IO; nil means a new local provider (files/local).
+	Provider files.Provider
+	// Events is the policy seam the tools dispatch on; nil means a new
+	// one. A host that wants its own gate or observers passes its Events
+	// (with DisableFileContext if it brings its own gates).
+	Events *files.Events
+	// Policies override the default policy of a tool, by tool name. The
+	// Name field is set from the key; zero fields mean the kernel's
+	// defaults (not DefaultPolicy's).
+	Policies map[string]kernel.Policy
+	// DisableFileContext leaves the file policy (files/policy) out. Risk: the
+	// tools then overwrite and edit files the session never read and files
+	// that changed since it read them (by the user, another session or
+	// another program), silently discarding those changes; only each
+	// single edit stays atomic against changes made during that call.
+	DisableFileContext bool
+}
+
+// DefaultPolicy is the policy a tool gets when Options.Policies has none:
+// bounds that suit `capkit serve` (read_file can return a window of a
+// 4 MiB file; write_file and edit_file accept content up to
+// limits.WriteMaxBytes).
+func DefaultPolicy(tool string) kernel.Policy {
+	p := kernel.Policy{Name: tool}
+	switch tool {
+	case ReadFile:
+		p.MaxCalls = limits.FileToolsReadMaxCalls
+		p.MaxOutputBytes = limits.FileToolsReadOutputBytes
+	case WriteFile, EditFile:
+		p.MaxCalls = limits.FileToolsWriteMaxCalls
+		p.MaxInputBytes = limits.FileToolsWriteInputBytes
+	case ListDir, Glob, Grep:
+		p.MaxCalls = limits.FileToolsReadMaxCalls
+	case MoveFile:
+		p.MaxCalls = limits.FileToolsWriteMaxCalls
+	}
+	return p
+}
+
+// RegisterTools registers the file tools on b. read_file, write_file,
+// edit_file, list_dir, glob and grep are hot; move_file is deferred (found
+// through tool_search).
+func RegisterTools(b *kernel.Builder, opts *Options) error {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	x := &executor{provider: o.Provider, events: o.Events}
+	if x.provider == nil {
+		x.provider = local.New()
+	}
+	if x.events == nil {
+		x.events = files.NewEvents()
+	}
+	if !o.DisableFileContext {
+		if err := policy.Attach(x.events); err != nil {
+			return fmt.Errorf("file tools: attaching the file policy (files/policy): %w", err)
+		}
+	}
+	policy := func(name string) kernel.Policy {
+		if p, ok := o.Policies[name]; ok {
+			p.Name = name
+			return p
+		}
+		return DefaultPolicy(name)
+	}
+	for name := range o.Policies {
+		switch name {
+		case ReadFile, WriteFile, EditFile, ListDir, Glob, Grep, MoveFile:
+		default:
+			return fmt.Errorf("file tools: policy for unknown tool %q", name)
+		}
+	}
+	regs := []error{
+		kernel.AddTool(b, policy(ReadFile), kernel.Meta{
+			Effect: capability.ReadFile, Hot: true,
+			Summary:     "Read a text file as numbered lines, a window at a time.",
+			Description: readDescription,
+		}, x.readFile),
+		kernel.AddTool(b, policy(WriteFile), kernel.Meta{
+			Effect: capability.WriteFile, Hot: true,
+			Summary:     "Create a file, or replace one this session has read.",
+			Description: writeDescription,
+		}, x.writeFile),
+		kernel.AddTool(b, policy(EditFile), kernel.Meta{
+			Effect: capability.EditFile, Hot: true,
+			Summary:     "Replace an exact string in a file this session has read.",
+			Description: editDescription,
+		}, x.editFile),
+		kernel.AddTool(b, policy(ListDir), kernel.Meta{
+			Effect: capability.List, Hot: true,
+			Summary:     "List a directory.",
+			Description: listDescription,
+		}, x.listDir),
+		kernel.AddTool(b, policy(Glob), kernel.Meta{
+			Effect: capability.List, Hot: true,
+			Summary:     "Find files by name pattern (** for any depth).",
+			Description: globDescription,
+		}, x.glob),
+		kernel.AddTool(b, policy(Grep), kernel.Meta{
+			Effect: capability.Search, Hot: true,
+			Summary:     "Search file contents with a regular expression or literal text.",
+			Description: grepDescription,
+		}, x.grep),
+		kernel.AddTool(b, policy(MoveFile), kernel.Meta{
+			Effect:      capability.MoveFile,
+			Summary:     "Move or rename a file or directory, never replacing anything.",
+			Description: moveDescription,
+		}, x.moveFile),
+	}
+	for _, err := range regs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

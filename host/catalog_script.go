@@ -1,0 +1,54 @@
+package host
+
+import (
+	"os"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/fixedfiles"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/serve/script"
+)
+
+// registerCatalogs opens each [catalog.NAME] (its files are opened now,
+// once, and closed with the host) and registers it as the tool NAME.
+func registerCatalogs(b *kernel.Builder, h *Host) error {
+	for _, name := range h.Config.CatalogNames() {
+		cat, err := h.Config.OpenCatalog(name)
+		if err != nil {
+			return err
+		}
+		h.OnClose(cat.Close)
+		cc := h.Config.Catalogs[name]
+		meta := kernel.Meta{Summary: cc.Summary, Description: cc.Description}
+		if err := fixedfiles.RegisterTool(b, kernel.Policy{Name: name}, meta, cat); err != nil {
+			return h.Config.Errorf("catalog."+name, "%s", err)
+		}
+	}
+	return nil
+}
+
+// registerScript registers run_script when [script] enabled = true. Its
+// scripts run in a worker process: this executable's hidden `capkit
+// script worker` command.
+func registerScript(b *kernel.Builder, h *Host) error {
+	if !h.Config.Script.Enabled {
+		return nil
+	}
+	w, err := Worker()
+	if err != nil {
+		return err
+	}
+	opts := h.Config.Script.Options()
+	opts.Worker = w
+	return script.RegisterTool(b, kernel.Policy{Name: script.ToolName}, kernel.Meta{}, &opts)
+}
+
+// Worker is the script worker of the capkit executable: its hidden
+// `script worker` command, with an empty environment.
+func Worker() (*script.Worker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "cannot locate the capkit executable for the script worker")
+	}
+	return &script.Worker{Command: []string{exe, "script", "worker"}}, nil
+}

@@ -1,0 +1,248 @@
+// Package host composes a capkit runtime from a configuration: it opens the
+// audit and detail logs, registers every capability package's tools on one
+// kernel.Builder with the configured per-tool policies, builds the runtime,
+// and creates sessions for an actor with the capabilities the
+// configuration derives for it. `capkit serve`, `capkit tools` and
+// `capkit call` all go through it, so the same configuration means the same
+// tools, policies and grants whichever way a tool is reached.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/capkit/capkit/archive/zipfile"
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/fileio"
+	"github.com/capkit/capkit/files/local"
+	"github.com/capkit/capkit/files/tools"
+	"github.com/capkit/capkit/files/tree"
+	"github.com/capkit/capkit/host/config"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/parse/feed"
+	"github.com/capkit/capkit/parse/htmldoc"
+	"github.com/capkit/capkit/parse/sniff"
+	"github.com/capkit/capkit/parse/tabular"
+	"github.com/capkit/capkit/parse/textjson"
+	"github.com/capkit/capkit/store/journal"
+	"github.com/capkit/capkit/store/state"
+)
+
+// registrars register the capability packages' tools, in this order (the
+// order tools are listed in). Each reads its own section of h.Config and
+// may leave cleanup to h.Close with h.OnClose. The file tools and the
+// readers that take a path share one local provider, h.files.
+var registrars = []func(b *kernel.Builder, h *Host) error{
+	func(b *kernel.Builder, h *Host) error {
+		return tools.RegisterTools(b, &tools.Options{Provider: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return textjson.RegisterTools(b, &textjson.ToolOptions{Files: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return tabular.RegisterTools(b, &tabular.ToolOptions{Files: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return htmldoc.RegisterTools(b, &htmldoc.ToolOptions{Files: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return feed.RegisterTools(b, &feed.ToolOptions{Files: h.files})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return sniff.RegisterTools(b, &sniff.ToolOptions{Files: h.files})
+	},
+	func(b *kernel.Builder, _ *Host) error { return fileio.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return tree.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return state.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return zipfile.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return journal.RegisterTools(b, nil) },
+	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]), issue 3: catalog_script.go.
+	registerCatalogs,
+	registerScript,
+}
+
+// Options configure New. The zero value is usable.
+type Options struct {
+	// Log receives the trusted detail log when the configuration names no
+	// log file; nil discards it. It is written as text for a person.
+	Log io.Writer
+}
+
+// Host is a runtime built from a configuration, with the log files it
+// opened. Close it when done.
+type Host struct {
+	// Config is the configuration the runtime was built from.
+	Config *config.Config
+	// Runtime holds every registered tool, with the configured policies.
+	Runtime *kernel.Runtime
+	// Log is the trusted detail log (never shown to a model).
+	Log *slog.Logger
+
+	// files is the local provider the file tools and path-reading tools
+	// share: one os.Root per root, opened on first use.
+	files   *local.Provider
+	closers []func() error
+}
+
+// New builds the runtime cfg describes. A [tool.NAME] table naming no
+// registered tool is a *config.Error; log files that cannot be opened are
+// *fault.Error values.
+func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	h := &Host{Config: cfg, files: local.New()}
+	h.OnClose(h.files.Close)
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+	var audit *slog.Logger
+	if cfg.AuditLog != "" {
+		f, err := h.openLog(cfg.AuditLog)
+		if err != nil {
+			return nil, err
+		}
+		audit = slog.New(slog.NewJSONHandler(f, nil))
+	}
+	switch {
+	case cfg.Log != "":
+		f, err := h.openLog(cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		h.Log = slog.New(slog.NewJSONHandler(f, nil))
+	case o.Log != nil:
+		h.Log = slog.New(slog.NewTextHandler(o.Log, nil))
+	default:
+		h.Log = slog.New(slog.DiscardHandler)
+	}
+	b := kernel.NewBuilder(&kernel.Options{Audit: audit, Log: h.Log, PolicyOverride: policyOverride(cfg)})
+	for _, register := range registrars {
+		if err := register(b, h); err != nil {
+			return nil, err
+		}
+	}
+	if h.Runtime, err = b.Build(); err != nil {
+		return nil, err
+	}
+	var unknown []error
+	for _, name := range sortedTools(cfg) {
+		if _, ok := h.Runtime.Policy(name); !ok {
+			unknown = append(unknown, cfg.Errorf("tool."+name, "no tool %q is registered (capkit tools --all lists them)", name))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, errors.Join(unknown...)
+	}
+	return h, nil
+}
+
+// policyOverride applies the [tool.NAME] tables: each field that is set
+// replaces the tool's own.
+func policyOverride(cfg *config.Config) func(kernel.Policy) kernel.Policy {
+	return func(p kernel.Policy) kernel.Policy {
+		t, ok := cfg.Tools[p.Name]
+		if !ok {
+			return p
+		}
+		if t.MaxCalls != 0 {
+			p.MaxCalls = t.MaxCalls
+		}
+		if t.MaxInputBytes != 0 {
+			p.MaxInputBytes = t.MaxInputBytes
+		}
+		if t.MaxOutputBytes != 0 {
+			p.MaxOutputBytes = t.MaxOutputBytes
+		}
+		if t.Timeout != 0 {
+			p.Timeout = time.Duration(t.Timeout)
+		}
+		return p
+	}
+}
+
+// openLog opens a log file for appending, creating it readable by its
+// owner only. It must be a regular file; the open does not block on a
+// FIFO.
+func (h *Host) openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, fault.Wrap(fault.CodeOf(err), err, "log file %s cannot be opened", path)
+	}
+	h.OnClose(func() error {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("closing %s: %w", path, err)
+		}
+		return nil
+	})
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fault.Wrap(fault.IO, err, "log file %s cannot be read", path)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fault.New(fault.InvalidInput, "log file %s is not a regular file", path)
+	}
+	return f, nil
+}
+
+// Capabilities returns what sessions of actor hold (see
+// config.Config.Capabilities).
+func (h *Host) Capabilities(actor string) ([]capability.Capability, error) {
+	return h.Config.Capabilities(actor)
+}
+
+// NewSession starts a session for actor. Trusted sessions (the CLI run by
+// its user) see failure detail; sessions that serve a model must not be
+// trusted.
+func (h *Host) NewSession(actor string, trusted bool) (*kernel.Session, error) {
+	caps, err := h.Capabilities(actor)
+	if err != nil {
+		return nil, err
+	}
+	return h.Runtime.NewSession(actor, caps, &kernel.SessionOptions{Trusted: trusted})
+}
+
+// Sessions returns the function an MCP server calls to start each
+// session: an untrusted session of actor. The actor is checked now.
+func (h *Host) Sessions(actor string) (func(context.Context) (*kernel.Session, error), error) {
+	caps, err := h.Capabilities(actor)
+	if err != nil {
+		return nil, err
+	}
+	return func(context.Context) (*kernel.Session, error) {
+		return h.Runtime.NewSession(actor, caps, nil)
+	}, nil
+}
+
+// OnClose adds f to what Close runs (log files, catalogs' descriptors).
+func (h *Host) OnClose(f func() error) { h.closers = append(h.closers, f) }
+
+// Close releases what the host opened, last opened first.
+func (h *Host) Close() error {
+	var errs []error
+	for i := len(h.closers) - 1; i >= 0; i-- {
+		errs = append(errs, h.closers[i]())
+	}
+	h.closers = nil
+	return errors.Join(errs...)
+}
+
+func sortedTools(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Tools))
+	for n := range cfg.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

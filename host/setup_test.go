@@ -1,0 +1,251 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/tools"
+	"github.com/capkit/capkit/host/config"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// fixture makes a writable root rw with a.txt, a read-only root ro with
+// b.txt and a logs directory, and returns the directory.
+func fixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"rw", "ro", "logs"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, s := range map[string]string{"rw/a.txt": "alpha\n", "ro/b.txt": "beta\n"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func load(t *testing.T, dir, doc string) *config.Config {
+	t.Helper()
+	p := filepath.Join(dir, "capkit.toml")
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+const base = `
+audit_log = "logs/audit.jsonl"
+log = "logs/capkit.log"
+[[root]]
+path = "rw"
+[[root]]
+path = "ro"
+read_only = true
+`
+
+func call(t *testing.T, s *kernel.Session, tool, args string) (*kernel.Result, error) {
+	t.Helper()
+	return s.Call(context.Background(), tool, json.RawMessage(args))
+}
+
+func TestPoliciesAndUnknownTools(t *testing.T) {
+	dir := fixture(t)
+	cfg := load(t, dir, base+"[tool.read_file]\nmax_calls = 2\ntimeout = \"5s\"\n[tool.tool_search]\nmax_calls = 3\n")
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	p, _ := h.Runtime.Policy(tools.ReadFile)
+	def := tools.DefaultPolicy(tools.ReadFile)
+	if p.MaxCalls != 2 || p.Timeout.Seconds() != 5 || p.MaxOutputBytes != def.MaxOutputBytes {
+		t.Fatalf("read_file policy = %+v: set fields replace, others keep the tool's own", p)
+	}
+	if p, _ := h.Runtime.Policy("tool_search"); p.MaxCalls != 3 {
+		t.Fatalf("tool_search policy = %+v", p)
+	}
+	if p, _ := h.Runtime.Policy(tools.WriteFile); p.MaxCalls != limits.FileToolsWriteMaxCalls {
+		t.Fatalf("write_file policy = %+v", p)
+	}
+	s, err := h.NewSession(config.DefaultActor, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		_, err := call(t, s, tools.ReadFile, `{"path":"a.txt"}`)
+		if want := fault.Code(""); i == 2 {
+			if want = fault.Limit; fault.CodeOf(err) != want {
+				t.Fatalf("call %d: %v", i+1, err)
+			}
+		} else if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+
+	bad := load(t, dir, base+"\n[tool.raed_file]\nmax_calls = 2\n")
+	_, err = New(bad, nil)
+	errs := config.Errors(err)
+	if len(errs) != 1 || !strings.HasSuffix(errs[0].Error(), `capkit.toml:10: tool.raed_file: no tool "raed_file" is registered (capkit tools --all lists them)`) {
+		t.Fatalf("unknown tool: %v", err)
+	}
+}
+
+func TestGrants(t *testing.T) {
+	dir := fixture(t)
+	cfg, err := config.FromFlags([]string{filepath.Join(dir, "rw")}, []string{filepath.Join(dir, "ro")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	s, err := h.NewSession(config.DefaultActor, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(dir, "ro", "b.txt")
+	cases := []struct {
+		name, tool, args string
+		code             fault.Code
+	}{
+		{"read writable", tools.ReadFile, `{"path":"a.txt"}`, ""},
+		{"read read-only", tools.ReadFile, `{"path":"` + ro + `"}`, ""},
+		{"create in writable", tools.WriteFile, `{"path":"new.txt","content":"x"}`, ""},
+		{"write read-only", tools.WriteFile, `{"path":"` + filepath.Join(dir, "ro", "c.txt") + `","content":"x"}`, fault.Denied},
+		{"edit read-only", tools.EditFile, `{"path":"` + ro + `","old_string":"beta","new_string":"gamma"}`, fault.Denied},
+		{"outside every root", tools.ReadFile, `{"path":"` + filepath.Join(dir, "capkit.toml") + `"}`, fault.Denied},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := call(t, s, c.tool, c.args); fault.CodeOf(err) != c.code {
+				t.Fatalf("%s: %v, want %q", c.tool, err, c.code)
+			}
+		})
+	}
+	if got, _ := os.ReadFile(ro); string(got) != "beta\n" {
+		t.Fatalf("read-only file changed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ro", "c.txt")); !os.IsNotExist(err) {
+		t.Fatal("file created under the read-only root")
+	}
+
+	// A read-only-only configuration does not even offer writing tools.
+	cfg, err = config.FromFlags(nil, []string{filepath.Join(dir, "ro")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSession, err := h2.Sessions(config.DefaultActor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := newSession(context.Background())
+	if err != nil || s2.Trusted() {
+		t.Fatalf("MCP sessions must be untrusted: %v", err)
+	}
+	for _, e := range s2.Specs() {
+		if e.Name == tools.WriteFile || e.Name == tools.EditFile {
+			t.Fatalf("%s offered on a read-only root", e.Name)
+		}
+	}
+	if _, err := call(t, s2, tools.WriteFile, `{"path":"x","content":"x"}`); fault.CodeOf(err) != fault.Denied {
+		t.Fatalf("write with no writable root: %v", err)
+	}
+	if _, err := h2.Sessions("nobody"); fault.CodeOf(err) != fault.NotFound {
+		t.Fatalf("unknown actor: %v", err)
+	}
+}
+
+func TestLogs(t *testing.T) {
+	dir := fixture(t)
+	auditPath := filepath.Join(dir, "logs", "audit.jsonl")
+	if err := os.WriteFile(auditPath, []byte("{\"earlier\":true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(load(t, dir, base), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := h.NewSession(config.DefaultActor, false)
+	const marker = "MARKER_CONTENT_7731"
+	call(t, s, tools.WriteFile, `{"path":"m.txt","content":"`+marker+`"}`)
+	call(t, s, tools.ReadFile, `{"path":"missing-`+marker+`.txt"}`)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	audit, _ := os.ReadFile(auditPath)
+	lines := strings.Split(strings.TrimSpace(string(audit)), "\n")
+	if len(lines) != 3 || lines[0] != `{"earlier":true}` {
+		t.Fatalf("audit log not appended to: %q", audit)
+	}
+	if !strings.Contains(lines[1], `"tool":"write_file"`) || !strings.Contains(lines[2], `"outcome":"not_found"`) {
+		t.Fatalf("audit events: %q", lines[1:])
+	}
+	if strings.Contains(string(audit), marker) {
+		t.Fatal("the audit log carries content or arguments")
+	}
+	for _, name := range []string{"audit.jsonl", "capkit.log"} {
+		st, err := os.Stat(filepath.Join(dir, "logs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "capkit.log" && st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s created with mode %v", name, st.Mode().Perm())
+		}
+	}
+	detail, _ := os.ReadFile(filepath.Join(dir, "logs", "capkit.log"))
+	if !strings.Contains(string(detail), `"tool":"read_file"`) || !strings.Contains(string(detail), `"code":"not_found"`) {
+		t.Fatalf("the detail log lacks the failure: %q", detail)
+	}
+
+	// Without a log file, detail goes to Options.Log.
+	var buf bytes.Buffer
+	cfg, _ := config.FromFlags([]string{filepath.Join(dir, "rw")}, nil)
+	h, err = New(cfg, &Options{Log: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ = h.NewSession(config.DefaultActor, false)
+	call(t, s, tools.ReadFile, `{"path":"missing.txt"}`)
+	if !strings.Contains(buf.String(), "tool=read_file") {
+		t.Fatalf("Options.Log: %q", buf.String())
+	}
+
+	// A log path that is not a regular file fails, and closes what opened.
+	if err := syscall.Mkfifo(filepath.Join(dir, "logs", "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{
+		"log = \"logs\"\n" + base[strings.Index(base, "[[root]]"):],
+		"audit_log = \"logs/fifo\"\n" + base[strings.Index(base, "[[root]]"):],
+	} {
+		_, err := New(load(t, dir, doc), nil)
+		if err == nil {
+			t.Fatalf("%q: no error", doc)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package feed
+
+import (
+	"context"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
+// value.
+type ToolOptions struct {
+	// Files reads the file a path argument names, confined to the
+	// session's read_file roots. Nil refuses path arguments (denied):
+	// feeds must then be passed as text.
+	Files files.FileReader
+}
+
+// ParseArgs are feed_parse's arguments.
+type ParseArgs struct {
+	Text  string `json:"text,omitempty" jsonschema:"the feed's XML itself; give text or path"`
+	Path  string `json:"path,omitempty" jsonschema:"path of a feed file in a readable root; give text or path"`
+	URL   string `json:"url" jsonschema:"absolute http(s) URL the feed came from; relative links are resolved against it"`
+	Limit int    `json:"limit" jsonschema:"how many entries to return, 1 to 1000; the rest are checked and counted as omitted"`
+}
+
+// ParseResult is feed_parse's result: the entries are in the text the
+// model reads (ToolText); the structured content holds the feed's
+// metadata, counts, duplicates and warnings.
+type ParseResult struct {
+	Format          Format      `json:"format"`
+	Title           string      `json:"title"`
+	Link            string      `json:"link,omitempty"`
+	TotalEntries    int         `json:"total_entries"`
+	ReturnedEntries int         `json:"returned_entries"`
+	OmittedEntries  int         `json:"omitted_entries"`
+	Duplicates      []Duplicate `json:"duplicates"`
+	Warnings        []Warning   `json:"warnings"`
+	text            string
+}
+
+// ToolText is the rendered feed.
+func (r ParseResult) ToolText() string { return r.text }
+
+var _ kernel.Texter = ParseResult{}
+
+const parseDescription = `Read an RSS (0.90, 0.91, 0.92, 2.0), RSS 1.0 (RDF) or Atom 1.0 feed: title, then each entry's title, link (resolved against url and xml:base), dates (original text and UTC; a date that names no instant is reported, never replaced), authors and summary as text.
+Returns at most limit entries in document order; the rest are still checked and reported as omitted. Entries sharing an id or link are reported as duplicates, and as conflicting when their content differs.
+DTDs and entity declarations are refused (only the RSS 0.91 DOCTYPE is accepted, never read). Limits: 2 MiB, 12,000 nodes, depth 32, 1,000 entries; the result must fit the tool's output bound (limit, never truncated).
+Example: {"path": "feeds/news.xml", "url": "https://example.org/feed.xml", "limit": 20}`
+
+// RegisterTools registers feed_parse (effect parse, deferred).
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	return kernel.AddTool(b,
+		kernel.Policy{Name: "feed_parse", MaxInputBytes: limits.FeedToolMaxInputBytes},
+		kernel.Meta{Effect: capability.Parse, Summary: "Read an RSS or Atom feed's entries, with dates, duplicates and omissions reported.", Description: parseDescription},
+		func(ctx context.Context, call *kernel.Call, in ParseArgs) (ParseResult, error) {
+			data, err := toolkit.Read(ctx, call, o.Files, in.Text, in.Path, limits.FeedMaxBytes, "feed")
+			if err != nil {
+				return ParseResult{}, err
+			}
+			f, err := Parse(ctx, data, in.URL, in.Limit)
+			if err != nil {
+				return ParseResult{}, err
+			}
+			return f.result(call.MaxOutputBytes)
+		})
+}
+
+// result renders the tool result, failing with limit as soon as the text
+// passes max (the metadata's size is reserved first).
+func (f *Feed) result(max int64) (ParseResult, error) {
+	r := ParseResult{Format: f.Format, Title: f.Title, Link: f.Link, TotalEntries: f.TotalEntries,
+		ReturnedEntries: len(f.Entries), OmittedEntries: f.OmittedEntries, Duplicates: f.Duplicates, Warnings: f.Warnings}
+	text, err := toolkit.ToolText(max, r, f.WriteText, "the feed's text", "ask for fewer entries")
+	if err != nil {
+		return ParseResult{}, err
+	}
+	r.text = text
+	return r, nil
+}

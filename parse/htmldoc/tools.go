@@ -1,0 +1,90 @@
+package htmldoc
+
+import (
+	"context"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
+// value.
+type ToolOptions struct {
+	// Files reads the file a path argument names, confined to the
+	// session's read_file roots. Nil refuses path arguments (denied):
+	// documents must then be passed as text.
+	Files files.FileReader
+}
+
+// ExtractArgs are html_extract's arguments.
+type ExtractArgs struct {
+	Text    string `json:"text,omitempty" jsonschema:"the HTML page itself; give text or path"`
+	Path    string `json:"path,omitempty" jsonschema:"path of an HTML file in a readable root; give text or path"`
+	Select  string `json:"select" jsonschema:"what to return: text (every visible block of the page) or article (the main article, checked to be prose)"`
+	BaseURL string `json:"base_url,omitempty" jsonschema:"absolute http(s) URL the page came from; links are resolved against it"`
+}
+
+// ExtractResult is html_extract's result: the page's text is what the
+// model reads (ToolText); the structured content holds only metadata, so
+// no content appears twice.
+type ExtractResult struct {
+	Title    string       `json:"title"`
+	Select   Selection    `json:"select"`
+	Article  *ArticleInfo `json:"article,omitempty"`
+	Blocks   int          `json:"blocks"`
+	Links    int          `json:"links"`
+	Warnings []Warning    `json:"warnings"`
+	text     string
+}
+
+// ToolText is the rendered page.
+func (r ExtractResult) ToolText() string { return r.text }
+
+var _ kernel.Texter = ExtractResult{}
+
+const extractDescription = `Read an HTML page as text: title, headings, paragraphs, list items, quotes, preformatted blocks and table rows, then its links.
+select "text" returns every visible block; "article" returns only the main article, identified (element, size, link density) and checked to be prose, and fails on index pages and pages without one.
+Login walls, cookie/consent walls, bot challenges, paywalls and error pages fail (integrity) instead of being returned as content. Warnings say when tables were flattened, hidden text was left out or the content needs scripts to render (the HTML does not hold it).
+Limits: 4 MiB of HTML, 50,000 nodes, nesting depth 128, 1,000 attributes per element; the result must fit the tool's output bound (limit, never truncated).
+Example: {"path": "pages/post.html", "select": "article", "base_url": "https://example.org/blog/post"}`
+
+// RegisterTools registers html_extract (effect parse, deferred).
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	return kernel.AddTool(b,
+		kernel.Policy{Name: "html_extract", MaxInputBytes: limits.HTMLToolMaxInputBytes},
+		kernel.Meta{Effect: capability.Parse, Summary: "Read an HTML page's text or main article, rejecting access screens.", Description: extractDescription},
+		func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
+			sel, err := ParseSelection(in.Select)
+			if err != nil {
+				return ExtractResult{}, err
+			}
+			data, err := toolkit.Read(ctx, call, o.Files, in.Text, in.Path, limits.HTMLMaxBytes, "HTML")
+			if err != nil {
+				return ExtractResult{}, err
+			}
+			doc, err := Parse(ctx, data, sel, &Options{BaseURL: in.BaseURL})
+			if err != nil {
+				return ExtractResult{}, err
+			}
+			return doc.result(call.MaxOutputBytes)
+		})
+}
+
+// result renders the tool result, failing with limit as soon as the text
+// passes max (the metadata's size is reserved first).
+func (d *Document) result(max int64) (ExtractResult, error) {
+	r := ExtractResult{Title: d.Title, Select: d.Selection, Article: d.Article, Blocks: len(d.Blocks), Links: len(d.Links), Warnings: d.Warnings}
+	text, err := toolkit.ToolText(max, r, d.WriteText, "the page's text", "read a smaller page or select the article")
+	if err != nil {
+		return ExtractResult{}, err
+	}
+	r.text = text
+	return r, nil
+}

@@ -1,0 +1,154 @@
+package textjson
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure RegisterTools. The zero value registers the tools
+// with inline text only and the kernel's default policy bounds.
+type ToolOptions struct {
+	// Files reads the files that path arguments name, confined to the
+	// session's read_file roots. Nil refuses path arguments (denied).
+	Files files.FileReader
+	// MaxInputBytes bounds each call's encoded arguments, inline text
+	// included; zero is limits.DefaultMaxInputBytes.
+	MaxInputBytes int64
+	// MaxOutputBytes bounds each result; zero is
+	// limits.DefaultMaxOutputBytes.
+	MaxOutputBytes int64
+}
+
+// SourceArgs name the input of a tool: inline text or a file path.
+type SourceArgs struct {
+	Path     string `json:"path,omitempty" jsonschema:"file to read, relative to the first readable root; needs read_file on that root; give path or text, not both"`
+	Text     string `json:"text,omitempty" jsonschema:"the input itself, inline; give path or text, not both"`
+	MaxBytes int64  `json:"max_bytes,omitempty" jsonschema:"input byte limit; default and maximum are in the tool description"`
+}
+
+// TextResult is what text_validate returns.
+type TextResult struct {
+	TextInfo
+}
+
+// ToolText renders the counts.
+func (r TextResult) ToolText() string { return "valid UTF-8 text: " + r.TextInfo.String() }
+
+// JSONResult is what json_validate returns.
+type JSONResult struct {
+	Valid bool `json:"valid"`
+	Stats
+}
+
+// ToolText renders the verdict and the counts.
+func (r JSONResult) ToolText() string {
+	return fmt.Sprintf("valid JSON: %s, %d bytes, %d values, depth %d", r.Kind, r.Bytes, r.Values, r.Depth)
+}
+
+// CanonicalResult is what json_canonical returns: the counts in
+// structured content and the canonical text as the tool text, so the
+// document is not sent twice.
+type CanonicalResult struct {
+	Stats
+	CanonicalBytes int64 `json:"canonical_bytes"`
+	canonical      string
+}
+
+// ToolText is the canonical JSON.
+func (r CanonicalResult) ToolText() string { return r.canonical }
+
+// canonicalReserve is room kept in the output bound for the structured
+// counts that accompany the canonical text.
+const canonicalReserve = 512
+
+// RegisterTools registers text_validate, json_validate and json_canonical
+// (effect parse, deferred). opts may be nil.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	policy := func(name string) kernel.Policy {
+		return kernel.Policy{Name: name, MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes}
+	}
+	err := kernel.AddTool(b, policy("text_validate"), kernel.Meta{
+		Effect:  capability.Parse,
+		Summary: "Check that a file or text is valid UTF-8 and count its bytes, characters and lines.",
+		Description: fmt.Sprintf(`Checks that the input is valid UTF-8 text and counts bytes, characters and lines.
+Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %d MiB (%d bytes), at most %d MiB; a larger input fails with limit.
+Invalid UTF-8 fails with invalid_input naming the byte offset, line and column of the first bad byte.
+Example: {"path": "notes/readme.txt"}`, limits.TextDefaultBytes/limits.MiB, limits.TextDefaultBytes, limits.TextMaxBytes/limits.MiB),
+	}, func(ctx context.Context, call *kernel.Call, in SourceArgs) (TextResult, error) {
+		max, err := maxBytes("text", in.MaxBytes, limits.TextDefaultBytes, limits.TextMaxBytes)
+		if err != nil {
+			return TextResult{}, err
+		}
+		data, err := toolkit.Read(ctx, call, o.Files, in.Text, in.Path, max, "text")
+		if err != nil {
+			return TextResult{}, err
+		}
+		_, info, err := DecodeText(data, &TextOptions{MaxBytes: max})
+		return TextResult{info}, err
+	})
+	if err != nil {
+		return err
+	}
+	jsonDesc := func(what string) string {
+		return fmt.Sprintf(`%s
+Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %d MiB (%d bytes), at most %d MiB; nesting depth at most %d.
+Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the 64-bit float range, invalid UTF-8, a byte order mark and trailing data are rejected with invalid_input naming line, column and byte offset; numbers keep their exact digits.`,
+			what, limits.JSONDefaultBytes/limits.MiB, limits.JSONDefaultBytes, limits.JSONMaxBytes/limits.MiB, limits.JSONMaxDepth)
+	}
+	err = kernel.AddTool(b, policy("json_validate"), kernel.Meta{
+		Effect:      capability.Parse,
+		Summary:     "Strictly validate a JSON file or text: duplicate keys, non-finite numbers, depth; errors with line and column.",
+		Description: jsonDesc("Validates one JSON value strictly and reports its kind, size, value count and depth.") + "\nExample: {\"path\": \"config/settings.json\"}",
+	}, func(ctx context.Context, call *kernel.Call, in SourceArgs) (JSONResult, error) {
+		max, err := maxBytes("JSON", in.MaxBytes, limits.JSONDefaultBytes, limits.JSONMaxBytes)
+		if err != nil {
+			return JSONResult{}, err
+		}
+		data, err := toolkit.Read(ctx, call, o.Files, in.Text, in.Path, max, "JSON")
+		if err != nil {
+			return JSONResult{}, err
+		}
+		st, err := Validate(ctx, data, &JSONOptions{MaxBytes: max})
+		if err != nil {
+			return JSONResult{}, err
+		}
+		return JSONResult{Valid: true, Stats: st}, nil
+	})
+	if err != nil {
+		return err
+	}
+	return kernel.AddTool(b, policy("json_canonical"), kernel.Meta{
+		Effect:  capability.Parse,
+		Summary: "Validate JSON strictly and return its canonical form (sorted keys, no whitespace, exact numbers).",
+		Description: jsonDesc("Validates one JSON value like json_validate and returns its canonical text: members sorted as RFC 8785 orders them, no whitespace, minimal string escapes, numbers exactly as written.") +
+			"\nThe canonical text is never longer than the input; a result over the output limit fails with limit.\nExample: {\"text\": \"{\\\"b\\\": 1, \\\"a\\\": [true, null]}\"}",
+	}, func(ctx context.Context, call *kernel.Call, in SourceArgs) (CanonicalResult, error) {
+		max, err := maxBytes("JSON", in.MaxBytes, limits.JSONDefaultBytes, limits.JSONMaxBytes)
+		if err != nil {
+			return CanonicalResult{}, err
+		}
+		data, err := toolkit.Read(ctx, call, o.Files, in.Text, in.Path, max, "JSON")
+		if err != nil {
+			return CanonicalResult{}, err
+		}
+		out, st, err := Canonical(ctx, data, &JSONOptions{MaxBytes: max})
+		if err != nil {
+			return CanonicalResult{}, err
+		}
+		if int64(len(out))+canonicalReserve > call.MaxOutputBytes {
+			return CanonicalResult{}, fault.LimitExceeded("json_canonical output bytes", call.MaxOutputBytes, int64(len(out))+canonicalReserve)
+		}
+		return CanonicalResult{Stats: st, CanonicalBytes: int64(len(out)), canonical: string(out)}, nil
+	})
+}

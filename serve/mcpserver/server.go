@@ -1,0 +1,399 @@
+// Package mcpserver serves a kernel's tools over the Model Context Protocol,
+// with the official Go SDK (github.com/modelcontextprotocol/go-sdk), over
+// stdio and Streamable HTTP.
+//
+// Each MCP session gets its own kernel session, created by the host's
+// newSession function: a stdio connection is one session; over HTTP, each
+// MCP session id is one. A session's tools/list is its kernel session's
+// Specs (hot tools plus those tool_search activated, among those granted);
+// when tool_search activates tools, they are added to that session's
+// list and the client receives notifications/tools/list_changed.
+//
+// Every tools/call goes through kernel.Session.Call, whatever the name: a
+// name the runtime does not know is a protocol error (invalid params), as
+// are malformed requests; everything else, including a tool the session is
+// not granted (denied) and arguments that fail the schema (invalid_input),
+// is a tool result. A failure is an isError result whose text is
+// "code: message" and whose structuredContent is
+// {"code", "message", "retry_after_seconds"}; the kernel has already
+// replaced the detail of io and internal failures with a generic message
+// for untrusted sessions.
+//
+// What the SDK does not do, or does slowly, this package does by hand,
+// kept small and checked against the SDK by tests:
+//
+//   - The stdio transport (stdio.go) is ours: the SDK's closes the
+//     connection on the first malformed line, copies every response again
+//     to append the newline, and reads and writes blocking descriptors.
+//     Ours answers a malformed line with a JSON-RPC error and keeps
+//     reading, bounds each message (limits.MCPMaxMessageBytes), reads and
+//     writes pipes through the runtime's poller (poll_unix.go), asks for a
+//     1 MiB output pipe on Linux (pipe_linux.go), and writes each message
+//     with one write (or writes of 256 KiB for a large one).
+//   - On an initialized stdio session, a plain tools/call is run by the
+//     transport itself (direct.go) and answered with the bytes the SDK
+//     would write (TestDirectCallsMatchSDK): for a small call most of the
+//     server's CPU went to the SDK decoding the request twice with a
+//     decoder that allocates 32 KiB each time. Every other message, and
+//     every call of the stateless 2026-07-28 protocol, goes to the SDK.
+//   - On stdio, a successful tool result the SDK does handle does not go
+//     through its encoder (fastpath.go): the SDK would escape the text
+//     once and compact it three more times, which for a 4 MiB file was
+//     most of the server's CPU. The SDK still builds and encodes the
+//     response around a placeholder; the transport writes the text in the
+//     placeholder's place, escaped once (escape.go, eight bytes at a time,
+//     fuzzed against jsontext) straight into its output buffer, and the
+//     structured content as the kernel encoded it.
+//   - HTTP (http.go) adds what the SDK leaves to the host: Host and Origin
+//     validation against loopback and configured names, an optional bearer
+//     token, a bound on live sessions, loopback binding by default and a
+//     graceful stop.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/catalog"
+	"github.com/capkit/capkit/limits"
+)
+
+// Options configure a Server. The zero value is usable: a loopback-only
+// server without a bearer token, named "capkit".
+type Options struct {
+	// Name and Version identify the server to clients. They default to
+	// "capkit" and "devel".
+	Name    string
+	Version string
+	// Instructions are offered to clients when a session starts.
+	Instructions string
+	// Log receives transport and protocol failures: malformed messages,
+	// refused HTTP requests, sessions that could not start. It never
+	// receives tool arguments or results. Nil discards.
+	Log *slog.Logger
+
+	// BearerToken, when set, is required on every HTTP request as
+	// "Authorization: Bearer <token>" (compared in constant time). Stdio is
+	// not affected: whoever holds the pipe started the server.
+	BearerToken string
+	// AllowedHosts are Host header values accepted over HTTP besides the
+	// loopback names (localhost, 127.0.0.0/8, ::1): a bare name matches any
+	// port, "name:port" only that port. Anything else is refused, which is
+	// what defeats DNS rebinding.
+	AllowedHosts []string
+	// AllowedOrigins are Origin header values ("scheme://host[:port]")
+	// accepted over HTTP besides loopback origins. Requests without Origin
+	// (non-browser clients) are accepted.
+	AllowedOrigins []string
+	// AllowNonLoopback lets Serve and ListenAndServe use an address other
+	// than a loopback one. The risk: anyone who can reach the address can
+	// drive the tools, bounded only by BearerToken (sent in clear over
+	// plain HTTP) and AllowedHosts. Set a token, and put TLS in front.
+	AllowNonLoopback bool
+	// MaxSessions bounds live HTTP sessions; zero means
+	// limits.MCPDefaultMaxSessions. A session beyond it is refused with 503.
+	MaxSessions int
+	// SessionIdleTimeout closes an HTTP session after this long without a
+	// request; zero means limits.MCPDefaultSessionIdle.
+	SessionIdleTimeout time.Duration
+
+	// disableFastPath makes stdio results go through the SDK's encoder, and
+	// disableDirect stdio calls through the SDK's request handling, for the
+	// tests and benchmarks that compare the paths.
+	disableFastPath bool
+	disableDirect   bool
+}
+
+// Server serves one kernel runtime's tools over MCP. It is safe for
+// concurrent use: ServeStdio may run for several connections at once, and
+// the HTTP handler serves many sessions.
+//
+// What it guarantees: a client reaches tools only through the kernel
+// session newSession gave its MCP session, so it is held to that session's
+// capabilities and budgets and every call is audited; two MCP sessions
+// never share a kernel session. What it does not: it decides nothing about
+// who the actor is (newSession does), and over stdio it trusts whoever
+// holds the pipe to be the client that started it.
+type Server struct {
+	rt         *kernel.Runtime
+	newSession func(context.Context) (*kernel.Session, error)
+	opts       Options
+	impl       *mcp.Implementation
+	log        *slog.Logger
+
+	http *httpHandler
+}
+
+// New returns a Server for rt. newSession creates the kernel session of
+// each new MCP session (it decides the actor and the capabilities); its ctx
+// is ServeStdio's for stdio and the initializing request's for HTTP. The
+// sessions it returns must belong to rt. opts may be nil.
+func New(rt *kernel.Runtime, newSession func(ctx context.Context) (*kernel.Session, error), opts *Options) *Server {
+	s := &Server{rt: rt, newSession: newSession}
+	if opts != nil {
+		s.opts = *opts
+		s.opts.AllowedHosts = slices.Clone(opts.AllowedHosts)
+		s.opts.AllowedOrigins = slices.Clone(opts.AllowedOrigins)
+	}
+	if s.opts.Name == "" {
+		s.opts.Name = "capkit"
+	}
+	if s.opts.Version == "" {
+		s.opts.Version = "devel"
+	}
+	if s.opts.MaxSessions <= 0 {
+		s.opts.MaxSessions = limits.MCPDefaultMaxSessions
+	}
+	if s.opts.SessionIdleTimeout <= 0 {
+		s.opts.SessionIdleTimeout = limits.MCPDefaultSessionIdle
+	}
+	s.log = s.opts.Log
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s.impl = &mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}
+	s.http = newHTTPHandler(s)
+	return s
+}
+
+// startSession creates the kernel session for a new MCP session.
+func (s *Server) startSession(ctx context.Context) (*kernel.Session, error) {
+	ks, err := s.newSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ks == nil || ks.Runtime() != s.rt {
+		return nil, errors.New("mcpserver: newSession returned a session of another runtime")
+	}
+	return ks, nil
+}
+
+// binding ties one MCP session (its own mcp.Server) to one kernel session.
+type binding struct {
+	srv  *Server
+	ks   *kernel.Session
+	ms   *mcp.Server
+	fast *fastPath // nil unless the transport splices results
+
+	mu     sync.Mutex
+	listed map[string]bool
+}
+
+// bind creates the mcp.Server of one session, listing the session's specs
+// and following its activations.
+func (s *Server) bind(ks *kernel.Session, fast *fastPath) *binding {
+	b := &binding{srv: s, ks: ks, fast: fast, listed: map[string]bool{}}
+	b.ms = mcp.NewServer(s.impl, &mcp.ServerOptions{
+		Instructions: s.opts.Instructions,
+		Logger:       s.log,
+		// Tools only; no logging capability (the SDK's historical default).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// The tool list is this session's: no shared cache may serve it.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+	})
+	b.ms.AddReceivingMiddleware(b.route)
+	b.sync()
+	ks.OnToolsChanged(b.sync)
+	return b
+}
+
+// sync adds to the MCP tool list what the kernel session now offers. The
+// SDK announces additions with notifications/tools/list_changed.
+func (b *binding) sync() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.ks.Specs() {
+		if b.listed[e.Name] {
+			continue
+		}
+		b.listed[e.Name] = true
+		b.ms.AddTool(toolFor(e), b.handle)
+	}
+}
+
+// toolFor describes an entry to MCP clients. The schemas are the ones the
+// catalog encoded once; annotations come from the entry's hints.
+func toolFor(e *catalog.Entry) *mcp.Tool {
+	h := e.Hints()
+	t := &mcp.Tool{
+		Name:        e.Name,
+		Title:       h.Title,
+		Description: e.Description,
+		InputSchema: e.InputSchemaJSON(),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           h.Title,
+			ReadOnlyHint:    h.ReadOnly,
+			DestructiveHint: &h.Destructive,
+			IdempotentHint:  h.Idempotent,
+			OpenWorldHint:   &h.OpenWorld,
+		},
+	}
+	if out := e.OutputSchemaJSON(); out != nil {
+		t.OutputSchema = out
+	}
+	return t
+}
+
+// route sends every tools/call to the kernel, listed or not: the kernel,
+// not the list, decides what a session may call (a tool it is not granted
+// is denied; a granted one that discovery has not listed yet runs).
+func (b *binding) route(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+			return b.handle(ctx, r)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// handle runs one tools/call through the kernel (the SDK's path).
+func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	if p == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
+	}
+	res, failed, err := b.call(ctx, p.Name, p.Arguments)
+	switch {
+	case err != nil:
+		return nil, err
+	case failed != nil:
+		return failed, nil
+	case b.fast != nil:
+		return b.fast.placeholder(res), nil
+	}
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
+	if len(res.Structured) > 0 {
+		r.StructuredContent = res.Structured
+	}
+	return r, nil
+}
+
+// call runs one call through the kernel. It returns the kernel's result, or
+// the isError result of a failure, or a protocol error (unknown tool,
+// arguments that are not an object).
+func (b *binding) call(ctx context.Context, name string, args json.RawMessage) (*kernel.Result, *mcp.CallToolResult, error) {
+	args, perr := callArgs(args)
+	if perr != nil {
+		return nil, nil, perr
+	}
+	res, err := b.ks.Call(ctx, name, args)
+	return b.outcome(name, res, err)
+}
+
+// start is call without waiting: done receives what call would return,
+// once, as kernel.Session.Start delivers it.
+func (b *binding) start(ctx context.Context, name string, args json.RawMessage, done func(*kernel.Result, *mcp.CallToolResult, error)) {
+	args, perr := callArgs(args)
+	if perr != nil {
+		done(nil, nil, perr)
+		return
+	}
+	b.ks.Start(ctx, name, args, func(res *kernel.Result, err error) {
+		done(b.outcome(name, res, err))
+	})
+}
+
+// callArgs checks that args are an object or absent (null, nothing).
+func callArgs(args json.RawMessage) (json.RawMessage, error) {
+	switch first := firstByte(args); first {
+	case 0:
+		return nil, nil
+	case 'n': // null: no arguments
+		if strings.TrimSpace(string(args)) != "null" {
+			return nil, errArgsNotObject
+		}
+		return nil, nil
+	case '{':
+		return args, nil
+	}
+	return nil, errArgsNotObject
+}
+
+// outcome turns what the kernel returned into call's results.
+func (b *binding) outcome(name string, res *kernel.Result, err error) (*kernel.Result, *mcp.CallToolResult, error) {
+	if err != nil {
+		if _, _, known := b.ks.Runtime().Catalog().Lookup(name); !known {
+			// The kernel audited the attempt; to the client an unknown tool
+			// is a protocol error, as the SDK reports it.
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", clip(name))}
+		}
+		return nil, b.faultResult(err), nil
+	}
+	if len(res.Structured) > 0 && !jsontext.Value(res.Structured).IsValid() {
+		// A raw handler's bug; encoding it would break the response.
+		res.Release()
+		b.srv.log.Error("mcp: tool returned invalid structured content", slog.String("tool", name))
+		return nil, b.faultResult(fault.New(fault.Internal, "tool %s returned invalid structured content", name)), nil
+	}
+	return res, nil, nil
+}
+
+var errArgsNotObject = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call arguments must be a JSON object"}
+
+// firstByte is the first non-space byte of a JSON value, or 0.
+func firstByte(v json.RawMessage) byte {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// FaultInfo is the structured content of a failed call.
+type FaultInfo struct {
+	Code    fault.Code `json:"code"`
+	Message string     `json:"message"`
+	// RetryAfterSeconds, when present, is when a retry may be admitted
+	// (rounded up to whole seconds).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty"`
+}
+
+// faultResult is the isError result of a failed call. An untrusted
+// session gets the public message only (the kernel has already reduced its
+// own failures to that).
+func (b *binding) faultResult(err error) *mcp.CallToolResult {
+	fe := fault.As(err)
+	info := FaultInfo{Code: fe.Code, Message: fe.Public()}
+	if b.ks.Trusted() {
+		info.Message = fe.Error()
+	}
+	if fe.RetryAfter > 0 {
+		info.RetryAfterSeconds = int64(math.Ceil(fe.RetryAfter.Seconds()))
+	}
+	text := string(info.Code) + ": " + info.Message
+	if info.RetryAfterSeconds > 0 {
+		text += fmt.Sprintf(" (retry after %ds)", info.RetryAfterSeconds)
+	}
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: info,
+	}
+}
+
+// clip bounds caller text echoed in a protocol error.
+func clip(s string) string {
+	const max = 64
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

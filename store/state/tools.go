@@ -1,0 +1,124 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/kernel"
+)
+
+// ToolOptions configure the model-facing tools. A nil *ToolOptions is
+// valid.
+type ToolOptions struct {
+	// MaxInputBytes bounds state_replace's arguments, so the state it can
+	// write; zero means the kernel's default (limits.DefaultMaxInputBytes).
+	MaxInputBytes int64
+	// Timeout bounds one call; zero means the kernel's default.
+	Timeout time.Duration
+}
+
+// ReplaceArgs are state_replace's arguments.
+type ReplaceArgs struct {
+	Path    string `json:"path" jsonschema:"state file to replace or create, inside a root granted state_write"`
+	Content string `json:"content" jsonschema:"the complete new content"`
+}
+
+// ReplaceResult is state_replace's result.
+type ReplaceResult struct {
+	Bytes int `json:"bytes"`
+}
+
+// ToolText is what the model reads.
+func (r ReplaceResult) ToolText() string { return fmt.Sprintf("state replaced: %d bytes", r.Bytes) }
+
+// PublishArgs are dir_publish's arguments.
+type PublishArgs struct {
+	Staging     string `json:"staging" jsonschema:"staged directory to publish, inside a root granted state_write"`
+	Destination string `json:"destination" jsonschema:"new directory name in the same parent directory as staging; must not exist"`
+}
+
+// PublishResult is dir_publish's result.
+type PublishResult struct {
+	Published bool `json:"published"`
+}
+
+// ToolText is what the model reads.
+func (r PublishResult) ToolText() string { return "directory published" }
+
+// RegisterTools registers state_replace and dir_publish, both deferred
+// with effect state_write. Paths are resolved with files.Resolve against the
+// roots the session's capabilities grant state_write on and opened through
+// an os.Root, so no path leads out of a granted root. opts may be nil.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	err := kernel.AddTool(b, kernel.Policy{Name: "state_replace", MaxInputBytes: o.MaxInputBytes, Timeout: o.Timeout},
+		kernel.Meta{
+			Effect:  capability.StateWrite,
+			Summary: "Atomically replace (or create) a private state file with new content",
+			Description: `Replaces the whole content of a state file atomically: after any crash the file holds the old or the new content, never a mix. Creates the file if it does not exist; the file is private (mode 0600). A path that is a symbolic link, directory or special file is refused. The content is bounded by this tool's input limit.
+Example: {"path": "state/progress.json", "content": "{\"step\": 3}"}`,
+		},
+		func(ctx context.Context, call *kernel.Call, in ReplaceArgs) (ReplaceResult, error) {
+			if err := checkSize(len(in.Content)); err != nil {
+				return ReplaceResult{}, err
+			}
+			d, name, _, err := atfile.ResolveParent(call.Session.Capabilities().Roots(capability.StateWrite), in.Path)
+			if err != nil {
+				return ReplaceResult{}, err
+			}
+			defer d.Close()
+			if err := replaceAt(ctx, d, name, []byte(in.Content)); err != nil {
+				return ReplaceResult{}, err
+			}
+			return ReplaceResult{Bytes: len(in.Content)}, nil
+		})
+	if err != nil {
+		return err
+	}
+	return kernel.AddTool(b, kernel.Policy{Name: "dir_publish", Timeout: o.Timeout},
+		kernel.Meta{
+			Effect:  capability.StateWrite,
+			Summary: "Publish a staged directory under a new name, complete or not at all; never replaces",
+			Description: `Renames a fully staged directory to its final name in one atomic step, after flushing its files to disk. The destination must not exist ("conflict" otherwise; nothing is replaced) and must be in the same parent directory as the staging directory ("invalid_input" otherwise).
+Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
+		},
+		func(ctx context.Context, call *kernel.Call, in PublishArgs) (PublishResult, error) {
+			roots := call.Session.Capabilities().Roots(capability.StateWrite)
+			r, sroot, srel, err := atfile.ResolveRoot(roots, in.Staging)
+			if err != nil {
+				return PublishResult{}, err
+			}
+			defer r.Close()
+			droot, drel, err := files.Resolve(roots, in.Destination)
+			if err != nil {
+				return PublishResult{}, err
+			}
+			sdir, sname, err := atfile.SplitRel(srel)
+			if err != nil {
+				return PublishResult{}, err
+			}
+			ddir, dname, err := atfile.SplitRel(drel)
+			if err != nil {
+				return PublishResult{}, err
+			}
+			if sroot != droot || sdir != ddir {
+				return PublishResult{}, notSameParent()
+			}
+			d, err := atfile.OpenDirIn(r, sdir)
+			if err != nil {
+				return PublishResult{}, err
+			}
+			defer d.Close()
+			if err := publishAt(ctx, d, sname, dname, nil); err != nil {
+				return PublishResult{}, err
+			}
+			return PublishResult{Published: true}, nil
+		})
+}
