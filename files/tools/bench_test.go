@@ -28,9 +28,9 @@ func benchText(size int) string {
 }
 
 type benchEnv struct {
-	s    *kernel.Session
-	x    *executor
-	call *kernel.Call
+	s   *kernel.Session
+	x   *executor
+	req request
 }
 
 func newBenchEnv(b *testing.B, file, content string) *benchEnv {
@@ -44,9 +44,9 @@ func newBenchEnv(b *testing.B, file, content string) *benchEnv {
 		b.Fatal(err)
 	}
 	return &benchEnv{
-		s:    s,
-		x:    &executor{provider: local.New(), events: ev},
-		call: &kernel.Call{Session: s, MaxOutputBytes: limits.FileToolsReadOutputBytes},
+		s:   s,
+		x:   &executor{provider: local.New(), events: ev},
+		req: request{session: s, caps: s.Capabilities(), maxOutput: limits.FileToolsReadOutputBytes},
 	}
 }
 
@@ -74,7 +74,7 @@ func BenchmarkReadFile4MiBExecutor(b *testing.B) {
 	b.SetBytes(4 << 20)
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := e.x.readFile(ctx, e.call, ReadArgs{Path: "big.go", Limit: 100000})
+		res, err := e.x.readFile(ctx, e.req, ReadArgs{Path: "big.go", Limit: 100000})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func BenchmarkEditFile1MiB(b *testing.B) {
 func BenchmarkEditFile1MiBExecutor(b *testing.B) {
 	e := newBenchEnv(b, "big.go", editText())
 	ctx := context.Background()
-	if _, err := e.x.readFile(ctx, e.call, ReadArgs{Path: "big.go", Limit: 1}); err != nil {
+	if _, err := e.x.readFile(ctx, e.req, ReadArgs{Path: "big.go", Limit: 1}); err != nil {
 		b.Fatal(err)
 	}
 	flip := [2]EditArgs{
@@ -127,7 +127,7 @@ func BenchmarkEditFile1MiBExecutor(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := e.x.editFile(ctx, e.call, flip[i%2]); err != nil {
+		if _, err := e.x.editFile(ctx, e.req, flip[i%2]); err != nil {
 			b.Fatal(err)
 		}
 		i++

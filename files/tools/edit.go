@@ -9,7 +9,6 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -35,14 +34,14 @@ type EditResult struct {
 
 func (r EditResult) ToolText() string { return r.diff }
 
-func (x *executor) editFile(ctx context.Context, call *kernel.Call, in EditArgs) (EditResult, error) {
+func (x *executor) editFile(ctx context.Context, req request, in EditArgs) (EditResult, error) {
 	switch {
 	case in.OldString == "":
 		return EditResult{}, fault.New(fault.InvalidInput, "old_string is empty; to create or replace a whole file use write_file")
 	case in.OldString == in.NewString:
 		return EditResult{}, fault.New(fault.InvalidInput, "old_string and new_string are identical; there is nothing to change")
 	}
-	t, err := resolve(call.Session.Capabilities(), capability.EditFile, in.Path)
+	t, err := resolve(req.caps, capability.EditFile, in.Path)
 	if err != nil {
 		return EditResult{}, err
 	}
@@ -51,7 +50,7 @@ func (x *executor) editFile(ctx context.Context, call *kernel.Call, in EditArgs)
 		return EditResult{}, err
 	}
 	e := &files.Expectation{
-		Session: session(call), Op: files.OpEdit, Root: t.root, Name: t.name,
+		Session: req.session, Op: files.OpEdit, Root: t.root, Name: t.name,
 		Exists: true, Current: cur, Guard: files.Guard{Enabled: true, Version: cur},
 	}
 	if err := x.events.ExpectEdit(ctx, e); err != nil {

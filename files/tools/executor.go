@@ -6,7 +6,6 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/kernel"
 )
 
 // executor runs the tools: scope, IO through the provider, windowing, and
@@ -56,9 +55,12 @@ func display(roots []string, root, rel string) string {
 // root-relative).
 func (t target) child(roots []string, name string) string { return display(roots, t.root, name) }
 
-func session(call *kernel.Call) files.Session {
-	if call == nil || call.Session == nil {
-		return nil
-	}
-	return call.Session
+// request is what a handler needs of its call: who asks (the file policy
+// keys its observations by session), what they hold, and how many bytes
+// the result may take. tools.go derives it from the kernel's call, so the
+// handlers do not depend on the kernel.
+type request struct {
+	session   files.Session
+	caps      capability.Set
+	maxOutput int64
 }

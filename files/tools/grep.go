@@ -16,7 +16,6 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -49,7 +48,7 @@ type GrepResult struct {
 
 func (r GrepResult) ToolText() string { return r.text }
 
-func (x *executor) grep(ctx context.Context, call *kernel.Call, in GrepArgs) (GrepResult, error) {
+func (x *executor) grep(ctx context.Context, req request, in GrepArgs) (GrepResult, error) {
 	if len(in.Pattern) > limits.GrepMaxPatternBytes {
 		return GrepResult{}, fault.LimitExceeded("pattern bytes", limits.GrepMaxPatternBytes, int64(len(in.Pattern)))
 	}
@@ -87,7 +86,7 @@ func (x *executor) grep(ctx context.Context, call *kernel.Call, in GrepArgs) (Gr
 	if dir == "" {
 		dir = "."
 	}
-	caps := call.Session.Capabilities()
+	caps := req.caps
 	t, err := resolve(caps, capability.Search, dir)
 	if err != nil {
 		return GrepResult{}, err

@@ -12,7 +12,6 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -39,12 +38,12 @@ type ListResult struct {
 
 func (r ListResult) ToolText() string { return r.text }
 
-func (x *executor) listDir(ctx context.Context, call *kernel.Call, in ListArgs) (ListResult, error) {
+func (x *executor) listDir(ctx context.Context, req request, in ListArgs) (ListResult, error) {
 	p := in.Path
 	if p == "" {
 		p = "."
 	}
-	t, err := resolve(call.Session.Capabilities(), capability.List, p)
+	t, err := resolve(req.caps, capability.List, p)
 	if err != nil {
 		return ListResult{}, err
 	}
@@ -104,7 +103,7 @@ type GlobResult struct {
 
 func (r GlobResult) ToolText() string { return r.text }
 
-func (x *executor) glob(ctx context.Context, call *kernel.Call, in GlobArgs) (GlobResult, error) {
+func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (GlobResult, error) {
 	if len(in.Pattern) > limits.GrepMaxPatternBytes {
 		return GlobResult{}, fault.LimitExceeded("pattern bytes", limits.GrepMaxPatternBytes, int64(len(in.Pattern)))
 	}
@@ -119,7 +118,7 @@ func (x *executor) glob(ctx context.Context, call *kernel.Call, in GlobArgs) (Gl
 	if base != "." {
 		dir = path.Join(dir, base)
 	}
-	caps := call.Session.Capabilities()
+	caps := req.caps
 	t, err := resolve(caps, capability.List, dir)
 	if err != nil {
 		return GlobResult{}, err

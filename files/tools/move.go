@@ -5,7 +5,6 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/kernel"
 )
 
 const moveDescription = `Moves or renames a file or directory inside one root, creating missing parent directories of the destination. It never replaces anything: if the destination exists the result is a conflict and nothing moves. Symbolic links and special files are not moved. After a move, read the file at its new path before editing it.
@@ -25,8 +24,8 @@ type MoveResult struct {
 
 func (r MoveResult) ToolText() string { return "moved " + r.From + " to " + r.To }
 
-func (x *executor) moveFile(ctx context.Context, call *kernel.Call, in MoveArgs) (MoveResult, error) {
-	caps := call.Session.Capabilities()
+func (x *executor) moveFile(ctx context.Context, req request, in MoveArgs) (MoveResult, error) {
+	caps := req.caps
 	from, err := resolve(caps, capability.MoveFile, in.From)
 	if err != nil {
 		return MoveResult{}, err

@@ -13,7 +13,6 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -55,21 +54,19 @@ func (r ReadResult) ToolText() string { return unsafe.String(unsafe.SliceData(r.
 // Release of a result counts.
 func (r ReadResult) Release() { r.lease.release() }
 
-var _ kernel.Releaser = ReadResult{}
-
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // cutMarker is appended to a line cut at limits.ReadMaxLineRunes.
 const cutMarker = " … [cut: "
 
-func (x *executor) readFile(ctx context.Context, call *kernel.Call, in ReadArgs) (ReadResult, error) {
+func (x *executor) readFile(ctx context.Context, req request, in ReadArgs) (ReadResult, error) {
 	if in.Offset < 0 || in.Limit < 0 {
 		return ReadResult{}, fault.New(fault.InvalidInput, "offset and limit must not be negative")
 	}
 	if in.Limit > limits.ReadMaxLines {
 		return ReadResult{}, fault.LimitExceeded("limit (lines)", limits.ReadMaxLines, int64(in.Limit))
 	}
-	caps := call.Session.Capabilities()
+	caps := req.caps
 	t, err := resolve(caps, capability.ReadFile, in.Path)
 	if err != nil {
 		return ReadResult{}, err
@@ -83,7 +80,7 @@ func (x *executor) readFile(ctx context.Context, call *kernel.Call, in ReadArgs)
 	if limit == 0 {
 		limit = limits.ReadDefaultLines
 	}
-	w := window{first: first, last: first + limit - 1, max: call.MaxOutputBytes, size: f.Info().Size}
+	w := window{first: first, last: first + limit - 1, max: req.maxOutput, size: f.Info().Size}
 	kept := false
 	defer func() {
 		if !kept {
@@ -103,13 +100,13 @@ func (x *executor) readFile(ctx context.Context, call *kernel.Call, in ReadArgs)
 		res.StartLine, res.EndLine = first, min(w.last, w.total)
 		w.out = w.footer(res)
 	}
-	if int64(len(w.out)) > call.MaxOutputBytes {
+	if int64(len(w.out)) > req.maxOutput {
 		return ReadResult{}, w.tooBig()
 	}
 	w.lease.keep(w.out)
 	res.text, res.lease, kept = w.out, w.lease, true
 	if v, ok := f.Version(); ok {
-		x.events.Observed(ctx, files.Observation{Session: session(call), Op: files.OpRead, Root: t.root, Name: t.name, Version: v})
+		x.events.Observed(ctx, files.Observation{Session: req.session, Op: files.OpRead, Root: t.root, Name: t.name, Version: v})
 	}
 	return res, nil
 }

@@ -19,6 +19,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/capkit/capkit/capability"
@@ -122,37 +123,37 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 			Effect: capability.ReadFile, Hot: true,
 			Summary:     "Read a text file as numbered lines, a window at a time.",
 			Description: readDescription,
-		}, x.readFile),
+		}, adapt(x.readFile)),
 		kernel.AddTool(b, policy(WriteFile), kernel.Meta{
 			Effect: capability.WriteFile, Hot: true,
 			Summary:     "Create a file, or replace one this session has read.",
 			Description: writeDescription,
-		}, x.writeFile),
+		}, adapt(x.writeFile)),
 		kernel.AddTool(b, policy(EditFile), kernel.Meta{
 			Effect: capability.EditFile, Hot: true,
 			Summary:     "Replace an exact string in a file this session has read.",
 			Description: editDescription,
-		}, x.editFile),
+		}, adapt(x.editFile)),
 		kernel.AddTool(b, policy(ListDir), kernel.Meta{
 			Effect: capability.List, Hot: true,
 			Summary:     "List a directory.",
 			Description: listDescription,
-		}, x.listDir),
+		}, adapt(x.listDir)),
 		kernel.AddTool(b, policy(Glob), kernel.Meta{
 			Effect: capability.List, Hot: true,
 			Summary:     "Find files by name pattern (** for any depth).",
 			Description: globDescription,
-		}, x.glob),
+		}, adapt(x.glob)),
 		kernel.AddTool(b, policy(Grep), kernel.Meta{
 			Effect: capability.Search, Hot: true,
 			Summary:     "Search file contents with a regular expression or literal text.",
 			Description: grepDescription,
-		}, x.grep),
+		}, adapt(x.grep)),
 		kernel.AddTool(b, policy(MoveFile), kernel.Meta{
 			Effect:      capability.MoveFile,
 			Summary:     "Move or rename a file or directory, never replacing anything.",
 			Description: moveDescription,
-		}, x.moveFile),
+		}, adapt(x.moveFile)),
 	}
 	for _, err := range regs {
 		if err != nil {
@@ -160,4 +161,17 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 		}
 	}
 	return nil
+}
+
+var _ kernel.Releaser = ReadResult{}
+
+// adapt turns a handler of a request into the kernel's handler shape.
+func adapt[In, Out any](h func(context.Context, request, In) (Out, error)) func(context.Context, *kernel.Call, In) (Out, error) {
+	return func(ctx context.Context, call *kernel.Call, in In) (Out, error) {
+		r := request{maxOutput: call.MaxOutputBytes}
+		if call.Session != nil {
+			r.session, r.caps = call.Session, call.Session.Capabilities()
+		}
+		return h(ctx, r, in)
+	}
 }

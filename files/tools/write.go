@@ -10,7 +10,6 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -38,11 +37,11 @@ func (r WriteResult) ToolText() string {
 	return verb + " " + r.Path + " (" + strconv.Itoa(r.Bytes) + " bytes)"
 }
 
-func (x *executor) writeFile(ctx context.Context, call *kernel.Call, in WriteArgs) (WriteResult, error) {
+func (x *executor) writeFile(ctx context.Context, req request, in WriteArgs) (WriteResult, error) {
 	if len(in.Content) > limits.WriteMaxBytes {
 		return WriteResult{}, fault.LimitExceeded("content bytes", limits.WriteMaxBytes, int64(len(in.Content)))
 	}
-	t, err := resolve(call.Session.Capabilities(), capability.WriteFile, in.Path)
+	t, err := resolve(req.caps, capability.WriteFile, in.Path)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -53,7 +52,7 @@ func (x *executor) writeFile(ctx context.Context, call *kernel.Call, in WriteArg
 	if err != nil {
 		return WriteResult{}, err
 	}
-	e := &files.Expectation{Session: session(call), Op: files.OpWrite, Root: t.root, Name: t.name, Exists: exists, Current: cur}
+	e := &files.Expectation{Session: req.session, Op: files.OpWrite, Root: t.root, Name: t.name, Exists: exists, Current: cur}
 	if err := x.events.ExpectWrite(ctx, e); err != nil {
 		return WriteResult{}, err
 	}
