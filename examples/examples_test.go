@@ -10,6 +10,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/files/fixedfiles"
+	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/serve/script"
@@ -52,7 +53,7 @@ func workspace(t *testing.T) (*kernel.Session, string) {
 	t.Cleanup(func() { cat.Close() })
 
 	b := kernel.NewBuilder(nil)
-	if err := tools.RegisterTools(b, nil); err != nil {
+	if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := fixedfiles.RegisterTool(b, kernel.Policy{Name: "review_notes", MaxCalls: 4}, kernel.Meta{}, cat); err != nil {

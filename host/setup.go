@@ -21,8 +21,10 @@ import (
 	"github.com/capkit/capkit/archive/zipfile"
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/files/fileio"
 	"github.com/capkit/capkit/files/local"
+	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/files/tree"
 	"github.com/capkit/capkit/host/config"
@@ -39,10 +41,12 @@ import (
 // registrars register the capability packages' tools, in this order (the
 // order tools are listed in). Each reads its own section of h.Config and
 // may leave cleanup to h.Close with h.OnClose. The file tools and the
-// readers that take a path share one local provider, h.files.
+// readers that take a path share one local provider, h.files; every tool
+// that replaces a file the file tools can see dispatches on h.events, the
+// seam the file policy (read before edit) is attached to.
 var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, h *Host) error {
-		return tools.RegisterTools(b, &tools.Options{Provider: h.files})
+		return tools.RegisterTools(b, &tools.Options{Provider: h.files, Events: h.events})
 	},
 	func(b *kernel.Builder, h *Host) error {
 		return textjson.RegisterTools(b, &textjson.ToolOptions{Files: h.files})
@@ -89,6 +93,7 @@ type Host struct {
 	// files is the local provider the file tools and path-reading tools
 	// share: one os.Root per root, opened on first use.
 	files   *local.Provider
+	events  *files.Events
 	closers []func() error
 }
 
@@ -100,7 +105,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	h := &Host{Config: cfg, files: local.New()}
+	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents()}
 	h.OnClose(h.files.Close)
 	defer func() {
 		if err != nil {

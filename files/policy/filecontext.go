@@ -32,6 +32,16 @@ import (
 	"github.com/capkit/capkit/files"
 )
 
+// NewEvents is a new seam with the policy attached: what a host passes to
+// the file tools.
+func NewEvents() *files.Events {
+	ev := files.NewEvents()
+	if err := Attach(ev); err != nil {
+		panic("policy: attaching to new events: " + err.Error()) // fresh events hold no gate
+	}
+	return ev
+}
+
 // Attach registers the policy on ev: both gates and an observer. It fails
 // if another gate holds either slot.
 func Attach(ev *files.Events) error {

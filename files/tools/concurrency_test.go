@@ -16,11 +16,11 @@ import (
 // conflict; each landed edit is in the final content exactly once.
 func TestConcurrentEditsLoseNothing(t *testing.T) {
 	for _, disable := range []bool{false, true} {
-		t.Run(fmt.Sprintf("DisableFileContext=%v", disable), func(t *testing.T) {
+		t.Run(fmt.Sprintf("DisableGate=%v", disable), func(t *testing.T) {
 			root := testkit.TempDir(t)
 			file := filepath.Join(root, "shared.txt")
 			writeFile(t, file, "header\nEND\n")
-			rt := newRuntime(t, &Options{DisableFileContext: disable})
+			rt := newRuntime(t, &Options{DisableGate: disable})
 			const sessions, editsEach, attempts = 12, 3, 200
 			var (
 				mu        sync.Mutex

@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/kernel"
 )
 
-// A host registers the file tools, grants a session the file effects on a
+// A host registers the file tools with the file policy attached, grants a session the file effects on a
 // root, and calls them through the kernel. An edit needs a prior read.
 func ExampleRegisterTools() {
 	root, _ := os.MkdirTemp("", "capkit-example")
@@ -21,7 +22,7 @@ func ExampleRegisterTools() {
 	os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello\nworld\n"), 0o644)
 
 	b := kernel.NewBuilder(nil)
-	if err := tools.RegisterTools(b, nil); err != nil {
+	if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
 		panic(err)
 	}
 	rt, _ := b.Build()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
@@ -18,9 +19,18 @@ var allEffects = []capability.Effect{
 }
 
 // newRuntime registers the file tools with opts and builds a runtime.
+// newRuntime registers the tools with opts; without Events (and without
+// DisableGate) it attaches the file policy, as a host does.
 func newRuntime(t testing.TB, opts *Options) *kernel.Runtime {
 	t.Helper()
-	return testkit.Runtime(t, RegisterTools, opts)
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Events == nil && !o.DisableGate {
+		o.Events = policy.NewEvents()
+	}
+	return testkit.Runtime(t, RegisterTools, &o)
 }
 
 // newSession starts a session granted effects on roots.

@@ -5,12 +5,12 @@
 // session's capabilities grant the tool's effect on (relative paths start
 // at the first of them; a path under a root where only other effects are
 // granted, such as a write under a read-only root, is denied), does the IO
-// through an files.Provider, owns read windowing, and dispatches the policy
-// events of package fs: the write and edit expectations before a mutation
-// and an observation after every successful read, write or edit. The
-// policy itself (read-before-edit, version-guarded writes) is the
-// files/policy plugin, which RegisterTools attaches unless
-// Options.DisableFileContext is set.
+// through a files.Provider, owns read windowing, and dispatches the policy
+// events of the files seam: the write and edit expectations before a
+// mutation and an observation after every successful read, write or edit.
+// The policy itself (read-before-edit, version-guarded writes) is the
+// files/policy plugin, which the host attaches to the Events it passes in;
+// the tools never import it.
 //
 // Written by hand: the windowed numbering, the edit matcher and its diff
 // are specific to these tools; globbing is github.com/bmatcuk/doublestar,
@@ -20,12 +20,12 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/files/local"
-	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -41,27 +41,30 @@ const (
 	MoveFile  = "move_file"
 )
 
-// Options configure RegisterTools. The zero value (or nil) registers every
-// tool on a local provider, with the file policy (files/policy) and the default
-// policies of DefaultPolicy.
+// Options configure RegisterTools.
 type Options struct {
 	// Provider does the IO; nil means a new local provider (files/local).
 	Provider files.Provider
-	// Events is the policy seam the tools dispatch on; nil means a new
-	// one. A host that wants its own gate or observers passes its Events
-	// (with DisableFileContext if it brings its own gates).
+	// Events is the policy seam the tools dispatch on, with the host's
+	// gates attached (the host attaches files/policy: read before edit,
+	// no lost update). Required unless DisableGate is set.
 	Events *files.Events
 	// Policies override the default policy of a tool, by tool name. The
 	// Name field is set from the key; zero fields mean the kernel's
 	// defaults (not DefaultPolicy's).
 	Policies map[string]kernel.Policy
-	// DisableFileContext leaves the file policy (files/policy) out. Risk: the
-	// tools then overwrite and edit files the session never read and files
-	// that changed since it read them (by the user, another session or
-	// another program), silently discarding those changes; only each
-	// single edit stays atomic against changes made during that call.
-	DisableFileContext bool
+	// DisableGate lets the tools run on a seam with no gate when Events
+	// is nil. Risk: the tools then overwrite and edit files the session
+	// never read and files that changed since it read them (by the user,
+	// another session or another program), silently discarding those
+	// changes; only each single edit stays atomic against changes made
+	// during that call.
+	DisableGate bool
 }
+
+// ErrNoGate is returned by RegisterTools when Options.Events is nil and
+// DisableGate is not set.
+var ErrNoGate = errors.New("file tools: no file policy: pass Options.Events with files/policy attached, or set DisableGate")
 
 // DefaultPolicy is the policy a tool gets when Options.Policies has none:
 // bounds that suit `capkit serve` (read_file can return a window of a
@@ -97,12 +100,10 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 		x.provider = local.New()
 	}
 	if x.events == nil {
-		x.events = files.NewEvents()
-	}
-	if !o.DisableFileContext {
-		if err := policy.Attach(x.events); err != nil {
-			return fmt.Errorf("file tools: attaching the file policy (files/policy): %w", err)
+		if !o.DisableGate {
+			return ErrNoGate
 		}
+		x.events = files.NewEvents()
 	}
 	policy := func(name string) kernel.Policy {
 		if p, ok := o.Policies[name]; ok {

@@ -272,17 +272,17 @@ func TestEditFileSizeBound(t *testing.T) {
 	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "at.txt"), strings.Repeat("a", limits.EditMaxFileBytes-1)+"b")
 	writeFile(t, filepath.Join(root, "past.txt"), strings.Repeat("a", limits.EditMaxFileBytes)+"b")
-	rt := newRuntime(t, &Options{DisableFileContext: true})
+	rt := newRuntime(t, &Options{DisableGate: true})
 	s := newSession(t, rt, allEffects, root)
 	mustCall(t, s, EditFile, obj{"path": "at.txt", "old_string": "b", "new_string": "c"})
 	wantCode(t, s, EditFile, obj{"path": "past.txt", "old_string": "b", "new_string": "c"}, fault.Limit)
 	wantCode(t, s, EditFile, obj{"path": "at.txt", "old_string": "c", "new_string": "cd"}, fault.Limit)
 }
 
-func TestDisableFileContext(t *testing.T) {
+func TestDisableGate(t *testing.T) {
 	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f"), "abc")
-	s := newSession(t, newRuntime(t, &Options{DisableFileContext: true}), allEffects, root)
+	s := newSession(t, newRuntime(t, &Options{DisableGate: true}), allEffects, root)
 	mustCall(t, s, EditFile, obj{"path": "f", "old_string": "b", "new_string": "B"})
 	mustCall(t, s, WriteFile, obj{"path": "f", "content": "overwritten unread"})
 	if got := readFile(t, filepath.Join(root, "f")); got != "overwritten unread" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/serve/mcpserver"
@@ -32,7 +33,7 @@ type fileServer struct {
 func newFileServer(t *testing.T) *fileServer {
 	t.Helper()
 	b := kernel.NewBuilder(nil)
-	if err := tools.RegisterTools(b, nil); err != nil {
+	if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := b.Build()

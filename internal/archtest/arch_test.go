@@ -1,0 +1,201 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/capkit/capkit"
+
+// layer is a package's floor in the house; an import may only point to the
+// same floor or below.
+type layer int
+
+const (
+	ground    layer = iota // fault, capability, limits, internal/… (not cli)
+	core                   // kernel, kernel/…, and the files seam
+	group                  // capability groups
+	frontDoor              // serve/…
+	hostLayer              // host, host/config
+	cli                    // internal/cli
+	command                // cmd/…
+	outside                // e2e, examples, bench: may use anything, used by nothing
+)
+
+var layerNames = map[layer]string{
+	ground: "ground", core: "kernel", group: "group", frontDoor: "front door",
+	hostLayer: "host", cli: "cli", command: "cmd", outside: "outside",
+}
+
+// groups are the top-level folders of capability groups.
+var groups = []string{"files", "parse", "store", "archive", "search", "net", "run", "gateway"}
+
+// testSupport packages sit on the kernel floor but may be imported by test
+// files only.
+var testSupport = []string{"internal/testkit"}
+
+func classify(rel string) layer {
+	top, _, _ := strings.Cut(rel, "/")
+	switch {
+	case rel == "internal/cli" || strings.HasPrefix(rel, "internal/cli/"):
+		return cli
+	case slices.Contains(testSupport, rel):
+		return core
+	case top == "internal", rel == "fault", rel == "capability", rel == "limits":
+		return ground
+	case top == "kernel", rel == "files":
+		return core
+	case slices.Contains(groups, top):
+		return group
+	case top == "serve":
+		return frontDoor
+	case top == "host":
+		return hostLayer
+	case top == "cmd":
+		return command
+	}
+	return outside
+}
+
+type pkg struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func rel(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(path, module+"/")
+	return r, ok
+}
+
+func ours(imports []string) []string {
+	var r []string
+	for _, imp := range imports {
+		if p, ok := rel(imp); ok {
+			r = append(r, p)
+		}
+	}
+	return r
+}
+
+// TestLayers fails on any import that runs back up the floors, and reports
+// the counts the layout is judged by.
+func TestLayers(t *testing.T) {
+	pkgs := listPackages(t)
+	tops := map[string]bool{}
+	arrows, back := 0, 0
+	for _, p := range pkgs {
+		from, _ := rel(p.ImportPath)
+		top, _, _ := strings.Cut(from, "/")
+		tops[top] = true
+		lf := classify(from)
+		for _, to := range ours(p.Imports) {
+			arrows++
+			lt := classify(to)
+			switch {
+			case lt == outside:
+				t.Errorf("%s imports %s: nothing may import e2e, examples or bench", from, to)
+				back++
+			case slices.Contains(testSupport, to):
+				t.Errorf("%s imports %s: test support is for _test files only", from, to)
+				back++
+			case lt > lf && lf != outside:
+				t.Errorf("%s (%s) imports %s (%s): an import runs back up the layers", from, layerNames[lf], to, layerNames[lt])
+				back++
+			}
+		}
+	}
+	t.Logf("%d packages in %d top-level folders; %d import arrows between them, %d running back up", len(pkgs), len(tops), arrows, back)
+}
+
+// TestRules checks the rules that floors alone do not express.
+func TestRules(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, _ := rel(p.ImportPath)
+		imps := ours(p.Imports)
+		has := func(prefix string) bool {
+			return slices.ContainsFunc(imps, func(s string) bool { return s == prefix || strings.HasPrefix(s, prefix+"/") })
+		}
+		switch {
+		case from == "files" && (has("capability") || has("kernel")):
+			t.Errorf("the seam (files) imports capability or kernel: %v", imps)
+		case from == "files/tools" && has("files/policy"), from == "files/policy" && has("files/tools"):
+			t.Errorf("%s: the file tools and the file policy meet only on the seam's events", from)
+		}
+		if classify(from) == group {
+			checkOnlyToolsImportKernel(t, from, p)
+		}
+	}
+}
+
+// checkOnlyToolsImportKernel fails when a file of a capability package
+// other than tools.go imports the kernel (or any kernel/… package).
+func checkOnlyToolsImportKernel(t *testing.T, from string, p pkg) {
+	t.Helper()
+	for _, name := range p.GoFiles {
+		if name == "tools.go" {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if r, ok := rel(path); ok && (r == "kernel" || strings.HasPrefix(r, "kernel/")) {
+				t.Errorf("%s: imports %s; only tools.go of a capability package may", filepath.Join(from, name), r)
+			}
+		}
+	}
+}
+
+// TestClassify pins the floor of a package of each kind, so that a rule
+// cannot pass by classifying everything alike.
+func TestClassify(t *testing.T) {
+	for path, want := range map[string]layer{
+		"fault": ground, "internal/atfile": ground, "kernel": core, "kernel/catalog": core,
+		"files": core, "files/tools": group, "parse/feed": group, "net/fetch": group,
+		"serve/mcpserver": frontDoor, "host": hostLayer, "host/config": hostLayer,
+		"internal/cli": cli, "cmd/capkit": command, "e2e": outside, "internal/testkit": core,
+	} {
+		if got := classify(path); got != want {
+			t.Errorf("classify(%q) = %s, want %s", path, layerNames[got], layerNames[want])
+		}
+	}
+	if fmt.Sprint(ground < core && core < group && group < frontDoor && frontDoor < hostLayer && hostLayer < cli) != "true" {
+		t.Error("floors out of order")
+	}
+}
