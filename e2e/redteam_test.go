@@ -259,7 +259,7 @@ type outcome struct {
 // error text. A protocol error is reported as code "protocol".
 func probe(t *testing.T, cs *mcp.ClientSession, w *world, tool string, args map[string]any) outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if ctx.Err() != nil {

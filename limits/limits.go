@@ -252,6 +252,20 @@ const (
 	// MCPDefaultSessionIdle closes an HTTP session after this long without
 	// a request.
 	MCPDefaultSessionIdle = 30 * time.Minute
+	// MCPDefaultInFlightBytes bounds the bytes of HTTP request bodies held
+	// at once across all connections (each body counts its Content-Length,
+	// or MCPMaxMessageBytes when it has none, from before it is read until
+	// its answer is written); a request past it is refused with 503.
+	MCPDefaultInFlightBytes = 256 * MiB
+	// MCPDefaultBodyTimeout bounds how long a client may take to send one
+	// request body once its headers arrived (slow bodies).
+	MCPDefaultBodyTimeout = 30 * time.Second
+	// MCPHardMaxSessions, MCPHardMaxInFlightBytes and MCPHardMaxBodyTimeout
+	// bound what configuration may set.
+	MCPHardMaxSessions      = 10_000
+	MCPHardMaxInFlightBytes = 4 * GiB
+	MCPHardMaxBodyTimeout   = 10 * time.Minute
+	MCPHardMaxSessionIdle   = 24 * time.Hour
 )
 
 // Configuration and serving (capkit serve, tools, call).

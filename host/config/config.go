@@ -28,6 +28,7 @@
 //
 //	[catalog.release_notes]        # a fixed-file catalog served as the tool release_notes
 //	[script]                       # run_script settings
+//	[http]                         # serve --http bounds (see http.go)
 //
 // How grants are derived. Effects that only read (capability.Effect.ReadOnly)
 // apply to every root in the actor's scope; the others apply to its
@@ -99,6 +100,8 @@ type Config struct {
 	Catalogs map[string]CatalogConfig `toml:"catalog"`
 	// Script configures run_script (see script.go).
 	Script ScriptConfig `toml:"script"`
+	// HTTP bounds serve --http (see http.go).
+	HTTP HTTPConfig `toml:"http"`
 
 	file string // name in messages; empty for flags
 	dir  string // base of relative paths
@@ -319,6 +322,7 @@ func (c *Config) validate() error {
 	}
 	c.validateCatalogs(&errs)
 	c.validateScript(&errs)
+	c.validateHTTP(&errs)
 	return errs.err()
 }
 

@@ -9,10 +9,12 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/serve/mcpserver"
 )
@@ -21,6 +23,7 @@ func newServeCmd(env *Env) *cobra.Command {
 	var hf hostFlags
 	var httpAddr, tokenFile string
 	var allowHosts, allowOrigins []string
+	var hb httpBounds
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the tools to an MCP client (stdio, or Streamable HTTP)",
@@ -80,11 +83,14 @@ A Claude Desktop entry (claude_desktop_config.json):
 				return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).ServeStdio(ctx, env.Stdin, env.Stdout))
 			}
 			opts.AllowedHosts, opts.AllowedOrigins = allowHosts, allowOrigins
+			if err := hb.apply(cmd, h.Config.HTTP, opts); err != nil {
+				return err
+			}
 			host, _, err := net.SplitHostPort(httpAddr)
 			if err != nil {
 				return fault.New(fault.InvalidInput, "--http %s: want HOST:PORT, e.g. 127.0.0.1:8931", httpAddr)
 			}
-			if !loopback(host) {
+			if !mcpserver.IsLoopbackHost(host) {
 				if token == "" {
 					return fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file (and TLS in front)", httpAddr)
 				}
@@ -106,7 +112,61 @@ A Claude Desktop entry (claude_desktop_config.json):
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --http: a file holding the bearer token every request must carry")
 	cmd.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
 	cmd.Flags().StringArrayVar(&allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
+	hb.add(cmd)
 	return cmd
+}
+
+// httpBounds are serve's flags for the HTTP bounds; each overrides the
+// configuration's [http] key of the same meaning.
+type httpBounds struct {
+	maxSessions      int
+	sessionIdle      time.Duration
+	maxInFlightBytes int64
+	bodyTimeout      time.Duration
+	stateless        bool
+}
+
+func (b *httpBounds) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&b.maxSessions, "max-sessions", 0, fmt.Sprintf("with --http: live MCP sessions (default %d, at most %d); a new one evicts the least recently used idle one", limits.MCPDefaultMaxSessions, limits.MCPHardMaxSessions))
+	f.DurationVar(&b.sessionIdle, "session-idle", 0, fmt.Sprintf("with --http: close a session after this long without requests (default %v)", limits.MCPDefaultSessionIdle))
+	f.Int64Var(&b.maxInFlightBytes, "max-in-flight-bytes", 0, fmt.Sprintf("with --http: request body bytes held at once across connections (default %d)", int64(limits.MCPDefaultInFlightBytes)))
+	f.DurationVar(&b.bodyTimeout, "body-timeout", 0, fmt.Sprintf("with --http: time a client has to send one request body (default %v)", limits.MCPDefaultBodyTimeout))
+	f.BoolVar(&b.stateless, "stateless", false, "with --http: also serve the "+mcpserver.StatelessVersion+" stateless protocol (its callers share one session)")
+}
+
+// apply sets opts from the configuration, then from the flags given, and
+// checks the flags against the same ranges as the configuration.
+func (b *httpBounds) apply(cmd *cobra.Command, c config.HTTPConfig, opts *mcpserver.Options) error {
+	opts.MaxSessions, opts.SessionIdleTimeout = c.MaxSessions, time.Duration(c.SessionIdle)
+	opts.MaxInFlightBytes, opts.BodyTimeout, opts.Stateless = c.MaxInFlightBytes, time.Duration(c.BodyTimeout), c.Stateless
+	f := cmd.Flags()
+	if f.Changed("max-sessions") {
+		opts.MaxSessions = b.maxSessions
+	}
+	if f.Changed("session-idle") {
+		opts.SessionIdleTimeout = b.sessionIdle
+	}
+	if f.Changed("max-in-flight-bytes") {
+		opts.MaxInFlightBytes = b.maxInFlightBytes
+	}
+	if f.Changed("body-timeout") {
+		opts.BodyTimeout = b.bodyTimeout
+	}
+	if f.Changed("stateless") {
+		opts.Stateless = b.stateless
+	}
+	switch {
+	case opts.MaxSessions < 0 || opts.MaxSessions > limits.MCPHardMaxSessions || f.Changed("max-sessions") && opts.MaxSessions == 0:
+		return fault.New(fault.InvalidInput, "--max-sessions %d is outside 1..%d", opts.MaxSessions, limits.MCPHardMaxSessions)
+	case opts.MaxInFlightBytes < 0 || opts.MaxInFlightBytes > 0 && opts.MaxInFlightBytes < limits.MCPMaxMessageBytes || opts.MaxInFlightBytes > limits.MCPHardMaxInFlightBytes:
+		return fault.New(fault.InvalidInput, "--max-in-flight-bytes %d is outside %d..%d", opts.MaxInFlightBytes, limits.MCPMaxMessageBytes, int64(limits.MCPHardMaxInFlightBytes))
+	case opts.SessionIdleTimeout < 0 || opts.SessionIdleTimeout > limits.MCPHardMaxSessionIdle:
+		return fault.New(fault.InvalidInput, "--session-idle %v is outside (0, %v]", opts.SessionIdleTimeout, limits.MCPHardMaxSessionIdle)
+	case opts.BodyTimeout < 0 || opts.BodyTimeout > limits.MCPHardMaxBodyTimeout:
+		return fault.New(fault.InvalidInput, "--body-timeout %v is outside (0, %v]", opts.BodyTimeout, limits.MCPHardMaxBodyTimeout)
+	}
+	return nil
 }
 
 // stdioProcs runs the stdio server on one processor (GOMAXPROCS=1) unless
@@ -128,15 +188,6 @@ func stopped(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
-}
-
-// loopback reports whether host names this machine only.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // readToken reads a bearer token: the file's content without surrounding

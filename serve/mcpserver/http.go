@@ -11,8 +11,11 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
@@ -51,7 +54,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	if err != nil {
 		return fault.Wrap(fault.InvalidInput, err, "mcp listen address %q: want host:port", addr)
 	}
-	if !s.opts.AllowNonLoopback && !isLoopbackName(host) {
+	if !s.opts.AllowNonLoopback && !IsLoopbackHost(host) {
 		return nonLoopback(addr)
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -69,6 +72,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); !s.opts.AllowNonLoopback && (!ok || !tcp.IP.IsLoopback()) {
 		ln.Close()
 		return nonLoopback(ln.Addr().String())
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.http.port.Store(uint32(tcp.Port))
 	}
 	srv := &http.Server{
 		Handler:           s.http,
@@ -107,9 +113,18 @@ type httpHandler struct {
 	versions *mcp.Server // what the SDK asks for on requests of existing sessions
 	token    *[sha256.Size]byte
 
+	// stateless serves the 2026-07-28 protocol (Options.Stateless): every
+	// such request shares one kernel session, made on first use.
+	stateless     *mcp.StreamableHTTPHandler
+	statelessOnce sync.Once
+	statelessMS   *mcp.Server
+
+	inFlight *semaphore.Weighted // bytes of request bodies held
+	port     atomic.Uint32       // the listener's port, once Serve knows it
+
 	mu       sync.Mutex
 	pending  int // requests that may create a session, in flight
-	live     map[*mcp.ServerSession]bool
+	live     map[string]*liveSession
 	stopping bool
 }
 
@@ -122,7 +137,7 @@ type httpHandler struct {
 type bindingKey struct{}
 
 func newHTTPHandler(s *Server) *httpHandler {
-	h := &httpHandler{s: s, live: map[*mcp.ServerSession]bool{}}
+	h := &httpHandler{s: s, live: map[string]*liveSession{}, inFlight: semaphore.NewWeighted(s.opts.MaxInFlightBytes)}
 	if s.opts.BearerToken != "" {
 		sum := sha256.Sum256([]byte(s.opts.BearerToken))
 		h.token = &sum
@@ -136,7 +151,29 @@ func newHTTPHandler(s *Server) *httpHandler {
 		// bound address; the SDK's own check would refuse AllowedHosts.
 		DisableLocalhostProtection: true,
 	})
+	if s.opts.Stateless {
+		h.stateless = mcp.NewStreamableHTTPHandler(h.statelessServer, &mcp.StreamableHTTPOptions{
+			Logger:                     s.log,
+			Stateless:                  true,
+			MaxRequestBodyBytes:        limits.MCPMaxMessageBytes,
+			DisableLocalhostProtection: true,
+		})
+	}
 	return h
+}
+
+// statelessServer is the mcp.Server of the stateless protocol, bound to
+// one kernel session for all its requests (nil when it cannot start).
+func (h *httpHandler) statelessServer(r *http.Request) *mcp.Server {
+	h.statelessOnce.Do(func() {
+		ks, err := h.s.startSession(context.WithoutCancel(r.Context()))
+		if err != nil {
+			h.s.log.Error("mcp: cannot start the stateless session", slog.String("error", err.Error()))
+			return
+		}
+		h.statelessMS = h.s.bind(ks, nil).ms
+	})
+	return h.statelessMS
 }
 
 // getServer is the SDK's hook. It is called on every request (for the
@@ -167,11 +204,23 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-		h.newSession(w, r)
-		return
+	if r.Method == http.MethodPost {
+		release, ok := h.readBody(w, r)
+		if !ok {
+			return
+		}
+		defer release()
 	}
-	h.sdk.ServeHTTP(w, r)
+	id := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case id == "" && h.stateless != nil && isNewProtocol(r):
+		h.stateless.ServeHTTP(w, r)
+	case id == "" && r.Method == http.MethodPost:
+		h.newSession(w, r)
+	default:
+		defer h.enter(id)()
+		h.sdk.ServeHTTP(w, r)
+	}
 }
 
 // refuse answers a request refused before the SDK sees it. The log gets
@@ -211,14 +260,27 @@ func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request) {
 	h.admit(ss)
 }
 
-// reserve admits a request that may create a session.
+// reserve admits a request that may create a session, evicting the least
+// recently used idle session when all slots are taken.
 func (h *httpHandler) reserve() bool {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.stopping || len(h.live) >= h.s.opts.MaxSessions || h.pending >= limits.MCPMaxPendingSessions {
+	if h.stopping || h.pending >= limits.MCPMaxPendingSessions {
+		h.mu.Unlock()
 		return false
 	}
+	var victim *mcp.ServerSession
+	if len(h.live) >= h.s.opts.MaxSessions {
+		if victim = h.evictLocked(); victim == nil {
+			h.mu.Unlock()
+			return false
+		}
+	}
 	h.pending++
+	h.mu.Unlock()
+	if victim != nil {
+		h.s.log.Info("mcp: idle session evicted for a new one")
+		victim.Close()
+	}
 	return true
 }
 
@@ -238,12 +300,15 @@ func (h *httpHandler) admit(ss *mcp.ServerSession) {
 		ss.Close()
 		return
 	}
-	h.live[ss] = true
+	id := ss.ID()
+	h.live[id] = &liveSession{ss: ss, last: time.Now()}
 	h.mu.Unlock()
 	go func() {
 		ss.Wait()
 		h.mu.Lock()
-		delete(h.live, ss)
+		if e := h.live[id]; e != nil && e.ss == ss {
+			delete(h.live, id)
+		}
 		h.mu.Unlock()
 	}()
 }
@@ -253,8 +318,8 @@ func (h *httpHandler) stop() {
 	h.mu.Lock()
 	h.stopping = true
 	live := make([]*mcp.ServerSession, 0, len(h.live))
-	for ss := range h.live {
-		live = append(live, ss)
+	for _, e := range h.live {
+		live = append(live, e.ss)
 	}
 	h.mu.Unlock()
 	for _, ss := range live {
@@ -280,8 +345,8 @@ func (h *httpHandler) hostAllowed(host string) bool {
 	if !ok {
 		return false
 	}
-	if isLoopbackName(name) {
-		return true
+	if IsLoopbackHost(name) {
+		return h.portAllowed(port, "http")
 	}
 	for _, a := range h.s.opts.AllowedHosts {
 		an, ap, ok := splitHost(a)
@@ -300,8 +365,8 @@ func (h *httpHandler) originAllowed(origin string) bool {
 		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return false
 	}
-	if isLoopbackName(u.Hostname()) {
-		return true
+	if IsLoopbackHost(u.Hostname()) {
+		return h.portAllowed(u.Port(), u.Scheme)
 	}
 	o := strings.TrimSuffix(origin, "/")
 	for _, a := range h.s.opts.AllowedOrigins {
@@ -344,8 +409,9 @@ func splitHost(host string) (name, port string, ok bool) {
 	return "", "", false // a bare IPv6 address is not a valid Host
 }
 
-// isLoopbackName reports whether name is "localhost" or a loopback IP.
-func isLoopbackName(name string) bool {
+// IsLoopbackHost reports whether name is "localhost" (any case) or a
+// loopback IP: the one loopback check of the server and the CLI.
+func IsLoopbackHost(name string) bool {
 	if strings.EqualFold(name, "localhost") {
 		return true
 	}

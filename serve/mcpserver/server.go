@@ -106,11 +106,25 @@ type Options struct {
 	// plain HTTP) and AllowedHosts. Set a token, and put TLS in front.
 	AllowNonLoopback bool
 	// MaxSessions bounds live HTTP sessions; zero means
-	// limits.MCPDefaultMaxSessions. A session beyond it is refused with 503.
+	// limits.MCPDefaultMaxSessions. When all are live, a new session evicts
+	// the least recently used idle one; with none idle it is refused (503).
 	MaxSessions int
 	// SessionIdleTimeout closes an HTTP session after this long without a
 	// request; zero means limits.MCPDefaultSessionIdle.
 	SessionIdleTimeout time.Duration
+	// MaxInFlightBytes bounds the bytes of HTTP request bodies held at once
+	// across all connections; zero means limits.MCPDefaultInFlightBytes.
+	// Peak memory for requests is about this times the decoding overhead.
+	MaxInFlightBytes int64
+	// BodyTimeout bounds how long a client may take to send one request
+	// body; zero means limits.MCPDefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// Stateless also serves the 2026-07-28 stateless protocol: requests
+	// that carry that Mcp-Protocol-Version (or a later one) and no session
+	// id take no session slot. They all share one kernel session, so its
+	// call budgets and its record of files read are common to every
+	// stateless caller: turn it on where one client uses the server.
+	Stateless bool
 
 	// disableFastPath makes stdio results go through the SDK's encoder, and
 	// disableDirect stdio calls through the SDK's request handling, for the
@@ -161,6 +175,12 @@ func New(rt *kernel.Runtime, newSession func(ctx context.Context) (*kernel.Sessi
 	}
 	if s.opts.SessionIdleTimeout <= 0 {
 		s.opts.SessionIdleTimeout = limits.MCPDefaultSessionIdle
+	}
+	if s.opts.MaxInFlightBytes <= 0 {
+		s.opts.MaxInFlightBytes = limits.MCPDefaultInFlightBytes
+	}
+	if s.opts.BodyTimeout <= 0 {
+		s.opts.BodyTimeout = limits.MCPDefaultBodyTimeout
 	}
 	s.log = s.opts.Log
 	if s.log == nil {

@@ -384,7 +384,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // from encoding/json/v2's defaults.
 type wireMessage struct {
 	Version string         `json:"jsonrpc"`
-	ID      any            `json:"id"`
+	ID      jsontext.Value `json:"id"`
 	Method  *string        `json:"method"`
 	Params  jsontext.Value `json:"params"`
 	Result  jsontext.Value `json:"result"`
@@ -395,9 +395,9 @@ func (w *wireMessage) message() (jsonrpc.Message, error) {
 	if w.Version != "2.0" {
 		return nil, errors.New(`"jsonrpc" must be "2.0"`)
 	}
-	id, err := jsonrpc.MakeID(w.ID)
+	id, err := parseID(w.ID)
 	if err != nil {
-		return nil, errors.New("id must be a number, a string or null")
+		return nil, err
 	}
 	if w.Method != nil {
 		return &jsonrpc.Request{ID: id, Method: *w.Method, Params: json.RawMessage(w.Params)}, nil

@@ -1,0 +1,181 @@
+package mcpserver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// liveSession is an HTTP session the handler keeps: how many of its
+// requests are being served (an open event stream counts) and when the
+// last one ended, which is what eviction looks at.
+type liveSession struct {
+	ss   *mcp.ServerSession
+	busy int
+	last time.Time
+}
+
+// readBody reads a POST body whole, under the in-flight byte budget and
+// the body deadline, before the request may take a session slot: a client
+// that sends headers and never finishes its body holds at most its share
+// of the budget, for at most BodyTimeout, and never a session. The
+// returned release gives the bytes back once the answer is written.
+func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	max := int64(limits.MCPMaxMessageBytes)
+	if r.ContentLength > max {
+		h.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", max))
+		return nil, false
+	}
+	held := max
+	if r.ContentLength >= 0 {
+		held = r.ContentLength
+	}
+	if !h.inFlight.TryAcquire(held) {
+		w.Header().Set("Retry-After", "1")
+		h.refuse(w, r, http.StatusServiceUnavailable, "too many request bytes in flight; retry shortly")
+		return nil, false
+	}
+	body, err := readWithin(w, r, held, max, h.s.opts.BodyTimeout)
+	if err != nil {
+		h.inFlight.Release(held)
+		h.refuseBody(w, r, err, max)
+		return nil, false
+	}
+	if n := int64(len(body)); n < held {
+		h.inFlight.Release(held - n)
+		held = n
+	}
+	if err := checkBodyID(body); err != nil {
+		h.inFlight.Release(held)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid JSON-RPC message: " + err.Error()}})
+		w.Write(data)
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return func() { h.inFlight.Release(held) }, true
+}
+
+// readWithin reads at most max bytes of r's body before timeout.
+func readWithin(w http.ResponseWriter, r *http.Request, size, max int64, timeout time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	// A handler mounted behind a writer without deadlines (tests, other
+	// servers) still reads bounded by max; the server decides the time.
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	var buf bytes.Buffer
+	buf.Grow(int(size))
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max)); err != nil {
+		// The deadline stays: the server must not wait for the rest of
+		// this body before it answers and closes the connection.
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return buf.Bytes(), nil
+}
+
+func (h *httpHandler) refuseBody(w http.ResponseWriter, r *http.Request, err error, max int64) {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		h.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", max))
+	case errors.As(err, &ne) && ne.Timeout():
+		h.refuse(w, r, http.StatusRequestTimeout, fmt.Sprintf("request body not received within %v", h.s.opts.BodyTimeout))
+	default:
+		h.refuse(w, r, http.StatusBadRequest, "request body could not be read")
+	}
+}
+
+// enter counts a request of session id as being served; leave ends it.
+func (h *httpHandler) enter(id string) (leave func()) {
+	h.mu.Lock()
+	e := h.live[id]
+	if e != nil {
+		e.busy++
+	}
+	h.mu.Unlock()
+	return func() {
+		if e == nil {
+			return
+		}
+		h.mu.Lock()
+		e.busy--
+		e.last = time.Now()
+		h.mu.Unlock()
+	}
+}
+
+// evictLocked removes the least recently used idle session, if there is
+// one, and returns it for the caller to close outside the lock. Clients
+// that go away without DELETE (the TypeScript SDK's close, the Inspector)
+// leave idle sessions behind; evicting them keeps a full server usable.
+func (h *httpHandler) evictLocked() *mcp.ServerSession {
+	var victim string
+	var oldest time.Time
+	for id, e := range h.live {
+		if e.busy == 0 && (victim == "" || e.last.Before(oldest)) {
+			victim, oldest = id, e.last
+		}
+	}
+	if victim == "" {
+		return nil
+	}
+	ss := h.live[victim].ss
+	delete(h.live, victim)
+	return ss
+}
+
+// portAllowed reports whether port (from a Host or Origin header) names
+// the listener: the same number, or none when the listener is on the
+// scheme's default. Before Serve knows the listener, any numeric port is
+// accepted (a mounting server decides who reaches the handler).
+func (h *httpHandler) portAllowed(port, scheme string) bool {
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return false
+	}
+	want := h.port.Load()
+	return want == 0 || uint64(want) == n
+}
+
+// isNewProtocol reports whether a request speaks the stateless protocol
+// (2026-07-28 or later), by its Mcp-Protocol-Version header.
+func isNewProtocol(r *http.Request) bool {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v != "" && slices.Compare([]byte(v), []byte(StatelessVersion)) >= 0
+}
+
+// StatelessVersion is the first protocol version served without sessions.
+const StatelessVersion = "2026-07-28"
+
+// checkBodyID refuses an HTTP message whose id the SDK would not echo
+// exactly (see parseID). Anything else about the body is the SDK's to judge.
+func checkBodyID(body []byte) error {
+	var m struct {
+		ID jsontext.Value `json:"id"`
+	}
+	if len(body) == 0 || body[0] != '{' || jsonv2.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	_, err := parseID(m.ID)
+	return err
+}
