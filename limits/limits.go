@@ -180,6 +180,9 @@ const (
 	FeedMaxEntries = 1_000
 	// FeedMaxAttributes bounds the attributes of one element.
 	FeedMaxAttributes = 1_000
+	// FeedMaxRepairWarnings bounds the repairs of a malformed feed listed
+	// one by one; the rest are counted in one more warning.
+	FeedMaxRepairWarnings = 100
 	// FeedToolMaxInputBytes is the input bound of the feed tool: a feed
 	// at FeedMaxBytes as a JSON string, escapes included.
 	FeedToolMaxInputBytes = 6*FeedMaxBytes + 64*KiB

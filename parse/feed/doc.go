@@ -5,8 +5,8 @@
 // limit, and returns a Feed: its title and link, the first entries (at most
 // the limit) and exact counts of the rest, duplicate and conflicting
 // entries, and warnings. RSS 0.90, 0.91, 0.92 and 2.0, RSS 1.0 (RDF Site
-// Summary) and Atom 1.0 are read, with the Dublin Core and content
-// modules, namespaces resolved.
+// Summary), Atom 1.0 and the Atom 0.3 draft are read, with the Dublin Core
+// and content modules, namespaces resolved.
 //
 // What it guarantees:
 //
@@ -33,6 +33,15 @@
 //     no instant (unparseable, no time zone, an ambiguous zone
 //     abbreviation such as CET) keeps its text, gets a Problem and a
 //     warning, and is never replaced by a guess.
+//   - Repairs are reported. A feed that is not well-formed XML (a bare
+//     "&", an HTML entity such as &copy; without a DTD, a mismatched or
+//     stray end tag) is read again in encoding/xml's lenient mode, as a
+//     lenient feed reader would, with the same bounds; each repair is a
+//     warning naming its line and column (at most
+//     limits.FeedMaxRepairWarnings listed, the rest counted). An <rss>
+//     without a channel is a feed with no entries, with a warning. Input
+//     that cannot be repaired (invalid UTF-8, truncation, duplicate
+//     attributes) still fails with invalid_input.
 //   - Links are resolved against the source URL and any xml:base; links
 //     that do not parse or are not http(s) (javascript:, data:) are left
 //     out with a warning.
@@ -40,5 +49,5 @@
 // What it does not do: it fetches nothing (not the feed, not a DTD, not
 // content src), does not sanitize HTML in summaries (Summary and Content
 // are returned as the feed holds them, typed; WriteText reduces HTML to
-// text) and does not read Atom 0.3 or JSON Feed.
+// text) and does not read JSON Feed.
 package feed

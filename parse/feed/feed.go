@@ -17,6 +17,7 @@ const (
 	RSS    Format = "rss"
 	RSS10  Format = "rss1.0" // RDF Site Summary, namespace http://purl.org/rss/1.0/
 	Atom10 Format = "atom1.0"
+	Atom03 Format = "atom0.3" // the 2003 draft, namespace http://purl.org/atom/ns#
 )
 
 // Feed is what Parse returns.
@@ -126,4 +127,7 @@ const (
 	WarnLength      = "enclosure_length" // an enclosure length is not a number; left out
 	WarnUntitled    = "untitled"         // an entry has no title
 	WarnDTDEntities = "dtd_entities"     // the RSS 0.91 DOCTYPE's HTML entities were recognised (the DTD was not read)
+	WarnRepaired    = "repaired"         // the XML was not well-formed: what was repaired, and where
+	WarnNoChannel   = "no_channel"       // an <rss> without <channel>: a feed with no channel data
+	WarnAtom03      = "atom_0.3"         // an Atom 0.3 feed, read with its element names mapped to Atom 1.0's
 )

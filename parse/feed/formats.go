@@ -72,11 +72,12 @@ func (r *reader) read(t *tree) error {
 	case root.name.Local == "RDF" && root.name.Space == nsRDF:
 		return r.rdf(root)
 	case root.name.Local == "feed" && root.name.Space == nsAtom:
-		return r.atom(root)
+		return r.atom(root, atom10)
 	case root.name.Local == "feed" && root.name.Space == nsAtom03:
-		return fault.New(fault.InvalidInput, "Atom 0.3 (the 2003 draft) is not supported: only Atom 1.0, RSS 0.9x/1.0/2.0")
+		r.warn(WarnAtom03, -1, "Atom 0.3 (the 2003 draft) read as Atom 1.0: modified as updated, issued as published, tagline as subtitle")
+		return r.atom(root, atom03)
 	}
-	return fault.New(fault.InvalidInput, "not a feed: the root element is not rss, rdf:RDF or an Atom 1.0 feed")
+	return fault.New(fault.InvalidInput, "not a feed: the root element is not rss, rdf:RDF or an Atom feed")
 }
 
 func (r *reader) rss(root *elem) error {
@@ -93,7 +94,8 @@ func (r *reader) rss(root *elem) error {
 	}
 	ch := root.child("", "channel")
 	if ch == nil {
-		return fault.New(fault.InvalidInput, "not a feed: the <rss> element has no <channel>")
+		r.warn(WarnNoChannel, -1, "the <rss> element has no <channel>: read as a feed with no channel data")
+		ch = &elem{}
 	}
 	r.f.Title = ch.child("", "title").trimmed()
 	r.f.Link = r.link(ch, ch.child("", "link").trimmed(), -1, "channel link")
@@ -185,38 +187,51 @@ func (r *reader) rdf(root *elem) error {
 	return nil
 }
 
-func (r *reader) atom(root *elem) error {
-	r.f.Format = Atom10
-	r.f.Title = titleText(root.child(nsAtom, "title"))
-	r.f.Link = r.atomLink(root, -1, nil)
-	r.f.Description, _ = textConstruct(root.child(nsAtom, "subtitle"))
+// atomVersion names the elements that differ between Atom 1.0 and the
+// Atom 0.3 draft.
+type atomVersion struct {
+	format                      Format
+	ns, updated, published, sub string
+}
+
+var (
+	atom10 = atomVersion{Atom10, nsAtom, "updated", "published", "subtitle"}
+	atom03 = atomVersion{Atom03, nsAtom03, "modified", "issued", "tagline"}
+)
+
+func (r *reader) atom(root *elem, v atomVersion) error {
+	ns := v.ns
+	r.f.Format = v.format
+	r.f.Title = titleText(root.child(ns, "title"))
+	r.f.Link = r.atomLink(root, ns, -1, nil)
+	r.f.Description, _ = textConstruct(root.child(ns, v.sub))
 	r.f.Language, _ = root.attr(nsXML, "lang")
-	r.f.ID = root.child(nsAtom, "id").trimmed()
-	r.f.Updated = r.date(root.child(nsAtom, "updated"), -1, "feed")
-	for _, en := range root.children(nsAtom, "entry") {
+	r.f.ID = root.child(ns, "id").trimmed()
+	r.f.Updated = r.date(root.child(ns, v.updated), -1, "feed")
+	for _, en := range root.children(ns, "entry") {
 		i := len(r.entries)
 		e := Entry{Index: i}
-		e.ID = en.child(nsAtom, "id").trimmed()
-		e.Title = titleText(en.child(nsAtom, "title"))
-		e.Link = r.atomLink(en, i, &e)
-		if s := en.child(nsAtom, "summary"); s != nil {
+		e.ID = en.child(ns, "id").trimmed()
+		e.Title = titleText(en.child(ns, "title"))
+		e.Link = r.atomLink(en, ns, i, &e)
+		if s := en.child(ns, "summary"); s != nil {
 			e.Summary, e.SummaryType = textConstruct(s)
 		}
-		if c := en.child(nsAtom, "content"); c != nil {
+		if c := en.child(ns, "content"); c != nil {
 			if src, ok := c.attr("", "src"); ok {
 				e.ContentSource = r.link(c, src, i, "content src")
 			} else {
 				e.Content, e.ContentType = textConstruct(c)
 			}
 		}
-		e.Published = r.date(en.child(nsAtom, "published"), i, "entry published")
-		e.Updated = r.date(en.child(nsAtom, "updated"), i, "entry updated")
-		for _, a := range en.children(nsAtom, "author") {
-			if s := a.child(nsAtom, "name").trimmed(); s != "" {
+		e.Published = r.date(en.child(ns, v.published), i, "entry published")
+		e.Updated = r.date(en.child(ns, v.updated), i, "entry updated")
+		for _, a := range en.children(ns, "author") {
+			if s := a.child(ns, "name").trimmed(); s != "" {
 				e.Authors = append(e.Authors, s)
 			}
 		}
-		for _, c := range en.children(nsAtom, "category") {
+		for _, c := range en.children(ns, "category") {
 			if s, _ := c.attr("", "term"); strings.TrimSpace(s) != "" {
 				e.Categories = append(e.Categories, strings.TrimSpace(s))
 			}
@@ -228,9 +243,9 @@ func (r *reader) atom(root *elem) error {
 
 // atomLink returns the alternate link of e (rel absent or "alternate");
 // with entry set, enclosure links are added to it.
-func (r *reader) atomLink(e *elem, i int, entry *Entry) string {
+func (r *reader) atomLink(e *elem, ns string, i int, entry *Entry) string {
 	alt := ""
-	for _, l := range e.children(nsAtom, "link") {
+	for _, l := range e.children(ns, "link") {
 		rel, _ := l.attr("", "rel")
 		href, _ := l.attr("", "href")
 		switch strings.TrimSpace(rel) {

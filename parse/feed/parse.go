@@ -119,11 +119,17 @@ type tree struct {
 
 // parseTree reads the token stream of data into a tree, counting nodes and
 // depth as tokens arrive, refusing DTDs.
-func parseTree(ctx context.Context, data []byte, source *url.URL) (*tree, error) {
+//
+// With rep set, the read is lenient (see repair.go) and every repair is
+// added to rep.
+func parseTree(ctx context.Context, data []byte, source *url.URL, rep *repairs) (*tree, error) {
 	t := &tree{}
 	d := xml.NewDecoder(bytes.NewReader(data))
-	d.Strict = true
+	d.Strict = rep == nil
 	d.CharsetReader = charset.NewReaderLabel
+	if rep != nil {
+		d.Entity = xml.HTMLEntity
+	}
 	var stack []*elem
 	for i := 0; ; i++ {
 		if i&1023 == 0 {
@@ -131,7 +137,11 @@ func parseTree(ctx context.Context, data []byte, source *url.URL) (*tree, error)
 				return nil, fault.As(err)
 			}
 		}
+		before := d.InputOffset()
 		tok, err := d.Token()
+		if rep != nil && err == nil {
+			rep.token(tok, stack, before, d.InputOffset())
+		}
 		if err == io.EOF {
 			break
 		}
@@ -180,7 +190,7 @@ func parseTree(ctx context.Context, data []byte, source *url.URL) (*tree, error)
 			stack = append(stack, e)
 			t.depth = max(t.depth, len(stack))
 		case xml.EndElement:
-			// The strict decoder has matched it to the open element.
+			// The decoder has matched it to the open element.
 			stack[len(stack)-1].flushText()
 			stack = stack[:len(stack)-1]
 		case xml.CharData:
@@ -263,7 +273,7 @@ func syntaxFault(d *xml.Decoder, err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		msg = "unexpected end of input"
 	}
-	return fault.New(fault.InvalidInput, "not well-formed XML at line %d, column %d: %s", line, col, printable(msg, 120))
+	return fault.Wrap(fault.InvalidInput, errNotWellFormed, "not well-formed XML at line %d, column %d: %s", line, col, printable(msg, 120))
 }
 
 func printable(s string, max int) string {
@@ -280,7 +290,9 @@ func printable(s string, max int) string {
 	return b.String()
 }
 
-// Parse reads an RSS 0.90/0.91/0.92/2.0, RSS 1.0 (RDF) or Atom 1.0 feed.
+// Parse reads an RSS 0.90/0.91/0.92/2.0, RSS 1.0 (RDF), Atom 1.0 or Atom 0.3
+// feed, repairing XML that is not well-formed where it can (see the
+// package comment) and reporting each repair as a warning.
 // sourceURL is the absolute http(s) URL the feed came from (relative links
 // are resolved against it and any xml:base); limit is how many entries to
 // return, 1 to limits.FeedMaxEntries. Every entry is parsed and checked;
@@ -290,10 +302,9 @@ func printable(s string, max int) string {
 // holds more than limits.FeedMaxNodes nodes (elements, comments,
 // processing instructions, declarations), elements nested deeper than
 // limits.FeedMaxDepth, or an element with more than
-// limits.FeedMaxAttributes attributes; with invalid_input for XML that is
-// not well-formed, any DTD but the RSS 0.91 DOCTYPE, entities the XML
-// does not define, a document that is not one of the formats, a bad source
-// URL or a limit below 1.
+// limits.FeedMaxAttributes attributes; with invalid_input for XML that
+// cannot be repaired, any DTD but the RSS 0.91 DOCTYPE, a document that is
+// not one of the formats, a bad source URL or a limit below 1.
 func Parse(ctx context.Context, data []byte, sourceURL string, limit int) (*Feed, error) {
 	source, err := url.Parse(sourceURL)
 	if err != nil || (source.Scheme != "http" && source.Scheme != "https") || source.Host == "" {
@@ -307,11 +318,19 @@ func Parse(ctx context.Context, data []byte, sourceURL string, limit int) (*Feed
 	case len(data) > limits.FeedMaxBytes:
 		return nil, fault.LimitExceeded("feed bytes", limits.FeedMaxBytes, int64(len(data)))
 	}
-	t, err := parseTree(ctx, data, source)
+	t, err := parseTree(ctx, data, source, nil)
+	var rep *repairs
+	if errors.Is(err, errNotWellFormed) {
+		rep = &repairs{data: data}
+		t, err = parseTree(ctx, data, source, rep)
+	}
 	if err != nil {
 		return nil, err
 	}
 	f := &Feed{SourceURL: source.String(), Nodes: t.nodes, Depth: t.depth, Warnings: t.warnings}
+	if rep != nil {
+		f.Warnings = append(f.Warnings, rep.warnings()...)
+	}
 	if f.Warnings == nil {
 		f.Warnings = []Warning{}
 	}

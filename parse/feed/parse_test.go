@@ -165,16 +165,12 @@ func TestRefused(t *testing.T) {
 	}{
 		{"billion laughs", string(fixture(t, "billion_laughs.xml")), fault.InvalidInput, "DTDs are refused"},
 		{"external entity", string(fixture(t, "xxe.xml")), fault.InvalidInput, "DTDs are refused"},
-		{"undeclared entity", `<rss version="2.0"><channel><title>&nbsp;</title></channel></rss>`, fault.InvalidInput, "line 1"},
 		{"parameter entity outside doctype", `<!ENTITY % x "y"><rss/>`, fault.InvalidInput, "markup declarations"},
 		{"html", string(fixture(t, "not_feed.html")), fault.InvalidInput, "HTML"},
 		{"html without doctype", `<html><body>x</body></html>`, fault.InvalidInput, "HTML"},
-		{"atom 0.3", `<feed xmlns="http://purl.org/atom/ns#" version="0.3"></feed>`, fault.InvalidInput, "Atom 0.3"},
 		{"other xml", `<svg xmlns="http://www.w3.org/2000/svg"/>`, fault.InvalidInput, "not a feed"},
-		{"rss without channel", `<rss version="2.0"></rss>`, fault.InvalidInput, "channel"},
 		{"empty", ``, fault.InvalidInput, "no root"},
 		{"two roots", `<rss version="2.0"><channel/></rss><rss/>`, fault.InvalidInput, "more than one root"},
-		{"mismatched tags", `<rss><channel></rss>`, fault.InvalidInput, "not well-formed"},
 		{"duplicate attribute", `<rss version="2.0" version="0.91"><channel/></rss>`, fault.InvalidInput, "repeats an attribute"},
 		{"invalid utf-8", "<rss><channel><title>\xff</title></channel></rss>", fault.InvalidInput, "not well-formed"},
 		{"truncated", `<rss version="2.0"><channel><title>x`, fault.InvalidInput, "not well-formed"},
@@ -187,6 +183,86 @@ func TestRefused(t *testing.T) {
 				t.Fatalf("got %v", err)
 			}
 		})
+	}
+}
+
+// TestRecovered: malformed feeds as real sites serve them are read, as a
+// lenient feed reader would, and every repair is a warning saying what and
+// where. These were refused before.
+func TestRecovered(t *testing.T) {
+	cases := []struct {
+		name    string
+		data    string
+		format  Format
+		title   string
+		entries int
+		warn    []string // each must appear in one warning, in order
+	}{
+		{"bare ampersand", `<rss version="2.0"><channel><title>Tom & Jerry</title><item><title>a</title><link>https://e.org/a?x=1&y=2</link></item></channel></rss>`,
+			RSS20, "Tom & Jerry", 1, []string{`line 1, column 40: a bare "&" is not escaped`, `line 1, column 102: a bare "&"`}},
+		{"html entity without dtd", `<rss version="2.0"><channel><title>&copy; 2024&nbsp;x</title></channel></rss>`,
+			RSS20, "© 2024 x", 0, []string{"the HTML entity &copy; is not defined by XML", "&nbsp;"}},
+		{"unknown entity", `<rss version="2.0"><channel><title>&bogus; x</title></channel></rss>`,
+			RSS20, "&bogus; x", 0, []string{"the entity &bogus; is not defined: kept as text"}},
+		{"mismatched closing tag", "<rss version=\"2.0\"><channel><title>t</title><item><title>a</item></channel></rss>",
+			RSS20, "t", 1, []string{"the end tag </item> does not match the open <title>"}},
+		{"empty channel", `<rss version="2.0"><channel></channel></rss>`, RSS20, "", 0, nil},
+		{"missing channel", `<rss version="2.0"></rss>`, RSS20, "", 0, []string{"no <channel>"}},
+		{"atom 0.3", `<feed xmlns="http://purl.org/atom/ns#" version="0.3"><title>Old</title><tagline>sub</tagline><modified>2004-01-02T03:04:05Z</modified>
+<entry><title>e</title><id>tag:e,2004:1</id><link rel="alternate" type="text/html" href="https://e.org/1"/><issued>2004-01-01T00:00:00Z</issued></entry></feed>`,
+			Atom03, "Old", 1, []string{"Atom 0.3"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := Parse(context.Background(), []byte(c.data), source, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Format != c.format || f.Title != c.title || f.TotalEntries != c.entries {
+				t.Fatalf("format %s title %q entries %d", f.Format, f.Title, f.TotalEntries)
+			}
+			var msgs []string
+			for _, w := range f.Warnings {
+				msgs = append(msgs, w.Message)
+			}
+			all := strings.Join(msgs, "\n")
+			rest := all
+			for _, w := range c.warn {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("warning %q missing in:\n%s", w, all)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+	f, err := Parse(context.Background(), []byte(cases[len(cases)-1].data), source, 10)
+	if err != nil || f.Description != "sub" || f.Updated == nil || f.Entries[0].Published == nil || f.Entries[0].Link != "https://e.org/1" {
+		t.Fatalf("atom 0.3 fields: %+v %v", f, err)
+	}
+}
+
+// TestRepairWarningsBounded: a feed with a repair on every line lists
+// limits.FeedMaxRepairWarnings of them and counts the rest.
+func TestRepairWarningsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<rss version="2.0"><channel><title>t</title>`)
+	for range limits.FeedMaxRepairWarnings + 50 {
+		b.WriteString("<item><title>a & b</title></item>\n")
+	}
+	b.WriteString("</channel></rss>")
+	f, err := Parse(context.Background(), []byte(b.String()), source, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repaired []string
+	for _, w := range f.Warnings {
+		if w.Code == WarnRepaired {
+			repaired = append(repaired, w.Message)
+		}
+	}
+	if len(repaired) != limits.FeedMaxRepairWarnings+1 || !strings.Contains(repaired[len(repaired)-1], "50 more repairs") {
+		t.Fatalf("%d repair warnings, last %q", len(repaired), repaired[len(repaired)-1])
 	}
 }
 

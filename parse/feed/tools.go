@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/files"
@@ -47,10 +48,11 @@ func (r ParseResult) ToolText() string { return r.text }
 
 var _ kernel.Texter = ParseResult{}
 
-const parseDescription = `Read an RSS (0.90, 0.91, 0.92, 2.0), RSS 1.0 (RDF) or Atom 1.0 feed: title, then each entry's title, link (resolved against url and xml:base), dates (original text and UTC; a date that names no instant is reported, never replaced), authors and summary as text.
+var parseDescription = fmt.Sprintf(`Read an RSS (0.90, 0.91, 0.92, 2.0), RSS 1.0 (RDF) or Atom (1.0, 0.3) feed: title, then each entry's title, link (resolved against url and xml:base), dates (original text and UTC; a date that names no instant is reported, never replaced), authors and summary as text.
 Returns at most limit entries in document order; the rest are still checked and reported as omitted. Entries sharing an id or link are reported as duplicates, and as conflicting when their content differs.
-DTDs and entity declarations are refused (only the RSS 0.91 DOCTYPE is accepted, never read). Limits: 2 MiB, 12,000 nodes, depth 32, 1,000 entries; the result must fit the tool's output bound (limit, never truncated).
-Example: {"path": "feeds/news.xml", "url": "https://example.org/feed.xml", "limit": 20}`
+XML that is not well-formed (a bare &, an HTML entity without a DTD, a mismatched end tag) is repaired as a lenient reader would, and every repair is a warning with its line and column. DTDs and entity declarations are refused (only the RSS 0.91 DOCTYPE is accepted, never read). Limits: %s, %s nodes, depth %d, %s entries; the result must fit the tool's output bound (limit, never truncated).
+Example: {"path": "feeds/news.xml", "url": "https://example.org/feed.xml", "limit": 20}`,
+	limits.Bytes(limits.FeedMaxBytes), limits.Count(limits.FeedMaxNodes), limits.FeedMaxDepth, limits.Count(limits.FeedMaxEntries))
 
 // RegisterTools registers feed_parse (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
