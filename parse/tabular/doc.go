@@ -28,8 +28,9 @@
 //   - Every row must have as many fields as the header: a ragged row is
 //     invalid_input naming its line and both counts.
 //   - Quoting follows RFC 4180 as encoding/csv implements it: a quoted
-//     field may hold delimiters, doubled quotes and line breaks ("\r\n"
-//     inside a quoted field reads as "\n"); a bare or unterminated quote is
+//     field may hold delimiters, doubled quotes and line breaks, kept
+//     exactly ("\r\n" inside a quoted field stays "\r\n": see crlf.go); a
+//     bare or unterminated quote is
 //     invalid_input with line and column. Blank lines are skipped and not
 //     counted.
 //   - A UTF-8 byte order mark at the start is removed and reported

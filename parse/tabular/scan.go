@@ -171,13 +171,14 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 		}
 	}
 
-	r := csv.NewReader(br)
+	keep := newQuotedCRLF(br)
+	r := csv.NewReader(keep)
 	r.Comma = sum.Dialect.Rune()
 	r.FieldsPerRecord = 0
 	// invalidBefore reports whether the stream's first invalid UTF-8 byte
 	// lies in what the CSV reader has consumed, so in the last record.
 	invalidBefore := func() bool {
-		return bounded.utf8.bad >= 0 && bounded.utf8.bad < bom+r.InputOffset()
+		return bounded.utf8.bad >= 0 && bounded.utf8.bad < bom+keep.Source(r.InputOffset())
 	}
 
 	header, err := r.Read()
@@ -249,14 +250,14 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 	project := len(o.Columns) > 0
 	r.ReuseRecord = project || len(tests) > 0
 
-	bounded.recordStart = bom + r.InputOffset()
+	bounded.recordStart = bom + keep.Source(r.InputOffset())
 	for {
 		if sum.Scanned%ctxCheckRows == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fault.As(err)
 			}
 		}
-		start := r.InputOffset()
+		start := keep.Source(r.InputOffset())
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
@@ -264,7 +265,7 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 		if err != nil {
 			return nil, readErr(err, sum.Scanned+1, len(rec), len(sum.Header))
 		}
-		end := r.InputOffset()
+		end := keep.Source(r.InputOffset())
 		if end-start > limits.TabularMaxRecordBytes {
 			line, _ := r.FieldPos(0)
 			return nil, fault.Wrap(fault.Limit, ErrRecordTooLarge, "data row %d (line %d) is %d bytes, over the record limit of %d", sum.Scanned+1, line, end-start, limits.TabularMaxRecordBytes)

@@ -35,7 +35,7 @@ func TestFixtures(t *testing.T) {
 		{file: "tab.tsv", opts: Options{Filter: []Condition{{Column: "state", Value: "CA"}}}, dialect: Tab, rows: caRows, scanned: 3},
 		{file: "tab.tsv", opts: Options{Dialect: Tab, Columns: []string{"name"}}, dialect: Tab, rows: [][]string{{"Ann"}, {"Bob"}, {"Cy"}}, scanned: 3},
 		{file: "pipe-with-commas.csv", dialect: Pipe, rows: [][]string{{"Paris", "a, b, c"}, {"Rome", "x, y"}}, scanned: 2},
-		{file: "quoted.csv", opts: Options{Columns: []string{"note"}}, dialect: Comma, rows: [][]string{{"hello, world"}, {"line one\nline two"}, {`she said "hi"`}}, scanned: 3},
+		{file: "quoted.csv", opts: Options{Columns: []string{"note"}}, dialect: Comma, rows: [][]string{{"hello, world"}, {"line one\r\nline two"}, {`she said "hi"`}}, scanned: 3},
 		{file: "bom.csv", opts: Options{Columns: []string{"id"}}, dialect: Comma, rows: [][]string{{"1"}}, scanned: 1, bom: true},
 		{file: "blank-lines.csv", opts: Options{Columns: []string{"name"}}, dialect: Comma, rows: [][]string{{"Ann"}, {"Bob"}}, scanned: 2},
 		{file: "dup-header.csv", opts: Options{Columns: []string{"b"}}, dialect: Comma, rows: [][]string{{"2"}}, scanned: 1},
