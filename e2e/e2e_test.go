@@ -33,7 +33,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	capkit = filepath.Join(dir, "capkit")
-	build := exec.Command("go", "build", "-o", capkit, "github.com/capkit/capkit/cmd/capkit")
+	// -buildvcs=true as a plain `go build` in a checkout does (the
+	// machine's go env may turn it off), so that `capkit version` has a
+	// revision to report.
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", capkit, "github.com/capkit/capkit/cmd/capkit")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building capkit:", err)
@@ -565,3 +568,20 @@ func TestCLI(t *testing.T) {
 // (limits.DefaultTimeout), so a loaded machine never fails a test that
 // would pass on an idle one.
 const hangGuard = 3 * time.Minute
+
+// TestVersion: capkit version reports the module version and the VCS
+// revision it was built from, never a placeholder.
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(capkit, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	v := string(out)
+	if strings.Contains(v, " dev") || !strings.Contains(v, "revision "+strings.TrimSpace(string(head))) {
+		t.Errorf("capkit version = %q, want the revision %s", v, head)
+	}
+}

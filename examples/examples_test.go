@@ -1,101 +1,101 @@
 package examples
 
 import (
-	"context"
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
-
-	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/files/fixedfiles"
-	"github.com/capkit/capkit/files/policy"
-	"github.com/capkit/capkit/files/tools"
-	"github.com/capkit/capkit/kernel"
-	"github.com/capkit/capkit/serve/script"
 )
 
-// workspace builds a root with a few files, a catalog whose entry names a
-// pattern, and an untrusted session over both.
-func workspace(t *testing.T) (*kernel.Session, string) {
-	t.Helper()
-	root := t.TempDir()
-	for name, content := range map[string]string{
-		"greeting.txt":  "Hello, world\n",
-		"src/main.go":   "package main\n\n// FIXME(review): handle errors\nfunc main() {}\n",
-		"src/util.go":   "package main\n\n// nothing to see\n",
-		"docs/notes.md": "FIXME(review): document the flags\n",
-	} {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reviewed := filepath.Join(t.TempDir(), "pattern.txt")
-	if err := os.WriteFile(reviewed, []byte("FIXME(review)\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cb, err := fixedfiles.NewBuilder(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cb.InsertPath("todo.pattern", reviewed); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := cb.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+// capkit is the binary the examples run with.
+var capkit string
 
-	b := kernel.NewBuilder(nil)
-	if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fixedfiles.RegisterTool(b, kernel.Policy{Name: "review_notes", MaxCalls: 4}, kernel.Meta{}, cat); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "capkit-examples-")
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
-	c, err := capability.New("assistant",
-		[]capability.Effect{capability.ReadFile, capability.EditFile, capability.Search, capability.List, capability.CatalogRead},
-		capability.Scope{Roots: []string{root}, Resources: []string{"review_notes"}})
-	if err != nil {
-		t.Fatal(err)
+	capkit = filepath.Join(dir, "capkit")
+	build := exec.Command("go", "build", "-o", capkit, "github.com/capkit/capkit/cmd/capkit")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		panic(err)
 	}
-	s, err := rt.NewSession("assistant", []capability.Capability{c}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, root
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
-func runExample(t *testing.T, name string, s *kernel.Session) map[string]any {
+// checkout copies this folder to a temporary "examples" folder and returns
+// its parent, where the commands in the examples run as written.
+func checkout(t *testing.T) string {
 	t.Helper()
-	src, err := os.ReadFile(name)
+	top := t.TempDir()
+	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		dst := filepath.Join(top, "examples", p)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := script.Run(context.Background(), s, src, &script.Options{Filename: name})
+	return top
+}
+
+// command is the "#   capkit …" line of an example's comment.
+func command(t *testing.T, name string) []string {
+	t.Helper()
+	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "#   capkit "); ok {
+			return strings.Fields(line)
+		}
+	}
+	t.Fatalf("%s names no command to run it", name)
+	return nil
+}
+
+// runAsWritten runs an example's own command in a fresh copy of this
+// folder and decodes its JSON result.
+func runAsWritten(t *testing.T, name string) (map[string]any, string) {
+	t.Helper()
+	top := checkout(t)
+	cmd := exec.Command(capkit, command(t, name)...)
+	cmd.Dir = top
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, stderr.String())
 	}
 	var v map[string]any
-	if err := json.Unmarshal(res.Value, &v); err != nil {
-		t.Fatalf("%s: %v", res.Value, err)
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("%s: %s: %v", name, out, err)
 	}
-	return v
+	return v, top
 }
 
 func TestCatalogGrep(t *testing.T) {
-	s, _ := workspace(t)
-	v := runExample(t, "catalog-grep.star", s)
+	v, _ := runAsWritten(t, "catalog-grep.star")
 	if v["pattern"] != "FIXME(review)" {
 		t.Fatalf("%v", v)
 	}
@@ -108,13 +108,29 @@ func TestCatalogGrep(t *testing.T) {
 }
 
 func TestEditReread(t *testing.T) {
-	s, root := workspace(t)
-	v := runExample(t, "edit-reread.star", s)
+	v, top := runAsWritten(t, "edit-reread.star")
 	if v["replacements"] != 1.0 || v["lines_before"] != 1.0 {
 		t.Fatalf("%v", v)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "greeting.txt"))
+	data, err := os.ReadFile(filepath.Join(top, "examples", "project", "greeting.txt"))
 	if err != nil || string(data) != "Goodbye, world\n" {
 		t.Fatalf("%q %v", data, err)
+	}
+}
+
+// TestConfigServes: the example configuration starts the tools as
+// written (catalog and script sections included).
+func TestConfigServes(t *testing.T) {
+	top := checkout(t)
+	cmd := exec.Command(capkit, "tools", "--config", "examples/capkit.toml", "--all")
+	cmd.Dir = top
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, tool := range []string{"review_notes", "run_script", "read_file"} {
+		if !strings.Contains(string(out), tool) {
+			t.Errorf("capkit tools lacks %s:\n%s", tool, out)
+		}
 	}
 }

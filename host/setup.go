@@ -147,10 +147,29 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 			unknown = append(unknown, cfg.Errorf("tool."+name, "no tool %q is registered (capkit tools --all lists them)", name))
 		}
 	}
+	unknown = append(unknown, unusedEffects(cfg, h.Runtime)...)
 	if len(unknown) > 0 {
 		return nil, errors.Join(unknown...)
 	}
 	return h, nil
+}
+
+// unusedEffects are the actors' effects that grant no registered tool: a
+// configuration that names one promises something this build cannot do.
+func unusedEffects(cfg *config.Config, rt *kernel.Runtime) []error {
+	used := map[capability.Effect]bool{}
+	for _, e := range rt.Catalog().Entries() {
+		used[e.Effect] = true
+	}
+	var errs []error
+	for _, actor := range cfg.ActorNames() {
+		for _, eff := range cfg.Actors[actor].Effects {
+			if !used[eff] {
+				errs = append(errs, cfg.Errorf("actor."+actor+".effects", "effect %q grants no tool in this build or configuration (capkit tools --all lists the tools and their effects)", eff))
+			}
+		}
+	}
+	return errs
 }
 
 // policyOverride applies the [tool.NAME] tables: each field that is set

@@ -249,3 +249,22 @@ func TestLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestUnusedEffects: an actor granted an effect that no registered tool
+// declares is a configuration error naming the effect, not a silent grant.
+func TestUnusedEffects(t *testing.T) {
+	dir := fixture(t)
+	cfg := load(t, dir, base+"[actor.a]\neffects = [\"read_file\", \"run_shell\"]\n")
+	b := kernel.NewBuilder(nil)
+	if err := tools.RegisterTools(b, &tools.Options{DisableGate: true}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := unusedEffects(cfg, rt)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `actor.a.effects: effect "run_shell" grants no tool`) {
+		t.Fatalf("%v", errs)
+	}
+}

@@ -56,7 +56,7 @@ Example:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(args[0])
 			if err != nil {
-				return configFault(err)
+				return setupFault(err)
 			}
 			var reports []catalogReport
 			var first *fault.Error
@@ -154,13 +154,4 @@ func catalogText(reports []catalogReport) string {
 		}
 	}
 	return b.String()
-}
-
-// configFault turns configuration errors into an invalid_input fault
-// whose message lists each located error.
-func configFault(err error) error {
-	if fe, ok := err.(*fault.Error); ok {
-		return fe
-	}
-	return &fault.Error{Code: fault.InvalidInput, Message: err.Error()}
 }

@@ -27,6 +27,7 @@ func newCSVScanCmd(env *Env) *cobra.Command {
 		where                []string
 		maxRows, offset, max int64
 		dialect, format      string
+		rowsOnly             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "scan FILE",
@@ -35,8 +36,9 @@ func newCSVScanCmd(env *Env) *cobra.Command {
 GZIP'd CSV, in the comma, pipe or tab dialect (detected unless --dialect is
 given). The first row is the header. Matched rows are printed as CSV (comma
 dialect) with a header of the returned columns; the counts (rows scanned,
-matched, skipped, returned) and any truncation by --max-rows go to standard
-error. --json prints the counts and rows as one JSON object.
+matched, skipped, returned) and any truncation by --max-rows follow after a
+blank line (--rows-only leaves them out). --json prints the counts and rows
+as one JSON object.
 
 --where COLUMN=VALUE keeps rows whose field equals VALUE exactly; != means
 differs, *= means contains; repeat it to require several conditions.
@@ -83,7 +85,11 @@ Limits: compressed input %d MiB, CSV text %d MiB (expanded), %d columns,
 			if err := w.Error(); err != nil {
 				return fault.Wrap(fault.IO, err, "writing the rows failed")
 			}
-			fmt.Fprintf(env.Stderr, "capkit: %s\n", summaryText(&res.Summary))
+			if !rowsOnly {
+				// The summary is part of the result: standard output, after
+				// a blank line (standard error is for failures).
+				fmt.Fprintf(env.Stdout, "\n%s\n", summaryText(&res.Summary))
+			}
 			return nil
 		},
 	}
@@ -95,6 +101,7 @@ Limits: compressed input %d MiB, CSV text %d MiB (expanded), %d columns,
 	f.Int64Var(&max, "max-scan-rows", 0, fmt.Sprintf("data rows to read before failing with limit (default %d)", limits.TabularDefaultRows))
 	f.StringVar(&dialect, "dialect", "", "comma, pipe or tab (default: detected)")
 	f.StringVar(&format, "format", "", "csv, gzip or zip (default: detected from the signature)")
+	f.BoolVar(&rowsOnly, "rows-only", false, "print the rows alone, without the summary after them (for piping the CSV on)")
 	return cmd
 }
 

@@ -26,18 +26,9 @@ func (f *hostFlags) add(cmd *cobra.Command) {
 // open builds the runtime and chooses the actor. log receives the trusted
 // detail log when the configuration names no log file (nil discards it).
 func (f *hostFlags) open(env *Env, log io.Writer) (*host.Host, string, error) {
-	var cfg *config.Config
-	var err error
-	if env.Config != "" {
-		if len(f.roots)+len(f.readOnly) > 0 {
-			return nil, "", fault.New(fault.InvalidInput, "give either --config or --root/--read-only, not both")
-		}
-		cfg, err = config.Load(env.Config)
-	} else {
-		cfg, err = config.FromFlags(f.roots, f.readOnly)
-	}
+	cfg, err := f.config(env)
 	if err != nil {
-		return nil, "", setupFault(err)
+		return nil, "", err
 	}
 	actor, err := cfg.ActorName(f.actor)
 	if err != nil {
@@ -52,6 +43,25 @@ func (f *hostFlags) open(env *Env, log io.Writer) (*host.Host, string, error) {
 		return nil, "", err
 	}
 	return h, actor, nil
+}
+
+// config is the --config file, or the configuration of the --root and
+// --read-only directories: the same for every command that takes them.
+func (f *hostFlags) config(env *Env) (*config.Config, error) {
+	var cfg *config.Config
+	var err error
+	if env.Config != "" {
+		if len(f.roots)+len(f.readOnly) > 0 {
+			return nil, fault.New(fault.InvalidInput, "give either --config or --root/--read-only, not both")
+		}
+		cfg, err = config.Load(env.Config)
+	} else {
+		cfg, err = config.FromFlags(f.roots, f.readOnly)
+	}
+	if err != nil {
+		return nil, setupFault(err)
+	}
+	return cfg, nil
 }
 
 // setupFault reports configuration mistakes (located *config.Error

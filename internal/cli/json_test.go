@@ -64,14 +64,15 @@ func TestCSVCommands(t *testing.T) {
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
 	cases := []cmdCase{
-		{"all rows", "", []string{"csv", "scan", p("people.csv")}, 0, "id,name,state\n1,Ann,CA\n2,\"Bob, Jr.\",NY\n3,Cy,CA\n", "rows scanned 3, matched 3, skipped 0, returned 3"},
-		{"columns and where", "", []string{"csv", "scan", p("people.csv"), "--columns", "name", "--where", "state=CA"}, 0, "name\nAnn\nCy\n", "matched 2"},
+		{"all rows", "", []string{"csv", "scan", p("people.csv")}, 0, "id,name,state\n1,Ann,CA\n2,\"Bob, Jr.\",NY\n3,Cy,CA\n\ncsv (comma), 3 columns: rows scanned 3, matched 3, skipped 0, returned 3\n", ""},
+		{"columns and where", "", []string{"csv", "scan", p("people.csv"), "--columns", "name", "--where", "state=CA"}, 0, "name\nAnn\nCy\n\ncsv (comma), 3 columns: rows scanned 3, matched 2", ""},
 		{"where differs", "", []string{"csv", "scan", p("people.csv"), "--columns", "id", "--where", "state!=CA"}, 0, "id\n2\n", ""},
-		{"max-rows truncation", "", []string{"csv", "scan", p("people.csv"), "--max-rows", "1", "--columns", "id"}, 0, "id\n1\n", "TRUNCATED by --max-rows: 2 matched rows not printed, the next is data row 2 (line 3); pass --offset 1 to continue"},
-		{"offset", "", []string{"csv", "scan", p("people.csv"), "--max-rows", "1", "--offset", "2", "--columns", "id"}, 0, "id\n3\n", "skipped 2, returned 1"},
-		{"gzip", "", []string{"csv", "scan", p("people.csv.gz"), "--columns", "id"}, 0, "id\n1\n2\n3\n", "gzip (comma)"},
-		{"tab detected", "", []string{"csv", "scan", p("people.tsv")}, 0, "id,name\n1,Ann\n", "csv (tab)"},
-		{"explicit dialect", "a|b\n1|2\n", []string{"csv", "scan", "-", "--dialect", "pipe"}, 0, "a,b\n1,2\n", "(pipe)"},
+		{"max-rows truncation", "", []string{"csv", "scan", p("people.csv"), "--max-rows", "1", "--columns", "id"}, 0, "id\n1\n\ncsv (comma), 3 columns: rows scanned 3, matched 3, skipped 0, returned 1; TRUNCATED by --max-rows: 2 matched rows not printed, the next is data row 2 (line 3); pass --offset 1 to continue\n", ""},
+		{"offset", "", []string{"csv", "scan", p("people.csv"), "--max-rows", "1", "--offset", "2", "--columns", "id"}, 0, "id\n3\n\ncsv (comma), 3 columns: rows scanned 3, matched 3, skipped 2, returned 1\n", ""},
+		{"gzip", "", []string{"csv", "scan", p("people.csv.gz"), "--columns", "id"}, 0, "id\n1\n2\n3\n\ngzip (comma)", ""},
+		{"tab detected", "", []string{"csv", "scan", p("people.tsv")}, 0, "id,name\n1,Ann\n\ncsv (tab)", ""},
+		{"explicit dialect", "a|b\n1|2\n", []string{"csv", "scan", "-", "--dialect", "pipe"}, 0, "a,b\n1,2\n\ncsv (pipe)", ""},
+		{"rows only", "a|b\n1|2\n", []string{"csv", "scan", "-", "--dialect", "pipe", "--rows-only"}, 0, "a,b\n1,2\n", ""},
 		{"json", "", []string{"csv", "scan", "--json", p("people.csv"), "--max-rows", "1"}, 0, `"truncated": true`, ""},
 		{"ragged", "", []string{"csv", "scan", p("ragged.csv")}, 2, "", "ragged"},
 		{"300 columns", "", []string{"csv", "scan", p("wide.csv")}, 6, "", "columns"},
@@ -82,4 +83,7 @@ func TestCSVCommands(t *testing.T) {
 		{"empty stdin", "", []string{"csv", "scan", "-"}, 2, "", "header row is required"},
 	}
 	runCases(t, cases)
+	if _, out, _ := run(t, "a|b\n1|2\n", "csv", "scan", "-", "--dialect", "pipe", "--rows-only"); out != "a,b\n1,2\n" {
+		t.Errorf("--rows-only printed %q", out)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -90,9 +91,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fe.Err = nil
 	}
 	if env.JSON {
+		// One JSON object on standard output and nothing else.
 		env.writeJSON(env.Stdout, map[string]any{"error": map[string]any{
-			"code": fe.Code, "message": fe.Error(), "retry_after_seconds": fe.RetryAfter.Seconds(),
+			"code": fe.Code, "message": fe.Error(), "retry_after_seconds": int64(math.Ceil(fe.RetryAfter.Seconds())),
 		}})
+		return fe.Code.ExitCode()
 	}
 	fmt.Fprintf(stderr, "capkit: %s: %s\n", fe.Code, fe.Error())
 	return fe.Code.ExitCode()

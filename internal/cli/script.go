@@ -29,8 +29,7 @@ Scripts are bounded in steps, time, memory and result size (exit 6, limit).
 With [script] enabled = true in capkit.toml, capkit serve also offers the
 run_script tool, so a model can run a bounded workflow as one call.`,
 	}
-	var actor string
-	var roots, readOnly []string
+	var hf hostFlags
 	var timeout time.Duration
 	var maxSteps uint64
 	run := &cobra.Command{
@@ -57,22 +56,11 @@ Example (todo.star):
 			if err != nil {
 				return err
 			}
-			var cfg *config.Config
-			if env.Config != "" {
-				if len(roots)+len(readOnly) > 0 {
-					return fault.New(fault.InvalidInput, "give either --config or --root/--read-only, not both")
-				}
-				cfg, err = config.Load(env.Config)
-			} else {
-				if len(roots)+len(readOnly) == 0 {
-					roots = []string{"."}
-				}
-				cfg, err = config.FromFlags(roots, readOnly)
-			}
+			cfg, err := hf.config(env)
 			if err != nil {
-				return configFault(err)
+				return err
 			}
-			sess, closeRT, err := scriptSession(env, cfg, actor)
+			sess, closeRT, err := scriptSession(env, cfg, hf.actor)
 			if err != nil {
 				return err
 			}
@@ -96,9 +84,7 @@ Example (todo.star):
 			return env.Print(jsontext.Value(res.Value), string(res.Value))
 		},
 	}
-	run.Flags().StringVar(&actor, "actor", "", "the configured actor to run as (default: the only one, or \"assistant\")")
-	run.Flags().StringSliceVar(&roots, "root", nil, "without --config: a writable root directory (repeatable; default .)")
-	run.Flags().StringSliceVar(&readOnly, "read-only", nil, "without --config: a read-only root directory (repeatable)")
+	hf.add(run)
 	run.Flags().DurationVar(&timeout, "timeout", 0, "wall-clock bound (default [script] timeout, else 30s)")
 	run.Flags().Uint64Var(&maxSteps, "max-steps", 0, "Starlark step bound (default [script] max_steps, else 10000000)")
 	cmd.AddCommand(run)
@@ -140,7 +126,7 @@ func readScript(path string) ([]byte, error) {
 func scriptSession(env *Env, cfg *config.Config, actorFlag string) (*kernel.Session, func(), error) {
 	h, err := host.New(cfg, &host.Options{Log: env.Stderr})
 	if err != nil {
-		return nil, nil, configFault(err)
+		return nil, nil, setupFault(err)
 	}
 	actor, err := cfg.ActorName(actorFlag)
 	if err == nil {

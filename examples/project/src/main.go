@@ -1,0 +1,4 @@
+package main
+
+// FIXME(review): handle errors
+func main() {}
