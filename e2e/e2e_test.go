@@ -95,7 +95,7 @@ type client struct {
 	changed chan struct{}
 }
 
-func connect(t *testing.T, transport mcp.Transport) *client {
+func connect(t testing.TB, transport mcp.Transport) *client {
 	t.Helper()
 	c := &client{changed: make(chan struct{}, 16)}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "capkit-e2e", Version: "1"}, &mcp.ClientOptions{
@@ -181,7 +181,7 @@ func stdioClient(t *testing.T, args ...string) *client {
 }
 
 // testWriter sends the server's stderr to the test log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("capkit: %s", strings.TrimSpace(string(p)))
@@ -356,7 +356,7 @@ func TestStdoutIsProtocolOnly(t *testing.T) {
 
 // httpServer starts `capkit serve --http 127.0.0.1:0` with args and returns
 // its endpoint and process.
-func httpServer(t *testing.T, args ...string) (string, *exec.Cmd) {
+func httpServer(t testing.TB, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(capkit, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()

@@ -54,7 +54,7 @@ type world struct {
 	goodSum                    string // SHA-256 of a.txt
 }
 
-func mkfile(t *testing.T, p, s string) {
+func mkfile(t testing.TB, p, s string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -64,14 +64,14 @@ func mkfile(t *testing.T, p, s string) {
 	}
 }
 
-func mklink(t *testing.T, target, p string) {
+func mklink(t testing.TB, target, p string) {
 	t.Helper()
 	if err := os.Symlink(target, p); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func mkzip(t *testing.T, p string, members map[string]string, mod func(*zip.FileHeader)) {
+func mkzip(t testing.TB, p string, members map[string]string, mod func(*zip.FileHeader)) {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -97,7 +97,7 @@ func sum(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -183,7 +183,7 @@ func newWorld(t *testing.T) *world {
 }
 
 // snapshot hashes a tree: names, types, modes, link targets and contents.
-func snapshot(t *testing.T, root string) string {
+func snapshot(t testing.TB, root string) string {
 	t.Helper()
 	h := sha256.New()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -216,7 +216,7 @@ func snapshot(t *testing.T, root string) string {
 
 // config grants every effect on rw (writable) and ro (read-only), the
 // catalog "notes" and run_script, with an audit log and a detail log.
-func (w *world) config(t *testing.T, extra string) string {
+func (w *world) config(t testing.TB, extra string) string {
 	t.Helper()
 	cfg := filepath.Join(w.dir, "capkit.toml")
 	s := fmt.Sprintf(`audit_log = %q
@@ -257,7 +257,14 @@ type outcome struct {
 // probe calls a tool as the hostile model and checks what comes back:
 // within the deadline, no marker, no host path it did not send, no system
 // error text. A protocol error is reported as code "protocol".
-func probe(t *testing.T, cs *mcp.ClientSession, w *world, tool string, args map[string]any) outcome {
+func probe(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args map[string]any) outcome {
+	t.Helper()
+	return probeOwn(t, cs, w, tool, args, argStrings(args))
+}
+
+// probeOwn is probe for a caller whose own strings (those it may have
+// written into files earlier, and so may read back) are own.
+func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args map[string]any, own []string) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -285,7 +292,7 @@ func probe(t *testing.T, cs *mcp.ClientSession, w *world, tool string, args map[
 	}
 	// Host paths: anything under the test directory the caller did not
 	// itself send (echoing the caller's own path is no leak).
-	if leak := hostPathLeak(o.text, w.dir, argStrings(args)); leak != "" {
+	if leak := hostPathLeak(o.text, w.dir, own); leak != "" {
 		t.Errorf("%s %.200v: host path %q leaked: %.400s", tool, args, leak, o.text)
 	}
 	if o.code != "" {
@@ -585,7 +592,7 @@ func stampsLinkItself(text string) bool {
 
 // checkAudit reads the audit log: one JSON object per call with only the
 // allowed keys, no marker, no path, no argument text.
-func checkAudit(t *testing.T, w *world) {
+func checkAudit(t testing.TB, w *world) {
 	t.Helper()
 	b, err := os.ReadFile(w.audit)
 	if err != nil {
