@@ -222,7 +222,10 @@ func mutate(t *testing.T, w *world, stop <-chan struct{}, st *soakStats) {
 		func() { os.Remove(p("swapfile")); os.Symlink(filepath.Join(w.outside, "secret.md"), p("swapfile")) },
 		func() { os.Remove(p("swapfile")); os.WriteFile(p("swapfile"), []byte("in the root\n"), 0o644) },
 		func() { os.Remove(p("soakfifo")); syscall.Mkfifo(p("soakfifo"), 0o644) },
-		func() { os.WriteFile(p("trunc.txt"), []byte(strings.Repeat("t\n", 1000)), 0o644); os.Truncate(p("trunc.txt"), 3) },
+		func() {
+			os.WriteFile(p("trunc.txt"), []byte(strings.Repeat("t\n", 1000)), 0o644)
+			os.Truncate(p("trunc.txt"), 3)
+		},
 		func() { os.Chmod(p("sub"), 0); os.Chmod(p("sub"), 0o755) },
 		func() { os.Chmod(p("data.json"), 0); os.Chmod(p("data.json"), 0o644) },
 		func() { os.MkdirAll(p(strings.Repeat("d/", 40)), 0o755) },
