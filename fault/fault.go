@@ -147,6 +147,13 @@ func Wrap(code Code, cause error, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: cause}
 }
 
+// RetryIn sets the interval after which a retry may be admitted and
+// returns e: fault.New(fault.Unavailable, "...").RetryIn(time.Second).
+func (e *Error) RetryIn(d time.Duration) *Error {
+	e.RetryAfter = d
+	return e
+}
+
 // LimitExceeded is the failure for a named bound: it states the limit and,
 // when known, how much was asked for.
 func LimitExceeded(what string, limit int64, got int64) *Error {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"testing"
+	"time"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -95,5 +96,12 @@ func TestLimitExceeded(t *testing.T) {
 	e := LimitExceeded("input bytes", 10, 11)
 	if e.Code != Limit || e.Message != "input bytes: 11 exceeds the limit of 10" {
 		t.Errorf("got %q", e.Message)
+	}
+}
+
+func TestRetryIn(t *testing.T) {
+	e := New(Unavailable, "busy").RetryIn(2 * time.Second)
+	if e.RetryAfter != 2*time.Second || e.Code != Unavailable || e.Message != "busy" {
+		t.Fatalf("%+v", e)
 	}
 }

@@ -54,13 +54,9 @@ func (e *MemberError) Error() string { return e.Err.Error() + ": " + e.Name }
 func (e *MemberError) Unwrap() error { return e.Err }
 
 func memberFault(code fault.Code, name string, sentinel error, format string, args ...any) *fault.Error {
-	fe := fault.New(code, format, args...)
-	fe.Err = &MemberError{Name: name, Err: sentinel}
-	return fe
+	return fault.Wrap(code, &MemberError{Name: name, Err: sentinel}, format, args...)
 }
 
 func malformed(format string, args ...any) *fault.Error {
-	fe := fault.New(fault.InvalidInput, "not a valid ZIP archive: "+format, args...)
-	fe.Err = ErrMalformed
-	return fe
+	return fault.Wrap(fault.InvalidInput, ErrMalformed, "not a valid ZIP archive: "+format, args...)
 }

@@ -70,7 +70,7 @@ func RegisterTool(b *kernel.Builder, policy kernel.Policy, meta kernel.Meta, cat
 	// One failure for every caller-visible outcome but success: the
 	// message is fixed and the cause stays for the host's log.
 	unavailable := func(cause error) error {
-		return &fault.Error{Code: fault.NotFound, Message: "catalog " + name + ": no readable entry with that identifier", Err: cause}
+		return fault.Wrap(fault.NotFound, cause, "catalog %s: no readable entry with that identifier", name)
 	}
 	return b.Register(policy, meta, in, nil, func(ctx context.Context, call *kernel.Call) (*kernel.Result, error) {
 		if !call.Session.Capabilities().Covers(capability.CatalogRead, name) {

@@ -71,7 +71,7 @@ Example:
 					if e.State != "ok" {
 						bad++
 						if first == nil {
-							first = &fault.Error{Code: fault.Code(e.State)}
+							first = fault.New(fault.Code(e.State), "%s", e.State)
 						}
 					}
 				}

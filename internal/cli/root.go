@@ -86,9 +86,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	var fe *fault.Error
 	if !errors.As(err, &fe) {
 		// cobra's own errors are usage errors: unknown command or flag.
-		fe = fault.Wrap(fault.InvalidInput, err, "usage")
-		fe.Message = err.Error()
-		fe.Err = nil
+		fe = fault.New(fault.InvalidInput, "%s", err.Error())
 	}
 	if env.JSON {
 		// One JSON object on standard output and nothing else.

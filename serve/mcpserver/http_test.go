@@ -183,36 +183,68 @@ func TestHTTPSessionIsolation(t *testing.T) {
 	}
 }
 
+// TestHTTPMaxSessions: with every slot taken by a session that has a
+// request in flight (an open event stream), a new session is refused with
+// 503; once that stream ends the idle session is evicted for the new one.
+// Invalid requests never hold a slot.
 func TestHTTPMaxSessions(t *testing.T) {
 	s := newTestServer(t, &Options{MaxSessions: 1})
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	a, err := connectHTTPURL(ts.URL, nil, nil, "")
-	if err != nil {
-		t.Fatal(err)
+	addr := serveLoopback(t, s)
+	code, id := initialize(t, addr)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
 	}
-	if cs, err := connectHTTPURL(ts.URL, nil, nil, ""); err == nil {
-		cs.Close()
-		t.Fatal("second session admitted with MaxSessions 1")
+	note, _ := http.NewRequest(http.MethodPost, "http://"+addr+Path, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	note.Header.Set("Content-Type", "application/json")
+	note.Header.Set("Accept", "application/json, text/event-stream")
+	note.Header.Set("Mcp-Session-Id", id)
+	if resp, err := http.DefaultClient.Do(note); err == nil {
+		resp.Body.Close()
 	}
-	// Invalid requests never hold a slot.
-	for range 3 {
-		post(t, ts.URL+Path, http.Header{"Content-Type": {"text/plain"}})
-	}
-	a.Close() // DELETE ends the session; its slot frees when it is gone
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cs, err := connectHTTPURL(ts.URL, nil, nil, "")
-		if err == nil {
-			cs.Close()
-			break
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+Path, nil)
+	stream.Header.Set("Accept", "text/event-stream")
+	stream.Header.Set("Mcp-Session-Id", id)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(stream); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		}
+	}()
+	busy := func() bool {
+		s.http.mu.Lock()
+		defer s.http.mu.Unlock()
+		e := s.http.live[id]
+		return e != nil && e.busy > 0
+	}
+	for deadline := time.Now().Add(hangGuardTest); !busy(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("slot never freed: %v", err)
+			t.Fatal("the event stream never reached the session")
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if code, _ := initialize(t, addr); code != http.StatusServiceUnavailable {
+		t.Fatalf("a new session beside a busy one with MaxSessions 1: status %d, want 503", code)
+	}
+	for range 3 {
+		post(t, "http://"+addr+Path, http.Header{"Content-Type": {"text/plain"}})
+	}
+	cancel()
+	<-done
+	for deadline := time.Now().Add(hangGuardTest); busy(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the session stayed busy after its stream ended")
+		}
+	}
+	if code, _ := initialize(t, addr); code != http.StatusOK {
+		t.Fatalf("a new session once the other is idle: status %d", code)
 	}
 }
+
+// hangGuardTest bounds the waits of these tests: a guard against a hang,
+// not a speed assertion.
+const hangGuardTest = 2 * time.Minute
 
 func TestListenAndServe(t *testing.T) {
 	s := newTestServer(t, nil)

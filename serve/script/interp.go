@@ -208,7 +208,7 @@ func scriptFault(err error) *fault.Error {
 			}
 		}
 		if errors.As(err, &cf) {
-			return &fault.Error{Code: cf.f.Code, Message: pos + cf.Error(), RetryAfter: cf.f.RetryAfter}
+			return fault.New(cf.f.Code, "%s%s", pos, cf.Error()).RetryIn(cf.f.RetryAfter)
 		}
 		return fault.New(fault.InvalidInput, "script error: %s%s", pos, ee.Msg)
 	}

@@ -54,7 +54,7 @@ func toWire(err error) *wireFault {
 }
 
 func (w *wireFault) fault() *fault.Error {
-	return &fault.Error{Code: w.Code, Message: w.Message, RetryAfter: w.RetryAfter}
+	return fault.New(w.Code, "%s", w.Message).RetryIn(w.RetryAfter)
 }
 
 type wireCall struct {

@@ -304,9 +304,7 @@ func (j *Journal) readLast(size int64) (uint64, string, error) {
 }
 
 func (j *Journal) bad(sentinel error, seq uint64, line int, off int64, reason string) *fault.Error {
-	fe := fault.New(fault.Integrity, "journal %s: %s", j.name, reason)
-	fe.Err = &RecordError{Seq: seq, Line: line, Offset: off, Reason: reason, Err: sentinel}
-	return fe
+	return fault.Wrap(fault.Integrity, &RecordError{Seq: seq, Line: line, Offset: off, Reason: reason, Err: sentinel}, "journal %s: %s", j.name, reason)
 }
 
 // write appends line with one write and makes it durable; on failure it

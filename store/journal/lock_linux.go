@@ -32,7 +32,7 @@ func (j *Journal) flock(ctx context.Context, exclusive bool) (func(), error) {
 			return nil, fault.Wrap(fault.IO, err, "locking the journal failed")
 		}
 		if time.Now().After(deadline) {
-			return nil, &fault.Error{Code: fault.Unavailable, Message: "the journal is locked by another writer; retry", RetryAfter: time.Second}
+			return nil, fault.New(fault.Unavailable, "the journal is locked by another writer; retry").RetryIn(time.Second)
 		}
 		select {
 		case <-ctx.Done():
