@@ -19,8 +19,8 @@ func registerCatalogs(b *kernel.Builder, h *Host) error {
 		}
 		h.OnClose(cat.Close)
 		cc := h.Config.Catalogs[name]
-		meta := kernel.Meta{Summary: cc.Summary, Description: cc.Description}
-		if err := fixedfiles.RegisterTool(b, kernel.Policy{Name: name}, meta, cat); err != nil {
+		tool := fixedfiles.CatalogTool{Name: name, Catalog: cat, Summary: cc.Summary, Description: cc.Description}
+		if err := fixedfiles.RegisterTools(b, &fixedfiles.ToolOptions{Catalogs: []fixedfiles.CatalogTool{tool}}); err != nil {
 			return h.Config.Errorf("catalog."+name, "%s", err)
 		}
 	}
@@ -40,7 +40,7 @@ func registerScript(b *kernel.Builder, h *Host) error {
 	}
 	opts := h.Config.Script.Options()
 	opts.Worker = w
-	return script.RegisterTool(b, kernel.Policy{Name: script.ToolName}, kernel.Meta{}, &opts)
+	return script.RegisterTools(b, &script.ToolOptions{Run: opts})
 }
 
 // Worker is the script worker of the capkit executable: its hidden

@@ -18,7 +18,36 @@ type readArgs struct {
 	ID string `json:"id" jsonschema:"opaque identifier of the entry, e.g. \"release.notes\" (not a path)"`
 }
 
-// RegisterTool registers cat as the tool policy.Name on b, with effect
+// CatalogTool is a catalog served as one tool.
+type CatalogTool struct {
+	// Name is the tool's name and the resource a session must be granted.
+	Name    string
+	Catalog *Catalog
+	// Summary and Description are what the model reads; empty means a
+	// generic summary and DefaultDescription.
+	Summary, Description string
+}
+
+// ToolOptions configure RegisterTools. A nil *ToolOptions registers no
+// tool.
+type ToolOptions struct {
+	Catalogs []CatalogTool
+}
+
+// RegisterTools registers each catalog of opts as its own tool.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	if opts == nil {
+		return nil
+	}
+	for _, c := range opts.Catalogs {
+		if err := registerCatalog(b, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// registerCatalog registers c.Catalog as the tool c.Name on b, with effect
 // capability.CatalogRead. The tool takes one identifier ({"id": "..."})
 // and returns the entry's whole text. A session may call it only if a
 // capability it holds grants catalog_read on the resource named like the
@@ -27,9 +56,10 @@ type readArgs struct {
 // own catalogs.
 //
 // Bounds: a read is at most the smaller of the catalog's MaxFileBytes and
-// the policy's MaxOutputBytes; a zero policy.MaxInputBytes means
-// limits.CatalogToolInputBytes. The catalog is read-only: nothing can add
-// an entry after Build, so nothing can after registration.
+// the policy's MaxOutputBytes; the input bound is
+// limits.CatalogToolInputBytes unless the host overrides the policy. The
+// catalog is read-only: nothing can add an entry after Build, so nothing
+// can after registration.
 //
 // Disclosure: whatever fails (unknown identifier, entry over the bound,
 // invalid UTF-8, I/O error, closed catalog), the caller gets the same
@@ -40,22 +70,15 @@ type readArgs struct {
 // events carry the tool name and byte counts only (the kernel's rule). A
 // successful read does reveal that its identifier exists: use unguessable
 // identifiers and tight call budgets when that matters.
-func RegisterTool(b *kernel.Builder, policy kernel.Policy, meta kernel.Meta, cat *Catalog) error {
+func registerCatalog(b *kernel.Builder, c CatalogTool) error {
+	cat := c.Catalog
 	if cat == nil {
-		return fmt.Errorf("fixedfiles: tool %q: nil catalog", policy.Name)
+		return fmt.Errorf("fixedfiles: tool %q: nil catalog", c.Name)
 	}
-	switch meta.Effect {
-	case "":
-		meta.Effect = capability.CatalogRead
-	case capability.CatalogRead:
-	default:
-		return fmt.Errorf("fixedfiles: tool %q: effect must be %s, not %s", policy.Name, capability.CatalogRead, meta.Effect)
-	}
-	if policy.MaxInputBytes == 0 {
-		policy.MaxInputBytes = limits.CatalogToolInputBytes
-	}
+	policy := kernel.Policy{Name: c.Name, MaxInputBytes: limits.CatalogToolInputBytes}
+	meta := kernel.Meta{Effect: capability.CatalogRead, Summary: c.Summary, Description: c.Description}
 	if meta.Description == "" {
-		meta.Description = DefaultDescription(min(cat.opts.MaxFileBytes, orDefault(policy.MaxOutputBytes, limits.DefaultMaxOutputBytes)))
+		meta.Description = DefaultDescription(min(cat.opts.MaxFileBytes, limits.DefaultMaxOutputBytes))
 	}
 	in, err := jsonschema.For[readArgs](nil)
 	if err != nil {
@@ -92,13 +115,6 @@ func RegisterTool(b *kernel.Builder, policy kernel.Policy, meta kernel.Meta, cat
 // metadata has none: what it does, its bound and an example call.
 func DefaultDescription(maxBytes int64) string {
 	return fmt.Sprintf("Reads one reviewed text file by its opaque identifier (a label the host gave you, not a path) "+
-		"and returns its whole UTF-8 content. Entries are at most %d bytes; an unknown identifier and an unreadable "+
-		"entry fail alike, and nothing is ever cut short. Example: {\"id\": \"release.notes\"}", maxBytes)
-}
-
-func orDefault(v, def int64) int64 {
-	if v == 0 {
-		return def
-	}
-	return v
+		"and returns its whole UTF-8 content. Entries are at most %s; an unknown identifier and an unreadable "+
+		"entry fail alike, and nothing is ever cut short. Example: {\"id\": \"release.notes\"}", limits.Bytes(maxBytes))
 }

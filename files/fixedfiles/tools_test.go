@@ -13,6 +13,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
 )
 
 type toolFixture struct {
@@ -60,8 +61,12 @@ func newToolFixture(t *testing.T) *toolFixture {
 	kb := kernel.NewBuilder(&kernel.Options{
 		Audit: slog.New(slog.NewJSONHandler(f.audit, nil)),
 		Log:   slog.New(slog.NewJSONHandler(f.log, nil)),
+		PolicyOverride: func(p kernel.Policy) kernel.Policy {
+			p.MaxCalls, p.MaxOutputBytes = 20, 50
+			return p
+		},
 	})
-	must(RegisterTool(kb, kernel.Policy{Name: "notes", MaxCalls: 20, MaxOutputBytes: 50}, kernel.Meta{}, cat))
+	must(RegisterTools(kb, &ToolOptions{Catalogs: []CatalogTool{{Name: "notes", Catalog: cat}}}))
 	rt, err := kb.Build()
 	must(err)
 	f.rt = rt
@@ -217,13 +222,10 @@ func TestRegisterToolRefusals(t *testing.T) {
 	b, _ := NewBuilder(nil)
 	cat, _ := b.Build()
 	kb := kernel.NewBuilder(nil)
-	if err := RegisterTool(kb, kernel.Policy{Name: "x"}, kernel.Meta{}, nil); err == nil {
+	if err := RegisterTools(kb, &ToolOptions{Catalogs: []CatalogTool{{Name: "x"}}}); err == nil {
 		t.Fatal("nil catalog accepted")
 	}
-	if err := RegisterTool(kb, kernel.Policy{Name: "x"}, kernel.Meta{Effect: capability.ReadFile}, cat); err == nil {
-		t.Fatal("wrong effect accepted")
-	}
-	if err := RegisterTool(kb, kernel.Policy{Name: "x"}, kernel.Meta{}, cat); err != nil {
+	if err := RegisterTools(kb, &ToolOptions{Catalogs: []CatalogTool{{Name: "x", Catalog: cat}}}); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := kb.Build()
@@ -231,7 +233,7 @@ func TestRegisterToolRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _, _ := rt.Catalog().Lookup("x")
-	if !strings.Contains(e.Description, "65536 bytes") || !strings.Contains(e.Description, `{"id": "release.notes"}`) {
+	if !strings.Contains(e.Description, limits.Bytes(limits.CatalogDefaultFileBytes)) || !strings.Contains(e.Description, `{"id": "release.notes"}`) {
 		t.Fatalf("default description: %s", e.Description)
 	}
 }

@@ -95,8 +95,8 @@ func newFixture(t testing.TB) *fixture {
 	cat, err := cb.Build()
 	must(err)
 	t.Cleanup(func() { cat.Close() })
-	must(fixedfiles.RegisterTool(b, kernel.Policy{Name: "notes"}, kernel.Meta{}, cat))
-	must(RegisterTool(b, kernel.Policy{Name: ToolName}, kernel.Meta{}, &Options{MaxSteps: 100_000}))
+	must(fixedfiles.RegisterTools(b, &fixedfiles.ToolOptions{Catalogs: []fixedfiles.CatalogTool{{Name: "notes", Catalog: cat}}}))
+	must(RegisterTools(b, &ToolOptions{Run: Options{MaxSteps: 100_000}}))
 	f.rt, err = b.Build()
 	must(err)
 	return f

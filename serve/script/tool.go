@@ -20,39 +20,42 @@ type runArgs struct {
 	Source string `json:"source" jsonschema:"Starlark source; set the global result to what you want back, e.g. result = tool.call(\"read_file\", \"notes.txt\")"`
 }
 
-// RegisterTool registers the script runner as the tool policy.Name
-// (conventionally ToolName) with effect capability.RunScript. The tool
-// takes Starlark source and runs it in the calling session under opts (nil
-// allowed), so every tool.call is checked, budgeted and audited as if the
-// model made it; the script as a whole is bounded by opts and by the
-// policy. Its text result is the JSON of the script's result global, at
-// most the smaller of opts.MaxResultBytes and the policy's output bound.
-// A zero policy.MaxInputBytes means limits.ScriptMaxSourceBytes (plus the
-// JSON framing); a zero policy.Timeout means the script timeout plus
-// limits.ScriptWorkerGrace. Scripts cannot call this tool themselves.
-func RegisterTool(b *kernel.Builder, policy kernel.Policy, meta kernel.Meta, opts *Options) error {
-	o, bd, err := opts.resolve()
+// ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
+// value.
+type ToolOptions struct {
+	// Run bounds every script the tool runs (see Options).
+	Run Options
+}
+
+// RegisterTools registers the script runner as the tool ToolName with
+// effect capability.RunScript. The tool takes Starlark source and runs it
+// in the calling session under opts.Run, so every tool.call is checked,
+// budgeted and audited as if the model made it; the script as a whole is
+// bounded by opts.Run and by the tool's policy. Its text result is the
+// JSON of the script's result global, at most the smaller of
+// Run.MaxResultBytes and the policy's output bound. The policy's input
+// bound is limits.ScriptMaxSourceBytes (plus the JSON framing) and its
+// timeout the script timeout plus limits.ScriptWorkerGrace, unless the
+// host overrides them (kernel.Options.PolicyOverride). Scripts cannot call
+// this tool themselves.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var run *Options
+	if opts != nil {
+		run = &opts.Run
+	}
+	o, bd, err := run.resolve()
 	if err != nil {
-		return fmt.Errorf("script: tool %q: %w", policy.Name, err)
+		return fmt.Errorf("script: tool %q: %w", ToolName, err)
 	}
-	switch meta.Effect {
-	case "":
-		meta.Effect = capability.RunScript
-	case capability.RunScript:
-	default:
-		return fmt.Errorf("script: tool %q: effect must be %s, not %s", policy.Name, capability.RunScript, meta.Effect)
+	policy := kernel.Policy{
+		Name:          ToolName,
+		MaxInputBytes: 2*limits.ScriptMaxSourceBytes + 64, // JSON escaping can double the source
+		Timeout:       bd.Timeout + limits.ScriptWorkerGrace,
 	}
-	if policy.MaxInputBytes == 0 {
-		policy.MaxInputBytes = 2*limits.ScriptMaxSourceBytes + 64 // JSON escaping can double the source
-	}
-	if policy.Timeout == 0 {
-		policy.Timeout = bd.Timeout + limits.ScriptWorkerGrace
-	}
-	if meta.Summary == "" {
-		meta.Summary = "Run a Starlark workflow that calls your other tools."
-	}
-	if meta.Description == "" {
-		meta.Description = description(bd)
+	meta := kernel.Meta{
+		Effect:      capability.RunScript,
+		Summary:     "Run a Starlark workflow that calls your other tools.",
+		Description: description(bd),
 	}
 	in, err := jsonschema.For[runArgs](nil)
 	if err != nil {
