@@ -68,7 +68,7 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, _ *Host) error { return state.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return zipfile.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return journal.RegisterTools(b, nil) },
-	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]), issue 3: catalog_script.go.
+	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]): catalog_script.go.
 	registerCatalogs,
 	registerScript,
 }

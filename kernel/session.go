@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/capkit/capkit/internal/clip"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
@@ -201,7 +202,7 @@ type admitted struct {
 func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 	entry, i, ok := s.rt.catalog.Lookup(name)
 	if !ok {
-		return nil, fault.New(fault.NotFound, "unknown tool %q", truncateName(name))
+		return nil, fault.New(fault.NotFound, "unknown tool %q", clip.Text(name))
 	}
 	a := &admitted{call: Call{Session: s, Tool: entry}, t: &s.rt.tools[i]}
 	if !s.caps.Grants(entry.Effect) {
@@ -371,13 +372,4 @@ func (p *pending) parentEnded() {
 	if p.end(ctxParent, perr) {
 		p.done(p.s.finish(p.parent, p.start, p.a, p.in, nil, p.a.parentEnded(perr)))
 	}
-}
-
-// truncateName bounds caller text echoed in a message.
-func truncateName(name string) string {
-	const max = 64
-	if len(name) > max {
-		name = name[:max] + "…"
-	}
-	return strings.ToValidUTF8(name, "\uFFFD")
 }

@@ -27,6 +27,9 @@ const (
 	HardMaxCalls       = 1_000_000
 )
 
+// EchoMaxBytes bounds caller text (a name, a path) echoed in a message.
+const EchoMaxBytes = 64
+
 // Catalog search.
 const (
 	SearchMinResults     = 1

@@ -1,8 +1,9 @@
 package config
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/capkit/capkit/internal/clip"
 
 	"github.com/capkit/capkit/files/fixedfiles"
 	"github.com/capkit/capkit/limits"
@@ -118,7 +119,7 @@ func (c *Config) validateCatalogs(errs *errorList) {
 			ef := field + ".entries." + id
 			p := cc.Entries[id]
 			if !fixedfiles.ValidID(id) {
-				errs.add(c.Errorf(ef, "identifier %q must match %s (lower-case letters, digits, '_', '-', '.'; not a path)", truncate(id), fixedfiles.IDPattern))
+				errs.add(c.Errorf(ef, "identifier %q must match %s (lower-case letters, digits, '_', '-', '.'; not a path)", clip.Text(id), fixedfiles.IDPattern))
 			}
 			switch {
 			case p == "":
@@ -136,12 +137,4 @@ func (c *Config) validateCatalogs(errs *errorList) {
 			cc.Entries[id] = abs
 		}
 	}
-}
-
-func truncate(s string) string {
-	const max = 64
-	if len(s) > max {
-		return fmt.Sprintf("%s…", s[:max])
-	}
-	return s
 }

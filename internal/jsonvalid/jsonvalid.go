@@ -30,6 +30,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/capkit/capkit/internal/clip"
+
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -410,7 +412,7 @@ func (st *state) object(n *node) error {
 		child, declared := n.props[string(name)]
 		if !declared {
 			if n.additional != nil && n.additional.never {
-				return st.fail("unknown member %q", truncate(string(name)))
+				return st.fail("unknown member %q", clip.Text(string(name)))
 			}
 			child = n.additional
 		}
@@ -485,11 +487,4 @@ func typeNames(k kind) string {
 		return out[0]
 	}
 	return fmt.Sprint(out)
-}
-
-func truncate(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return s
 }

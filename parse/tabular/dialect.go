@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/capkit/capkit/internal/clip"
+
 	"github.com/capkit/capkit/fault"
 )
 
@@ -28,7 +30,7 @@ func ParseDialect(s string) (Dialect, error) {
 	case Comma, Pipe, Tab:
 		return d, nil
 	}
-	return "", fault.New(fault.InvalidInput, "unknown dialect %q: use comma, pipe or tab", truncate(s))
+	return "", fault.New(fault.InvalidInput, "unknown dialect %q: use comma, pipe or tab", clip.Text(s))
 }
 
 // Rune is the delimiter character.

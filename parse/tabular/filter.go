@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capkit/capkit/internal/clip"
+
 	"github.com/capkit/capkit/fault"
 )
 
@@ -35,7 +37,7 @@ type Condition struct {
 func ParseCondition(s string) (Condition, error) {
 	i := strings.IndexByte(s, '=')
 	if i <= 0 {
-		return Condition{}, fault.New(fault.InvalidInput, "filter %q: write column=value, column!=value or column*=value", truncate(s))
+		return Condition{}, fault.New(fault.InvalidInput, "filter %q: write column=value, column!=value or column*=value", clip.Text(s))
 	}
 	c := Condition{Column: s[:i], Op: Equals, Value: s[i+1:]}
 	switch s[i-1] {
@@ -45,7 +47,7 @@ func ParseCondition(s string) (Condition, error) {
 		c.Column, c.Op = s[:i-1], Contains
 	}
 	if c.Column == "" {
-		return Condition{}, fault.New(fault.InvalidInput, "filter %q: the column name is empty", truncate(s))
+		return Condition{}, fault.New(fault.InvalidInput, "filter %q: the column name is empty", clip.Text(s))
 	}
 	return c, nil
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/capkit/capkit/internal/clip"
+
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
 )
@@ -34,7 +36,7 @@ func ParseFormat(s string) (Format, error) {
 	case FormatCSV, FormatGzip, FormatZip:
 		return f, nil
 	}
-	return "", fault.New(fault.InvalidInput, "unknown format %q: use csv, gzip or zip", truncate(s))
+	return "", fault.New(fault.InvalidInput, "unknown format %q: use csv, gzip or zip", clip.Text(s))
 }
 
 // sniffFormat names the packaging data's signature shows.
@@ -147,12 +149,12 @@ func openZip(data []byte) (io.Reader, func() error, string, error) {
 	if len(files) != 1 {
 		names := make([]string, 0, 3)
 		for _, f := range files[:min(len(files), 3)] {
-			names = append(names, fmt.Sprintf("%q", truncate(f.Name)))
+			names = append(names, fmt.Sprintf("%q", clip.Text(f.Name)))
 		}
 		return nil, nil, "", fault.New(fault.InvalidInput, "the ZIP holds %d files %s; exactly one CSV is required", len(files), strings.Join(names, ", "))
 	}
 	f := files[0]
-	name := truncate(f.Name)
+	name := clip.Text(f.Name)
 	switch {
 	case f.Flags&0x1 != 0:
 		return nil, nil, "", fault.New(fault.InvalidInput, "ZIP member %q is encrypted; encrypted archives are not supported", name)
@@ -194,15 +196,6 @@ func zipEntryCount(data []byte) (n uint64, ok bool) {
 		return n, true
 	}
 	return binary.LittleEndian.Uint64(data[off+32:]), true
-}
-
-// truncate bounds caller text echoed in a message.
-func truncate(s string) string {
-	const max = 64
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // decodeErr classifies a failure of the decompressor under the CSV reader.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/capkit/capkit/internal/clip"
+
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
 )
@@ -207,9 +209,9 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 		i, ok := index[name]
 		switch {
 		case !ok:
-			return 0, fault.New(fault.InvalidInput, "column %q is not in the header", truncate(name))
+			return 0, fault.New(fault.InvalidInput, "column %q is not in the header", clip.Text(name))
 		case i < 0:
-			return 0, fault.New(fault.InvalidInput, "column %q appears more than once in the header, so it cannot be selected", truncate(name))
+			return 0, fault.New(fault.InvalidInput, "column %q appears more than once in the header, so it cannot be selected", clip.Text(name))
 		}
 		return i, nil
 	}
@@ -241,7 +243,7 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 			op = Equals
 		case Equals, NotEquals, Contains:
 		default:
-			return nil, fault.New(fault.InvalidInput, "unknown filter operator %q: use eq, ne or contains", truncate(string(op)))
+			return nil, fault.New(fault.InvalidInput, "unknown filter operator %q: use eq, ne or contains", clip.Text(string(op)))
 		}
 		tests = append(tests, test{i: i, op: op, v: c.Value})
 	}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/capkit/capkit/internal/clip"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
 
@@ -227,7 +229,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the reason and the remote address, not the request's content.
 func (h *httpHandler) refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	h.s.log.Warn("mcp: http request refused", slog.Int("status", status), slog.String("reason", msg),
-		slog.String("remote", r.RemoteAddr), slog.String("host", clip(r.Host)))
+		slog.String("remote", r.RemoteAddr), slog.String("host", clip.Text(r.Host)))
 	http.Error(w, msg, status)
 }
 

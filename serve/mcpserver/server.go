@@ -63,6 +63,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capkit/capkit/internal/clip"
+
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -350,7 +352,7 @@ func (b *binding) outcome(name string, res *kernel.Result, err error) (*kernel.R
 		if _, _, known := b.ks.Runtime().Catalog().Lookup(name); !known {
 			// The kernel audited the attempt; to the client an unknown tool
 			// is a protocol error, as the SDK reports it.
-			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", clip(name))}
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", clip.Text(name))}
 		}
 		return nil, b.faultResult(err), nil
 	}
@@ -407,13 +409,4 @@ func (b *binding) faultResult(err error) *mcp.CallToolResult {
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: info,
 	}
-}
-
-// clip bounds caller text echoed in a protocol error.
-func clip(s string) string {
-	const max = 64
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }
