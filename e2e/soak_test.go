@@ -140,7 +140,7 @@ func soakCalls(t *testing.T, w *world, cs *mcp.ClientSession, tools []*mcp.Tool,
 		args := soakArgs(rng, tool.InputSchema, vocab)
 		// Anything in the vocabulary may have been written into a file
 		// by an earlier call, and read back now: it is the caller's own.
-		o := probeOwn(t, cs, w, tool.Name, args, vocab)
+		o := probeOwn(t, cs, w, tool.Name, args, ownStrings(args, vocab))
 		st.calls.Add(1)
 		switch o.code {
 		case "":
@@ -150,6 +150,20 @@ func soakCalls(t *testing.T, w *world, cs *mcp.ClientSession, tools []*mcp.Tool,
 			st.failures.Add(1)
 		}
 	}
+}
+
+// ownStrings are the strings a soak caller may see echoed: the whole
+// vocabulary, and two of its arguments joined as a path (a tool may name a
+// path argument joined with a pattern's first element).
+func ownStrings(args map[string]any, vocab []string) []string {
+	strs := argStrings(args)
+	own := slices.Clone(vocab)
+	for _, a := range strs {
+		for _, b := range strs {
+			own = append(own, a+"/"+b)
+		}
+	}
+	return own
 }
 
 // soakVocabulary is what string arguments are drawn from: ordinary names,
@@ -297,6 +311,7 @@ func FuzzSoak(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, uint64(pick)))
 		tool := tools[int(pick)%len(tools)]
 		vocab := soakVocabulary(w)
-		probeOwn(t, cs, w, tool.Name, soakArgs(rng, tool.InputSchema, vocab), vocab)
+		args := soakArgs(rng, tool.InputSchema, vocab)
+		probeOwn(t, cs, w, tool.Name, args, ownStrings(args, vocab))
 	})
 }

@@ -163,6 +163,18 @@ func LimitExceeded(what string, limit int64, got int64) *Error {
 	return New(Limit, "%s: exceeds the limit of %d", what, limit)
 }
 
+// OutputTooLarge is the failure for a result over a tool's output bound,
+// worded one way everywhere: what was too large, its size when known (got
+// 0 when the producer stopped early), the bound, and what to ask for
+// instead. A result is never cut to fit.
+func OutputTooLarge(what string, got, max int64, hint string) *Error {
+	size := ""
+	if got > 0 {
+		size = fmt.Sprintf(" (%d bytes)", got)
+	}
+	return New(Limit, "%s%s exceeds this tool's output bound of %d bytes: %s", what, size, max, hint)
+}
+
 // As returns err as an *Error, classifying errors that are not one: context
 // deadlines become limit, cancellation unavailable, missing files not_found,
 // permission errors denied, existing files conflict, other filesystem errors

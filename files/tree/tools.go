@@ -137,7 +137,7 @@ Example: {"path": "src", "max_depth": 2}`, bounds.MaxEntries, bounds.MaxBytes, b
 			r := ListResult{Files: l.Files, Dirs: l.Dirs, Bytes: l.Bytes,
 				ExcludedSymlinks: l.ExcludedSymlinks, ExcludedSpecial: l.ExcludedSpecial, text: l.Text()}
 			if n := int64(len(r.text)); n > call.MaxOutputBytes {
-				return ListResult{}, fault.New(fault.Limit, "the listing is %d bytes, over this tool's output limit of %d: list a subdirectory or lower max_depth", n, call.MaxOutputBytes)
+				return ListResult{}, fault.OutputTooLarge("the listing", n, call.MaxOutputBytes, "list a subdirectory or lower max_depth")
 			}
 			return r, nil
 		})

@@ -13,7 +13,7 @@ import (
 // meta (a kernel.Texter whose text is not set yet), so that the whole
 // result fits max bytes: write gets a Buffer of what meta's encoding
 // leaves and stops as soon as the text passes it. A text that does not fit
-// fails with limit ("<what> exceeds the output limit of max bytes: <hint>"),
+// fails with fault.OutputTooLarge,
 // never truncated; any other write error is internal.
 func ToolText(max int64, meta kernel.Texter, write func(io.Writer) error, what, hint string) (string, error) {
 	enc, err := kernel.Encode(meta)
@@ -23,7 +23,7 @@ func ToolText(max int64, meta kernel.Texter, write func(io.Writer) error, what, 
 	buf := &outbuf.Buffer{Max: max - int64(len(enc.Structured))}
 	if err := write(buf); err != nil {
 		if errors.Is(err, outbuf.ErrFull) {
-			return "", fault.New(fault.Limit, "%s exceeds the output limit of %d bytes: %s", what, max, hint)
+			return "", fault.OutputTooLarge(what, 0, max, hint)
 		}
 		return "", fault.Wrap(fault.Internal, err, "rendering %s failed", what)
 	}

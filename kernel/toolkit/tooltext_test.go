@@ -35,7 +35,7 @@ func TestToolText(t *testing.T) {
 		msg   string
 	}{
 		{"at the bound", fit, write, "", ""},
-		{"one past the bound", fit - 1, write, fault.Limit, "the text exceeds the output limit of " + strconv.FormatInt(fit-1, 10) + " bytes: ask for less"},
+		{"one past the bound", fit - 1, write, fault.Limit, "the text exceeds this tool's output bound of " + strconv.FormatInt(fit-1, 10) + " bytes: ask for less"},
 		{"writer fails", fit, func(io.Writer) error { return errors.New("boom") }, fault.Internal, "rendering the text failed"},
 	}
 	for _, c := range cases {

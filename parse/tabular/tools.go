@@ -108,7 +108,7 @@ Example: {"path": "data/orders.csv.gz", "columns": ["id", "total"], "filter": [{
 			text.WriteByte('\n')
 			rows++
 			if int64(text.Len()) > budget {
-				return fault.New(fault.Limit, "the rows exceed the output limit of %d bytes after %d rows; pass max_rows below %d, fewer columns or a filter", call.MaxOutputBytes, rows, rows)
+				return fault.OutputTooLarge(fmt.Sprintf("the first %d rows", rows), 0, call.MaxOutputBytes, fmt.Sprintf("pass max_rows below %d, fewer columns or a filter", rows))
 			}
 			return nil
 		})
@@ -125,7 +125,7 @@ Example: {"path": "data/orders.csv.gz", "columns": ["id", "total"], "filter": [{
 		}
 		out := summaryLine(sum) + "\n" + string(head) + "\n" + text.String()
 		if size := int64(len(out) + len(structured)); size > call.MaxOutputBytes {
-			return ScanResult{}, fault.LimitExceeded("csv_scan output bytes", call.MaxOutputBytes, size)
+			return ScanResult{}, fault.OutputTooLarge("the result", size, call.MaxOutputBytes, "pass max_rows, fewer columns or a filter")
 		}
 		return ScanResult{Summary: *sum, text: out}, nil
 	})
