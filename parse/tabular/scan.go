@@ -109,96 +109,157 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 	if opts != nil {
 		o = *opts
 	}
+	maxScan, err := checkOptions(&o)
+	if err != nil {
+		return nil, err
+	}
+	s, closeFn, err := newScanner(data, o, maxScan)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	if err := s.readHeader(); err != nil {
+		return nil, err
+	}
+	if err := s.plan(); err != nil {
+		return nil, err
+	}
+	if err := s.rows(ctx, fn); err != nil {
+		return nil, err
+	}
+	if s.bounded.utf8.bad >= 0 { // after the last record: not reachable through a field
+		return nil, fault.New(fault.InvalidInput, "byte %d of the CSV text is not valid UTF-8; convert the input to UTF-8", s.bounded.utf8.bad+1)
+	}
+	s.sum.ExpandedBytes = s.bounded.n
+	return s.sum, nil
+}
+
+// checkOptions validates o and returns the scan budget it means.
+func checkOptions(o *Options) (int64, error) {
 	maxScan := o.MaxScanRows
 	switch {
 	case maxScan == 0:
 		maxScan = limits.TabularDefaultRows
 	case maxScan < 0:
-		return nil, fault.New(fault.InvalidInput, "the scan budget must be positive, got %d", maxScan)
+		return 0, fault.New(fault.InvalidInput, "the scan budget must be positive, got %d", maxScan)
 	case maxScan > limits.TabularHardRows:
-		return nil, fault.LimitExceeded("scan budget rows", limits.TabularHardRows, maxScan)
+		return 0, fault.LimitExceeded("scan budget rows", limits.TabularHardRows, maxScan)
 	}
 	if o.MaxRows < 0 || o.Offset < 0 {
-		return nil, fault.New(fault.InvalidInput, "max rows and offset must not be negative")
+		return 0, fault.New(fault.InvalidInput, "max rows and offset must not be negative")
 	}
 	if len(o.Columns) > limits.TabularMaxColumns || len(o.Filter) > limits.TabularMaxColumns {
-		return nil, fault.New(fault.Limit, "at most %d columns and %d filter conditions may be named", limits.TabularMaxColumns, limits.TabularMaxColumns)
+		return 0, fault.New(fault.Limit, "at most %d columns and %d filter conditions may be named", limits.TabularMaxColumns, limits.TabularMaxColumns)
 	}
 	if o.Dialect != DialectAuto {
 		if _, err := ParseDialect(string(o.Dialect)); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	if _, err := ParseFormat(string(o.Format)); err != nil {
-		return nil, err
+		return 0, err
 	}
+	return maxScan, nil
+}
 
+// scanner is one scan's state: the bounded text stream, the CSV reader
+// over it, and what to return of each row.
+type scanner struct {
+	o       Options
+	maxScan int64
+	sum     *Summary
+	bounded *boundedReader
+	bom     int64 // bytes of a UTF-8 byte order mark removed
+	keep    *quotedCRLF
+	r       *csv.Reader
+	proj    []int  // the record fields returned, in order
+	tests   []test // the filter
+}
+
+// newScanner opens data (decompressing it), removes a UTF-8 byte order
+// mark, detects the dialect and sets up the CSV reader.
+func newScanner(data []byte, o Options, maxScan int64) (*scanner, func() error, error) {
 	stream, closeFn, member, err := open(data, o.Format)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer closeFn()
-	sum := &Summary{Format: o.Format, Member: member}
-	if sum.Format == FormatAuto {
-		sum.Format = sniffFormat(data)
+	s := &scanner{o: o, maxScan: maxScan, sum: &Summary{Format: o.Format, Member: member}}
+	if s.sum.Format == FormatAuto {
+		s.sum.Format = sniffFormat(data)
 	}
-	bounded := &boundedReader{r: stream, max: limits.TabularMaxExpandedBytes, slack: bufSize, utf8: newUTF8Stream()}
-	br := bufio.NewReaderSize(bounded, bufSize)
+	s.bounded = &boundedReader{r: stream, max: limits.TabularMaxExpandedBytes, slack: bufSize, utf8: newUTF8Stream()}
+	br := bufio.NewReaderSize(s.bounded, bufSize)
+	if err := s.byteOrderMark(br); err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	s.sum.Dialect = o.Dialect
+	if s.sum.Dialect == DialectAuto {
+		sample, err := br.Peek(bufSize)
+		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+			closeFn()
+			return nil, nil, decodeErr(err)
+		}
+		if s.sum.Dialect, err = detect(sample, err == nil || err == bufio.ErrBufferFull); err != nil {
+			closeFn()
+			return nil, nil, err
+		}
+	}
+	s.keep = newQuotedCRLF(br)
+	s.r = csv.NewReader(s.keep)
+	s.r.Comma = s.sum.Dialect.Rune()
+	s.r.FieldsPerRecord = 0
+	return s, closeFn, nil
+}
 
-	// A byte order mark: UTF-8 is removed and reported, UTF-16 refused.
+// byteOrderMark removes and reports a UTF-8 byte order mark and refuses
+// a UTF-16 one.
+func (s *scanner) byteOrderMark(br *bufio.Reader) error {
 	head, err := br.Peek(3)
 	if err != nil && err != io.EOF {
-		return nil, decodeErr(err)
+		return decodeErr(err)
 	}
 	switch {
 	case bytes.HasPrefix(head, []byte("\xef\xbb\xbf")):
-		sum.BOM = true
+		s.sum.BOM, s.bom = true, 3
 		br.Discard(3)
 	case bytes.HasPrefix(head, []byte{0xff, 0xfe}), bytes.HasPrefix(head, []byte{0xfe, 0xff}):
-		return nil, fault.New(fault.InvalidInput, "the input is UTF-16 (it starts with a UTF-16 byte order mark); convert it to UTF-8")
+		return fault.New(fault.InvalidInput, "the input is UTF-16 (it starts with a UTF-16 byte order mark); convert it to UTF-8")
 	}
-	bom := int64(0)
-	if sum.BOM {
-		bom = 3
-	}
+	return nil
+}
 
-	sum.Dialect = o.Dialect
-	if sum.Dialect == DialectAuto {
-		sample, err := br.Peek(bufSize)
-		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-			return nil, decodeErr(err)
-		}
-		if sum.Dialect, err = detect(sample, err == nil || err == bufio.ErrBufferFull); err != nil {
-			return nil, err
-		}
-	}
+// offset is the input offset of what the CSV reader has consumed.
+func (s *scanner) offset() int64 { return s.bom + s.keep.Source(s.r.InputOffset()) }
 
-	keep := newQuotedCRLF(br)
-	r := csv.NewReader(keep)
-	r.Comma = sum.Dialect.Rune()
-	r.FieldsPerRecord = 0
-	// invalidBefore reports whether the stream's first invalid UTF-8 byte
-	// lies in what the CSV reader has consumed, so in the last record.
-	invalidBefore := func() bool {
-		return bounded.utf8.bad >= 0 && bounded.utf8.bad < bom+keep.Source(r.InputOffset())
-	}
+// invalidBefore reports whether the stream's first invalid UTF-8 byte lies
+// in what the CSV reader has consumed, so in the last record.
+func (s *scanner) invalidBefore() bool {
+	return s.bounded.utf8.bad >= 0 && s.bounded.utf8.bad < s.offset()
+}
 
-	header, err := r.Read()
+func (s *scanner) readHeader() error {
+	header, err := s.r.Read()
 	if err == io.EOF {
-		return nil, fault.New(fault.InvalidInput, "the input is empty: a header row is required")
+		return fault.New(fault.InvalidInput, "the input is empty: a header row is required")
 	}
 	if err != nil {
-		return nil, readErr(err, 0, 0, 0)
+		return readErr(err, 0, 0, 0)
 	}
 	if len(header) > limits.TabularMaxColumns {
-		return nil, fault.LimitExceeded("columns in the header", limits.TabularMaxColumns, int64(len(header)))
+		return fault.LimitExceeded("columns in the header", limits.TabularMaxColumns, int64(len(header)))
 	}
-	if invalidBefore() {
-		return nil, utf8Err(r, header, 0, bounded.utf8.bad)
+	if s.invalidBefore() {
+		return utf8Err(s.r, header, 0, s.bounded.utf8.bad)
 	}
-	sum.Header = append([]string(nil), header...)
+	s.sum.Header = append([]string(nil), header...)
+	return nil
+}
+
+// plan resolves the selected columns and the filter against the header.
+func (s *scanner) plan() error {
 	index := map[string]int{}
-	for i, name := range sum.Header {
+	for i, name := range s.sum.Header {
 		if _, dup := index[name]; dup {
 			index[name] = -1
 		} else {
@@ -215,27 +276,25 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 		}
 		return i, nil
 	}
-	proj := make([]int, 0, len(sum.Header))
-	if len(o.Columns) == 0 {
-		for i := range sum.Header {
-			proj = append(proj, i)
-		}
-		sum.Columns = sum.Header
-	} else {
-		for _, name := range o.Columns {
+	s.sum.Columns = s.sum.Header
+	for i := range s.sum.Header {
+		s.proj = append(s.proj, i)
+	}
+	if len(s.o.Columns) > 0 {
+		s.proj = s.proj[:0]
+		for _, name := range s.o.Columns {
 			i, err := lookup(name)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			proj = append(proj, i)
+			s.proj = append(s.proj, i)
 		}
-		sum.Columns = append([]string(nil), o.Columns...)
+		s.sum.Columns = append([]string(nil), s.o.Columns...)
 	}
-	tests := make([]test, 0, len(o.Filter))
-	for _, c := range o.Filter {
+	for _, c := range s.o.Filter {
 		i, err := lookup(c.Column)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		op := c.Op
 		switch op {
@@ -243,82 +302,102 @@ func ScanFunc(ctx context.Context, data []byte, opts *Options, fn func(row []str
 			op = Equals
 		case Equals, NotEquals, Contains:
 		default:
-			return nil, fault.New(fault.InvalidInput, "unknown filter operator %q: use eq, ne or contains", clip.Text(string(op)))
+			return fault.New(fault.InvalidInput, "unknown filter operator %q: use eq, ne or contains", clip.Text(string(op)))
 		}
-		tests = append(tests, test{i: i, op: op, v: c.Value})
+		s.tests = append(s.tests, test{i: i, op: op, v: c.Value})
 	}
 	// Returned rows are fresh slices: the reader's own when every column
 	// is returned, else projections of a record the reader reuses.
-	project := len(o.Columns) > 0
-	r.ReuseRecord = project || len(tests) > 0
+	s.r.ReuseRecord = len(s.o.Columns) > 0 || len(s.tests) > 0
+	return nil
+}
 
-	bounded.recordStart = bom + keep.Source(r.InputOffset())
+// rows reads every data row, counts it, and hands the returned ones to fn.
+func (s *scanner) rows(ctx context.Context, fn func(row []string) error) error {
+	sum := s.sum
+	s.bounded.recordStart = s.offset()
 	for {
 		if sum.Scanned%ctxCheckRows == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, fault.As(err)
+				return fault.As(err)
 			}
 		}
-		start := keep.Source(r.InputOffset())
-		rec, err := r.Read()
+		rec, err := s.record()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, readErr(err, sum.Scanned+1, len(rec), len(sum.Header))
+			return err
 		}
-		end := keep.Source(r.InputOffset())
-		if end-start > limits.TabularMaxRecordBytes {
-			line, _ := r.FieldPos(0)
-			return nil, fault.Wrap(fault.Limit, ErrRecordTooLarge, "data row %d (line %d) is %d bytes, over the record limit of %d", sum.Scanned+1, line, end-start, limits.TabularMaxRecordBytes)
-		}
-		bounded.recordStart = bom + end
-		sum.Scanned++
-		if sum.Scanned > maxScan {
-			return nil, fault.New(fault.Limit, "the input has more than %d data rows, the scan budget; pass a larger scan budget (at most %d)", maxScan, limits.TabularHardRows)
-		}
-		if invalidBefore() {
-			return nil, utf8Err(r, rec, sum.Scanned, bounded.utf8.bad)
-		}
-		matched := true
-		for _, t := range tests {
-			if !t.holds(rec) {
-				matched = false
-				break
-			}
-		}
-		if !matched {
+		if !s.matches(rec) {
 			continue
 		}
 		sum.Matched++
 		switch {
-		case sum.Matched <= o.Offset:
+		case sum.Matched <= s.o.Offset:
 			sum.Skipped++
-		case o.MaxRows > 0 && sum.Returned >= o.MaxRows:
+		case s.o.MaxRows > 0 && sum.Returned >= s.o.MaxRows:
 			if !sum.Truncated {
-				line, _ := r.FieldPos(0)
+				line, _ := s.r.FieldPos(0)
 				sum.Truncated = true
-				sum.Next = &Position{Row: sum.Scanned, Line: int64(line), Offset: o.Offset + sum.Returned}
+				sum.Next = &Position{Row: sum.Scanned, Line: int64(line), Offset: s.o.Offset + sum.Returned}
 			}
 		default:
-			row := rec
-			if r.ReuseRecord {
-				row = make([]string, len(proj))
-				for j, i := range proj {
-					row[j] = rec[i]
-				}
-			}
 			sum.Returned++
-			if err := fn(row); err != nil {
-				return nil, err
+			if err := fn(s.project(rec)); err != nil {
+				return err
 			}
 		}
 	}
-	if bounded.utf8.bad >= 0 { // after the last record: not reachable through a field
-		return nil, fault.New(fault.InvalidInput, "byte %d of the CSV text is not valid UTF-8; convert the input to UTF-8", bounded.utf8.bad+1)
+}
+
+// record reads one data row within the record, scan and UTF-8 bounds.
+func (s *scanner) record() ([]string, error) {
+	sum := s.sum
+	start := s.offset()
+	rec, err := s.r.Read()
+	if err == io.EOF {
+		return nil, err
 	}
-	sum.ExpandedBytes = bounded.n
-	return sum, nil
+	if err != nil {
+		return nil, readErr(err, sum.Scanned+1, len(rec), len(sum.Header))
+	}
+	end := s.offset()
+	if end-start > limits.TabularMaxRecordBytes {
+		line, _ := s.r.FieldPos(0)
+		return nil, fault.Wrap(fault.Limit, ErrRecordTooLarge, "data row %d (line %d) is %d bytes, over the record limit of %d", sum.Scanned+1, line, end-start, limits.TabularMaxRecordBytes)
+	}
+	s.bounded.recordStart = end
+	sum.Scanned++
+	if sum.Scanned > s.maxScan {
+		return nil, fault.New(fault.Limit, "the input has more than %d data rows, the scan budget; pass a larger scan budget (at most %d)", s.maxScan, limits.TabularHardRows)
+	}
+	if s.invalidBefore() {
+		return nil, utf8Err(s.r, rec, sum.Scanned, s.bounded.utf8.bad)
+	}
+	return rec, nil
+}
+
+func (s *scanner) matches(rec []string) bool {
+	for _, t := range s.tests {
+		if !t.holds(rec) {
+			return false
+		}
+	}
+	return true
+}
+
+// project is the returned row of rec: rec itself when the reader does not
+// reuse it, else a fresh slice of the selected fields.
+func (s *scanner) project(rec []string) []string {
+	if !s.r.ReuseRecord {
+		return rec
+	}
+	row := make([]string, len(s.proj))
+	for j, i := range s.proj {
+		row[j] = rec[i]
+	}
+	return row
 }
 
 // utf8Err locates the invalid UTF-8 byte at stream offset bad, which
