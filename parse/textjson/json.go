@@ -139,126 +139,173 @@ func walkTokens(ctx context.Context, data []byte, opts *JSONOptions, build bool)
 	if bytes.HasPrefix(data, []byte("\uFEFF")) {
 		return nil, st, newSyntaxError(data, 0, "JSON", ErrByteOrderMark)
 	}
-	d := jsontext.NewDecoder(bytes.NewBuffer(data))
-	var (
-		root any
-		// inObj records, per open container, whether it is an object;
-		// expectName is whether the next string in it is a member name.
-		inObj      []bool
-		expectName bool
-		frames     []frame
-	)
-	// add places a finished value in its container when building.
-	add := func(v any) {
-		if len(frames) == 0 {
-			root = v
-			return
-		}
-		top := &frames[len(frames)-1]
-		if top.isObj {
-			top.obj[top.name] = v
-		} else {
-			top.arr = append(top.arr, v)
-		}
-	}
-	for n := 0; ; n++ {
-		if n%ctxCheckTokens == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, st, fault.As(err)
-			}
-		}
-		before := d.InputOffset()
-		tok, err := d.ReadToken()
-		if err != nil {
-			if err == io.EOF {
-				return nil, st, newSyntaxError(data, st.Bytes, "JSON", ErrUnexpectedEnd)
-			}
-			return nil, st, fromParser(data, err)
-		}
-		switch kind := tok.Kind(); kind {
-		case '{', '[':
-			st.Values++
-			inObj = append(inObj, kind == '{')
-			expectName = kind == '{'
-			if len(inObj) > maxDepth {
-				se := newSyntaxError(data, d.InputOffset()-1, "JSON", ErrTooDeep)
-				se.Pointer = string(d.StackPointer())
-				return nil, st, se
-			}
-			st.Depth = max(st.Depth, len(inObj))
-			if build {
-				if kind == '{' {
-					frames = append(frames, frame{obj: map[string]any{}, isObj: true})
-				} else {
-					frames = append(frames, frame{arr: []any{}})
-				}
-			}
-			continue
-		case '}', ']':
-			inObj = inObj[:len(inObj)-1]
-			if build {
-				top := frames[len(frames)-1]
-				frames = frames[:len(frames)-1]
-				if top.isObj {
-					add(top.obj)
-				} else {
-					add(top.arr)
-				}
-			}
-		case '"':
-			if expectName {
-				if build {
-					frames[len(frames)-1].name = tok.String()
-				}
-				expectName = false
-				continue
-			}
-			st.Values++
-			if build {
-				add(tok.String())
-			}
-		case '0':
-			st.Values++
-			// The literal's bytes, without copying: the token starts after
-			// the separators and whitespace that follow the previous one.
-			start := before
-			for c := data[start]; c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ':'; c = data[start] {
-				start++
-			}
-			lit := data[start:d.InputOffset()]
-			if !finite(lit) {
-				se := newSyntaxError(data, start, "JSON", ErrNonFinite)
-				se.Pointer = string(d.StackPointer())
-				return nil, st, se
-			}
-			if build {
-				add(Number(lit))
-			}
-		case 't', 'f':
-			st.Values++
-			if build {
-				add(kind == 't')
-			}
-		case 'n':
-			st.Values++
-			if build {
-				add(nil)
-			}
-		}
-		if len(inObj) == 0 {
-			break
-		}
-		expectName = inObj[len(inObj)-1]
+	w := &walker{data: data, d: jsontext.NewDecoder(bytes.NewBuffer(data)), build: build, st: &st}
+	if err := w.value(ctx); err != nil {
+		return nil, st, err
 	}
 	// One value only: anything after it but whitespace is an error.
-	end := d.InputOffset()
-	if _, err := d.ReadToken(); err != io.EOF {
+	end := w.d.InputOffset()
+	if _, err := w.d.ReadToken(); err != io.EOF {
 		rest := data[end:]
 		off := end + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n")))
 		return nil, st, newSyntaxError(data, off, "JSON", ErrTrailingData)
 	}
 	st.Kind = kindName(data)
-	return root, st, nil
+	return w.root, st, nil
+}
+
+// walker reads one JSON value token by token, counting values and depth
+// and, when build is set, building the value.
+type walker struct {
+	data  []byte
+	d     *jsontext.Decoder
+	build bool
+	st    *Stats
+	root  any
+	// inObj records, per open container, whether it is an object;
+	// expectName is whether the next string in it is a member name.
+	inObj      []bool
+	expectName bool
+	frames     []frame
+}
+
+// value reads tokens until the first value is complete.
+func (w *walker) value(ctx context.Context) error {
+	for n := 0; ; n++ {
+		if n%ctxCheckTokens == 0 {
+			if err := ctx.Err(); err != nil {
+				return fault.As(err)
+			}
+		}
+		before := w.d.InputOffset()
+		tok, err := w.d.ReadToken()
+		if err != nil {
+			if err == io.EOF {
+				return newSyntaxError(w.data, w.st.Bytes, "JSON", ErrUnexpectedEnd)
+			}
+			return fromParser(w.data, err)
+		}
+		done, err := w.token(tok, before)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// token takes one token that started after offset before; done is true
+// once the outermost value is complete.
+func (w *walker) token(tok jsontext.Token, before int64) (done bool, err error) {
+	switch kind := tok.Kind(); kind {
+	case '{', '[':
+		return false, w.open(kind)
+	case '}', ']':
+		w.close()
+	case '"':
+		if w.expectName {
+			if w.build {
+				w.frames[len(w.frames)-1].name = tok.String()
+			}
+			w.expectName = false
+			return false, nil
+		}
+		w.st.Values++
+		if w.build {
+			w.add(tok.String())
+		}
+	case '0':
+		lit, err := w.number(before)
+		if err != nil {
+			return false, err
+		}
+		w.st.Values++
+		if w.build {
+			w.add(lit)
+		}
+	case 't', 'f':
+		w.st.Values++
+		if w.build {
+			w.add(kind == 't')
+		}
+	case 'n':
+		w.st.Values++
+		if w.build {
+			w.add(nil)
+		}
+	}
+	if len(w.inObj) == 0 {
+		return true, nil
+	}
+	w.expectName = w.inObj[len(w.inObj)-1]
+	return false, nil
+}
+
+func (w *walker) open(kind jsontext.Kind) error {
+	w.st.Values++
+	w.inObj = append(w.inObj, kind == '{')
+	w.expectName = kind == '{'
+	if len(w.inObj) > maxDepth {
+		se := newSyntaxError(w.data, w.d.InputOffset()-1, "JSON", ErrTooDeep)
+		se.Pointer = string(w.d.StackPointer())
+		return se
+	}
+	w.st.Depth = max(w.st.Depth, len(w.inObj))
+	if w.build {
+		if kind == '{' {
+			w.frames = append(w.frames, frame{obj: map[string]any{}, isObj: true})
+		} else {
+			w.frames = append(w.frames, frame{arr: []any{}})
+		}
+	}
+	return nil
+}
+
+func (w *walker) close() {
+	w.inObj = w.inObj[:len(w.inObj)-1]
+	if !w.build {
+		return
+	}
+	top := w.frames[len(w.frames)-1]
+	w.frames = w.frames[:len(w.frames)-1]
+	if top.isObj {
+		w.add(top.obj)
+	} else {
+		w.add(top.arr)
+	}
+}
+
+// number is the literal of the number token that started after before,
+// checked to be finite.
+func (w *walker) number(before int64) (Number, error) {
+	// The literal's bytes, without copying: the token starts after the
+	// separators and whitespace that follow the previous one.
+	start := before
+	for c := w.data[start]; c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ':'; c = w.data[start] {
+		start++
+	}
+	lit := w.data[start:w.d.InputOffset()]
+	if !finite(lit) {
+		se := newSyntaxError(w.data, start, "JSON", ErrNonFinite)
+		se.Pointer = string(w.d.StackPointer())
+		return "", se
+	}
+	if !w.build {
+		return "", nil
+	}
+	return Number(lit), nil
+}
+
+// add places a finished value in its container.
+func (w *walker) add(v any) {
+	if len(w.frames) == 0 {
+		w.root = v
+		return
+	}
+	top := &w.frames[len(w.frames)-1]
+	if top.isObj {
+		top.obj[top.name] = v
+	} else {
+		top.arr = append(top.arr, v)
+	}
 }
 
 // finite reports whether a number literal is finite as a float64. Most
