@@ -47,19 +47,9 @@ func Parse(ctx context.Context, data []byte, sel Selection, opts *Options) (*Doc
 	if opts == nil {
 		opts = &Options{}
 	}
-	if _, err := ParseSelection(string(sel)); err != nil {
+	base, err := checkInput(data, sel, opts)
+	if err != nil {
 		return nil, err
-	}
-	var base *url.URL
-	if opts.BaseURL != "" {
-		u, err := url.Parse(opts.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fault.New(fault.InvalidInput, "base URL must be an absolute http or https URL")
-		}
-		base = u
-	}
-	if len(data) > limits.HTMLMaxBytes {
-		return nil, fault.LimitExceeded("HTML bytes", limits.HTMLMaxBytes, int64(len(data)))
 	}
 	doc := &Document{Selection: sel, Blocks: []Block{}, Links: []Link{}, Warnings: []Warning{}}
 	text, warn := decode(data, opts.ContentType)
@@ -75,19 +65,64 @@ func Parse(ctx context.Context, data []byte, sel Selection, opts *Options) (*Doc
 	measure(root, false)
 	page := pageInfo(root)
 	doc.Title, doc.Lang = page.title, page.lang
+	base = page.resolveBase(base)
 	if base != nil {
-		if page.baseHref != "" {
-			if u, err := base.Parse(strings.TrimSpace(page.baseHref)); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-				base = u
-			}
-		}
 		doc.BaseURL = base.String()
 	}
-
-	// Article selection first: an article with enough prose of its own
-	// settles the access-screen question (a screen has less prose in the
-	// whole page), so the whole page need not be walked.
 	shell := page.shellReason(root)
+	x, err := doc.selectContent(root, base, shell, sel, opts)
+	if err != nil {
+		return nil, err
+	}
+	doc.Blocks, doc.Links = x.blocks, x.links
+	if doc.Blocks == nil {
+		doc.Blocks = []Block{}
+	}
+	if doc.Links == nil {
+		doc.Links = []Link{}
+	}
+	doc.report(x, page, shell)
+	return doc, nil
+}
+
+// checkInput checks the selection, the base URL and the size.
+func checkInput(data []byte, sel Selection, opts *Options) (*url.URL, error) {
+	if _, err := ParseSelection(string(sel)); err != nil {
+		return nil, err
+	}
+	var base *url.URL
+	if opts.BaseURL != "" {
+		u, err := url.Parse(opts.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fault.New(fault.InvalidInput, "base URL must be an absolute http or https URL")
+		}
+		base = u
+	}
+	if len(data) > limits.HTMLMaxBytes {
+		return nil, fault.LimitExceeded("HTML bytes", limits.HTMLMaxBytes, int64(len(data)))
+	}
+	return base, nil
+}
+
+// resolveBase applies the page's <base href> to the caller's base URL
+// (only when the caller gave one).
+func (p *page) resolveBase(base *url.URL) *url.URL {
+	if base == nil || p.baseHref == "" {
+		return base
+	}
+	if u, err := base.Parse(strings.TrimSpace(p.baseHref)); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return u
+	}
+	return base
+}
+
+// selectContent walks the article or the whole page, refusing access
+// screens and pages without the article asked for.
+//
+// Article selection comes first: an article with enough prose of its own
+// settles the access-screen question (a screen has less prose in the whole
+// page), so the whole page need not be walked.
+func (doc *Document) selectContent(root *node, base *url.URL, shell string, sel Selection, opts *Options) (*extractor, error) {
 	var x *extractor
 	var info *ArticleInfo
 	none := ""
@@ -127,35 +162,32 @@ func Parse(ctx context.Context, data []byte, sel Selection, opts *Options) (*Doc
 		}
 		doc.Article = info
 	}
-	doc.Blocks, doc.Links = x.blocks, x.links
-	if doc.Blocks == nil {
-		doc.Blocks = []Block{}
-	}
-	if doc.Links == nil {
-		doc.Links = []Link{}
-	}
+	return x, nil
+}
+
+// report adds the warnings about what the extraction left out or kept as
+// written.
+func (doc *Document) report(x *extractor, page *page, shell string) {
 	if shell != "" {
 		doc.warn(WarnNeedsScripts, shell)
 	}
 	if page.noscriptNotice {
 		doc.warn(WarnNoscriptNotice, "a <noscript> notice asks for JavaScript: parts of the page may be rendered by scripts")
 	}
-	if x.tables > 0 {
-		doc.warn(WarnTableFlattened, fmt.Sprintf("%d table(s) flattened to one row per block, cells joined by \" | \"; spans, header associations and nested tables are lost", x.tables))
+	for _, c := range []struct {
+		n         int
+		code, msg string
+	}{
+		{x.tables, WarnTableFlattened, "%d table(s) flattened to one row per block, cells joined by \" | \"; spans, header associations and nested tables are lost"},
+		{x.hiddenN, WarnHiddenSkipped, "%d hidden element(s) left out (hidden attribute, display:none or visibility:hidden)"},
+		{x.framesN, WarnFramesSkipped, "%d iframe, object or embed element(s) hold other documents, not included"},
+		{x.unresolved, WarnLinksUnresolved, "%d relative link(s) kept as written: give a base URL to resolve them"},
+		{x.badLinks, WarnLinksSkipped, "%d link(s) with a script, data or other non-web scheme, or an unparseable href, left out"},
+	} {
+		if c.n > 0 {
+			doc.warn(c.code, fmt.Sprintf(c.msg, c.n))
+		}
 	}
-	if x.hiddenN > 0 {
-		doc.warn(WarnHiddenSkipped, fmt.Sprintf("%d hidden element(s) left out (hidden attribute, display:none or visibility:hidden)", x.hiddenN))
-	}
-	if x.framesN > 0 {
-		doc.warn(WarnFramesSkipped, fmt.Sprintf("%d iframe, object or embed element(s) hold other documents, not included", x.framesN))
-	}
-	if x.unresolved > 0 {
-		doc.warn(WarnLinksUnresolved, fmt.Sprintf("%d relative link(s) kept as written: give a base URL to resolve them", x.unresolved))
-	}
-	if x.badLinks > 0 {
-		doc.warn(WarnLinksSkipped, fmt.Sprintf("%d link(s) with a script, data or other non-web scheme, or an unparseable href, left out", x.badLinks))
-	}
-	return doc, nil
 }
 
 func (d *Document) warn(code, msg string) {
