@@ -91,9 +91,10 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 || n > int64(limits.BudgetMaxCooldown/time.Second)+1 {
-			return limits.BudgetMaxCooldown + time.Second, n >= 0
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > int64(limits.BudgetMaxCooldown/time.Second) {
+			return limits.BudgetMaxCooldown + time.Second, true // longer than any timed cooldown
 		}
 		return time.Duration(n) * time.Second, true
 	}

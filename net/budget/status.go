@@ -16,7 +16,10 @@ type Status struct {
 	// State is active, sealed (a quota snapshot was taken) or transferred.
 	State         string `json:"state"`
 	TransferredTo string `json:"transferred_to,omitempty"`
-	Policy        Policy `json:"policy"`
+	// Snapshot is the quota snapshot that sealed this root or that it was
+	// created from.
+	Snapshot string `json:"snapshot,omitempty"`
+	Policy   Policy `json:"policy"`
 
 	WindowSeq            int64     `json:"window_seq"`
 	WindowStart          time.Time `json:"window_start"`
@@ -58,7 +61,7 @@ func (b *Budget) Status(ctx context.Context) (*Status, error) {
 		}
 		now := b.clock()
 		st = &Status{
-			Group: b.policy.Group, State: g.State, TransferredTo: g.TransferredTo, Policy: b.policy,
+			Group: b.policy.Group, State: g.State, TransferredTo: g.TransferredTo, Snapshot: g.SnapshotID, Policy: b.policy,
 			WindowSeq: g.WindowSeq, WindowStart: time.Unix(0, g.WindowStart).UTC(),
 			WindowRemainingSecs: g.WindowEnd.remaining(now).Seconds(),
 			WindowRequests:      g.WindowRequests, WindowBytes: g.WindowBytes,

@@ -115,10 +115,22 @@ func openSQLite(ctx context.Context, root string, create bool) (*store, error) {
 	return &store{db: sdb, d: sqliteDialect, locator: abs}, nil
 }
 
-func openPostgres(ctx context.Context, locator string) (*store, error) {
+// RedactURL returns a PostgreSQL URL without its password.
+func RedactURL(locator string) (string, error) {
 	u, err := url.Parse(locator)
 	if err != nil {
-		return nil, fault.New(fault.InvalidInput, "budget store: not a PostgreSQL URL")
+		return "", fault.New(fault.InvalidInput, "budget store: not a PostgreSQL URL")
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	return u.String(), nil
+}
+
+func openPostgres(ctx context.Context, locator string) (*store, error) {
+	redacted, err := RedactURL(locator)
+	if err != nil {
+		return nil, err
 	}
 	db, err := sql.Open("pgx", locator)
 	if err != nil {
@@ -128,10 +140,7 @@ func openPostgres(ctx context.Context, locator string) (*store, error) {
 		db.Close()
 		return nil, fault.Wrap(fault.Unavailable, err, "budget store: PostgreSQL is unreachable")
 	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
-	}
-	return &store{db: db, d: postgresDialect, locator: u.String()}, nil
+	return &store{db: db, d: postgresDialect, locator: redacted}, nil
 }
 
 // schema creates the tables of a budget. Deadlines are stored on both
