@@ -78,3 +78,8 @@ const (
 // FetchSettleTimeout bounds the settlement of a budget reservation after
 // a fetch (which may run past the fetch's own deadline).
 const FetchSettleTimeout = 10 * time.Second
+
+// FetchToolMaxBodyBytes bounds the body net_fetch returns to a model: the
+// tool narrows its policy's max_expanded_bytes to it, so a larger body is
+// a limit failure, never a cut.
+const FetchToolMaxBodyBytes = 4 * MiB

@@ -197,19 +197,37 @@ func (b *Budget) Reserve(ctx context.Context, task string, bytes int64) (*Reserv
 	if bytes < 0 || bytes > b.policy.TaskBytes {
 		return nil, fault.New(fault.Limit, "budget: a reservation of %d bytes can never fit the allowance of %d bytes per task and window", bytes, b.policy.TaskBytes)
 	}
+	return b.reserve(ctx, task, bytes, false)
+}
+
+// ReserveUpTo admits one request like Reserve, reserving max bytes or, if
+// less is left of the group's or the task's window allowance, all that is
+// left (at least one byte). The reservation's Bytes is what the request
+// may bring.
+func (b *Budget) ReserveUpTo(ctx context.Context, task string, max int64) (*Reservation, error) {
+	if err := checkName("budget task", task); err != nil {
+		return nil, err
+	}
+	if max < 1 {
+		return nil, fault.New(fault.InvalidInput, "budget: a reservation of up to %d bytes", max)
+	}
+	return b.reserve(ctx, task, min(max, b.policy.TaskBytes), true)
+}
+
+func (b *Budget) reserve(ctx context.Context, task string, bytes int64, upTo bool) (*Reservation, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, err
 	}
 	r := &Reservation{ID: id, Group: b.policy.Group, Task: task, Bytes: bytes}
-	err = b.s.tx(ctx, func(t *sql.Tx) error { return b.admit(ctx, t, r) })
+	err = b.s.tx(ctx, func(t *sql.Tx) error { return b.admit(ctx, t, r, upTo) })
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (b *Budget) admit(ctx context.Context, t *sql.Tx, r *Reservation) error {
+func (b *Budget) admit(ctx context.Context, t *sql.Tx, r *Reservation, upTo bool) error {
 	g, err := b.s.loadGroup(ctx, t)
 	if err != nil {
 		return err
@@ -224,6 +242,10 @@ func (b *Budget) admit(ctx context.Context, t *sql.Tx, r *Reservation) error {
 	}
 	if ts.WindowSeq != g.WindowSeq {
 		ts.WindowSeq, ts.WindowRequests, ts.WindowBytes = g.WindowSeq, 0, 0
+	}
+	if upTo {
+		left := min(b.policy.WindowBytes-g.WindowBytes, b.policy.TaskBytes-ts.WindowBytes)
+		r.Bytes = max(min(r.Bytes, left), 1)
 	}
 	if err := b.fits(g, ts, r.Bytes, now); err != nil {
 		return err
@@ -295,7 +317,7 @@ func (b *Budget) fits(g *GroupState, ts *TaskState, bytes int64, now Instant) er
 
 func deferred(wait time.Duration, format string, args ...any) *fault.Error {
 	e := fault.New(fault.Deferred, format, args...)
-	e.RetryAfter = max(wait, time.Second)
+	e.RetryAfter = max((wait + time.Second - 1).Truncate(time.Second), time.Second) // whole seconds, rounded up
 	e.Message += fmt.Sprintf("; retry in %s", e.RetryAfter.Round(time.Second))
 	return e
 }

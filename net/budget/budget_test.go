@@ -352,3 +352,22 @@ func TestChildReserveAndHang(t *testing.T) {
 	fmt.Printf("reserved %s\n", r.ID)
 	time.Sleep(time.Minute) // killed long before
 }
+
+func TestReserveUpToTakesWhatIsLeft(t *testing.T) {
+	eachStore(t, func(t *testing.T, loc string) {
+		ctx := context.Background()
+		p := policy(10, 1000)
+		p.TaskBytes = 600
+		b := open(t, loc, p, nil)
+		r, err := b.ReserveUpTo(ctx, "a", 5000)
+		if err != nil || r.Bytes != 600 {
+			t.Fatalf("first: %+v %v", r, err)
+		}
+		r, err = b.ReserveUpTo(ctx, "b", 5000)
+		if err != nil || r.Bytes != 400 {
+			t.Fatalf("group remainder: %+v %v", r, err)
+		}
+		wantCode(t, must(b.ReserveUpTo(ctx, "c", 5000)), fault.Deferred, "0 of its 1000 bytes left")
+		wantCode(t, must(b.ReserveUpTo(ctx, "c", 0)), fault.InvalidInput, "up to 0")
+	})
+}

@@ -140,6 +140,9 @@ func (f *Fetcher) failStatus(ctx context.Context, u *url.URL, resp *http.Respons
 func (f *Fetcher) body(ctx context.Context, u *url.URL, resp *http.Response, rc *Receipt, charge *budget.Reservation) (*Response, error) {
 	rc.finish(u, resp)
 	maxWire, maxExp := f.policy.MaxResponseBytes, f.policy.MaxExpandedBytes
+	if charge != nil {
+		maxWire = min(maxWire, charge.Bytes)
+	}
 	if resp.ContentLength > maxWire {
 		f.settle(ctx, charge, -1, resp)
 		return nil, fault.LimitExceeded("fetch: response bytes (Content-Length, max_response_bytes)", maxWire, resp.ContentLength)
@@ -159,6 +162,8 @@ func (f *Fetcher) body(ctx context.Context, u *url.URL, resp *http.Response, rc 
 	}
 	_, err = buf.ReadFrom(io.LimitReader(src, maxExp+1))
 	switch {
+	case wire.n > maxWire && maxWire < f.policy.MaxResponseBytes:
+		err = fault.LimitExceeded("fetch: response bytes on the wire (what the budget had left to reserve)", maxWire, 0)
 	case wire.n > maxWire:
 		err = fault.LimitExceeded("fetch: response bytes on the wire (max_response_bytes)", maxWire, 0)
 	case int64(buf.Len()) > maxExp:
@@ -273,12 +278,15 @@ func tlsReason(err error) (string, bool) {
 	return "", false
 }
 
-// reserve admits one request against the budget, if any.
+// reserve admits one request against the budget, if any: as many bytes
+// as the response may bring on the wire, which is max_response_bytes or,
+// when less is left of the budget's window, what is left (and the
+// response is then bounded by that).
 func (f *Fetcher) reserve(ctx context.Context) (*budget.Reservation, error) {
 	if f.opts.Budget == nil {
 		return nil, nil
 	}
-	return f.opts.Budget.Reserve(ctx, f.opts.Task, f.policy.MaxResponseBytes)
+	return f.opts.Budget.ReserveUpTo(ctx, f.opts.Task, f.policy.MaxResponseBytes)
 }
 
 // settle settles a reservation: used bytes, or the whole charge when used
