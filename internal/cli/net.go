@@ -313,4 +313,3 @@ func newBudgetTransferCmd(env *Env) *cobra.Command {
 		},
 	}
 }
-

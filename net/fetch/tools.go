@@ -96,4 +96,3 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			return out, nil
 		})
 }
-
