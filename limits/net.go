@@ -83,3 +83,7 @@ const FetchSettleTimeout = 10 * time.Second
 // tool narrows its policy's max_expanded_bytes to it, so a larger body is
 // a limit failure, never a cut.
 const FetchToolMaxBodyBytes = 4 * MiB
+
+// BudgetMaxBatch bounds the admissions and settlements one process
+// commits in one transaction.
+const BudgetMaxBatch = 64

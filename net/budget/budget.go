@@ -220,23 +220,20 @@ func (b *Budget) reserve(ctx context.Context, task string, bytes int64, upTo boo
 		return nil, err
 	}
 	r := &Reservation{ID: id, Group: b.policy.Group, Task: task, Bytes: bytes}
-	err = b.s.tx(ctx, func(t *sql.Tx) error { return b.admit(ctx, t, r, upTo) })
+	err = b.s.locked(ctx, func(ctx context.Context, bs *batchState) error { return b.admit(ctx, bs, r, upTo) })
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (b *Budget) admit(ctx context.Context, t *sql.Tx, r *Reservation, upTo bool) error {
-	g, err := b.s.loadGroup(ctx, t)
-	if err != nil {
-		return err
-	}
+func (b *Budget) admit(ctx context.Context, bs *batchState, r *Reservation, upTo bool) error {
+	g := bs.g
 	now := b.clock()
 	if err := b.admissible(g, now); err != nil {
 		return err
 	}
-	ts, err := b.s.loadTask(ctx, t, r.Task)
+	ts, err := bs.task(ctx, r.Task)
 	if err != nil {
 		return err
 	}
@@ -250,6 +247,10 @@ func (b *Budget) admit(ctx context.Context, t *sql.Tx, r *Reservation, upTo bool
 	if err := b.fits(g, ts, r.Bytes, now); err != nil {
 		return err
 	}
+	if err := bs.s.exec(ctx, bs.t, `INSERT INTO budget_reservation (id, task, bytes, win_seq, created) VALUES (?, ?, ?, ?, ?)`,
+		r.ID, r.Task, r.Bytes, g.WindowSeq, now.Wall.UnixNano()); err != nil {
+		return err
+	}
 	g.WindowRequests++
 	g.WindowBytes += r.Bytes
 	g.TotalRequests++
@@ -258,17 +259,11 @@ func (b *Budget) admit(ctx context.Context, t *sql.Tx, r *Reservation, upTo bool
 	ts.WindowBytes += r.Bytes
 	ts.TotalRequests++
 	ts.TotalBytes += r.Bytes
+	bs.touch(ts)
 	if iv := b.policy.interval(); iv > 0 {
 		g.Next = after(now, iv)
 	}
-	if err := b.s.saveGroup(ctx, t, g); err != nil {
-		return err
-	}
-	if err := b.s.saveTask(ctx, t, ts); err != nil {
-		return err
-	}
-	return b.s.exec(ctx, t, `INSERT INTO budget_reservation (id, task, bytes, win_seq, created) VALUES (?, ?, ?, ?, ?)`,
-		r.ID, r.Task, r.Bytes, g.WindowSeq, now.Wall.UnixNano())
+	return nil
 }
 
 // admissible checks the root's state, the cooldown and the spacing, and

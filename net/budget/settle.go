@@ -27,50 +27,53 @@ type Outcome struct {
 // otherwise (429 without a readable Retry-After) until an operator clears
 // it. A cooldown is only ever lengthened.
 func (b *Budget) Settle(ctx context.Context, id string, used int64, out Outcome) error {
-	return b.s.tx(ctx, func(t *sql.Tx) error {
-		var task string
-		var reserved, seq int64
-		err := b.s.queryRow(ctx, t, `SELECT task, bytes, win_seq FROM budget_reservation WHERE id = ?`, id).Scan(&task, &reserved, &seq)
-		if err == sql.ErrNoRows {
-			return fault.Wrap(fault.NotFound, ErrSettled, "budget: reservation %s is not open (unknown or already settled)", id)
-		}
+	if used < 0 {
+		return fault.New(fault.InvalidInput, "budget: settlement of %d bytes: the count cannot be negative; the charge stays", used)
+	}
+	record := func(ctx context.Context, bs *batchState) error {
+		res, err := bs.t.ExecContext(ctx, bs.s.d.rebind(`UPDATE budget_reservation SET used = ? WHERE id = ? AND used IS NULL AND bytes >= ?`), used, id, used)
 		if err != nil {
 			return err
 		}
-		if used < 0 || used > reserved {
-			return fault.New(fault.InvalidInput, "budget: settlement of %d bytes for reservation %s outside 0..%d reserved; the charge stays", used, id, reserved)
-		}
-		g, err := b.s.loadGroup(ctx, t)
-		if err != nil {
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return err
 		}
-		ts, err := b.s.loadTask(ctx, t, task)
-		if err != nil {
+		return b.settleRefusal(ctx, bs, id, used)
+	}
+	if !refusal(out.Status) {
+		return b.s.unlocked(ctx, record)
+	}
+	return b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+		if err := record(ctx, bs); err != nil {
 			return err
 		}
-		refund := reserved - used
-		g.TotalBytes -= refund
-		ts.TotalBytes -= refund
-		if seq == g.WindowSeq {
-			g.WindowBytes -= refund
-		}
-		if seq == ts.WindowSeq {
-			ts.WindowBytes -= refund
-		}
-		b.cooldown(g, out, b.clock())
-		if err := b.s.saveGroup(ctx, t, g); err != nil {
-			return err
-		}
-		if err := b.s.saveTask(ctx, t, ts); err != nil {
-			return err
-		}
-		return b.s.exec(ctx, t, `DELETE FROM budget_reservation WHERE id = ?`, id)
+		b.cooldown(bs.g, out, b.clock())
+		return nil
 	})
+}
+
+// settleRefusal explains a settlement that matched no open reservation.
+func (b *Budget) settleRefusal(ctx context.Context, bs *batchState, id string, used int64) error {
+	var reserved int64
+	var recorded sql.NullInt64
+	err := bs.s.queryRow(ctx, bs.t, `SELECT bytes, used FROM budget_reservation WHERE id = ?`, id).Scan(&reserved, &recorded)
+	switch {
+	case err == sql.ErrNoRows || err == nil && recorded.Valid:
+		return fault.Wrap(fault.NotFound, ErrSettled, "budget: reservation %s is not open (unknown or already settled)", id)
+	case err != nil:
+		return err
+	}
+	return fault.New(fault.InvalidInput, "budget: settlement of %d bytes for reservation %s is more than the %d reserved; the charge stays", used, id, reserved)
+}
+
+// refusal reports whether an upstream status may start a cooldown.
+func refusal(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 }
 
 // cooldown applies an upstream refusal to g.
 func (b *Budget) cooldown(g *GroupState, out Outcome, now Instant) {
-	if out.Status != http.StatusTooManyRequests && out.Status != http.StatusServiceUnavailable {
+	if !refusal(out.Status) {
 		return
 	}
 	d, ok := parseRetryAfter(out.RetryAfter, now.Wall)
@@ -108,12 +111,8 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // ClearCooldown ends the group's cooldown, timed or operator-held: the
 // operator's decision that the upstream accepts requests again.
 func (b *Budget) ClearCooldown(ctx context.Context) error {
-	return b.s.tx(ctx, func(t *sql.Tx) error {
-		g, err := b.s.loadGroup(ctx, t)
-		if err != nil {
-			return err
-		}
-		g.Cooldown, g.CooldownOperator, g.CooldownReason = deadline{}, false, ""
-		return b.s.saveGroup(ctx, t, g)
+	return b.s.locked(ctx, func(_ context.Context, bs *batchState) error {
+		bs.g.Cooldown, bs.g.CooldownOperator, bs.g.CooldownReason = deadline{}, false, ""
+		return nil
 	})
 }

@@ -54,11 +54,11 @@ type OpenReservation struct {
 // Status reads the root's accounting in one transaction.
 func (b *Budget) Status(ctx context.Context) (*Status, error) {
 	var st *Status
-	err := b.s.tx(ctx, func(t *sql.Tx) error {
-		g, err := b.s.loadGroup(ctx, t)
-		if err != nil {
+	err := b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+		if err := bs.flush(ctx); err != nil {
 			return err
 		}
+		g, t := bs.g, bs.t
 		now := b.clock()
 		st = &Status{
 			Group: b.policy.Group, State: g.State, TransferredTo: g.TransferredTo, Snapshot: g.SnapshotID, Policy: b.policy,
@@ -73,6 +73,7 @@ func (b *Budget) Status(ctx context.Context) (*Status, error) {
 		if g.WindowEnd.remaining(now) == 0 {
 			st.WindowRequests, st.WindowBytes = 0, 0
 		}
+		var err error
 		if st.Tasks, st.MoreTasks, err = b.s.tasks(ctx, t, g.WindowSeq, limits.BudgetStatusMaxTasks); err != nil {
 			return err
 		}
@@ -115,7 +116,7 @@ func (s *store) tasks(ctx context.Context, t *sql.Tx, seq int64, max int) ([]Tas
 }
 
 func (s *store) openReservations(ctx context.Context, t *sql.Tx, max int) ([]OpenReservation, int64, error) {
-	rows, err := t.QueryContext(ctx, s.d.rebind(`SELECT id, task, bytes, created FROM budget_reservation ORDER BY created, id LIMIT ?`), max+1)
+	rows, err := t.QueryContext(ctx, s.d.rebind(`SELECT id, task, bytes, created FROM budget_reservation WHERE used IS NULL ORDER BY created, id LIMIT ?`), max+1)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -137,7 +138,7 @@ func (s *store) openReservations(ctx context.Context, t *sql.Tx, max int) ([]Ope
 		return out, 0, nil
 	}
 	var n int64
-	err = s.queryRow(ctx, t, `SELECT COUNT(*) FROM budget_reservation`).Scan(&n)
+	err = s.queryRow(ctx, t, `SELECT COUNT(*) FROM budget_reservation WHERE used IS NULL`).Scan(&n)
 	return out[:max], n - int64(max), err
 }
 

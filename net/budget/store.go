@@ -67,6 +67,8 @@ type store struct {
 	db      *sql.DB
 	d       dialect
 	locator string // the root path or a URL without its password
+	lockedB batcher
+	freeB   batcher
 }
 
 // openStore opens the database a locator names: a PostgreSQL URL, or a
@@ -112,7 +114,7 @@ func openSQLite(ctx context.Context, root string, create bool) (*store, error) {
 		sdb.Close()
 		return nil, fault.Wrap(fault.IO, err, "budget root %s cannot be opened", root)
 	}
-	return &store{db: sdb, d: sqliteDialect, locator: abs}, nil
+	return newStore(sdb, sqliteDialect, abs), nil
 }
 
 // RedactURL returns a PostgreSQL URL without its password.
@@ -140,7 +142,13 @@ func openPostgres(ctx context.Context, locator string) (*store, error) {
 		db.Close()
 		return nil, fault.Wrap(fault.Unavailable, err, "budget store: PostgreSQL is unreachable")
 	}
-	return &store{db: db, d: postgresDialect, locator: redacted}, nil
+	return newStore(db, postgresDialect, redacted), nil
+}
+
+func newStore(db *sql.DB, d dialect, locator string) *store {
+	s := &store{db: db, d: d, locator: locator}
+	s.lockedB.locked = true
+	return s
 }
 
 // schema creates the tables of a budget. Deadlines are stored on both
@@ -160,8 +168,10 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS budget_task (task TEXT PRIMARY KEY,
 		win_seq BIGINT NOT NULL, win_requests BIGINT NOT NULL, win_bytes BIGINT NOT NULL,
 		total_requests BIGINT NOT NULL, total_bytes BIGINT NOT NULL)`,
+	// used is NULL while a reservation is open, then the bytes it used
+	// until a locked transaction folds it into the counters.
 	`CREATE TABLE IF NOT EXISTS budget_reservation (id TEXT PRIMARY KEY, task TEXT NOT NULL,
-		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL)`,
+		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL, used BIGINT)`,
 }
 
 // tx runs fn in one transaction, committed durably when fn succeeds. On

@@ -24,16 +24,16 @@ type Sealed struct {
 // quiesced: settle them first) and a root already sealed or transferred.
 func (b *Budget) Seal(ctx context.Context, id string) (*Sealed, error) {
 	var out *Sealed
-	err := b.s.tx(ctx, func(t *sql.Tx) error {
-		g, err := b.s.loadGroup(ctx, t)
-		if err != nil {
+	err := b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+		if err := bs.flush(ctx); err != nil {
 			return err
 		}
+		g, t := bs.g, bs.t
 		if g.State != stateActive {
 			return fault.Wrap(fault.Conflict, ErrTransferred, "budget root %s is already %s (snapshot %s)", b.s.locator, g.State, g.SnapshotID)
 		}
 		var open int64
-		if err := b.s.queryRow(ctx, t, `SELECT COUNT(*) FROM budget_reservation`).Scan(&open); err != nil {
+		if err := b.s.queryRow(ctx, t, `SELECT COUNT(*) FROM budget_reservation WHERE used IS NULL`).Scan(&open); err != nil {
 			return err
 		}
 		if open > 0 {
@@ -48,7 +48,7 @@ func (b *Budget) Seal(ctx context.Context, id string) (*Sealed, error) {
 		}
 		g.State, g.SnapshotID = stateSealed, id
 		out = &Sealed{Policy: b.policy, Group: *g, Tasks: tasks}
-		return b.s.saveGroup(ctx, t, g)
+		return nil
 	})
 	return out, err
 }
@@ -58,11 +58,11 @@ func (b *Budget) Seal(ctx context.Context, id string) (*Sealed, error) {
 func (b *Budget) Sealed(ctx context.Context, id string) (*Sealed, string, error) {
 	var out *Sealed
 	var dest string
-	err := b.s.tx(ctx, func(t *sql.Tx) error {
-		g, err := b.s.loadGroup(ctx, t)
-		if err != nil {
+	err := b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+		if err := bs.flush(ctx); err != nil {
 			return err
 		}
+		g, t := bs.g, bs.t
 		if g.State == stateActive || g.SnapshotID != id {
 			return fault.New(fault.Conflict, "budget root %s is not sealed by snapshot %s (state %s, snapshot %q)", b.s.locator, id, g.State, g.SnapshotID)
 		}
@@ -82,11 +82,8 @@ func (b *Budget) Sealed(ctx context.Context, id string) (*Sealed, string, error)
 // can never go anywhere else), then with done true. A different
 // destination than one recorded is a conflict.
 func (b *Budget) MarkTransfer(ctx context.Context, id, dest string, done bool) error {
-	return b.s.tx(ctx, func(t *sql.Tx) error {
-		g, err := b.s.loadGroup(ctx, t)
-		if err != nil {
-			return err
-		}
+	return b.s.locked(ctx, func(_ context.Context, bs *batchState) error {
+		g := bs.g
 		if g.State == stateActive || g.SnapshotID != id {
 			return fault.New(fault.Conflict, "budget root %s is not sealed by snapshot %s", b.s.locator, id)
 		}
@@ -97,7 +94,7 @@ func (b *Budget) MarkTransfer(ctx context.Context, id, dest string, done bool) e
 		if done {
 			g.State = stateTransferred
 		}
-		return b.s.saveGroup(ctx, t, g)
+		return nil
 	})
 }
 
