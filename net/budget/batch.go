@@ -82,7 +82,7 @@ func (bs *batchState) lockGroup(ctx context.Context) error {
 		return err
 	}
 	type settled struct {
-		task                  string
+		task                 string
 		reserved, used, wseq int64
 	}
 	var done []settled

@@ -91,10 +91,13 @@ func New(policy *Policy, opts *Options) (*Fetcher, error) {
 	}
 	f.dialer = &net.Dialer{Control: f.guard.control, Resolver: f.opts.Resolver, KeepAlive: 15 * time.Second}
 	f.transport = &http.Transport{
-		Proxy:                  nil,
-		DialContext:            f.dialer.DialContext,
-		TLSClientConfig:        &tls.Config{RootCAs: policy.roots, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:      true,
+		Proxy:           nil,
+		DialContext:     f.dialer.DialContext,
+		TLSClientConfig: &tls.Config{RootCAs: policy.roots, MinVersion: tls.VersionTLS12},
+		// HTTP/1.1 only: for one bulk response, Go's HTTP/2 client copies
+		// every byte once more through its flow-control buffers
+		// (bench/RESULTS.md), and a fetch makes one request at a time.
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 		MaxIdleConnsPerHost:    2,

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestFetchThroughReviewedException(t *testing.T) {
 	rc := res.Receipt
 	if string(res.Body) != want || rc.SHA256 != hex.EncodeToString(sum[:]) || rc.Status != 200 ||
 		rc.MediaType != "text/plain" || rc.WireBytes != int64(len(want)) || rc.ExpandedBytes != int64(len(want)) ||
-		rc.FinalURL != fmt.Sprintf("https://example.com:%d/greeting", port) || rc.Protocol != "HTTP/2.0" {
+		rc.FinalURL != fmt.Sprintf("https://example.com:%d/greeting", port) || rc.Protocol != "HTTP/1.1" {
 		t.Fatalf("body %q receipt %+v", res.Body, rc)
 	}
 }
@@ -304,5 +305,39 @@ func TestHTTPStatusFailures(t *testing.T) {
 		if code == 429 && !strings.Contains(err.Error(), "Retry-After 120") {
 			t.Fatalf("429 message %q", err)
 		}
+	}
+}
+
+// oddReader returns data in reads of varying sizes.
+type oddReader struct {
+	data []byte
+	n    int
+}
+
+func (r *oddReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	r.n = r.n%7919 + 1
+	k := copy(p[:min(len(p), r.n*37)], r.data)
+	r.data = r.data[k:]
+	return k, nil
+}
+
+func TestReadAllHashesWhatItReads(t *testing.T) {
+	data := make([]byte, 3*hashChunk+12345)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	want := sha256.Sum256(data)
+	for _, length := range []int64{-1, int64(len(data)), 100} {
+		body, sum, err := readAll(&oddReader{data: data}, length, int64(len(data))+1)
+		if err != nil || !bytes.Equal(body, data) || !bytes.Equal(sum, want[:]) {
+			t.Fatalf("length %d: %d bytes, err %v, hash ok %v", length, len(body), err, bytes.Equal(sum, want[:]))
+		}
+	}
+	body, _, err := readAll(&oddReader{data: data}, -1, 1000)
+	if err != nil || len(body) != 1000 {
+		t.Fatalf("at max: %d %v", len(body), err)
 	}
 }

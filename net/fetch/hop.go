@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"bytes"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -17,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,20 +153,16 @@ func (f *Fetcher) body(ctx context.Context, u *url.URL, resp *http.Response, rc 
 		f.settle(ctx, charge, -1, resp)
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 && src == nil {
-		buf.Grow(int(resp.ContentLength))
-	}
 	if src == nil {
 		src = io.LimitReader(wire, maxWire+1)
 	}
-	_, err = buf.ReadFrom(io.LimitReader(src, maxExp+1))
+	body, sum, err := readAll(src, resp.ContentLength, maxExp+1)
 	switch {
 	case wire.n > maxWire && maxWire < f.policy.MaxResponseBytes:
 		err = fault.LimitExceeded("fetch: response bytes on the wire (what the budget had left to reserve)", maxWire, 0)
 	case wire.n > maxWire:
 		err = fault.LimitExceeded("fetch: response bytes on the wire (max_response_bytes)", maxWire, 0)
-	case int64(buf.Len()) > maxExp:
+	case int64(len(body)) > maxExp:
 		err = fault.LimitExceeded("fetch: expanded response bytes (max_expanded_bytes)", maxExp, 0)
 	case err != nil:
 		err = readFault(err, u)
@@ -177,11 +173,64 @@ func (f *Fetcher) body(ctx context.Context, u *url.URL, resp *http.Response, rc 
 	}
 	f.settle(ctx, charge, wire.n, resp)
 	rc.WireBytes += wire.n
-	rc.ExpandedBytes = int64(buf.Len())
-	sum := sha256.Sum256(buf.Bytes())
-	rc.SHA256 = hex.EncodeToString(sum[:])
-	return &Response{Body: buf.Bytes(), Receipt: rc}, nil
+	rc.ExpandedBytes = int64(len(body))
+	rc.SHA256 = hex.EncodeToString(sum)
+	return &Response{Body: body, Receipt: rc}, nil
 }
+
+// readAll reads r to its end or to max bytes, and hashes what it read
+// with SHA-256 on another goroutine as it goes (on a multi-core machine the
+// hash then costs no extra time). A known length sizes the buffer once
+// (one byte more, to see the end); otherwise it doubles from readStart,
+// never past max. Chunks handed to the hasher are never written again: the
+// buffer only grows past them, and a grown buffer is a copy.
+func readAll(r io.Reader, length, max int64) ([]byte, []byte, error) {
+	size := int64(readStart)
+	if length >= 0 {
+		size = length + 1
+	}
+	buf := make([]byte, 0, min(size, max))
+	chunks := make(chan []byte, 16)
+	sum := make(chan []byte, 1)
+	go func() {
+		h := sha256.New()
+		for c := range chunks {
+			h.Write(c)
+		}
+		sum <- h.Sum(nil)
+	}()
+	hashed := 0
+	var err error
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= max {
+				break
+			}
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), max-int64(cap(buf)))))
+		}
+		var n int
+		n, err = r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf)-hashed >= hashChunk {
+			chunks <- buf[hashed:len(buf):len(buf)]
+			hashed = len(buf)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	chunks <- buf[hashed:len(buf):len(buf)]
+	close(chunks)
+	return buf, <-sum, err
+}
+
+// hashChunk is how many bytes are read before they go to the hasher.
+const hashChunk = 256 << 10
+
+const readStart = 64 << 10
 
 // decoder undoes a Content-Encoding; nil for none.
 func decoder(enc string, r io.Reader) (io.Reader, error) {
