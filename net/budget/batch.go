@@ -29,9 +29,11 @@ import (
 // a refusal leaves the batch's other operations intact; any other error
 // rolls the batch back and its operations are run again one by one.
 
-// op is one queued operation.
+// op is one queued operation, and the task it will touch (read with the
+// others' before the batch runs).
 type op struct {
 	fn   func(ctx context.Context, bs *batchState) error
+	task string
 	done chan error
 }
 
@@ -39,11 +41,20 @@ type op struct {
 // a locked batch, the group row (read once, written once at the end) and
 // the task rows they touched.
 type batchState struct {
-	s     *store
-	t     *sql.Tx
-	g     *GroupState
-	tasks map[string]*TaskState
-	dirty []*TaskState
+	s *store
+	t *sql.Tx
+	// q is t, for operations written against querier.
+	q       querier
+	g       *GroupState
+	tasks   map[string]*TaskState
+	dirty   []*TaskState
+	inserts []newReservation
+}
+
+// querier is what *sql.Tx and *sql.DB share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // task returns a task's row, read once per batch.
@@ -51,12 +62,12 @@ func (bs *batchState) task(ctx context.Context, name string) (*TaskState, error)
 	if ts, ok := bs.tasks[name]; ok {
 		return ts, nil
 	}
-	ts, err := bs.s.loadTask(ctx, bs.t, name)
+	m, err := bs.s.loadTasks(ctx, bs.t, []string{name})
 	if err != nil {
 		return nil, err
 	}
-	bs.tasks[name] = ts
-	return ts, nil
+	bs.tasks[name] = m[name]
+	return m[name], nil
 }
 
 // touch marks a task row to be written at the end of the batch.
@@ -71,7 +82,7 @@ func (bs *batchState) touch(ts *TaskState) {
 
 // lockGroup reads and locks the group row and folds in the settlements
 // recorded since the last locked transaction.
-func (bs *batchState) lockGroup(ctx context.Context) error {
+func (bs *batchState) lockGroup(ctx context.Context, ops []*op) error {
 	g, err := bs.s.loadGroup(ctx, bs.t)
 	if err != nil {
 		return err
@@ -80,10 +91,6 @@ func (bs *batchState) lockGroup(ctx context.Context) error {
 	rows, err := bs.t.QueryContext(ctx, `DELETE FROM budget_reservation WHERE used IS NOT NULL RETURNING task, bytes, used, win_seq`)
 	if err != nil {
 		return err
-	}
-	type settled struct {
-		task                 string
-		reserved, used, wseq int64
 	}
 	var done []settled
 	for rows.Next() {
@@ -96,6 +103,9 @@ func (bs *batchState) lockGroup(ctx context.Context) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := bs.prefetch(ctx, ops, done); err != nil {
 		return err
 	}
 	for _, r := range done {
@@ -117,22 +127,52 @@ func (bs *batchState) lockGroup(ctx context.Context) error {
 	return nil
 }
 
-// flush writes the group row and the touched task rows, for the end of
+// settled is a recorded settlement being folded in.
+type settled struct {
+	task                 string
+	reserved, used, wseq int64
+}
+
+// prefetch reads, in one query, the rows of the tasks the batch's
+// operations and settlements touch.
+func (bs *batchState) prefetch(ctx context.Context, ops []*op, done []settled) error {
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for _, o := range ops {
+		add(o.task)
+	}
+	for _, r := range done {
+		add(r.task)
+	}
+	m, err := bs.s.loadTasks(ctx, bs.t, names)
+	if err != nil {
+		return err
+	}
+	bs.tasks = m
+	return nil
+}
+
+// flush writes the new reservations, the group row and the touched task
+// rows, for the end of
 // the batch and for operations that read the tables themselves.
 func (bs *batchState) flush(ctx context.Context) error {
 	if bs.g == nil {
 		return nil
 	}
-	if err := bs.s.saveGroup(ctx, bs.t, bs.g); err != nil {
+	if err := bs.s.insertReservations(ctx, bs.t, bs.inserts); err != nil {
 		return err
 	}
-	for _, ts := range bs.dirty {
-		if err := bs.s.saveTask(ctx, bs.t, ts); err != nil {
-			return err
-		}
+	if err := bs.s.saveTasks(ctx, bs.t, bs.dirty); err != nil {
+		return err
 	}
-	bs.dirty = bs.dirty[:0]
-	return nil
+	bs.inserts, bs.dirty = bs.inserts[:0], bs.dirty[:0]
+	return bs.s.saveGroup(ctx, bs.t, bs.g)
 }
 
 // batcher queues operations of one kind for one store.
@@ -144,18 +184,20 @@ type batcher struct {
 }
 
 // locked runs fn in a shared transaction holding the group row.
-func (s *store) locked(ctx context.Context, fn func(ctx context.Context, bs *batchState) error) error {
-	return s.enqueue(ctx, &s.lockedB, fn)
+// task names the task fn touches, if any.
+func (s *store) locked(ctx context.Context, task string, fn func(ctx context.Context, bs *batchState) error) error {
+	return s.enqueue(ctx, &s.lockedB, &op{fn: fn, task: task, done: make(chan error, 1)})
 }
 
-// unlocked runs fn in a shared transaction that does not touch the group
-// row.
+// unlocked runs fn, whose one write needs no group row, in a shared
+// transaction of its own queue, beside the locked ones. (Running each
+// PostgreSQL settlement as its own statement instead was slower: their WAL
+// flushes delayed the locked commits, bench/RESULTS.md.)
 func (s *store) unlocked(ctx context.Context, fn func(ctx context.Context, bs *batchState) error) error {
-	return s.enqueue(ctx, &s.freeB, fn)
+	return s.enqueue(ctx, &s.freeB, &op{fn: fn, done: make(chan error, 1)})
 }
 
-func (s *store) enqueue(ctx context.Context, b *batcher, fn func(ctx context.Context, bs *batchState) error) error {
-	o := &op{fn: fn, done: make(chan error, 1)}
+func (s *store) enqueue(ctx context.Context, b *batcher, o *op) error {
 	b.mu.Lock()
 	b.pending = append(b.pending, o)
 	if !b.leading {
@@ -205,9 +247,9 @@ func (s *store) commit(ops []*op, locked bool) {
 	defer cancel()
 	var results []error
 	err := s.tx(ctx, func(t *sql.Tx) error {
-		bs := &batchState{s: s, t: t, tasks: map[string]*TaskState{}}
+		bs := &batchState{s: s, t: t, q: t, tasks: map[string]*TaskState{}}
 		if locked {
-			if err := bs.lockGroup(ctx); err != nil {
+			if err := bs.lockGroup(ctx, ops); err != nil {
 				return err
 			}
 		}

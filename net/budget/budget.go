@@ -220,7 +220,7 @@ func (b *Budget) reserve(ctx context.Context, task string, bytes int64, upTo boo
 		return nil, err
 	}
 	r := &Reservation{ID: id, Group: b.policy.Group, Task: task, Bytes: bytes}
-	err = b.s.locked(ctx, func(ctx context.Context, bs *batchState) error { return b.admit(ctx, bs, r, upTo) })
+	err = b.s.locked(ctx, task, func(ctx context.Context, bs *batchState) error { return b.admit(ctx, bs, r, upTo) })
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +247,7 @@ func (b *Budget) admit(ctx context.Context, bs *batchState, r *Reservation, upTo
 	if err := b.fits(g, ts, r.Bytes, now); err != nil {
 		return err
 	}
-	if err := bs.s.exec(ctx, bs.t, `INSERT INTO budget_reservation (id, task, bytes, win_seq, created) VALUES (?, ?, ?, ?, ?)`,
-		r.ID, r.Task, r.Bytes, g.WindowSeq, now.Wall.UnixNano()); err != nil {
-		return err
-	}
+	bs.inserts = append(bs.inserts, newReservation{id: r.ID, task: r.Task, bytes: r.Bytes, seq: g.WindowSeq, created: now.Wall.UnixNano()})
 	g.WindowRequests++
 	g.WindowBytes += r.Bytes
 	g.TotalRequests++

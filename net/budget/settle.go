@@ -31,7 +31,7 @@ func (b *Budget) Settle(ctx context.Context, id string, used int64, out Outcome)
 		return fault.New(fault.InvalidInput, "budget: settlement of %d bytes: the count cannot be negative; the charge stays", used)
 	}
 	record := func(ctx context.Context, bs *batchState) error {
-		res, err := bs.t.ExecContext(ctx, bs.s.d.rebind(`UPDATE budget_reservation SET used = ? WHERE id = ? AND used IS NULL AND bytes >= ?`), used, id, used)
+		res, err := bs.q.ExecContext(ctx, bs.s.d.rebind(`UPDATE budget_reservation SET used = ? WHERE id = ? AND used IS NULL AND bytes >= ?`), used, id, used)
 		if err != nil {
 			return err
 		}
@@ -43,7 +43,7 @@ func (b *Budget) Settle(ctx context.Context, id string, used int64, out Outcome)
 	if !refusal(out.Status) {
 		return b.s.unlocked(ctx, record)
 	}
-	return b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+	return b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
 		if err := record(ctx, bs); err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func (b *Budget) Settle(ctx context.Context, id string, used int64, out Outcome)
 func (b *Budget) settleRefusal(ctx context.Context, bs *batchState, id string, used int64) error {
 	var reserved int64
 	var recorded sql.NullInt64
-	err := bs.s.queryRow(ctx, bs.t, `SELECT bytes, used FROM budget_reservation WHERE id = ?`, id).Scan(&reserved, &recorded)
+	err := bs.q.QueryRowContext(ctx, bs.s.d.rebind(`SELECT bytes, used FROM budget_reservation WHERE id = ?`), id).Scan(&reserved, &recorded)
 	switch {
 	case err == sql.ErrNoRows || err == nil && recorded.Valid:
 		return fault.Wrap(fault.NotFound, ErrSettled, "budget: reservation %s is not open (unknown or already settled)", id)
@@ -111,7 +111,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // ClearCooldown ends the group's cooldown, timed or operator-held: the
 // operator's decision that the upstream accepts requests again.
 func (b *Budget) ClearCooldown(ctx context.Context) error {
-	return b.s.locked(ctx, func(_ context.Context, bs *batchState) error {
+	return b.s.locked(ctx, "", func(_ context.Context, bs *batchState) error {
 		bs.g.Cooldown, bs.g.CooldownOperator, bs.g.CooldownReason = deadline{}, false, ""
 		return nil
 	})

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"database/sql"
+	"strings"
 )
 
 // GroupState is a group's durable accounting: the current window, its
@@ -112,21 +113,74 @@ func repeatArgs(n int) string {
 	return string(b)
 }
 
-// loadTask reads a task's row; a task never seen has zero counters.
-func (s *store) loadTask(ctx context.Context, t *sql.Tx, task string) (*TaskState, error) {
-	ts := TaskState{Task: task}
-	err := s.queryRow(ctx, t, `SELECT win_seq, win_requests, win_bytes, total_requests, total_bytes FROM budget_task WHERE task = ?`, task).
-		Scan(&ts.WindowSeq, &ts.WindowRequests, &ts.WindowBytes, &ts.TotalRequests, &ts.TotalBytes)
-	if err == sql.ErrNoRows {
-		return &ts, nil
+// loadTasks reads the rows of the named tasks; a task never seen has zero
+// counters.
+func (s *store) loadTasks(ctx context.Context, t *sql.Tx, names []string) (map[string]*TaskState, error) {
+	out := make(map[string]*TaskState, len(names))
+	if len(names) == 0 {
+		return out, nil
 	}
-	return &ts, err
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+		out[n] = &TaskState{Task: n}
+	}
+	rows, err := t.QueryContext(ctx, s.d.rebind(`SELECT task, win_seq, win_requests, win_bytes, total_requests, total_bytes FROM budget_task WHERE task IN (?`+repeatArgs(len(names)-1)+`)`), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ts TaskState
+		if err := rows.Scan(&ts.Task, &ts.WindowSeq, &ts.WindowRequests, &ts.WindowBytes, &ts.TotalRequests, &ts.TotalBytes); err != nil {
+			return nil, err
+		}
+		out[ts.Task] = &ts
+	}
+	return out, rows.Err()
 }
 
-func (s *store) saveTask(ctx context.Context, t *sql.Tx, ts *TaskState) error {
-	return s.exec(ctx, t, `INSERT INTO budget_task (task, win_seq, win_requests, win_bytes, total_requests, total_bytes)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task) DO UPDATE SET win_seq = excluded.win_seq,
+// saveTasks writes task rows in one statement.
+func (s *store) saveTasks(ctx context.Context, t *sql.Tx, tasks []*TaskState) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	args := make([]any, 0, 6*len(tasks))
+	b.WriteString(`INSERT INTO budget_task (task, win_seq, win_requests, win_bytes, total_requests, total_bytes) VALUES `)
+	for i, ts := range tasks {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?)")
+		args = append(args, ts.Task, ts.WindowSeq, ts.WindowRequests, ts.WindowBytes, ts.TotalRequests, ts.TotalBytes)
+	}
+	b.WriteString(` ON CONFLICT (task) DO UPDATE SET win_seq = excluded.win_seq,
 		win_requests = excluded.win_requests, win_bytes = excluded.win_bytes,
-		total_requests = excluded.total_requests, total_bytes = excluded.total_bytes`,
-		ts.Task, ts.WindowSeq, ts.WindowRequests, ts.WindowBytes, ts.TotalRequests, ts.TotalBytes)
+		total_requests = excluded.total_requests, total_bytes = excluded.total_bytes`)
+	return s.exec(ctx, t, b.String(), args...)
+}
+
+// newReservation is a reservation row to insert.
+type newReservation struct {
+	id, task            string
+	bytes, seq, created int64
+}
+
+// insertReservations writes reservation rows in one statement.
+func (s *store) insertReservations(ctx context.Context, t *sql.Tx, rs []newReservation) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	args := make([]any, 0, 5*len(rs))
+	b.WriteString(`INSERT INTO budget_reservation (id, task, bytes, win_seq, created) VALUES `)
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, r.id, r.task, r.bytes, r.seq, r.created)
+	}
+	return s.exec(ctx, t, b.String(), args...)
 }

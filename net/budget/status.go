@@ -54,7 +54,7 @@ type OpenReservation struct {
 // Status reads the root's accounting in one transaction.
 func (b *Budget) Status(ctx context.Context) (*Status, error) {
 	var st *Status
-	err := b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+	err := b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
 		if err := bs.flush(ctx); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
@@ -24,7 +25,7 @@ type Sealed struct {
 // quiesced: settle them first) and a root already sealed or transferred.
 func (b *Budget) Seal(ctx context.Context, id string) (*Sealed, error) {
 	var out *Sealed
-	err := b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+	err := b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
 		if err := bs.flush(ctx); err != nil {
 			return err
 		}
@@ -58,7 +59,7 @@ func (b *Budget) Seal(ctx context.Context, id string) (*Sealed, error) {
 func (b *Budget) Sealed(ctx context.Context, id string) (*Sealed, string, error) {
 	var out *Sealed
 	var dest string
-	err := b.s.locked(ctx, func(ctx context.Context, bs *batchState) error {
+	err := b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
 		if err := bs.flush(ctx); err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func (b *Budget) Sealed(ctx context.Context, id string) (*Sealed, string, error)
 // can never go anywhere else), then with done true. A different
 // destination than one recorded is a conflict.
 func (b *Budget) MarkTransfer(ctx context.Context, id, dest string, done bool) error {
-	return b.s.locked(ctx, func(_ context.Context, bs *batchState) error {
+	return b.s.locked(ctx, "", func(_ context.Context, bs *batchState) error {
 		g := bs.g
 		if g.State == stateActive || g.SnapshotID != id {
 			return fault.New(fault.Conflict, "budget root %s is not sealed by snapshot %s", b.s.locator, id)
@@ -165,8 +166,12 @@ func createIn(ctx context.Context, st *store, t *sql.Tx, s *Sealed, g *GroupStat
 	if err := b.recordPolicy(ctx, t); err != nil {
 		return err
 	}
-	for i := range s.Tasks {
-		if err := st.saveTask(ctx, t, &s.Tasks[i]); err != nil {
+	for chunk := range slices.Chunk(s.Tasks, limits.BudgetMaxBatch) {
+		ptrs := make([]*TaskState, len(chunk))
+		for i := range chunk {
+			ptrs[i] = &chunk[i]
+		}
+		if err := st.saveTasks(ctx, t, ptrs); err != nil {
 			return err
 		}
 	}
