@@ -174,3 +174,34 @@ func TestCheckURLRefusesDisguises(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckURL: whatever URL the guard accepts is https on an allowed
+// port without userinfo, and its host is a public address or a DNS name
+// whose last label is not numeric.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"https://example.com/", "https://127.1/", "https://0x7f.1/", "https://[::ffff:127.0.0.1]/",
+		"https://user@example.com/", "https://example.com:8443/", "https://8.8.8.8/", "https://[2002:7f00:1::]/"} {
+		f.Add(s)
+	}
+	g := &guard{ports: []uint16{8443}}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil || g.checkURL(u) != nil {
+			return
+		}
+		if u.Scheme != "https" || u.User != nil || (u.Port() != "" && u.Port() != "443" && u.Port() != "8443") {
+			t.Fatalf("accepted %q", raw)
+		}
+		host := u.Hostname()
+		if a, err := netip.ParseAddr(host); err == nil {
+			if classify(a) != "" {
+				t.Fatalf("accepted special address %q", raw)
+			}
+			return
+		}
+		labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+		if numericLabel(labels[len(labels)-1]) {
+			t.Fatalf("accepted numeric host %q", raw)
+		}
+	})
+}

@@ -175,3 +175,20 @@ func TestTransferToPostgresRefusesExisting(t *testing.T) {
 	other.Close()
 	wantCode(t, Transfer(ctx, snap, pg, nil), fault.Conflict, "already holds a budget")
 }
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"format": 1, "id": "x", "source": "/r", "taken": "2026-01-01T00:00:00Z", "policy": {"format": 1, "group": "g", "window_seconds": 1, "window_requests": 1, "window_bytes": 1}, "group": {}, "tasks": []}`))
+	f.Add([]byte(`{"format": 1, "id": "x", "id": "y"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse(context.Background(), data)
+		if err != nil {
+			if c := fault.CodeOf(err); c != fault.InvalidInput && c != fault.Limit {
+				t.Fatalf("code %s: %v", c, err)
+			}
+			return
+		}
+		if s.Format != 1 || s.ID == "" || s.Source == "" {
+			t.Fatalf("accepted %+v", s)
+		}
+	})
+}

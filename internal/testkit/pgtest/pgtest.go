@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,6 +29,7 @@ import (
 const User = "capkit-pg"
 
 var (
+	once    sync.Once
 	server  *Server
 	failure string
 	dbSeq   atomic.Int64
@@ -40,24 +42,29 @@ type Server struct {
 	asUID bool
 }
 
-// Main starts a server, runs the package's tests and stops the server,
-// returning the exit code for os.Exit. fsync is off: the tests kill
-// clients, not the server.
+// Main runs the package's tests and stops the server if one of them
+// started it, returning the exit code for os.Exit.
 func Main(m *testing.M) int {
-	s, err := Start("-c", "fsync=off", "-c", "synchronous_commit=off")
-	if err != nil {
-		failure = err.Error()
-	} else {
-		server = s
-		defer s.Stop()
+	code := m.Run()
+	if server != nil {
+		server.Stop()
 	}
-	return m.Run()
+	return code
 }
 
 // URL returns the URL of a new, empty database on the package's server,
-// or skips (fails under CI=true) when there is no server.
+// started by the first call (fsync off: the tests kill clients, not the
+// server), or skips (fails under CI=true) when there is no server.
 func URL(t testing.TB) string {
 	t.Helper()
+	once.Do(func() {
+		s, err := Start("-c", "fsync=off", "-c", "synchronous_commit=off")
+		if err != nil {
+			failure = err.Error()
+			return
+		}
+		server = s
+	})
 	if server == nil {
 		msg := "PostgreSQL is not available (run scripts/need-postgres.sh): " + failure
 		if os.Getenv("CI") == "true" {
