@@ -53,4 +53,18 @@ printf '100 MiB over loopback HTTPS: curl %.3f s (%.0f MiB/s), capkit fetch %.3f
 	"$c" "$(echo "100 / $c" | bc -l)" "$k" "$(echo "100 / $k" | bc -l)" "$(echo "$c / $k" | bc -l)"
 
 "$cache/netload" budget -store "$cache/sqlite-root" -clients 8 -seconds "$SECONDS_PER"
-"$cache/netload" budget -store pg -clients 8 -seconds "$SECONDS_PER"
+
+# A PostgreSQL server with default durability, on a Unix socket, as an
+# unprivileged user (it refuses to run as root).
+bin=$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb | tail -1)")
+pg=$(mktemp -d /tmp/capkit-pgbench-XXXXXX)
+as=()
+if [ "$(id -u)" -eq 0 ]; then
+	id capkit-pg >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin capkit-pg
+	chown capkit-pg: "$pg"
+	as=(runuser -u capkit-pg --)
+fi
+(cd "$pg" && "${as[@]}" "$bin/initdb" -D "$pg/data" -U postgres --auth=trust >/dev/null)
+(cd "$pg" && "${as[@]}" "$bin/pg_ctl" -D "$pg/data" -l "$pg/log" -w -o "-c listen_addresses= -c unix_socket_directories=$pg" start >/dev/null)
+trap 'kill $server 2>/dev/null || true; (cd "$pg" && "${as[@]}" "$bin/pg_ctl" -D "$pg/data" -m immediate -w stop >/dev/null); rm -rf "$pg"' EXIT
+"$cache/netload" budget -store "postgres://postgres@/postgres?host=$pg" -clients 8 -seconds "$SECONDS_PER"

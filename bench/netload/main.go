@@ -6,9 +6,11 @@
 //	                               its URL (D/url); runs until killed
 //	netload budget -store S -clients 8 -seconds T
 //	                               reserve+settle vs bare durable
-//	                               insert+commit on S (a budget root
-//	                               directory, or a postgres:// URL; "pg"
-//	                               starts a server with default durability)
+//	                               insert+commit on S: a budget root
+//	                               directory, or the postgres:// URL of a
+//	                               server's "postgres" database, where it
+//	                               makes fresh databases netload_budget and
+//	                               netload_bare
 package main
 
 import (
@@ -26,6 +28,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +36,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/capkit/capkit/internal/testkit/pgtest"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+
 	"github.com/capkit/capkit/net/budget"
 )
 
@@ -116,26 +120,12 @@ func certificate() (tls.Certificate, []byte, error) {
 
 func budgetBench(args []string) error {
 	fs := flag.NewFlagSet("budget", flag.ExitOnError)
-	store := fs.String("store", "", `budget root directory, postgres:// URL, or "pg" to start a server`)
+	store := fs.String("store", "", `budget root directory, or postgres:// URL of a server's "postgres" database`)
 	clients := fs.Int("clients", 8, "concurrent clients")
 	seconds := fs.Float64("seconds", 5, "seconds per measurement")
 	fs.Parse(args)
 	ctx := context.Background()
-	loc := *store
-	if loc == "pg" {
-		srv, err := pgtest.Start() // default durability: fsync, synchronous_commit on
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		for _, db := range []string{"budget", "bare"} {
-			if err := srv.CreateDB(db); err != nil {
-				return err
-			}
-		}
-		loc = srv.URL("budget")
-	}
-	bareLoc, err := bareLocator(loc)
+	loc, bareLoc, err := locators(ctx, *store)
 	if err != nil {
 		return err
 	}
@@ -202,16 +192,36 @@ func measure(clients int, d time.Duration, op func(client int) error) (float64, 
 	return float64(n.Load()) / time.Since(start).Seconds(), first
 }
 
-// bareLocator is where the bare inserts go: a sibling database file with
-// the budget's durability settings, or a sibling PostgreSQL database.
-func bareLocator(loc string) (string, error) {
-	if budget.IsPostgres(loc) {
-		return strings.Replace(loc, "/budget?", "/bare?", 1), nil
+// locators returns where the budget and the bare inserts go: the root
+// directory and a database file inside it with the budget's durability
+// settings, or two fresh PostgreSQL databases.
+func locators(ctx context.Context, store string) (string, string, error) {
+	if !budget.IsPostgres(store) {
+		if err := os.MkdirAll(store, 0o700); err != nil {
+			return "", "", err
+		}
+		return store, filepath.Join(store, "bare.db"), nil
 	}
-	if err := os.MkdirAll(loc, 0o700); err != nil {
-		return "", err
+	admin, err := sql.Open("pgx", store)
+	if err != nil {
+		return "", "", err
 	}
-	return filepath.Join(loc, "bare.db"), nil
+	defer admin.Close()
+	for _, db := range []string{"netload_budget", "netload_bare"} {
+		for _, q := range []string{"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db} {
+			if _, err := admin.ExecContext(ctx, q); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	u, err := url.Parse(store)
+	if err != nil {
+		return "", "", err
+	}
+	u.Path = "/netload_budget"
+	b := u.String()
+	u.Path = "/netload_bare"
+	return b, u.String(), nil
 }
 
 func openBare(ctx context.Context, loc, bareLoc string) (*sql.DB, error) {

@@ -307,11 +307,11 @@ func (b *Budget) fits(g *GroupState, ts *TaskState, bytes int64, now Instant) er
 	return nil
 }
 
+// deferred is a wait of whole seconds, rounded up, with the interval in
+// the message too.
 func deferred(wait time.Duration, format string, args ...any) *fault.Error {
-	e := fault.New(fault.Deferred, format, args...)
-	e.RetryAfter = max((wait + time.Second - 1).Truncate(time.Second), time.Second) // whole seconds, rounded up
-	e.Message += fmt.Sprintf("; retry in %s", e.RetryAfter.Round(time.Second))
-	return e
+	d := max((wait + time.Second - 1).Truncate(time.Second), time.Second)
+	return fault.New(fault.Deferred, "%s; retry in %s", fmt.Sprintf(format, args...), d).RetryIn(d)
 }
 
 func newID() (string, error) {

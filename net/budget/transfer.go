@@ -9,7 +9,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/state"
+	"github.com/capkit/capkit/store/state"
 )
 
 // Sealed is the complete accounting of a sealed root: what a quota

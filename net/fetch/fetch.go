@@ -34,7 +34,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/net/budget"
-	"github.com/capkit/capkit/sniff"
+	"github.com/capkit/capkit/parse/sniff"
 )
 
 // DefaultUserAgent is sent when Options.UserAgent is empty. Like any

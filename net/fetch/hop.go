@@ -28,6 +28,8 @@ import (
 const (
 	maxHeaderBytes = limits.FetchMaxHeaderBytes
 	maxHeaderValue = limits.FetchReceiptHeaderBytes
+	// maxRetryAfterEcho bounds a Retry-After value quoted in a message.
+	maxRetryAfterEcho = 64
 )
 
 // parse resolves raw against base (a redirect's Location) and checks it.
@@ -127,13 +129,12 @@ func (f *Fetcher) failStatus(ctx context.Context, u *url.URL, resp *http.Respons
 	f.settle(ctx, charge, n, resp)
 	rc.finish(u, resp)
 	rc.WireBytes += n
-	e := fault.Wrap(fault.HTTP, &StatusError{Status: resp.StatusCode, Receipt: rc}, "fetch: HTTP %d %s from %s", resp.StatusCode, http.StatusText(resp.StatusCode), u.Redacted())
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		if s := resp.Header.Get("Retry-After"); s != "" {
-			e.Message += " (Retry-After " + s + ")"
-		}
+	retry := ""
+	if s := resp.Header.Get("Retry-After"); s != "" && len(s) <= maxRetryAfterEcho && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		retry = " (Retry-After " + s + ")"
 	}
-	return e
+	return fault.Wrap(fault.HTTP, &StatusError{Status: resp.StatusCode, Receipt: rc}, "fetch: HTTP %d %s from %s%s",
+		resp.StatusCode, http.StatusText(resp.StatusCode), u.Redacted(), retry)
 }
 
 // body reads the final response within the wire and expanded bounds.

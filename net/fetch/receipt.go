@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/net/budget"
-	"github.com/capkit/capkit/sniff"
+	"github.com/capkit/capkit/parse/sniff"
 )
 
 // Receipt says what a fetch did. It names no host path.

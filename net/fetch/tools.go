@@ -8,7 +8,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/sniff"
+	"github.com/capkit/capkit/parse/sniff"
 )
 
 // ToolOptions configure RegisterTools.

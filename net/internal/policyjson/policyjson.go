@@ -16,7 +16,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
-	"github.com/capkit/capkit/textjson"
+	"github.com/capkit/capkit/parse/textjson"
 )
 
 // Format is the only policy format version there is.
@@ -33,7 +33,7 @@ func Decode(ctx context.Context, what string, data []byte, v any, format *int) e
 func DecodeMax(ctx context.Context, what string, data []byte, max int64, v any, format *int) error {
 	if _, err := textjson.Validate(ctx, data, &textjson.JSONOptions{MaxBytes: max}); err != nil {
 		fe := fault.As(err)
-		return &fault.Error{Code: fe.Code, Message: what + ": " + fe.Message, Err: err}
+		return fault.Wrap(fe.Code, err, "%s: %s", what, fe.Message)
 	}
 	if err := jsonv2.Unmarshal(data, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return semantic(what, data, err)
