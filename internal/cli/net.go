@@ -13,8 +13,8 @@ import (
 	"github.com/capkit/capkit/net/budget"
 	"github.com/capkit/capkit/net/fetch"
 	"github.com/capkit/capkit/net/quota"
-	"github.com/capkit/capkit/sniff"
-	"github.com/capkit/capkit/state"
+	"github.com/capkit/capkit/parse/sniff"
+	"github.com/capkit/capkit/store/state"
 )
 
 // budgetFlags select a budget: a policy and one store.
