@@ -43,13 +43,13 @@ func TestNetSection(t *testing.T) {
 	}
 
 	for doc, want := range map[string]string{
-		"[net]\nbudget_policy = \"budget.json\"\nbudget_root = \"b\"\n":                                  "net.http_policy: missing",
-		"[net]\nhttp_policy = \"http.json\"\nbudget_policy = \"budget.json\"\n":                           "exactly one of budget_root or budget_store",
-		"[net]\nhttp_policy = \"http.json\"\nbudget_root = \"b\"\n":                                       "need a budget policy",
-		"[net]\nhttp_policy = \"http.json\"\nbudget_policy = \"budget.json\"\nbudget_store = \"/tmp/x\"\n": "postgres:// URL",
+		"[net]\nbudget_policy = \"budget.json\"\nbudget_root = \"b\"\n":                                      "net.http_policy: missing",
+		"[net]\nhttp_policy = \"http.json\"\nbudget_policy = \"budget.json\"\n":                              "exactly one of budget_root or budget_store",
+		"[net]\nhttp_policy = \"http.json\"\nbudget_root = \"b\"\n":                                          "need a budget policy",
+		"[net]\nhttp_policy = \"http.json\"\nbudget_policy = \"budget.json\"\nbudget_store = \"/tmp/x\"\n":   "postgres:// URL",
 		"[net]\nhttp_policy = \"http.json\"\nbudget_policy = \"budget.json\"\nbudget_root = \"rw/budget\"\n": "inside writable root",
-		"[net]\nhttp_policy = \"rw/http.json\"\n":                                                         "inside writable root",
-		"[net]\nhttp_policy = \"http.json\"\nproxy = \"x\"\n":                                              "net.proxy",
+		"[net]\nhttp_policy = \"rw/http.json\"\n":                                                            "inside writable root",
+		"[net]\nhttp_policy = \"http.json\"\nproxy = \"x\"\n":                                                "net.proxy",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, "capkit.toml"), []byte(base+doc), 0o600); err != nil {
 			t.Fatal(err)
