@@ -371,3 +371,25 @@ func TestReserveUpToTakesWhatIsLeft(t *testing.T) {
 		wantCode(t, must(b.ReserveUpTo(ctx, "c", 0)), fault.InvalidInput, "up to 0")
 	})
 }
+
+// A forward wall-clock jump does not end a window early: the boot clock
+// still says it runs.
+func TestWindowSurvivesWallClockJump(t *testing.T) {
+	eachStore(t, func(t *testing.T, loc string) {
+		ctx := context.Background()
+		c := newFakeClock()
+		b := open(t, loc, policy(1, 100), c)
+		if _, err := b.Reserve(ctx, "a", 1); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(48*time.Hour, time.Minute)
+		e := wantCode(t, must(b.Reserve(ctx, "a", 1)), fault.Deferred, "used its 1 requests")
+		if e.RetryAfter != 59*time.Minute {
+			t.Fatalf("retry after %v, want the rest of the window on the boot clock", e.RetryAfter)
+		}
+		c.advance(0, 59*time.Minute)
+		if _, err := b.Reserve(ctx, "a", 1); err != nil {
+			t.Fatalf("next window: %v", err)
+		}
+	})
+}
