@@ -59,6 +59,7 @@ func (f *Fetcher) hop(ctx context.Context, u *url.URL, rc *Receipt, start time.T
 	}
 	charge, err := f.reserve(ctx)
 	if err != nil {
+		f.requests.Add(-1) // not sent
 		return nil, nil, err
 	}
 	sent := false
@@ -95,7 +96,7 @@ func (f *Fetcher) hop(ctx context.Context, u *url.URL, rc *Receipt, start time.T
 
 // redirect drains a redirect's body and returns the checked Location.
 func (f *Fetcher) redirect(ctx context.Context, u *url.URL, resp *http.Response, rc *Receipt, charge *budget.Reservation) (*url.URL, error) {
-	n := drain(resp.Body)
+	n := drain(resp.Body, charge)
 	f.settle(ctx, charge, n, resp)
 	loc := resp.Header.Get("Location")
 	rc.Redirects = append(rc.Redirects, Hop{URL: u.Redacted(), Status: resp.StatusCode, Location: loc})
@@ -110,8 +111,14 @@ func (f *Fetcher) redirect(ctx context.Context, u *url.URL, resp *http.Response,
 	return next, nil
 }
 
-func drain(r io.Reader) int64 {
-	n, _ := io.Copy(io.Discard, io.LimitReader(r, limits.FetchDrainBytes))
+// drain reads (and counts) what a redirect or error body brings, at most
+// limits.FetchDrainBytes and never more than the budget reserved.
+func drain(r io.Reader, charge *budget.Reservation) int64 {
+	max := int64(limits.FetchDrainBytes)
+	if charge != nil {
+		max = min(max, charge.Bytes)
+	}
+	n, _ := io.Copy(io.Discard, io.LimitReader(r, max))
 	return n
 }
 
@@ -125,7 +132,7 @@ type StatusError struct {
 func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Status) }
 
 func (f *Fetcher) failStatus(ctx context.Context, u *url.URL, resp *http.Response, rc *Receipt, charge *budget.Reservation) error {
-	n := drain(resp.Body)
+	n := drain(resp.Body, charge)
 	f.settle(ctx, charge, n, resp)
 	rc.finish(u, resp)
 	rc.WireBytes += n
