@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
 )
 
 // Every range of the IANA special-purpose registries, at its first and
@@ -204,4 +205,19 @@ func FuzzCheckURL(f *testing.F) {
 			t.Fatalf("accepted numeric host %q", raw)
 		}
 	})
+}
+
+func TestURLLengthBound(t *testing.T) {
+	f, err := New(&Policy{Format: 1, MaxResponseBytes: 1, MaxExpandedBytes: 1, MaxRequests: 1, MaxRedirects: 1, DeadlineSeconds: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "https://example.com/"
+	at := prefix + strings.Repeat("a", limits.FetchMaxURLBytes-len(prefix))
+	if _, err := f.parse(at, nil); err != nil {
+		t.Fatalf("URL of %d bytes: %v", len(at), err)
+	}
+	if _, err := f.parse(at+"a", nil); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("URL one byte over: %v", err)
+	}
 }
