@@ -47,12 +47,14 @@ const (
 	// JournalRead and JournalWrite verify and append to JSON journals.
 	JournalRead  Effect = "journal_read"
 	JournalWrite Effect = "journal_write"
+	// BudgetRead reads a network budget's accounting.
+	BudgetRead Effect = "budget_read"
 )
 
 var known = []Effect{
 	ReadFile, WriteFile, EditFile, MoveFile, List, Search, RunShell, RunTest, ToolSearch,
 	NetFetch, IndexRead, IndexWrite, CatalogRead, RunScript, Parse, StateWrite,
-	ArchiveRead, ArchiveWrite, JournalRead, JournalWrite,
+	ArchiveRead, ArchiveWrite, JournalRead, JournalWrite, BudgetRead,
 }
 
 // Effects lists every defined effect.
@@ -64,7 +66,7 @@ func (e Effect) Valid() bool { return slices.Contains(known, e) }
 // ReadOnly reports whether e never changes anything outside the session.
 func (e Effect) ReadOnly() bool {
 	switch e {
-	case ReadFile, List, Search, ToolSearch, IndexRead, CatalogRead, Parse, ArchiveRead, JournalRead, NetFetch:
+	case ReadFile, List, Search, ToolSearch, IndexRead, CatalogRead, Parse, ArchiveRead, JournalRead, NetFetch, BudgetRead:
 		return true
 	}
 	return false

@@ -71,6 +71,8 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]): catalog_script.go.
 	registerCatalogs,
 	registerScript,
+	// net_fetch and budget_status ([net]): net.go.
+	registerNet,
 }
 
 // Options configure New. The zero value is usable.

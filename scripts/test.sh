@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-4s}"
 export GOFLAGS="${GOFLAGS:--mod=readonly}"
 
+bash scripts/need-postgres.sh
+
 echo "== go vet"
 go vet ./...
 

@@ -29,6 +29,7 @@
 //	[catalog.release_notes]        # a fixed-file catalog served as the tool release_notes
 //	[script]                       # run_script settings
 //	[http]                         # serve --http bounds (see http.go)
+//	[net]                          # net_fetch's policy and budget (see net.go)
 //
 // How grants are derived. Effects that only read (capability.Effect.ReadOnly)
 // apply to every root in the actor's scope; the others apply to its
@@ -102,6 +103,8 @@ type Config struct {
 	Script ScriptConfig `toml:"script"`
 	// HTTP bounds serve --http (see http.go).
 	HTTP HTTPConfig `toml:"http"`
+	// Net configures net_fetch and its budget (see net.go).
+	Net NetConfig `toml:"net"`
 
 	file string // name in messages; empty for flags
 	dir  string // base of relative paths
@@ -377,6 +380,7 @@ func (c *Config) resolve() error {
 		}
 	}
 	c.resolveLogs(&errs)
+	c.resolveNet(&errs)
 	c.scopes = map[string][]int{}
 	for _, name := range sortedKeys(c.Actors) {
 		c.resolveActor(&errs, name, c.Actors[name])

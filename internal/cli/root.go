@@ -47,6 +47,8 @@ var groups = []func(*Env) *cobra.Command{
 	newHTMLCmd,
 	newFeedCmd,
 	newSniffCmd,
+	newFetchCmd,
+	newBudgetCmd,
 }
 
 func newRoot(env *Env) *cobra.Command {

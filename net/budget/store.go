@@ -1,0 +1,231 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+// DBFile is the SQLite database inside a budget root directory.
+const DBFile = "budget.db"
+
+// dialect is what differs between the two stores; the statements and the
+// accounting are shared.
+type dialect struct {
+	name string
+	// forUpdate locks the group row for the admission (PostgreSQL); SQLite
+	// instead takes the database write lock at BEGIN (_txlock=immediate).
+	forUpdate string
+	// numbered placeholders ($1) instead of ?.
+	numbered bool
+}
+
+var (
+	sqliteDialect   = dialect{name: "sqlite"}
+	postgresDialect = dialect{name: "postgres", forUpdate: " FOR UPDATE", numbered: true}
+)
+
+// rebind rewrites ? placeholders for the dialect.
+func (d dialect) rebind(q string) string {
+	if !d.numbered {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// IsPostgres reports whether locator names a PostgreSQL store.
+func IsPostgres(locator string) bool {
+	return strings.HasPrefix(locator, "postgres://") || strings.HasPrefix(locator, "postgresql://")
+}
+
+// store is an open database and its dialect.
+type store struct {
+	db      *sql.DB
+	d       dialect
+	locator string // the root path or a URL without its password
+	lockedB batcher
+	freeB   batcher
+}
+
+// openStore opens the database a locator names: a PostgreSQL URL, or a
+// root directory holding DBFile. create makes a missing root directory
+// (its parent must exist); otherwise a missing root is not_found.
+func openStore(ctx context.Context, locator string, create bool) (*store, error) {
+	if IsPostgres(locator) {
+		return openPostgres(ctx, locator)
+	}
+	return openSQLite(ctx, locator, create)
+}
+
+func openSQLite(ctx context.Context, root string, create bool) (*store, error) {
+	if root == "" {
+		return nil, fault.New(fault.InvalidInput, "budget root: empty path")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fault.Wrap(fault.InvalidInput, err, "budget root: bad path %s", root)
+	}
+	db := filepath.Join(abs, DBFile)
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		if !create {
+			return nil, fault.New(fault.NotFound, "budget root %s holds no budget (%s)", root, DBFile)
+		}
+		if err := os.Mkdir(abs, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fault.Wrap(fault.As(err).Code, err, "budget root %s cannot be created", root)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", limits.BudgetBusyTimeout/time.Millisecond))
+	q.Set("_txlock", "immediate")
+	sdb, err := sql.Open("sqlite", "file:"+db+"?"+q.Encode())
+	if err != nil {
+		return nil, fault.Wrap(fault.IO, err, "budget root %s cannot be opened", root)
+	}
+	// One connection per process: goroutines queue here instead of
+	// polling SQLite's busy lock; other processes still wait on the lock.
+	sdb.SetMaxOpenConns(1)
+	if err := sdb.PingContext(ctx); err != nil {
+		sdb.Close()
+		return nil, fault.Wrap(fault.IO, err, "budget root %s cannot be opened", root)
+	}
+	return newStore(sdb, sqliteDialect, abs), nil
+}
+
+// RedactURL returns a PostgreSQL URL without its password.
+func RedactURL(locator string) (string, error) {
+	u, err := url.Parse(locator)
+	if err != nil {
+		return "", fault.New(fault.InvalidInput, "budget store: not a PostgreSQL URL")
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	return u.String(), nil
+}
+
+func openPostgres(ctx context.Context, locator string) (*store, error) {
+	redacted, err := RedactURL(locator)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("pgx", locator)
+	if err != nil {
+		return nil, fault.Wrap(fault.InvalidInput, err, "budget store: bad PostgreSQL URL")
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fault.Wrap(fault.Unavailable, err, "budget store: PostgreSQL is unreachable")
+	}
+	return newStore(db, postgresDialect, redacted), nil
+}
+
+func newStore(db *sql.DB, d dialect, locator string) *store {
+	s := &store{db: db, d: d, locator: locator}
+	s.lockedB.locked = true
+	return s
+}
+
+// schema creates the tables of a budget. Deadlines are stored on both
+// clocks (see deadline); counters are 64-bit.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS budget_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS budget_group (
+		id INTEGER PRIMARY KEY,
+		win_seq BIGINT NOT NULL, win_start BIGINT NOT NULL,
+		win_end_wall BIGINT NOT NULL, win_end_boot_id TEXT NOT NULL, win_end_boot BIGINT NOT NULL,
+		win_requests BIGINT NOT NULL, win_bytes BIGINT NOT NULL,
+		next_wall BIGINT NOT NULL, next_boot_id TEXT NOT NULL, next_boot BIGINT NOT NULL,
+		cool_wall BIGINT NOT NULL, cool_boot_id TEXT NOT NULL, cool_boot BIGINT NOT NULL,
+		cool_operator INTEGER NOT NULL, cool_reason TEXT NOT NULL,
+		total_requests BIGINT NOT NULL, total_bytes BIGINT NOT NULL,
+		state TEXT NOT NULL, snapshot_id TEXT NOT NULL, transferred_to TEXT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS budget_task (task TEXT PRIMARY KEY,
+		win_seq BIGINT NOT NULL, win_requests BIGINT NOT NULL, win_bytes BIGINT NOT NULL,
+		total_requests BIGINT NOT NULL, total_bytes BIGINT NOT NULL)`,
+	// used is NULL while a reservation is open, then the bytes it used
+	// until a locked transaction folds it into the counters.
+	`CREATE TABLE IF NOT EXISTS budget_reservation (id TEXT PRIMARY KEY, task TEXT NOT NULL,
+		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL, used BIGINT)`,
+}
+
+// tx runs fn in one transaction, committed durably when fn succeeds. On
+// PostgreSQL the group row lock (forUpdate) serialises admissions; a
+// serialisation or deadlock failure is retried.
+func (s *store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.tryTx(ctx, fn)
+		if err == nil || attempt >= 5 || !retryable(err) {
+			return s.classify(err)
+		}
+	}
+}
+
+func (s *store) tryTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	t, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(t); err != nil {
+		t.Rollback()
+		return err
+	}
+	return t.Commit()
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// classify turns database errors into faults; faults pass unchanged.
+func (s *store) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fault.As(err)
+	}
+	if strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked") {
+		return fault.Wrap(fault.Unavailable, err, "budget store is busy (another process held it longer than %v)", limits.BudgetBusyTimeout)
+	}
+	return fault.Wrap(fault.IO, err, "budget store (%s) failed", s.d.name)
+}
+
+func (s *store) exec(ctx context.Context, t *sql.Tx, q string, args ...any) error {
+	_, err := t.ExecContext(ctx, s.d.rebind(q), args...)
+	return err
+}
+
+func (s *store) queryRow(ctx context.Context, t *sql.Tx, q string, args ...any) *sql.Row {
+	return t.QueryRowContext(ctx, s.d.rebind(q), args...)
+}
