@@ -1,0 +1,161 @@
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp filter is a deny list over the default allow: the syscalls
+// that change the container (mounts, namespaces), reach other processes
+// (ptrace, process_vm_*), or are frequent kernel attack surface (bpf,
+// perf_event_open, userfaultfd, io_uring, keys) fail with EPERM; so do the
+// ioctls that inject terminal input, clone with namespace flags, sockets of
+// any family but AF_UNIX (reduced containment: socket at all), and
+// personality changes. clone3, whose flags a filter cannot read, fails with
+// ENOSYS so that C libraries fall back to clone. A syscall of another
+// architecture or of the x32 ABI kills the process.
+//
+// Only the syscall tables come from go-seccomp-bpf: its assembler compares
+// arguments as 64-bit values, while the kernel reads ioctl's request and
+// socket's family as 32-bit ints (a request with high bits set would pass
+// an equality test and still be TIOCSTI), so the program is assembled here.
+var deniedSyscalls = []string{
+	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+	"fsconfig", "fsmount", "fspick", "mount_setattr",
+	"unshare", "setns",
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+	"bpf", "perf_event_open", "userfaultfd",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"keyctl", "add_key", "request_key",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
+	"open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "syslog",
+	"iopl", "ioperm", "vhangup", "fanotify_init", "uselib", "nfsservctl",
+}
+
+// nsFlags are the clone flags that create namespaces (CLONE_NEWTIME
+// shares its bit with the exit signal in clone and works only with clone3
+// and unshare, both denied).
+const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// Return values of a seccomp filter.
+const (
+	retKill  = 0x80000000 // SECCOMP_RET_KILL_PROCESS
+	retErrno = 0x00050000 // SECCOMP_RET_ERRNO | errno
+	retAllow = 0x7fff0000
+	x32Bit   = 0x40000000
+)
+
+// seccompArch is the audit architecture and syscall table of this build.
+func seccompArch() (*arch.Info, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return arch.X86_64, nil
+	case "arm64":
+		return arch.AARCH64, nil
+	}
+	return nil, fmt.Errorf("seccomp filter: architecture %s is not supported", runtime.GOARCH)
+}
+
+// seccompProgram assembles the filter; sockets says whether AF_UNIX
+// sockets may be created (full containment) or none (reduced).
+func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
+	a, err := seccompArch()
+	if err != nil {
+		return nil, err
+	}
+	nr := func(name string) (uint32, bool) { n, ok := a.SyscallNames[name]; return uint32(n), ok }
+	eperm := bpf.RetConstant{Val: retErrno | uint32(unix.EPERM)}
+	loadNr := bpf.LoadAbsolute{Off: 0, Size: 4}
+	// args[i] is at 16+8i; its low 32 bits come first on these
+	// little-endian architectures.
+	loadArg := func(i uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: 16 + 8*i, Size: 4} }
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: retKill},
+		loadNr,
+	}
+	if a == arch.X86_64 {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
+			bpf.RetConstant{Val: retKill})
+	}
+	deny := deniedSyscalls
+	if !sockets {
+		deny = append(deny[:len(deny):len(deny)], "socket")
+	}
+	for _, name := range deny {
+		if n, ok := nr(name); ok {
+			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 1}, eperm)
+		}
+	}
+	if n, ok := nr("clone3"); ok {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 1},
+			bpf.RetConstant{Val: retErrno | uint32(unix.ENOSYS)})
+	}
+	// clone: flags are the first argument on amd64 and arm64.
+	if n, ok := nr("clone"); ok {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 4},
+			loadArg(0),
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: nsFlags, SkipFalse: 1},
+			eperm, loadNr)
+	}
+	if n, ok := nr("ioctl"); ok {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 6},
+			loadArg(1),
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCSTI, SkipTrue: 2},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCLINUX, SkipTrue: 1},
+			bpf.Jump{Skip: 1},
+			eperm, loadNr)
+	}
+	families := []string{"socketpair"}
+	if sockets {
+		families = append(families, "socket")
+	}
+	for _, name := range families {
+		if n, ok := nr(name); ok {
+			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 4},
+				loadArg(0),
+				bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipTrue: 1},
+				eperm, loadNr)
+		}
+	}
+	// personality: only the query (0xffffffff) and PER_LINUX.
+	if n, ok := nr("personality"); ok {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 5},
+			loadArg(0),
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0xffffffff, SkipTrue: 2},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
+			eperm, loadNr)
+	}
+	prog = append(prog, bpf.RetConstant{Val: retAllow})
+	return bpf.Assemble(prog)
+}
+
+// loadSeccomp installs the filter on every thread of the process;
+// no_new_privs must be set already.
+func loadSeccomp(sockets bool) error {
+	raw, err := seccompProgram(sockets)
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	if e != 0 {
+		return fmt.Errorf("seccomp filter: %w", e)
+	}
+	return nil
+}
