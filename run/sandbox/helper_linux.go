@@ -55,10 +55,16 @@ func serve() error {
 			return fmt.Errorf("sandbox helper: hostname: %w", err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(tmp, "home"), 0o700); err != nil {
-		return fmt.Errorf("sandbox helper: home directory: %w", err)
+	tmpdir := tmp
+	if len(rootsUnder(&msg, tmp)) > 0 {
+		tmpdir = filepath.Join(tmp, scratchDir)
 	}
-	env := append(s.Env[:len(s.Env):len(s.Env)], "HOME="+filepath.Join(tmp, "home"), "TMPDIR="+tmp)
+	for _, d := range []string{filepath.Join(tmp, "home"), tmpdir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("sandbox helper: %s: %w", d, err)
+		}
+	}
+	env := append(s.Env[:len(s.Env):len(s.Env)], "HOME="+filepath.Join(tmp, "home"), "TMPDIR="+tmpdir)
 	path, err := lookPath(s.Argv[0], env)
 	if err != nil {
 		return err
@@ -81,6 +87,10 @@ func serve() error {
 	err = unix.Exec(path, s.Argv, env)
 	return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)
 }
+
+// scratchDir is the TMPDIR inside the private tmp when roots are shown
+// under it (see tmpRules).
+const scratchDir = "scratch"
 
 // lookPath finds the program as a shell would, in env's PATH.
 func lookPath(name string, env []string) (string, error) {

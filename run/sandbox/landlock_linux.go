@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -75,16 +76,44 @@ func restrictLandlock(msg *message, tmp string) error {
 	for _, d := range devNodes {
 		add(landlock.RWFiles("/dev/" + d))
 	}
-	add(landlock.RWDirs(tmp).WithRefer())
+	if err := tmpRules(msg, tmp, add); err != nil {
+		return err
+	}
 	if len(s.ReadOnly) > 0 {
 		add(landlock.RODirs(s.ReadOnly...))
 	}
 	for _, root := range s.Writable {
-		if err := writableRules(root, protectedIn(s, root, msg.Full), add); err != nil {
+		if err := writableRules(root, protectedIn(s, root, !msg.Full), add); err != nil {
 			return err
 		}
 	}
 	return landlock.V10.BestEffort().Restrict(rules...)
+}
+
+// tmpRules grants the private tmp read-write. Roots shown under it (full
+// containment, roots in the host's /tmp) would inherit that grant, so
+// then the directories leading to them are closed to new entries, and
+// the command's TMPDIR is a scratch directory beside them (scratchDir).
+func tmpRules(msg *message, tmp string, add func(landlock.Rule) error) error {
+	under := rootsUnder(msg, tmp)
+	if len(under) == 0 {
+		return add(landlock.RWDirs(tmp).WithRefer())
+	}
+	return writableRules(tmp, under, add)
+}
+
+// rootsUnder lists the roots within dir.
+func rootsUnder(msg *message, dir string) []string {
+	var out []string
+	if !msg.Full {
+		return nil
+	}
+	for _, r := range append(slices.Clone(msg.Spec.Writable), msg.Spec.ReadOnly...) {
+		if within(dir, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // protectedIn lists the protected paths within root that Landlock must

@@ -92,6 +92,8 @@ var reducedNotes = []string{
 	"reduced containment: no namespaces; the host's tree is limited by Landlock alone",
 	"reduced containment: processes that leave the command's process group (setsid) may outlive the call",
 	"reduced containment: the command shares the host's network namespace (sockets are denied by seccomp)",
+	"reduced containment: the mode and times of protected paths can be changed (Landlock does not govern them)",
+	"reduced containment: new entries cannot be made in a directory holding a protected path (.git, capkit.toml)",
 }
 
 // run starts the helper, feeds it msg, and waits for the command.
