@@ -125,8 +125,10 @@ func planMounts(s *Spec) (plans []mountPlan, links map[string]string, err error)
 			return plans, nil, err
 		}
 	}
+	// A protected path that is a symbolic link is not followed out of the
+	// root: its target is shown (or not) as any other path is.
 	for _, p := range s.Protected {
-		if _, err := os.Lstat(p); err == nil {
+		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSymlink == 0 {
 			if err := clone(p, true, false); err != nil {
 				return plans, nil, err
 			}

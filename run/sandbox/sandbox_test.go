@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+func simpleSpec(t *testing.T, script string) *Spec {
+	root := t.TempDir()
+	return &Spec{Argv: []string{"/bin/sh", "-c", script}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}}
+}
+
+func TestExitCodeAndStdin(t *testing.T) {
+	for _, mode := range []bool{false, true} {
+		res := runIn(t, simpleSpec(t, "cat; exit 3"), &Options{Stdin: []byte("from the call\n"), Reduced: mode})
+		if res.ExitCode != 3 || res.Stdout.Text != "from the call\n" || res.Signal != "" || res.Killed {
+			t.Errorf("reduced=%v: %+v", mode, res)
+		}
+		// Without stdin the command reads /dev/null and ends.
+		res = runIn(t, simpleSpec(t, "cat; echo end"), &Options{Reduced: mode})
+		if res.ExitCode != 0 || res.Stdout.Text != "end\n" {
+			t.Errorf("reduced=%v: %+v", mode, res)
+		}
+	}
+}
+
+func TestCleanEnvironment(t *testing.T) {
+	t.Setenv("CAPKIT_TEST_SECRET", "token-that-must-not-leak")
+	for _, reduced := range []bool{false, true} {
+		res := runIn(t, simpleSpec(t, "env | sort"), &Options{Reduced: reduced})
+		var keys []string
+		for _, line := range strings.Split(strings.TrimSpace(res.Stdout.Text), "\n") {
+			k, _, _ := strings.Cut(line, "=")
+			keys = append(keys, k)
+		}
+		// sh adds PWD.
+		if want := []string{"HOME", "PATH", "PWD", "TMPDIR"}; !slices.Equal(keys, want) {
+			t.Errorf("reduced=%v: environment %q, want the keys %q", reduced, res.Stdout.Text, want)
+		}
+	}
+}
+
+func TestFullContainmentView(t *testing.T) {
+	res := runIn(t, simpleSpec(t, `id -u; ls /; hostname; cat /proc/self/status | grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):'; ls /proc | grep -c -v '^[0-9]'`), nil)
+	want := "1000\nbin\ndev\netc\nlib\nlib64\nproc\nsbin\ntmp\nusr\ncapkit-sandbox\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n"
+	// /proc shows processes only (plus self and thread-self).
+	if !strings.HasPrefix(res.Stdout.Text, "1000\n") || !strings.Contains(res.Stdout.Text, "capkit-sandbox\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n2\n") {
+		t.Errorf("got:\n%s\nwant (with the host's merged /usr links):\n%s2\n%s", res.Stdout.Text, want, res.Stderr.Text)
+	}
+	if res.Containment != Full {
+		t.Errorf("containment %s", res.Containment)
+	}
+}
+
+func TestRequireFull(t *testing.T) {
+	s := simpleSpec(t, "echo ran > ran.txt")
+	_, err := Run(context.Background(), s, &Options{Helper: helper(t), Reduced: true, RequireFull: true})
+	if !errors.Is(err, fault.ErrUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "ran.txt")); err == nil {
+		t.Errorf("the command ran")
+	}
+}
+
+func TestReducedIsReported(t *testing.T) {
+	res := runIn(t, simpleSpec(t, "true"), &Options{Reduced: true})
+	if res.Containment != Reduced || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "reduced containment") }) {
+		t.Errorf("containment %s, notes %q", res.Containment, res.Notes)
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := simpleSpec(t, "echo started; sleep 100")
+	opts := &Options{Helper: helper(t)}
+	done := make(chan *Result)
+	go func() {
+		res, err := Run(ctx, s, opts)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	cancel()
+	if res := <-done; res != nil && !res.Killed {
+		t.Errorf("not killed: %+v", res)
+	}
+}
+
+func TestSpecCheck(t *testing.T) {
+	root := t.TempDir()
+	ok := func() *Spec {
+		return &Spec{Argv: []string{"true"}, Dir: root, Writable: []string{root}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(s *Spec)
+		bad  bool
+	}{
+		{"valid", func(s *Spec) {}, false},
+		{"no command", func(s *Spec) { s.Argv = nil }, true},
+		{"no root", func(s *Spec) { s.Writable = nil }, true},
+		{"relative root", func(s *Spec) { s.Writable = []string{"x"}; s.Dir = "x" }, true},
+		{"the whole tree", func(s *Spec) { s.Writable = []string{"/"}; s.Dir = "/" }, true},
+		{"dir outside", func(s *Spec) { s.Dir = "/usr" }, true},
+		{"protected outside", func(s *Spec) { s.Protected = []string{"/etc/passwd"} }, true},
+		{"protected root itself", func(s *Spec) { s.Protected = []string{root} }, true},
+		{"processes at least", func(s *Spec) { s.Limits.Processes = limits.RunMinProcesses }, false},
+		{"processes below least", func(s *Spec) { s.Limits.Processes = limits.RunMinProcesses - 1 }, true},
+		{"memory at hard", func(s *Spec) { s.Limits.MemoryBytes = limits.RunHardMemoryBytes }, false},
+		{"memory past hard", func(s *Spec) { s.Limits.MemoryBytes = limits.RunHardMemoryBytes + 1 }, true},
+		{"tmp past hard", func(s *Spec) { s.Limits.TmpBytes = limits.RunHardTmpBytes + 1 }, true},
+		{"negative files", func(s *Spec) { s.Limits.OpenFiles = -1 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ok()
+			tc.edit(s)
+			err := s.check()
+			if bad := errors.Is(err, fault.ErrInvalidInput); bad != tc.bad {
+				t.Errorf("check() = %v, want invalid: %v", err, tc.bad)
+			}
+		})
+	}
+}
