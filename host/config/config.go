@@ -29,6 +29,7 @@
 //	[catalog.release_notes]        # a fixed-file catalog served as the tool release_notes
 //	[script]                       # run_script settings
 //	[http]                         # serve --http bounds (see http.go)
+//	[run] [test] [build]           # contained commands (run.go)
 //
 // How grants are derived. Effects that only read (capability.Effect.ReadOnly)
 // apply to every root in the actor's scope; the others apply to its
@@ -102,6 +103,10 @@ type Config struct {
 	Script ScriptConfig `toml:"script"`
 	// HTTP bounds serve --http (see http.go).
 	HTTP HTTPConfig `toml:"http"`
+	// Run, Test and Build configure contained commands (see run.go).
+	Run   RunConfig     `toml:"run"`
+	Test  CommandConfig `toml:"test"`
+	Build CommandConfig `toml:"build"`
 
 	file string // name in messages; empty for flags
 	dir  string // base of relative paths
@@ -323,6 +328,7 @@ func (c *Config) validate() error {
 	c.validateCatalogs(&errs)
 	c.validateScript(&errs)
 	c.validateHTTP(&errs)
+	c.validateRun(&errs)
 	return errs.err()
 }
 
@@ -377,6 +383,7 @@ func (c *Config) resolve() error {
 		}
 	}
 	c.resolveLogs(&errs)
+	c.resolveRun(&errs)
 	c.scopes = map[string][]int{}
 	for _, name := range sortedKeys(c.Actors) {
 		c.resolveActor(&errs, name, c.Actors[name])
