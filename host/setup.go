@@ -71,6 +71,8 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]): catalog_script.go.
 	registerCatalogs,
 	registerScript,
+	// Contained commands ([run], [test], [build]): run.go.
+	registerRun,
 }
 
 // Options configure New. The zero value is usable.
@@ -94,6 +96,7 @@ type Host struct {
 	// share: one os.Root per root, opened on first use.
 	files   *local.Provider
 	events  *files.Events
+	audit   *slog.Logger // nil without an audit log
 	closers []func() error
 }
 
@@ -119,6 +122,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 			return nil, err
 		}
 		audit = slog.New(slog.NewJSONHandler(f, nil))
+		h.audit = audit
 	}
 	switch {
 	case cfg.Log != "":

@@ -90,6 +90,49 @@ type Runner struct {
 	audit  *slog.Logger
 }
 
+// RunnerOptions configure a Runner. The zero value runs with the defaults.
+type RunnerOptions struct {
+	// Config is the host's settings.
+	Config Config
+	// Audit receives one event per command saying how it was contained;
+	// nil disables it.
+	Audit *slog.Logger
+}
+
+// NewRunner returns a Runner starting helper as the sandbox helper: a
+// program that calls sandbox.Main when given sandbox.HelperArg. opts may
+// be nil.
+func NewRunner(helper []string, opts *RunnerOptions) *Runner {
+	r := &Runner{helper: helper}
+	if opts != nil {
+		r.cfg, r.audit = opts.Config, opts.Audit
+	}
+	return r
+}
+
+// Command runs argv contained, over the roots caps grants effect on
+// (writable) and read_file on (read-only), in cwd (relative to the first
+// writable root, or absolute inside a root; "" is that root), for at most
+// timeout (zero: the configured bound). stdin nil means /dev/null.
+func (r *Runner) Command(ctx context.Context, caps capability.Set, effect capability.Effect, argv []string, cwd string, stdin []byte, timeout time.Duration) (*Outcome, error) {
+	return r.run(ctx, caps, request{effect: effect, argv: argv, cwd: cwd, stdin: stdin, timeout: r.timeout(timeout)})
+}
+
+// Declared runs the declared command of kind ("test" or "build") and
+// variant name ("" the default) with the extra args, which must match
+// its pattern; caps must grant run_test.
+func (r *Runner) Declared(ctx context.Context, caps capability.Set, kind, name string, args []string, cwd string) (*Outcome, error) {
+	set := r.cfg.Test
+	if kind == "build" {
+		set = r.cfg.Build
+	}
+	c, argv, err := declared(kind, set, name, args)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx, caps, request{effect: capability.RunTest, argv: argv, cwd: cwd, dir: c.Dir, timeout: r.timeout(c.Timeout)})
+}
+
 // Outcome is one finished command.
 type Outcome struct {
 	Result  *sandbox.Result
@@ -119,6 +162,9 @@ func (r *Runner) timeout(asked time.Duration) time.Duration {
 
 // run runs one command in a container over the session's roots.
 func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outcome, error) {
+	if r.helper == nil {
+		return nil, errNoHelper
+	}
 	writable := caps.Roots(q.effect)
 	if len(writable) == 0 {
 		return nil, fault.New(fault.Denied, "no root is granted for %s", q.effect)
@@ -256,6 +302,8 @@ func declared(kind string, set map[string]Command, name string, args []string) (
 	}
 	return c, append(slices.Clone(c.Argv), args...), nil
 }
+
+var errNoHelper = fault.New(fault.Unavailable, "contained commands are not configured on this host (no sandbox helper)")
 
 // AnchoredPattern compiles a host's argument pattern so that it must match
 // a whole argument.

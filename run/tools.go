@@ -51,12 +51,16 @@ type RunResult struct {
 	DurationMS  int64    `json:"duration_ms"`
 	StdoutBytes int64    `json:"stdout_bytes"`
 	StderrBytes int64    `json:"stderr_bytes"`
-	Omitted     int64    `json:"omitted_bytes,omitempty"`
+	Omitted     int64    `json:"omitted_bytes,omitzero"`
 	Containment string   `json:"containment"`
 	Notes       []string `json:"notes,omitempty"`
 
 	stdout, stderr string
 }
+
+// Stdout and Stderr are the kept streams.
+func (r RunResult) Stdout() string { return r.stdout }
+func (r RunResult) Stderr() string { return r.stderr }
 
 // ToolText is what the model reads: the status line, then both streams.
 func (r RunResult) ToolText() string {
@@ -78,7 +82,9 @@ func (r RunResult) ToolText() string {
 	return b.String()
 }
 
-func resultOf(o *Outcome) RunResult {
+// ResultOf is what a tool returns for o; Stdout and Stderr give the kept
+// streams the tool shows in its text.
+func ResultOf(o *Outcome) RunResult {
 	res := o.Result
 	return RunResult{
 		Command: o.Command, Dir: o.Dir, ExitCode: res.ExitCode, Signal: res.Signal,
@@ -107,7 +113,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	if opts != nil {
 		o = *opts
 	}
-	r := &Runner{cfg: o.Config, helper: o.Helper, audit: o.Audit}
+	r := NewRunner(o.Helper, &RunnerOptions{Config: o.Config, Audit: o.Audit})
 	out := o.Config.MaxOutputBytes
 	if out == 0 {
 		out = limits.RunDefaultOutputBytes
@@ -122,9 +128,6 @@ Returns the exit code or signal, the duration, and stdout and stderr: of a strea
 Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out),
 		},
 		func(ctx context.Context, call *kernel.Call, in ShellArgs) (RunResult, error) {
-			if r.helper == nil {
-				return RunResult{}, errNoHelper
-			}
 			q, err := r.shellRequest(in, max)
 			if err != nil {
 				return RunResult{}, err
@@ -133,7 +136,7 @@ Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out),
 			if err != nil {
 				return RunResult{}, err
 			}
-			return resultOf(o), nil
+			return ResultOf(o), nil
 		})
 	if err != nil {
 		return err
@@ -152,8 +155,6 @@ Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out),
 	}
 	return nil
 }
-
-var errNoHelper = fault.New(fault.Unavailable, "contained commands are not configured on this host (no sandbox helper)")
 
 func (r *Runner) shellRequest(in ShellArgs, max time.Duration) (request, error) {
 	if in.Command == "" {
@@ -183,6 +184,7 @@ func (r *Runner) shellRequest(in ShellArgs, max time.Duration) (request, error) 
 
 // registerDeclared registers a tool that runs declared commands.
 func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[string]Command, hot bool) error {
+	effect := capability.RunTest
 	var names, lines []string
 	longest := time.Duration(0)
 	for n := range set {
@@ -202,7 +204,6 @@ func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[
 		}
 		lines = append(lines, fmt.Sprintf("  %s: %s (%s, at most %v)", label, strings.Join(c.Argv, " "), extra, r.timeout(c.Timeout)))
 	}
-	effect := capability.RunTest
 	return kernel.AddTool(b, r.policy(name, longest),
 		kernel.Meta{
 			Effect:  effect,
@@ -214,17 +215,10 @@ Returns the exit code, the duration, and stdout and stderr, each cut to its firs
 Example: {"name": "", "args": []}`, kind, strings.Join(lines, "\n")),
 		},
 		func(ctx context.Context, call *kernel.Call, in DeclaredArgs) (RunResult, error) {
-			if r.helper == nil {
-				return RunResult{}, errNoHelper
-			}
-			c, argv, err := declared(kind, set, in.Name, in.Args)
+			o, err := r.Declared(ctx, call.Session.Capabilities(), kind, in.Name, in.Args, in.Cwd)
 			if err != nil {
 				return RunResult{}, err
 			}
-			o, err := r.run(ctx, call.Session.Capabilities(), request{effect: effect, argv: argv, cwd: in.Cwd, dir: c.Dir, timeout: r.timeout(c.Timeout)})
-			if err != nil {
-				return RunResult{}, err
-			}
-			return resultOf(o), nil
+			return ResultOf(o), nil
 		})
 }

@@ -13,7 +13,8 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/fstools"
+	"github.com/capkit/capkit/files/policy"
+	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
@@ -38,7 +39,7 @@ func helper(t testing.TB) []string {
 
 func runtimeWith(t *testing.T, cfg Config) *kernel.Runtime {
 	return testkit.Runtime(t, func(b *kernel.Builder, o *ToolOptions) error {
-		if err := fstools.RegisterTools(b, nil); err != nil {
+		if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
 			return err
 		}
 		return RegisterTools(b, o)
@@ -196,9 +197,9 @@ func TestFixAFailingGoTest(t *testing.T) {
 	must(t, err)
 	root := t.TempDir()
 	files := map[string]string{
-		"go.mod":       "module example.com/sum\n\ngo 1.22\n",
-		"sum.go":       "package sum\n\n// Sum adds a and b.\nfunc Sum(a, b int) int { return a - b }\n",
-		"sum_test.go":  "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif got := Sum(2, 3); got != 5 {\n\t\tt.Fatalf(\"Sum(2, 3) = %d, want 5\", got)\n\t}\n}\n",
+		"go.mod":      "module example.com/sum\n\ngo 1.22\n",
+		"sum.go":      "package sum\n\n// Sum adds a and b.\nfunc Sum(a, b int) int { return a - b }\n",
+		"sum_test.go": "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif got := Sum(2, 3); got != 5 {\n\t\tt.Fatalf(\"Sum(2, 3) = %d, want 5\", got)\n\t}\n}\n",
 	}
 	for name, text := range files {
 		must(t, os.WriteFile(filepath.Join(root, name), []byte(text), 0o644))

@@ -51,4 +51,3 @@ func runIn(t *testing.T, spec *Spec, opts *Options) *Result {
 	}
 	return res
 }
-

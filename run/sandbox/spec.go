@@ -133,7 +133,7 @@ type Result struct {
 	// Killed is set when the command was killed because the context
 	// ended (its deadline passed or the call was canceled).
 	Killed   bool          `json:"killed,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"-"`
 	Stdout   Output        `json:"stdout"`
 	Stderr   Output        `json:"stderr"`
 	// Containment is how the command was contained; Notes say what was
