@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/host"
+	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/limits"
 	// Aliased: this package's tests have a helper named run.
 	contained "github.com/capkit/capkit/run"
