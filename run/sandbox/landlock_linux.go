@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/limits"
@@ -87,7 +88,29 @@ func restrictLandlock(msg *message, tmp string) error {
 			return err
 		}
 	}
-	return landlock.V10.BestEffort().Restrict(rules...)
+	return restrictThread(rules)
+}
+
+// restrictThread enforces the rules on the calling thread only, which then
+// execs the command: the command inherits its domain, and the helper's
+// other threads end at the exec. (Restricting every thread of a Go process
+// takes a signal round per thread on kernels before ABI 8.)
+func restrictThread(rules []landlock.Rule) error {
+	fd, flags, err := landlock.V10.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if fd < 0 {
+		return nil // no Landlock: Run has refused reduced containment then
+	}
+	defer unix.Close(fd)
+	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
 }
 
 // tmpRules grants the private tmp read-write. Roots shown under it (full

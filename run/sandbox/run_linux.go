@@ -60,6 +60,9 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 		}
 	}
 	if !msg.Full {
+		if landlockABI() == 0 {
+			return nil, fault.New(fault.Unavailable, "neither user namespaces nor Landlock are available here, so a command cannot be contained; nothing was run")
+		}
 		if opts.RequireFull {
 			return nil, fault.New(fault.Unavailable, "full containment is required but %s; nothing was run", reducedReason(opts, notes))
 		}
@@ -223,7 +226,9 @@ func userNamespacesUnavailable() string {
 // hostNotes say what of the container this host does not offer.
 func hostNotes() []string {
 	var notes []string
-	if v := landlockABI(); v < landlockWantABI {
+	if v := landlockABI(); v == 0 {
+		notes = append(notes, "no Landlock: the container's mounts are the only filesystem layer")
+	} else if v < landlockWantABI {
 		notes = append(notes, fmt.Sprintf("Landlock ABI %d (of %d): the rights of later versions are not enforced", v, landlockWantABI))
 	}
 	notes = append(notes, "no cgroup limits: memory is bounded per process (address space), processes and threads by the run's process limit")

@@ -139,8 +139,8 @@ func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
 	return bpf.Assemble(prog)
 }
 
-// loadSeccomp installs the filter on every thread of the process;
-// no_new_privs must be set already.
+// loadSeccomp installs the filter on the calling thread, which then execs
+// the command (see restrictThread); no_new_privs must be set already.
 func loadSeccomp(sockets bool) error {
 	raw, err := seccompProgram(sockets)
 	if err != nil {
@@ -151,8 +151,7 @@ func loadSeccomp(sockets bool) error {
 		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(filter)
 	if e != 0 {
 		return fmt.Errorf("seccomp filter: %w", e)
