@@ -73,6 +73,21 @@ func TestRunShell(t *testing.T) {
 	}
 }
 
+// TestBinaryOutput: output that is not UTF-8, at its bound on both
+// streams, still fits the tool's output bound.
+func TestBinaryOutput(t *testing.T) {
+	root := t.TempDir()
+	rt := runtimeWith(t, Config{})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "head -c 100000 /dev/urandom; head -c 100000 /dev/urandom >&2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); r.StdoutBytes != 100000 || r.StderrBytes != 100000 || r.Omitted < 200000-2*limits.RunDefaultOutputBytes {
+		t.Errorf("%+v", r)
+	}
+}
+
 func TestRunShellFailures(t *testing.T) {
 	root, other := t.TempDir(), t.TempDir()
 	rt := runtimeWith(t, Config{Timeout: 3 * time.Second})

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 )
 
@@ -24,5 +25,19 @@ func BenchmarkRunTrue(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkBwrapTrue is the peer: bubblewrap starting `true` with every
+// namespace unshared (bench/run.sh installs it).
+func BenchmarkBwrapTrue(b *testing.B) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("bwrap is not installed (bench/run.sh installs it)")
+	}
+	for b.Loop() {
+		if err := exec.Command(bwrap, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

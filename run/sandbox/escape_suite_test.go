@@ -61,6 +61,12 @@ var escapes = []escape{
 	{name: "read root not granted", argv: probeOf(func(f *fixture) []string { return []string{"read", filepath.Join(f.other, "secret.txt")} }), want: stdoutMatches(denied)},
 	{name: "read outside", argv: probeOf(func(f *fixture) []string { return []string{"read", filepath.Join(f.outside, "secret.txt")} }), want: stdoutMatches(denied)},
 	{name: "read /etc/shadow", argv: probeOf(func(f *fixture) []string { return []string{"read", "/etc/shadow"} }), want: stdoutMatches(denied)},
+	{name: "list /etc/ssl/private", argv: sh(`ls -la /etc/ssl/private && echo listed`),
+		want: func(t *testing.T, f *fixture, res *Result) {
+			if strings.Contains(res.Stdout.Text, "listed") {
+				t.Errorf("the host's private keys directory is visible:\n%s", res.Stdout.Text)
+			}
+		}},
 	{name: "write outside", argv: probeOf(func(f *fixture) []string { return []string{"write", filepath.Join(f.outside, "new.txt")} }), want: stdoutMatches(denied)},
 	{name: "overwrite outside", argv: probeOf(func(f *fixture) []string { return []string{"write", filepath.Join(f.outside, "victim.txt")} }), want: stdoutMatches(denied)},
 	{name: "write read-only root", argv: probeOf(func(f *fixture) []string { return []string{"write", filepath.Join(f.ro, "data.txt")} }), want: stdoutMatches(denied)},

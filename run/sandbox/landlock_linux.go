@@ -27,11 +27,14 @@ func landlockABI() int {
 	return int(v)
 }
 
-// The system directories shown read-only, and the entries of /etc.
+// The system directories shown read-only, and the entries of /etc: what
+// programs read (the loader's cache, time zone, certificates), never
+// secrets (/etc/shadow, /etc/ssl/private: the host's user owns them, and
+// the container runs as that user).
 var (
 	systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
 	etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
-		"nsswitch.conf", "protocols", "services", "mime.types", "ssl", "ca-certificates", "os-release",
+		"nsswitch.conf", "protocols", "services", "mime.types", "ssl/certs", "ca-certificates", "os-release",
 		"debian_version", "inputrc", "bash.bashrc", "profile", "gitconfig", "magic"}
 	devNodes = []string{"null", "zero", "full", "random", "urandom"}
 )

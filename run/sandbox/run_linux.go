@@ -161,6 +161,9 @@ func run(ctx context.Context, msg *message, opts *Options) (*Result, error) {
 	report, _ := io.ReadAll(io.LimitReader(reportR, limits.RunMaxHelperErrorBytes))
 	err = cmd.Wait()
 	stop()
+	// What is left of the command's process group (reduced containment:
+	// background jobs; full: nothing, the namespace is gone) dies with it.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	res := &Result{Duration: time.Since(start), Stdout: stdout.output(), Stderr: stderr.output(), Containment: Reduced}
 	if msg.Full {
 		res.Containment = Full
