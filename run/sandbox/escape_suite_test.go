@@ -67,6 +67,23 @@ var escapes = []escape{
 				t.Errorf("the host's private keys directory is visible:\n%s", res.Stdout.Text)
 			}
 		}},
+	{name: "set-user-ID file", argv: sh(`cp /bin/true sub/suid; chmod 4755 sub/suid; chmod g+s sub/suid; ls -l sub/suid`),
+		want: func(t *testing.T, f *fixture, res *Result) {
+			st, err := os.Stat(filepath.Join(f.root, "sub", "suid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+				t.Errorf("the container made a set-ID file on the host: %v", st.Mode())
+			}
+		}},
+	{name: "set-user-ID file created", argv: probeOf(func(f *fixture) []string { return []string{"create-suid", filepath.Join(f.root, "sub", "suid")} }),
+		want: func(t *testing.T, f *fixture, res *Result) {
+			if st, err := os.Stat(filepath.Join(f.root, "sub", "suid")); err == nil && st.Mode()&os.ModeSetuid != 0 {
+				t.Errorf("the container made a set-ID file on the host: %v", st.Mode())
+			}
+			stdoutMatches(deniedWith(int(syscall.EPERM)))(t, f, res)
+		}},
 	{name: "write outside", argv: probeOf(func(f *fixture) []string { return []string{"write", filepath.Join(f.outside, "new.txt")} }), want: stdoutMatches(denied)},
 	{name: "overwrite outside", argv: probeOf(func(f *fixture) []string { return []string{"write", filepath.Join(f.outside, "victim.txt")} }), want: stdoutMatches(denied)},
 	{name: "write read-only root", argv: probeOf(func(f *fixture) []string { return []string{"write", filepath.Join(f.ro, "data.txt")} }), want: stdoutMatches(denied)},

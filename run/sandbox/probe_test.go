@@ -106,6 +106,12 @@ func attack(name string, args []string) error {
 			b[i] = 1
 		}
 		return nil
+	case "create-suid":
+		fd, err := unix.Open(arg(0), unix.O_CREAT|unix.O_WRONLY|unix.O_EXCL, 0o4755)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
 	case "openw":
 		f, err := os.OpenFile(arg(0), os.O_WRONLY, 0)
 		if err == nil {

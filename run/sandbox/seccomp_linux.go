@@ -16,8 +16,9 @@ import (
 // perf_event_open, userfaultfd, io_uring, keys) fail with EPERM; so do the
 // ioctls that inject terminal input, clone with namespace flags, sockets of
 // any family but AF_UNIX (reduced containment: socket at all), and
-// personality changes. clone3, whose flags a filter cannot read, fails with
-// ENOSYS so that C libraries fall back to clone. A syscall of another
+// personality changes, and modes with the set-user-ID or set-group-ID bit.
+// clone3, whose flags a filter cannot read, fails with ENOSYS so that C
+// libraries fall back to clone (openat2 likewise, to openat). A syscall of another
 // architecture or of the x32 ABI kills the process.
 //
 // Only the syscall tables come from go-seccomp-bpf: its assembler compares
@@ -126,6 +127,26 @@ func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
 				bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipTrue: 1},
 				eperm, loadNr)
 		}
+	}
+	// A set-user-ID or set-group-ID bit would make a file the container
+	// writes a privileged program on the host (the container's user is the
+	// host's: root, often): no call may set one. openat2 takes its mode in
+	// a structure the filter cannot read, so it is refused (ENOSYS: C
+	// libraries and Go fall back to openat).
+	for _, m := range []struct {
+		name string
+		arg  uint32
+	}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"open", 2}, {"openat", 3}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
+		if n, ok := nr(m.name); ok {
+			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 4},
+				loadArg(m.arg),
+				bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.S_ISUID | unix.S_ISGID, SkipFalse: 1},
+				eperm, loadNr)
+		}
+	}
+	if n, ok := nr("openat2"); ok {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 1},
+			bpf.RetConstant{Val: retErrno | uint32(unix.ENOSYS)})
 	}
 	// personality: only the query (0xffffffff) and PER_LINUX.
 	if n, ok := nr("personality"); ok {
