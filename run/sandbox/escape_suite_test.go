@@ -101,6 +101,7 @@ var escapes = []escape{
 		return fmt.Sprintf(`ln %s hl; echo pwned >> hl; ln /etc/passwd hl2; echo pwned >> hl2; ln %s hl3; echo done`,
 			filepath.Join(f.outside, "victim.txt"), filepath.Join(f.ro, "data.txt"))
 	})},
+	{name: "hard link to protected", argv: sh(`ln .git/config sub/cfg; echo pwned >> sub/cfg; ln capkit.toml sub/c.toml; echo pwned >> sub/c.toml; mv .git/hooks sub/hooks; echo done`)},
 	{name: "tcp4 loopback", argv: probeOf(func(f *fixture) []string { return []string{"dial", "tcp4", f.addrs["tcp4"]} }), want: stdoutMatches(denied)},
 	{name: "tcp6 loopback", argv: probeOf(func(f *fixture) []string { return []string{"dial", "tcp6", f.addrs["tcp6"]} }), want: stdoutMatches(denied)},
 	{name: "udp4 loopback", argv: probeOf(func(f *fixture) []string { return []string{"dial", "udp4", f.addrs["udp4"]} }), want: stdoutMatches(denied)},
