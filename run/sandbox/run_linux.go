@@ -54,34 +54,48 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	msg := message{Spec: spec.withDefaults(), Full: !opts.Reduced}
 	var notes []string
 	if msg.Full {
-		if why := userNamespacesUnavailable(); why != "" {
-			msg.Full = false
-			notes = append(notes, "user namespaces unavailable ("+why+")")
+		why := userNamespacesUnavailable()
+		if why == "" {
+			res, err := run(ctx, &msg, opts)
+			var ns *namespaceError
+			if !errors.As(err, &ns) {
+				return withNotes(res, err, hostNotes())
+			}
+			why = ns.Error()
 		}
+		msg.Full = false
+		notes = append(notes, "user namespaces unavailable ("+why+")")
 	}
-	if !msg.Full {
-		if landlockABI() == 0 {
-			return nil, fault.New(fault.Unavailable, "neither user namespaces nor Landlock are available here, so a command cannot be contained; nothing was run")
-		}
-		if opts.RequireFull {
-			return nil, fault.New(fault.Unavailable, "full containment is required but %s; nothing was run", reducedReason(opts, notes))
-		}
-		tmp, err := os.MkdirTemp("", "capkit-run-")
-		if err != nil {
-			return nil, fault.Wrap(fault.Unavailable, err, "the sandbox's temporary directory cannot be made")
-		}
-		defer os.RemoveAll(tmp)
-		msg.Tmp = tmp
-		notes = append(notes, reducedNotes...)
+	if landlockABI() == 0 {
+		return nil, fault.New(fault.Unavailable, "neither user namespaces nor Landlock are available here, so a command cannot be contained; nothing was run")
 	}
-	notes = append(notes, hostNotes()...)
+	if opts.RequireFull {
+		return nil, fault.New(fault.Unavailable, "full containment is required but %s; nothing was run", reducedReason(opts, notes))
+	}
+	tmp, err := os.MkdirTemp("", "capkit-run-")
+	if err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "the sandbox's temporary directory cannot be made")
+	}
+	defer os.RemoveAll(tmp)
+	msg.Tmp = tmp
 	res, err := run(ctx, &msg, opts)
+	return withNotes(res, err, append(append(notes, reducedNotes...), hostNotes()...))
+}
+
+func withNotes(res *Result, err error, notes []string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
 	res.Notes = notes
 	return res, nil
 }
+
+// namespaceError is the kernel refusing the helper its namespaces (a
+// container runtime's seccomp profile, an LSM): Run falls back to reduced
+// containment.
+type namespaceError struct{ err error }
+
+func (e *namespaceError) Error() string { return "starting in new namespaces: " + e.err.Error() }
 
 func reducedReason(opts *Options, notes []string) string {
 	if opts.Reduced {
@@ -140,6 +154,9 @@ func run(ctx context.Context, msg *message, opts *Options) (*Result, error) {
 	specR.Close()
 	reportW.Close()
 	if err != nil {
+		if msg.Full && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC)) {
+			return nil, &namespaceError{err}
+		}
 		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: the helper cannot be started")
 	}
 	var once sync.Once
