@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/capkit/capkit/limits"
 )
 
 func TestHeadTail(t *testing.T) {
@@ -40,6 +42,16 @@ func TestHeadTail(t *testing.T) {
 				t.Errorf("got %q omitted %d of %d, want %q omitted %d", o.Text, o.Omitted, o.Bytes, tc.want, tc.omit)
 			}
 		})
+	}
+}
+
+func TestDefaultOutputBound(t *testing.T) {
+	for _, n := range []int{limits.RunDefaultOutputBytes, limits.RunDefaultOutputBytes + 1} {
+		h := newHeadTail(limits.RunDefaultOutputBytes)
+		h.Write([]byte(strings.Repeat("a", n)))
+		if o := h.output(); o.Omitted != int64(n-limits.RunDefaultOutputBytes) || o.Bytes != int64(n) {
+			t.Errorf("%d bytes: omitted %d", n, o.Omitted)
+		}
 	}
 }
 
