@@ -59,7 +59,7 @@ Example:
 			}
 			cfg, err := config.FromFlags(roots, readOnly)
 			if err != nil {
-				return configFault(err)
+				return setupFault(err)
 			}
 			caps, err := rootCaps(cfg, capability.RunShell)
 			if err != nil {
@@ -103,7 +103,7 @@ Example:
 			}
 			cfg, err := config.Load(env.Config)
 			if err != nil {
-				return configFault(err)
+				return setupFault(err)
 			}
 			name, extra := "", args
 			if n := cmd.ArgsLenAtDash(); n != 0 && len(args) > 0 {

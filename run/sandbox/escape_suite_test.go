@@ -152,7 +152,7 @@ var escapes = []escape{
 				t.Errorf("killed %v, stdout %d bytes kept of %d", res.Killed, len(res.Stdout.Text), res.Stdout.Bytes)
 			}
 		}},
-	{name: "fork bomb", argv: sh(`readlink /proc/self/ns/pid; f() { f | f & }; f; sleep 10`), deadline: 3 * time.Second,
+	{name: "fork bomb", argv: sh(`readlink /proc/self/ns/pid; f() { f | f & }; f; exec sleep 10`), deadline: 3 * time.Second,
 		adjust: func(f *fixture, s *Spec, o *Options) { s.Limits.Processes = 400 }, fullOnly: true,
 		want: func(t *testing.T, f *fixture, res *Result) {
 			if !res.Killed {
