@@ -1,7 +1,9 @@
 package run
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"errors"
 	"os"
 	"os/exec"
@@ -244,5 +246,29 @@ func TestFixAFailingGoTest(t *testing.T) {
 	}
 	if r := decode(t, res); r.ExitCode != 0 || !strings.Contains(res.Text, "ok  \texample.com/sum") {
 		t.Fatalf("the fixed test did not pass:\n%s", res.Text)
+	}
+}
+
+// TestAuditSaysHowContained: the audit event of a contained command names
+// its containment and what was weaker.
+func TestAuditSaysHowContained(t *testing.T) {
+	root := t.TempDir()
+	var buf bytes.Buffer
+	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Config: Config{Reduced: true}, Helper: helper(t), Audit: slog.New(slog.NewJSONHandler(&buf, nil))})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	if _, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "exit 2"}); err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Msg         string   `json:"msg"`
+		Containment string   `json:"containment"`
+		Notes       []string `json:"notes"`
+		ExitCode    int      `json:"exit_code"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &ev); err != nil {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	if ev.Msg != "contained command" || ev.Containment != "reduced" || len(ev.Notes) == 0 || ev.ExitCode != 2 {
+		t.Errorf("audit event %s", buf.String())
 	}
 }
