@@ -3,8 +3,8 @@ package run
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
