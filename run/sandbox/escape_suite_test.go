@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // escape is one attack on the container.
@@ -212,7 +214,21 @@ func hostEscapes(f *fixture) []escape {
 		}
 		stdoutMatches(denied)(t, f, res)
 	}
+	// A descriptor the host process holds without close-on-exec, as one
+	// inherited from whatever started it.
+	var p [2]int
+	must(f.t, unix.Pipe2(p[:], 0))
+	f.t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+	unix.SetNonblock(p[0], true)
 	return []escape{
+		{name: "inherited descriptor", argv: probeOf(func(*fixture) []string { return []string{"write-fd", fmt.Sprint(p[1])} }),
+			want: func(t *testing.T, f *fixture, res *Result) {
+				buf := make([]byte, 64)
+				if n, _ := unix.Read(p[0], buf); n > 0 {
+					t.Errorf("the container wrote %q into the host's pipe", buf[:n])
+				}
+				stdoutMatches(deniedWith(int(syscall.EBADF)))(t, f, res)
+			}},
 		{name: "signal host process", argv: probeOf(func(*fixture) []string { return []string{"kill", pid} }), want: stillAlive},
 		{name: "ptrace host process", argv: probeOf(func(*fixture) []string { return []string{"ptrace", pid} }), want: stillAlive},
 		{name: "read host environ", argv: probeOf(func(*fixture) []string { return []string{"read", "/proc/" + pid + "/environ"} }), want: stillAlive},
@@ -228,7 +244,7 @@ func TestEscapes(t *testing.T) {
 				}
 				t.Run(e.name, func(t *testing.T) { runEscape(t, mode, e, nil) })
 			}
-			for i := range 3 {
+			for i := range 4 {
 				t.Run(fmt.Sprintf("host process %d", i), func(t *testing.T) {
 					runEscape(t, mode, escape{}, func(f *fixture) escape { return hostEscapes(f)[i] })
 				})

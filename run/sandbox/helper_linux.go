@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +84,12 @@ func serve() error {
 	}
 	if err := loadSeccomp(msg.Full); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
+	}
+	// Descriptors the host process inherited without close-on-exec (from
+	// whatever started it) would pass into the command: none but 0, 1 and
+	// 2 survive the exec.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("sandbox helper: closing inherited descriptors: %w", err)
 	}
 	err = unix.Exec(path, s.Argv, env)
 	return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)

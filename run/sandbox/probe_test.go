@@ -112,6 +112,10 @@ func attack(name string, args []string) error {
 			unix.Close(fd)
 		}
 		return err
+	case "write-fd":
+		fd, _ := strconv.Atoi(arg(0))
+		_, err := unix.Write(fd, []byte("written from the sandbox"))
+		return err
 	case "openw":
 		f, err := os.OpenFile(arg(0), os.O_WRONLY, 0)
 		if err == nil {
