@@ -109,6 +109,7 @@ var reducedNotes = []string{
 	"reduced containment: no namespaces; the host's tree is limited by Landlock alone",
 	"reduced containment: processes that leave the command's process group (setsid) may outlive the call",
 	"reduced containment: the command shares the host's network namespace (sockets are denied by seccomp)",
+	"reduced containment: the host's processes and their command lines are visible in /proc (their memory and environment are not)",
 	"reduced containment: the mode and times of protected paths can be changed (Landlock does not govern them)",
 	"reduced containment: new entries cannot be made in a directory holding a protected path (.git, capkit.toml)",
 }
