@@ -71,20 +71,14 @@ func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	nr := func(name string) (uint32, bool) { n, ok := a.SyscallNames[name]; return uint32(n), ok }
-	eperm := bpf.RetConstant{Val: retErrno | uint32(unix.EPERM)}
-	loadNr := bpf.LoadAbsolute{Off: 0, Size: 4}
-	// args[i] is at 16+8i; its low 32 bits come first on these
-	// little-endian architectures.
-	loadArg := func(i uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: 16 + 8*i, Size: 4} }
-	prog := []bpf.Instruction{
+	f := &filter{arch: a, prog: []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.ID), SkipTrue: 1},
 		bpf.RetConstant{Val: retKill},
 		loadNr,
-	}
+	}}
 	if a == arch.X86_64 {
-		prog = append(prog,
+		f.prog = append(f.prog,
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
 			bpf.RetConstant{Val: retKill})
 	}
@@ -93,71 +87,88 @@ func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
 		deny = append(deny[:len(deny):len(deny)], "socket")
 	}
 	for _, name := range deny {
-		if n, ok := nr(name); ok {
-			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 1}, eperm)
-		}
+		f.deny(name, unix.EPERM)
 	}
-	if n, ok := nr("clone3"); ok {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 1},
-			bpf.RetConstant{Val: retErrno | uint32(unix.ENOSYS)})
-	}
+	f.deny("clone3", unix.ENOSYS)
+	f.deny("openat2", unix.ENOSYS)
 	// clone: flags are the first argument on amd64 and arm64.
-	if n, ok := nr("clone"); ok {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 4},
-			loadArg(0),
-			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: nsFlags, SkipFalse: 1},
-			eperm, loadNr)
-	}
-	if n, ok := nr("ioctl"); ok {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 6},
-			loadArg(1),
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCSTI, SkipTrue: 2},
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCLINUX, SkipTrue: 1},
-			bpf.Jump{Skip: 1},
-			eperm, loadNr)
-	}
-	families := []string{"socketpair"}
+	f.denyBits("clone", 0, nsFlags)
+	f.denyEqual("ioctl", 1, unix.TIOCSTI, unix.TIOCLINUX)
+	f.denyUnless("socketpair", 0, unix.AF_UNIX)
 	if sockets {
-		families = append(families, "socket")
-	}
-	for _, name := range families {
-		if n, ok := nr(name); ok {
-			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 4},
-				loadArg(0),
-				bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipTrue: 1},
-				eperm, loadNr)
-		}
+		f.denyUnless("socket", 0, unix.AF_UNIX)
 	}
 	// A set-user-ID or set-group-ID bit would make a file the container
 	// writes a privileged program on the host (the container's user is the
 	// host's: root, often): no call may set one. openat2 takes its mode in
-	// a structure the filter cannot read, so it is refused (ENOSYS: C
-	// libraries and Go fall back to openat).
+	// a structure the filter cannot read, hence ENOSYS above (C libraries
+	// and Go fall back to openat).
 	for _, m := range []struct {
 		name string
 		arg  uint32
 	}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"open", 2}, {"openat", 3}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
-		if n, ok := nr(m.name); ok {
-			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 4},
-				loadArg(m.arg),
-				bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.S_ISUID | unix.S_ISGID, SkipFalse: 1},
-				eperm, loadNr)
-		}
-	}
-	if n, ok := nr("openat2"); ok {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 1},
-			bpf.RetConstant{Val: retErrno | uint32(unix.ENOSYS)})
+		f.denyBits(m.name, m.arg, unix.S_ISUID|unix.S_ISGID)
 	}
 	// personality: only the query (0xffffffff) and PER_LINUX.
-	if n, ok := nr("personality"); ok {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: 5},
-			loadArg(0),
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0xffffffff, SkipTrue: 2},
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
-			eperm, loadNr)
+	f.denyUnless("personality", 0, 0xffffffff, 0)
+	f.prog = append(f.prog, bpf.RetConstant{Val: retAllow})
+	return bpf.Assemble(f.prog)
+}
+
+// filter is a seccomp program being assembled: after each block the
+// syscall number is loaded again, for the next.
+type filter struct {
+	arch *arch.Info
+	prog []bpf.Instruction
+}
+
+var loadNr = bpf.LoadAbsolute{Off: 0, Size: 4}
+
+// loadArg loads the low 32 bits of argument i (at 16+8i; they come first
+// on these little-endian architectures): the kernel reads ioctl's request,
+// socket's family and the modes as 32-bit values, so high bits must not
+// let a call past a test.
+func loadArg(i uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: 16 + 8*i, Size: 4} }
+
+func errno(e unix.Errno) bpf.Instruction { return bpf.RetConstant{Val: retErrno | uint32(e)} }
+
+// block adds, for syscall name (when this architecture has it), a test of
+// the number that skips body when it does not match.
+func (f *filter) block(name string, body ...bpf.Instruction) {
+	n, ok := f.arch.SyscallNames[name]
+	if !ok {
+		return
 	}
-	prog = append(prog, bpf.RetConstant{Val: retAllow})
-	return bpf.Assemble(prog)
+	f.prog = append(f.prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(n), SkipFalse: uint8(len(body))})
+	f.prog = append(f.prog, body...)
+}
+
+// deny fails the syscall with e.
+func (f *filter) deny(name string, e unix.Errno) { f.block(name, errno(e)) }
+
+// denyBits fails it with EPERM when argument arg has any of mask's bits.
+func (f *filter) denyBits(name string, arg, mask uint32) {
+	f.block(name, loadArg(arg), bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: mask, SkipFalse: 1}, errno(unix.EPERM), loadNr)
+}
+
+// denyEqual fails it with EPERM when argument arg is one of values.
+func (f *filter) denyEqual(name string, arg uint32, values ...uint32) {
+	body := []bpf.Instruction{loadArg(arg)}
+	for i, v := range values {
+		// A match skips the remaining tests and the jump over the denial.
+		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(values) - i)})
+	}
+	f.block(name, append(body, bpf.Jump{Skip: 1}, errno(unix.EPERM), loadNr)...)
+}
+
+// denyUnless fails it with EPERM unless argument arg is one of allowed.
+func (f *filter) denyUnless(name string, arg uint32, allowed ...uint32) {
+	body := []bpf.Instruction{loadArg(arg)}
+	for i, v := range allowed {
+		// A match skips the remaining tests and the denial.
+		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(allowed) - i)})
+	}
+	f.block(name, append(body, errno(unix.EPERM), loadNr)...)
 }
 
 // loadSeccomp installs the filter on the calling thread, which then execs
