@@ -23,14 +23,19 @@ import (
 func Main() int {
 	runtime.LockOSThread()
 	report := os.NewFile(reportFD, "sandbox-report")
-	err := serve()
+	note := func(msg string) {
+		if report != nil {
+			io.WriteString(report, notePrefix+strings.ReplaceAll(msg, "\n", " ")+"\n")
+		}
+	}
+	err := serve(note)
 	if report != nil {
 		io.WriteString(report, err.Error())
 	}
 	return 125
 }
 
-func serve() error {
+func serve(note func(string)) error {
 	in := os.NewFile(specFD, "sandbox-spec")
 	if in == nil {
 		return errors.New("sandbox helper: no spec on descriptor 3; it is started by sandbox.Run")
@@ -48,7 +53,7 @@ func serve() error {
 	s := msg.Spec
 	tmp := msg.Tmp
 	if msg.Full {
-		if err := buildRoot(s); err != nil {
+		if err := buildRoot(s, note); err != nil {
 			return err
 		}
 		tmp = "/tmp"

@@ -28,7 +28,7 @@ type mountPlan struct {
 
 // buildRoot assembles the container's root and pivots into it. It runs in
 // the new user and mount namespaces, with CAP_SYS_ADMIN there.
-func buildRoot(s *Spec) error {
+func buildRoot(s *Spec, note func(string)) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("sandbox helper: making mounts private: %w", err)
 	}
@@ -55,7 +55,7 @@ func buildRoot(s *Spec) error {
 			return err
 		}
 	}
-	if err := mountProc(s.Limits.Processes); err != nil {
+	if err := mountProc(s.Limits.Processes, note); err != nil {
 		return err
 	}
 	return pivot()
@@ -211,8 +211,10 @@ func place(p mountPlan) error {
 // mountProc mounts the new PID namespace's /proc, after setting the
 // namespace's pid_max (the bound on its processes and threads) through a
 // complete /proc; the one left shows only processes (subset=pid), so
-// neither /proc/sys nor /proc/sysrq-trigger is there.
-func mountProc(processes int64) error {
+// neither /proc/sys nor /proc/sysrq-trigger is there. Kernels before 6.14
+// have no pid_max per namespace: that is noted, and RLIMIT_NPROC is the
+// only bound left.
+func mountProc(processes int64, note func(string)) error {
 	target := newRoot + "/proc"
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 	if err := unix.Mount("proc", target, "proc", flags, ""); err != nil {
@@ -224,7 +226,7 @@ func mountProc(processes int64) error {
 		return fmt.Errorf("sandbox helper: unmounting /proc: %w", err)
 	}
 	if werr != nil {
-		return fmt.Errorf("sandbox helper: setting the PID namespace's pid_max: %w", werr)
+		note(fmt.Sprintf("the PID namespace's process limit could not be set (%v): processes are bounded by RLIMIT_NPROC alone, which does not bind the host's root", werr))
 	}
 	if err := unix.Mount("proc", target, "proc", flags, "subset=pid"); err != nil {
 		return fmt.Errorf("sandbox helper: mounting /proc: %w", err)

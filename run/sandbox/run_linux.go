@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,12 +25,15 @@ import (
 // namespace: the host's user maps to it, and it holds no capability.
 const sandboxID = 1000
 
-// Helper file descriptors: the spec arrives on one; a failed setup is
-// reported on the other, which closes on exec.
+// Helper file descriptors: the spec arrives on one; notes and a failed
+// setup are reported on the other, which closes on exec: lines starting
+// with notePrefix are notes, anything else a failure.
 const (
 	specFD   = 3
 	reportFD = 4
 )
+
+const notePrefix = "note: "
 
 // message is what Run sends the helper.
 type message struct {
@@ -86,7 +90,7 @@ func withNotes(res *Result, err error, notes []string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Notes = notes
+	res.Notes = append(notes, res.Notes...)
 	return res, nil
 }
 
@@ -186,13 +190,29 @@ func run(ctx context.Context, msg *message, opts *Options) (*Result, error) {
 	if msg.Full {
 		res.Containment = Full
 	}
-	if len(report) > 0 && !killed.Load() {
-		return nil, fault.Wrap(fault.Unavailable, errors.New(string(report)), "sandbox: the container could not be set up")
+	notes, failure := splitReport(string(report))
+	res.Notes = notes
+	if failure != "" && !killed.Load() {
+		return nil, fault.Wrap(fault.Unavailable, errors.New(failure), "sandbox: the container could not be set up")
 	}
 	if werr != nil && !killed.Load() {
 		return nil, fault.Wrap(fault.Unavailable, werr, "sandbox: the helper did not take its spec")
 	}
 	return res, exitStatus(res, cmd, err, killed.Load())
+}
+
+// splitReport separates the helper's notes from its failure.
+func splitReport(report string) (notes []string, failure string) {
+	for report != "" {
+		line, rest, ok := strings.Cut(report, "\n")
+		n, isNote := strings.CutPrefix(line, notePrefix)
+		if !isNote || !ok {
+			return notes, report
+		}
+		notes = append(notes, n)
+		report = rest
+	}
+	return notes, ""
 }
 
 // exitStatus records how the command ended.

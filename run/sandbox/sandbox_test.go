@@ -129,3 +129,23 @@ func TestSpecCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitReport(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		notes   []string
+		failure string
+	}{
+		{"", nil, ""},
+		{notePrefix + "a\n" + notePrefix + "b\n", []string{"a", "b"}, ""},
+		{notePrefix + "a\nsandbox helper: mount failed", []string{"a"}, "sandbox helper: mount failed"},
+		{"sandbox helper: bad spec", nil, "sandbox helper: bad spec"},
+		// A note cut short by the bound is a failure, not a note.
+		{notePrefix + "cut", nil, notePrefix + "cut"},
+	} {
+		notes, failure := splitReport(tc.in)
+		if !slices.Equal(notes, tc.notes) || failure != tc.failure {
+			t.Errorf("splitReport(%q) = %q, %q", tc.in, notes, failure)
+		}
+	}
+}
