@@ -73,6 +73,8 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	registerScript,
 	// net_fetch and budget_status ([net]): net.go.
 	registerNet,
+	// Contained commands ([run], [test], [build]): run.go.
+	registerRun,
 }
 
 // Options configure New. The zero value is usable.
@@ -96,6 +98,7 @@ type Host struct {
 	// share: one os.Root per root, opened on first use.
 	files   *local.Provider
 	events  *files.Events
+	audit   *slog.Logger // nil without an audit log
 	closers []func() error
 }
 
@@ -121,6 +124,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 			return nil, err
 		}
 		audit = slog.New(slog.NewJSONHandler(f, nil))
+		h.audit = audit
 	}
 	switch {
 	case cfg.Log != "":

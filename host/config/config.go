@@ -30,6 +30,7 @@
 //	[script]                       # run_script settings
 //	[http]                         # serve --http bounds (see http.go)
 //	[net]                          # net_fetch's policy and budget (see net.go)
+//	[run] [test] [build]           # contained commands (run.go)
 //
 // How grants are derived. Effects that only read (capability.Effect.ReadOnly)
 // apply to every root in the actor's scope; the others apply to its
@@ -105,6 +106,10 @@ type Config struct {
 	HTTP HTTPConfig `toml:"http"`
 	// Net configures net_fetch and its budget (see net.go).
 	Net NetConfig `toml:"net"`
+	// Run, Test and Build configure contained commands (see run.go).
+	Run   RunConfig     `toml:"run"`
+	Test  CommandConfig `toml:"test"`
+	Build CommandConfig `toml:"build"`
 
 	file string // name in messages; empty for flags
 	dir  string // base of relative paths
@@ -326,6 +331,7 @@ func (c *Config) validate() error {
 	c.validateCatalogs(&errs)
 	c.validateScript(&errs)
 	c.validateHTTP(&errs)
+	c.validateRun(&errs)
 	return errs.err()
 }
 
@@ -381,6 +387,7 @@ func (c *Config) resolve() error {
 	}
 	c.resolveLogs(&errs)
 	c.resolveNet(&errs)
+	c.resolveRun(&errs)
 	c.scopes = map[string][]int{}
 	for _, name := range sortedKeys(c.Actors) {
 		c.resolveActor(&errs, name, c.Actors[name])

@@ -49,6 +49,8 @@ var groups = []func(*Env) *cobra.Command{
 	newSniffCmd,
 	newFetchCmd,
 	newBudgetCmd,
+	newRunCmd,
+	newTestCmd,
 }
 
 func newRoot(env *Env) *cobra.Command {
@@ -75,6 +77,9 @@ Exit codes: 0 success, 1 internal error, 2 invalid_input, 3 not_found,
 
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if code, ok := sandboxHelper(args); ok {
+		return code
+	}
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	root := newRoot(env)
 	root.SetArgs(args)
@@ -84,6 +89,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
+	}
+	var ce *commandExit
+	if errors.As(err, &ce) {
+		return ce.code
 	}
 	var fe *fault.Error
 	if !errors.As(err, &fe) {

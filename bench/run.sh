@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Contained commands beside their peers, in one run:
+#   1. starting a contained `true`: `capkit run --root DIR -- true` (full
+#      containment: namespaces, private root, Landlock, seccomp) vs
+#      `bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true`
+#      (Debian bubblewrap; installed here if missing). Both are whole
+#      process starts; capkit's includes its own start and the helper's.
+#      Goal: within 1.5x.
+#   2. `go test -count=1 ./fault/` of this repository through `capkit test`
+#      (the repository as the writable root, the Go build cache as the
+#      run's cache, the module cache read-only) vs the same command bare.
+#      Goal: within 1.1x.
+# Each pair runs back to back, ROUNDS times (the machine is shared and its
+# load drifts, so a pair's two runs see similar load); a round's ratio is
+# capkit's time / the peer's, and the table shows the median times and the
+# median of the rounds' ratios.
+#
+# Usage: bash bench/run.sh        (from anywhere; as a user who may create
+#                                  user namespaces)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-31}
+TEST_ROUNDS=${TEST_ROUNDS:-11}
+if ! command -v bwrap >/dev/null; then
+	apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+go build -o "$out/capkit" ./cmd/capkit
+mkdir "$out/root"
+cache=$(go env GOCACHE)
+modcache=$(go env GOMODCACHE)
+goroot=$(go env GOROOT)
+cat >"$out/capkit.toml" <<TOML
+[[root]]
+path = "$PWD"
+[run]
+env = { PATH = "$goroot/bin:/usr/bin:/bin", GOCACHE = "$cache", GOMODCACHE = "$modcache", GOPROXY = "off", GOTOOLCHAIN = "local", GOFLAGS = "-buildvcs=false" }
+read_only = ["$modcache", "$goroot"]
+cache = ["$cache"]
+[test]
+command = ["go", "test", "-count=1", "./fault/"]
+TOML
+
+# us CMD...: run CMD, fail the bench if it fails, print its wall time in µs.
+us() {
+	local s e
+	s=$(date +%s%N)
+	"$@" >/dev/null
+	e=$(date +%s%N)
+	echo $(((e - s) / 1000))
+}
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# pair NAME ROUNDS "CAPKIT CMD" "PEER CMD": one table row.
+pair() {
+	local name=$1 rounds=$2 a b
+	: >"$out/a" && : >"$out/b" && : >"$out/r"
+	for _ in $(seq "$rounds"); do
+		a=$(us bash -c "$3")
+		b=$(us bash -c "$4")
+		echo "$a" >>"$out/a"
+		echo "$b" >>"$out/b"
+		awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f\n", a / b}' >>"$out/r"
+	done
+	printf '| %s | %.1f ms | %.1f ms | %.2f |\n' "$name" \
+		"$(median <"$out/a" | awk '{print $1/1000}')" "$(median <"$out/b" | awk '{print $1/1000}')" "$(median <"$out/r")"
+}
+# Warm both (page cache, build cache).
+"$out/capkit" run --root "$out/root" -- true
+"$out/capkit" test --config "$out/capkit.toml" >/dev/null
+go test -count=1 ./fault/ >/dev/null
+echo "| what | capkit | peer | ratio (median of rounds) |"
+echo "|---|---|---|---|"
+pair "contained \`true\` vs bwrap" "$ROUNDS" \
+	"'$out/capkit' run --root '$out/root' -- true" \
+	"bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true"
+pair "\`go test -count=1 ./fault/\`: capkit test vs bare" "$TEST_ROUNDS" \
+	"'$out/capkit' test --config '$out/capkit.toml'" \
+	"go test -count=1 ./fault/"
+# In-process: sandbox.Run from a running Go program (as `capkit serve`
+# does), against bwrap started from the same program.
+echo
+go test -run '^$' -bench 'RunTrue|BwrapTrue' -benchtime "${ROUNDS}x" -count 5 ./run/sandbox/ >"$out/bench.txt"
+# val NAME: the median ns/op of a benchmark's runs.
+val() { awk -v k="$1" '/^Benchmark/ {n = $1; sub(/-[0-9]+$/, "", n); if (n == k) print $3}' "$out/bench.txt" | median; }
+full=$(val BenchmarkRunTrue/full)
+reduced=$(val BenchmarkRunTrue/reduced)
+bwrap=$(val BenchmarkBwrapTrue)
+awk -v f="$full" -v r="$reduced" -v b="$bwrap" 'BEGIN {
+	printf "| sandbox.Run(true) in process, full containment, vs exec of bwrap | %.1f ms | %.1f ms | %.2f |\n", f / 1e6, b / 1e6, f / b
+	printf "| sandbox.Run(true) in process, reduced containment, vs exec of bwrap | %.1f ms | %.1f ms | %.2f |\n", r / 1e6, b / 1e6, r / b
+}'

@@ -1,0 +1,224 @@
+package config
+
+import (
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run"
+	"github.com/capkit/capkit/run/sandbox"
+)
+
+// RunConfig configures contained commands (run_shell, run_test,
+// run_build; `capkit run` and `capkit test`):
+//
+//	[run]
+//	containment = "required"      # optional: fail (unavailable) rather than run without namespaces; default "best_effort"
+//	timeout = "2m"                # optional: a command's wall clock
+//	max_output_bytes = 30000      # optional: what is kept of each of stdout and stderr
+//	memory_bytes = 8589934592     # optional: address space of each process
+//	processes = 1024              # optional: processes and threads of one command
+//	file_bytes = 1073741824       # optional: the largest file a command may write
+//	open_files = 1024             # optional
+//	tmp_bytes = 536870912         # optional: the private /tmp
+//	env = { GOFLAGS = "-mod=mod" } # optional: added to PATH, LANG, TERM, HOME, TMPDIR
+//	protect = [".envrc"]          # optional: kept read-only in every writable root, with .git and capkit.toml
+//	read_only = ["/opt/go"]       # optional: directories outside the roots shown read-only (toolchains)
+//	cache = ["/var/cache/capkit"] # optional: writable directories only contained commands use
+//
+//	[test]                        # the command run_test runs
+//	command = ["go", "test", "./..."]
+//	args = "-run=[A-Za-z0-9_/]+"  # optional: the pattern each extra argument must match in whole; default none allowed
+//	dir = "."                     # optional: working directory relative to the root
+//	timeout = "5m"                # optional
+//	[test.variant.race]           # optional named variants, same keys
+//	command = ["go", "test", "-race", "./..."]
+//
+//	[build]                       # the command run_build runs, same keys
+//
+// A cache is shared by every contained command, so anything one command
+// writes there another one reads: never name a directory the host itself
+// uses (its own Go build cache), or a command could plant what the host
+// later runs.
+type RunConfig struct {
+	Containment    string            `toml:"containment"`
+	Timeout        Duration          `toml:"timeout"`
+	MaxOutputBytes int64             `toml:"max_output_bytes"`
+	MemoryBytes    int64             `toml:"memory_bytes"`
+	Processes      int64             `toml:"processes"`
+	FileBytes      int64             `toml:"file_bytes"`
+	OpenFiles      int64             `toml:"open_files"`
+	TmpBytes       int64             `toml:"tmp_bytes"`
+	Env            map[string]string `toml:"env"`
+	Protect        []string          `toml:"protect"`
+	ReadOnly       []string          `toml:"read_only"`
+	Cache          []string          `toml:"cache"`
+
+	readOnly, cache []string // resolved
+}
+
+// CommandConfig is a declared command ([test], [build]) with its variants.
+type CommandConfig struct {
+	DeclaredCommand
+	Variants map[string]DeclaredCommand `toml:"variant"`
+}
+
+// DeclaredCommand is one declared command.
+type DeclaredCommand struct {
+	Command []string `toml:"command"`
+	Args    string   `toml:"args"`
+	Dir     string   `toml:"dir"`
+	Timeout Duration `toml:"timeout"`
+}
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// validateRun checks [run], [test] and [build].
+func (c *Config) validateRun(errs *errorList) {
+	r := c.Run
+	if r.Containment != "" && r.Containment != "best_effort" && r.Containment != "required" {
+		errs.add(c.Errorf("run.containment", "%q is neither \"best_effort\" nor \"required\"", r.Containment))
+	}
+	check := func(key string, v, least, hard int64) {
+		f := "run." + key
+		if (v == 0 && c.has(f)) || v < 0 || (v != 0 && v < least) || v > hard {
+			errs.add(c.Errorf(f, "%d is outside %d..%d (remove the key for the default)", v, least, hard))
+		}
+	}
+	check("max_output_bytes", r.MaxOutputBytes, limits.RunMinOutputBytes, limits.RunHardOutputBytes)
+	check("memory_bytes", r.MemoryBytes, 1, limits.RunHardMemoryBytes)
+	check("processes", r.Processes, limits.RunMinProcesses, limits.RunHardProcesses)
+	check("file_bytes", r.FileBytes, 1, limits.RunHardFileBytes)
+	check("open_files", r.OpenFiles, 1, limits.RunHardOpenFiles)
+	check("tmp_bytes", r.TmpBytes, 1, limits.RunHardTmpBytes)
+	c.checkTimeout(errs, "run.timeout", r.Timeout)
+	for _, k := range sortedKeys(r.Env) {
+		if !envNamePattern.MatchString(k) || k == "HOME" || k == "TMPDIR" || strings.ContainsRune(r.Env[k], 0) {
+			errs.add(c.Errorf("run.env."+k, "not a settable variable (names match %s; HOME and TMPDIR belong to the container)", envNamePattern))
+		}
+	}
+	for i, p := range r.Protect {
+		if p == "" || strings.ContainsRune(p, 0) || (!filepath.IsAbs(p) && (filepath.Clean(p) != p || p == "." || strings.HasPrefix(p, ".."))) {
+			errs.add(c.errAt("run.protect", i, "%q is neither an absolute path nor a clean path inside a root", p))
+		}
+	}
+	c.validateCommands(errs, "test", c.Test)
+	c.validateCommands(errs, "build", c.Build)
+}
+
+func (c *Config) checkTimeout(errs *errorList, field string, t Duration) {
+	if d := time.Duration(t); (d == 0 && c.has(field)) || d < 0 || d > limits.RunHardTimeout {
+		errs.add(c.Errorf(field, "%v is outside (0, %v]", d, limits.RunHardTimeout))
+	}
+}
+
+func (c *Config) validateCommands(errs *errorList, table string, cc CommandConfig) {
+	if len(cc.Command) == 0 && len(cc.Variants) == 0 {
+		if c.has(table) {
+			errs.add(c.Errorf(table, "declares no command: give command = [\"program\", \"arg\", ...]"))
+		}
+		return
+	}
+	one := func(field string, d DeclaredCommand) {
+		if len(d.Command) == 0 || d.Command[0] == "" {
+			errs.add(c.Errorf(field+".command", "missing or empty: give the program and its arguments"))
+		}
+		if _, err := run.AnchoredPattern(d.Args); d.Args != "" && err != nil {
+			errs.add(c.Errorf(field+".args", "%v", err))
+		}
+		if d.Dir != "" && (filepath.IsAbs(d.Dir) || strings.HasPrefix(filepath.Clean(d.Dir), "..")) {
+			errs.add(c.Errorf(field+".dir", "%q must be relative to the root and stay inside it", d.Dir))
+		}
+		c.checkTimeout(errs, field+".timeout", d.Timeout)
+	}
+	if len(cc.Command) > 0 || c.has(table+".command") {
+		one(table, cc.DeclaredCommand)
+	}
+	for _, name := range sortedKeys(cc.Variants) {
+		if !toolNamePattern.MatchString(name) {
+			errs.add(c.Errorf(table+".variant."+name, "variant names must match %s", toolNamePattern))
+		}
+		one(table+".variant."+name, cc.Variants[name])
+	}
+}
+
+// resolveRun resolves [run]'s directories. A cache must not hold or lie
+// in a root: a read-only root would become writable through it.
+func (c *Config) resolveRun(errs *errorList) {
+	r := &c.Run
+	for _, f := range []struct {
+		field string
+		in    []string
+		out   *[]string
+	}{{"run.read_only", r.ReadOnly, &r.readOnly}, {"run.cache", r.Cache, &r.cache}} {
+		for i, p := range f.in {
+			dir, err := c.resolveDir(p)
+			if err != nil {
+				errs.add(c.errAt(f.field, i, "%s", err))
+				continue
+			}
+			*f.out = append(*f.out, dir)
+		}
+	}
+	for i, d := range r.cache {
+		for _, root := range c.Roots {
+			if capability.Within(d, root.Dir) || capability.Within(root.Dir, d) {
+				errs.add(c.errAt("run.cache", i, "%s holds or lies in root %s; a cache must be a directory of its own", d, root.Dir))
+			}
+		}
+	}
+}
+
+// RunOptions is the run package's configuration: the [run] settings, the
+// declared commands, and this configuration file itself kept read-only
+// when it lies in a root.
+func (c *Config) RunOptions() run.Config {
+	r := c.Run
+	out := run.Config{
+		RequireFull:    r.Containment == "required",
+		Protect:        slices.Clone(r.Protect),
+		ReadOnly:       slices.Clone(r.readOnly),
+		Writable:       slices.Clone(r.cache),
+		MaxOutputBytes: int(r.MaxOutputBytes),
+		Timeout:        time.Duration(r.Timeout),
+		Limits: sandbox.Limits{MemoryBytes: r.MemoryBytes, Processes: r.Processes, FileBytes: r.FileBytes,
+			OpenFiles: r.OpenFiles, TmpBytes: r.TmpBytes},
+		Test:  commands(c.Test),
+		Build: commands(c.Build),
+	}
+	for _, k := range sortedKeys(r.Env) {
+		out.Env = append(out.Env, k+"="+r.Env[k])
+	}
+	if c.file != "" {
+		if abs, err := filepath.Abs(c.file); err == nil {
+			out.Protect = append(out.Protect, abs)
+		}
+	}
+	return out
+}
+
+// commands converts a validated [test] or [build] table.
+func commands(cc CommandConfig) map[string]run.Command {
+	if len(cc.Command) == 0 && len(cc.Variants) == 0 {
+		return nil
+	}
+	out := map[string]run.Command{}
+	conv := func(d DeclaredCommand) run.Command {
+		cmd := run.Command{Argv: slices.Clone(d.Command), Dir: d.Dir, Timeout: time.Duration(d.Timeout)}
+		if d.Args != "" {
+			cmd.Args, _ = run.AnchoredPattern(d.Args)
+		}
+		return cmd
+	}
+	if len(cc.Command) > 0 {
+		out[""] = conv(cc.DeclaredCommand)
+	}
+	for name, v := range cc.Variants {
+		out[name] = conv(v)
+	}
+	return out
+}

@@ -1,0 +1,31 @@
+package host
+
+import (
+	"os"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/run"
+	"github.com/capkit/capkit/run/sandbox"
+)
+
+// registerRun registers run_shell, and run_test and run_build for the
+// commands [test] and [build] declare, with capkit itself as the sandbox
+// helper and the audit log told how each command was contained.
+func registerRun(b *kernel.Builder, h *Host) error {
+	helper, err := SandboxHelper()
+	if err != nil {
+		return err
+	}
+	return run.RegisterTools(b, &run.ToolOptions{Config: h.Config.RunOptions(), Helper: helper, Audit: h.audit})
+}
+
+// SandboxHelper is the command that starts capkit as the sandbox helper
+// (its hidden __sandbox subcommand).
+func SandboxHelper() ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "cannot locate the capkit executable for the sandbox helper")
+	}
+	return []string{exe, sandbox.HelperArg}, nil
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunCommand(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"passes output and exit code through", []string{"--", "sh", "-c", "echo out; echo err >&2; exit 3"}, 3, "out\n", "err\n"},
+		{"success", []string{"--", "true"}, 0, "", ""},
+		{"past the timeout", []string{"--timeout", "1s", "--", "sleep", "30"}, 6, "", "capkit: limit: the command ran past its time limit of 1s"},
+		{"bad timeout", []string{"--timeout", "11m", "--", "true"}, 2, "", "capkit: invalid_input: --timeout"},
+		{"missing root", []string{"--root", filepath.Join(root, "missing"), "--", "true"}, 2, "", "does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"run"}, tc.args...)
+			if !strings.HasPrefix(tc.args[0], "--root") {
+				args = append([]string{"run", "--root", root}, tc.args...)
+			}
+			code, stdout, stderr := run(t, "", args...)
+			if code != tc.code || stdout != tc.stdout || !strings.HasPrefix(stderr, tc.stderr) && !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	// A read-only root is shown but cannot be written.
+	ro := t.TempDir()
+	code, _, stderr := run(t, "", "run", "--root", root, "--read-only", ro, "--", "sh", "-c", "touch "+ro+"/x")
+	if _, err := os.Stat(filepath.Join(ro, "x")); code == 0 || err == nil {
+		t.Errorf("wrote into the read-only root: exit %d, %s", code, stderr)
+	}
+}
+
+func TestTestCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "capkit.toml")
+	mustNil(t, os.WriteFile(cfg, []byte(`[[root]]
+path = "."
+[test]
+command = ["sh", "-c", "echo testing \"$@\"; exit 1", "sh"]
+args = "-v|-run=[A-Za-z]+"
+[test.variant.quick]
+command = ["echo", "quick"]
+[build]
+command = ["echo", "built"]
+`), 0o644))
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"default fails", nil, 1, "testing\n", ""},
+		{"allowed argument", []string{"--", "-run=Parse"}, 1, "testing -run=Parse\n", ""},
+		{"argument off the pattern", []string{"--", "-run=x;rm"}, 5, "", "capkit: denied: extra argument"},
+		{"variant", []string{"quick"}, 0, "quick\n", ""},
+		{"undeclared variant", []string{"slow"}, 3, "", "capkit: not_found: no test command \"slow\""},
+		{"build", []string{"--build"}, 0, "built\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, "", append([]string{"test", "--config", cfg}, tc.args...)...)
+			if code != tc.code || stdout != tc.stdout || !strings.HasPrefix(stderr, tc.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	if code, _, stderr := run(t, "", "test"); code != 2 || !strings.Contains(stderr, "--config") {
+		t.Errorf("without --config: exit %d, %s", code, stderr)
+	}
+}

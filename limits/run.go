@@ -1,0 +1,66 @@
+package limits
+
+import "time"
+
+// Contained commands (run_shell, run_test, run_build).
+const (
+	// RunDefaultOutputBytes bounds what is kept of each of a command's
+	// standard output and standard error; beyond it the head and the tail
+	// are kept around a marker stating the bytes omitted.
+	RunDefaultOutputBytes = 30_000
+	// RunHardOutputBytes is the largest configurable output bound.
+	RunHardOutputBytes = 4 * MiB
+	// RunMinOutputBytes is the smallest: room for a head, a tail and the
+	// marker between them.
+	RunMinOutputBytes = 256
+	// RunDefaultTimeout is a command's wall clock when neither the call
+	// nor the configuration gives one.
+	RunDefaultTimeout = 2 * time.Minute
+	// RunHardTimeout bounds any command's wall clock (the kernel's hard
+	// limit on a tool call).
+	RunHardTimeout = HardMaxTimeout
+	// RunMaxCommandBytes bounds run_shell's command text.
+	RunMaxCommandBytes = 64 * KiB
+	// RunMaxStdinBytes bounds the standard input a call may give.
+	RunMaxStdinBytes = 1 * MiB
+	// RunMaxArgs and RunMaxArgBytes bound the extra arguments a model may
+	// pass to a declared command.
+	RunMaxArgs     = 64
+	RunMaxArgBytes = 4 * KiB
+	// RunMaxSpecBytes bounds the description of a run handed to the
+	// sandbox helper.
+	RunMaxSpecBytes = 1 * MiB
+	// RunMaxHelperErrorBytes bounds what is kept of a helper's report of a
+	// failed setup.
+	RunMaxHelperErrorBytes = 4 * KiB
+	// RunMaxLandlockRules bounds the filesystem rules of one run (the
+	// entries listed to keep a protected name's directory closed to new
+	// entries count one each).
+	RunMaxLandlockRules = 4_096
+	// RunKillGrace is how long the runner waits for output pipes to close
+	// after the command's processes were killed.
+	RunKillGrace = 2 * time.Second
+)
+
+// Resource limits inside the container: the defaults, and what no
+// configuration may exceed.
+const (
+	RunDefaultMemoryBytes = 8 * GiB // address space of each process
+	RunHardMemoryBytes    = 64 * GiB
+	RunDefaultProcesses   = 1_024 // processes and threads in the call
+	RunHardProcesses      = 32_768
+	RunDefaultFileBytes   = 1 * GiB // largest file a command may write
+	RunHardFileBytes      = 64 * GiB
+	RunDefaultOpenFiles   = 1_024
+	RunHardOpenFiles      = 65_536
+	RunDefaultTmpBytes    = 512 * MiB // the private /tmp
+	RunHardTmpBytes       = 16 * GiB
+	// RunMinProcesses is the least a namespace's PID limit may be set to
+	// (the kernel refuses less).
+	RunMinProcesses = 301
+	// RunSkeletonBytes bounds the tmpfs holding the container's root
+	// directory skeleton (mount points and a few /etc files).
+	RunSkeletonBytes = 1 * MiB
+	// RunTmpInodes bounds the files of the private /tmp.
+	RunTmpInodes = 65_536
+)

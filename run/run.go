@@ -1,0 +1,316 @@
+// Package run gives a model contained commands: run_test and run_build
+// run the commands the host declared ([test] and [build] in capkit.toml)
+// with extra arguments only where the host allowed a pattern for them;
+// run_shell runs any command through /bin/sh -c. Every command runs in the
+// container of package run/sandbox, over the roots the session is granted
+// the tool's effect on (writable) and read_file on (read-only), and its
+// result reports the exit code or signal, the duration, both output
+// streams bounded (head and tail around a stated omission), and how it
+// was contained.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox"
+)
+
+// Command is a command the host declared.
+type Command struct {
+	// Argv is the program and its arguments.
+	Argv []string
+	// Args is the pattern every extra argument from the model must match
+	// in whole; nil allows none.
+	Args *regexp.Regexp
+	// Dir is the working directory relative to the root; "" is the root.
+	Dir string
+	// Timeout bounds the command; zero means Config.Timeout.
+	Timeout time.Duration
+}
+
+// Config is the host's settings for contained commands.
+type Config struct {
+	// RequireFull refuses to run a command with reduced containment
+	// (where user namespaces are unavailable): such calls fail with
+	// unavailable.
+	RequireFull bool
+	// Reduced runs every command with reduced containment (Landlock,
+	// seccomp and rlimits, no namespaces), as a host without user
+	// namespaces would.
+	Reduced bool
+	// Env are KEY=VALUE pairs the host adds to the commands' environment
+	// (PATH, LANG and TERM are set; HOME and TMPDIR point into the
+	// private /tmp).
+	Env []string
+	// Protect are paths kept read-only besides .git and capkit.toml:
+	// relative ones in every writable root, absolute ones where they are.
+	Protect []string
+	// ReadOnly and Writable are directories outside the roots shown to
+	// every command: toolchains and module caches read-only, build caches
+	// that only contained commands use writable (a cache the host itself
+	// uses could be poisoned through it).
+	ReadOnly []string
+	Writable []string
+	// Limits bound each command's resources; zero fields are the defaults.
+	Limits sandbox.Limits
+	// MaxOutputBytes bounds each output stream; zero is
+	// limits.RunDefaultOutputBytes.
+	MaxOutputBytes int
+	// Timeout bounds a command when neither the call nor its declaration
+	// gives one; zero is limits.RunDefaultTimeout.
+	Timeout time.Duration
+	// Test and Build are the declared commands by variant name; "" is the
+	// default variant.
+	Test  map[string]Command
+	Build map[string]Command
+}
+
+// defaultPath is the commands' PATH unless the host sets one.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
+
+// defaultProtect are kept read-only in every writable root: what the host
+// (git, capkit) reads and runs later.
+var defaultProtect = []string{".git", "capkit.toml"}
+
+// Runner runs contained commands for sessions.
+type Runner struct {
+	cfg    Config
+	helper []string
+	audit  *slog.Logger
+}
+
+// RunnerOptions configure a Runner. The zero value runs with the defaults.
+type RunnerOptions struct {
+	// Config is the host's settings.
+	Config Config
+	// Audit receives one event per command saying how it was contained;
+	// nil disables it.
+	Audit *slog.Logger
+}
+
+// NewRunner returns a Runner starting helper as the sandbox helper: a
+// program that calls sandbox.Main when given sandbox.HelperArg. opts may
+// be nil.
+func NewRunner(helper []string, opts *RunnerOptions) *Runner {
+	r := &Runner{helper: helper}
+	if opts != nil {
+		r.cfg, r.audit = opts.Config, opts.Audit
+	}
+	return r
+}
+
+// Command runs argv contained, over the roots caps grants effect on
+// (writable) and read_file on (read-only), in cwd (relative to the first
+// writable root, or absolute inside a root; "" is that root), for at most
+// timeout (zero: the configured bound). stdin nil means /dev/null.
+func (r *Runner) Command(ctx context.Context, caps capability.Set, effect capability.Effect, argv []string, cwd string, stdin []byte, timeout time.Duration) (*Outcome, error) {
+	return r.run(ctx, caps, request{effect: effect, argv: argv, cwd: cwd, stdin: stdin, timeout: r.timeout(timeout)})
+}
+
+// Declared runs the declared command of kind ("test" or "build") and
+// variant name ("" the default) with the extra args, which must match
+// its pattern; caps must grant run_test.
+func (r *Runner) Declared(ctx context.Context, caps capability.Set, kind, name string, args []string, cwd string) (*Outcome, error) {
+	set := r.cfg.Test
+	if kind == "build" {
+		set = r.cfg.Build
+	}
+	c, argv, err := declared(kind, set, name, args)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx, caps, request{effect: capability.RunTest, argv: argv, cwd: cwd, dir: c.Dir, timeout: r.timeout(c.Timeout)})
+}
+
+// Outcome is one finished command.
+type Outcome struct {
+	Result  *sandbox.Result
+	Command []string
+	Dir     string
+}
+
+// request is one command to run.
+type request struct {
+	effect  capability.Effect
+	argv    []string
+	cwd     string // from the call; "" is the first writable root
+	dir     string // the declared command's, relative to the root
+	stdin   []byte
+	timeout time.Duration
+}
+
+func (r *Runner) timeout(asked time.Duration) time.Duration {
+	if asked > 0 {
+		return asked
+	}
+	if r.cfg.Timeout > 0 {
+		return r.cfg.Timeout
+	}
+	return limits.RunDefaultTimeout
+}
+
+// run runs one command in a container over the session's roots.
+func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outcome, error) {
+	if r.helper == nil {
+		return nil, errNoHelper
+	}
+	writable := caps.Roots(q.effect)
+	if len(writable) == 0 {
+		return nil, fault.New(fault.Denied, "no root is granted for %s", q.effect)
+	}
+	var readOnly []string
+	for _, root := range caps.Roots(capability.ReadFile) {
+		if !slices.Contains(writable, root) {
+			readOnly = append(readOnly, root)
+		}
+	}
+	dir, err := workingDir(writable, readOnly, q.cwd, q.dir)
+	if err != nil {
+		return nil, err
+	}
+	spec := &sandbox.Spec{
+		Argv:      q.argv,
+		Dir:       dir,
+		Env:       r.env(),
+		Writable:  append(slices.Clone(writable), r.cfg.Writable...),
+		ReadOnly:  append(readOnly, r.cfg.ReadOnly...),
+		Protected: r.protected(writable),
+		Limits:    r.cfg.Limits,
+	}
+	ctx, cancel := context.WithTimeout(ctx, q.timeout)
+	defer cancel()
+	res, err := sandbox.Run(ctx, spec, &sandbox.Options{
+		Helper: r.helper, Stdin: q.stdin, MaxOutputBytes: r.cfg.MaxOutputBytes,
+		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.audited(ctx, caps, q, res)
+	if res.Killed {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fault.New(fault.Limit, "the command ran past its time limit of %v and was killed with every process it started (it wrote %d bytes to stdout and %d to stderr)",
+				q.timeout, res.Stdout.Bytes, res.Stderr.Bytes)
+		}
+		return nil, fault.New(fault.Unavailable, "the call was canceled; the command was killed with every process it started")
+	}
+	return &Outcome{Result: res, Command: q.argv, Dir: dir}, nil
+}
+
+// audited records how a command was contained: the kernel's audit event
+// says that the call ran, this one how (reduced containment is weaker).
+func (r *Runner) audited(ctx context.Context, caps capability.Set, q request, res *sandbox.Result) {
+	if r.audit == nil {
+		return
+	}
+	r.audit.LogAttrs(ctx, slog.LevelInfo, "contained command",
+		slog.String("effect", string(q.effect)), slog.String("containment", string(res.Containment)),
+		slog.Any("notes", res.Notes), slog.Int("exit_code", res.ExitCode), slog.String("signal", res.Signal),
+		slog.Bool("killed", res.Killed), slog.Int64("duration_us", res.Duration.Microseconds()))
+}
+
+// workingDir resolves the call's cwd (relative to the first writable root,
+// or absolute inside a root) and the declared command's dir under it.
+func workingDir(writable, readOnly []string, cwd, dir string) (string, error) {
+	base := writable[0]
+	if cwd != "" {
+		if strings.ContainsRune(cwd, 0) || len(cwd) > limits.PathMaxBytes {
+			return "", fault.New(fault.InvalidInput, "cwd is not a usable path")
+		}
+		if filepath.IsAbs(cwd) {
+			base = filepath.Clean(cwd)
+		} else {
+			base = filepath.Join(base, cwd)
+		}
+	}
+	if dir != "" {
+		base = filepath.Join(base, dir)
+	}
+	inRoot := func(r string) bool { return capability.Within(r, base) }
+	if !slices.ContainsFunc(writable, inRoot) && !slices.ContainsFunc(readOnly, inRoot) {
+		return "", fault.New(fault.Denied, "cwd %q is outside the roots granted to this session", cwd)
+	}
+	return base, nil
+}
+
+func (r *Runner) env() []string {
+	env := []string{"PATH=" + defaultPath, "LANG=C.UTF-8", "TERM=dumb"}
+	for _, kv := range r.cfg.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		env = append(env, kv)
+	}
+	return env
+}
+
+// protected lists, for the writable roots, the paths kept read-only.
+func (r *Runner) protected(writable []string) []string {
+	var out []string
+	for _, root := range writable {
+		for _, p := range append(slices.Clone(defaultProtect), r.cfg.Protect...) {
+			if filepath.IsAbs(p) {
+				if p != root && capability.Within(root, p) && !slices.Contains(out, p) {
+					out = append(out, p)
+				}
+				continue
+			}
+			out = append(out, filepath.Join(root, p))
+		}
+	}
+	return out
+}
+
+// declared picks the named variant of a declared command and appends the
+// model's extra arguments, each of which must match the host's pattern.
+func declared(kind string, set map[string]Command, name string, args []string) (Command, []string, error) {
+	c, ok := set[name]
+	if !ok {
+		names := make([]string, 0, len(set))
+		for n := range set {
+			if n == "" {
+				n = "(default)"
+			}
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return Command{}, nil, fault.New(fault.NotFound, "no %s command %q is declared; the host declared: %s", kind, name, strings.Join(names, ", "))
+	}
+	if len(args) > 0 && c.Args == nil {
+		return Command{}, nil, fault.New(fault.Denied, "the host allows no extra arguments to this %s command", kind)
+	}
+	if len(args) > limits.RunMaxArgs {
+		return Command{}, nil, fault.LimitExceeded("extra arguments", limits.RunMaxArgs, int64(len(args)))
+	}
+	for _, a := range args {
+		if len(a) > limits.RunMaxArgBytes {
+			return Command{}, nil, fault.LimitExceeded("an extra argument's bytes", limits.RunMaxArgBytes, int64(len(a)))
+		}
+		if !c.Args.MatchString(a) {
+			return Command{}, nil, fault.New(fault.Denied, "extra argument %q does not match the pattern the host allows (%s)", a, c.Args)
+		}
+	}
+	return c, append(slices.Clone(c.Argv), args...), nil
+}
+
+var errNoHelper = fault.New(fault.Unavailable, "contained commands are not configured on this host (no sandbox helper)")
+
+// AnchoredPattern compiles a host's argument pattern so that it must match
+// a whole argument.
+func AnchoredPattern(p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(`^(?:` + p + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("argument pattern %q: %w", p, err)
+	}
+	return re, nil
+}

@@ -1,0 +1,174 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// Main is the sandbox helper: it reads its spec from the parent, builds
+// the container, and execs the command. It returns only when that failed,
+// after telling the parent why; the caller exits with the code returned.
+func Main() int {
+	runtime.LockOSThread()
+	report := os.NewFile(reportFD, "sandbox-report")
+	note := func(msg string) {
+		if report != nil {
+			io.WriteString(report, notePrefix+strings.ReplaceAll(msg, "\n", " ")+"\n")
+		}
+	}
+	err := serve(note)
+	if report != nil {
+		io.WriteString(report, err.Error())
+	}
+	return 125
+}
+
+func serve(note func(string)) error {
+	in := os.NewFile(specFD, "sandbox-spec")
+	if in == nil {
+		return errors.New("sandbox helper: no spec on descriptor 3; it is started by sandbox.Run")
+	}
+	data, err := io.ReadAll(io.LimitReader(in, limits.RunMaxSpecBytes+1))
+	in.Close()
+	if err != nil {
+		return fmt.Errorf("sandbox helper: reading the spec: %w", err)
+	}
+	var msg message
+	if err := json.Unmarshal(data, &msg); err != nil || msg.Spec == nil {
+		return fmt.Errorf("sandbox helper: bad spec: %v", err)
+	}
+	unix.CloseOnExec(reportFD)
+	s := msg.Spec
+	tmp := msg.Tmp
+	if msg.Full {
+		if err := buildRoot(s, note); err != nil {
+			return err
+		}
+		tmp = "/tmp"
+		if err := unix.Sethostname([]byte("capkit-sandbox")); err != nil {
+			return fmt.Errorf("sandbox helper: hostname: %w", err)
+		}
+	}
+	tmpdir := tmp
+	if len(rootsUnder(&msg, tmp)) > 0 {
+		tmpdir = filepath.Join(tmp, scratchDir)
+	}
+	for _, d := range []string{filepath.Join(tmp, "home"), tmpdir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("sandbox helper: %s: %w", d, err)
+		}
+	}
+	env := append(s.Env[:len(s.Env):len(s.Env)], "HOME="+filepath.Join(tmp, "home"), "TMPDIR="+tmpdir)
+	path, err := lookPath(s.Argv[0], env)
+	if err != nil {
+		return err
+	}
+	if err := unix.Chdir(s.Dir); err != nil {
+		return fmt.Errorf("sandbox helper: working directory %s: %w", s.Dir, err)
+	}
+	if err := setLimits(s.Limits); err != nil {
+		return err
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := restrictLandlock(&msg, tmp); err != nil {
+		return fmt.Errorf("sandbox helper: %w", err)
+	}
+	if err := loadSeccomp(msg.Full); err != nil {
+		return fmt.Errorf("sandbox helper: %w", err)
+	}
+	// Descriptors the host process inherited without close-on-exec (from
+	// whatever started it) would pass into the command: none but 0, 1 and
+	// 2 survive the exec.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("sandbox helper: closing inherited descriptors: %w", err)
+	}
+	err = unix.Exec(path, s.Argv, env)
+	return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)
+}
+
+// scratchDir is the TMPDIR inside the private tmp when roots are shown
+// under it (see tmpRules).
+const scratchDir = "scratch"
+
+// lookPath finds the program as a shell would, in env's PATH.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			os.Setenv("PATH", p)
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("sandbox helper: %s not found in the container's PATH: %w", name, err)
+	}
+	return p, nil
+}
+
+// setLimits sets the rlimits of the command (and every process it starts).
+func setLimits(l Limits) error {
+	set := []struct {
+		res int
+		v   int64
+	}{
+		{unix.RLIMIT_AS, l.MemoryBytes},
+		{unix.RLIMIT_NPROC, l.Processes},
+		{unix.RLIMIT_FSIZE, l.FileBytes},
+		{unix.RLIMIT_NOFILE, l.OpenFiles},
+		{unix.RLIMIT_CPU, l.CPUSeconds},
+		{unix.RLIMIT_CORE, 0},
+		{unix.RLIMIT_MEMLOCK, 0},
+		{unix.RLIMIT_MSGQUEUE, 0},
+	}
+	for _, r := range set {
+		lim := unix.Rlimit{Cur: uint64(r.v), Max: uint64(r.v)}
+		if err := unix.Setrlimit(r.res, &lim); err != nil {
+			return fmt.Errorf("sandbox helper: rlimit %d to %d: %w", r.res, r.v, err)
+		}
+	}
+	return nil
+}
+
+// dropCapabilities leaves the process, and whatever it execs, without any
+// capability: the ambient and inheritable sets cleared, the bounding set
+// emptied (so neither root nor file capabilities regain any on exec), and
+// the effective and permitted sets cleared last.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox helper: clearing ambient capabilities: %w", err)
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("sandbox helper: dropping capability %d: %w", c, err)
+		}
+	}
+	// The kernel knows capabilities CAP_LAST_CAP of this build may not:
+	// drop on until it says there are no more.
+	for c := unix.CAP_LAST_CAP + 1; c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			break
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("sandbox helper: clearing capabilities: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package sandbox
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// newRoot is where the container's root is assembled, in the helper's own
+// mount namespace (the host's directory is only covered there).
+const newRoot = "/tmp"
+
+// mountPlan is one tree of the host shown in the container: a detached
+// clone of it, made before anything is covered, and where it goes.
+type mountPlan struct {
+	fd     int
+	target string
+	dir    bool
+}
+
+// buildRoot assembles the container's root and pivots into it. It runs in
+// the new user and mount namespaces, with CAP_SYS_ADMIN there.
+func buildRoot(s *Spec, note func(string)) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("sandbox helper: making mounts private: %w", err)
+	}
+	plans, links, err := planMounts(s)
+	defer func() {
+		for _, p := range plans {
+			unix.Close(p.fd)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	if err := mountTmpfs(newRoot, limits.RunSkeletonBytes, 1024, "0755"); err != nil {
+		return err
+	}
+	if err := writeSkeleton(links); err != nil {
+		return err
+	}
+	if err := mountTmpfs(newRoot+"/tmp", s.Limits.TmpBytes, limits.RunTmpInodes, "1777"); err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if err := place(p); err != nil {
+			return err
+		}
+	}
+	if err := mountProc(s.Limits.Processes, note); err != nil {
+		return err
+	}
+	return pivot()
+}
+
+// planMounts clones the trees the view shows: system directories and
+// /etc entries read-only, device nodes, the roots, and read-only clones
+// of the protected paths that exist. Merged-/usr symbolic links (/bin ->
+// usr/bin) are returned to be recreated.
+func planMounts(s *Spec) (plans []mountPlan, links map[string]string, err error) {
+	links = map[string]string{}
+	clone := func(src string, ro, dev bool) error {
+		st, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("sandbox helper: %s: %w", src, err)
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("sandbox helper: cloning %s: %w", src, err)
+		}
+		plans = append(plans, mountPlan{fd: fd, target: src, dir: st.IsDir()})
+		attr := uint64(unix.MOUNT_ATTR_NOSUID)
+		if !dev {
+			attr |= unix.MOUNT_ATTR_NODEV
+		}
+		if ro {
+			attr |= unix.MOUNT_ATTR_RDONLY
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attr}); err != nil {
+			return fmt.Errorf("sandbox helper: mount attributes of %s: %w", src, err)
+		}
+		return nil
+	}
+	for _, d := range systemDirs {
+		st, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case st.Mode()&os.ModeSymlink != 0:
+			if links[d], err = os.Readlink(d); err != nil {
+				return plans, nil, fmt.Errorf("sandbox helper: %s: %w", d, err)
+			}
+		case st.IsDir():
+			if err := clone(d, true, false); err != nil {
+				return plans, nil, err
+			}
+		}
+	}
+	for _, e := range etcEntries {
+		if _, err := os.Stat("/etc/" + e); err == nil {
+			if err := clone("/etc/"+e, true, false); err != nil {
+				return plans, nil, err
+			}
+		}
+	}
+	for _, d := range devNodes {
+		if err := clone("/dev/"+d, false, true); err != nil {
+			return plans, nil, err
+		}
+	}
+	for _, r := range s.Writable {
+		if err := clone(r, false, false); err != nil {
+			return plans, nil, err
+		}
+	}
+	for _, r := range s.ReadOnly {
+		if err := clone(r, true, false); err != nil {
+			return plans, nil, err
+		}
+	}
+	// A protected path that is a symbolic link is not followed out of the
+	// root: its target is shown (or not) as any other path is.
+	for _, p := range s.Protected {
+		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSymlink == 0 {
+			if err := clone(p, true, false); err != nil {
+				return plans, nil, err
+			}
+		}
+	}
+	// Parents before children: a root's protected paths go on top of it.
+	slices.SortStableFunc(plans, func(a, b mountPlan) int {
+		return cmp.Compare(strings.Count(a.target, "/"), strings.Count(b.target, "/"))
+	})
+	return plans, links, nil
+}
+
+func mountTmpfs(target string, size int64, inodes int, mode string) error {
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("sandbox helper: %s: %w", target, err)
+	}
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s", size, inodes, mode)
+	if err := unix.Mount("capkit", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("sandbox helper: tmpfs on %s: %w", target, err)
+	}
+	return nil
+}
+
+// writeSkeleton writes the container's own /etc files, /dev links and the
+// merged-/usr links.
+func writeSkeleton(links map[string]string) error {
+	for _, d := range []string{"/etc", "/dev", "/proc"} {
+		if err := os.Mkdir(newRoot+d, 0o755); err != nil {
+			return fmt.Errorf("sandbox helper: skeleton %s: %w", d, err)
+		}
+	}
+	id := strconv.Itoa(sandboxID)
+	files := map[string]string{
+		"/etc/passwd":   "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:" + id + ":" + id + ":sandbox:/tmp/home:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"/etc/group":    "root:x:0:\nsandbox:x:" + id + ":\nnogroup:x:65534:\n",
+		"/etc/hostname": "capkit-sandbox\n",
+		"/etc/hosts":    "127.0.0.1 localhost capkit-sandbox\n::1 localhost\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(newRoot+name, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("sandbox helper: skeleton %s: %w", name, err)
+		}
+	}
+	symlinks := map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
+		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"}
+	for l, t := range links {
+		symlinks[l] = t
+	}
+	for l, t := range symlinks {
+		if err := os.Symlink(t, newRoot+l); err != nil {
+			return fmt.Errorf("sandbox helper: skeleton %s: %w", l, err)
+		}
+	}
+	return nil
+}
+
+// place puts a cloned tree at its path in the new root, making the mount
+// point first unless it exists (the protected paths inside a root).
+func place(p mountPlan) error {
+	target := newRoot + p.target
+	if _, err := os.Lstat(target); err != nil {
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return fmt.Errorf("sandbox helper: mount point %s: %w", p.target, err)
+		}
+		if p.dir {
+			err = os.Mkdir(target, 0o755)
+		} else {
+			err = os.WriteFile(target, nil, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox helper: mount point %s: %w", p.target, err)
+		}
+	}
+	if err := unix.MoveMount(p.fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("sandbox helper: mounting %s: %w", p.target, err)
+	}
+	return nil
+}
+
+// mountProc mounts the new PID namespace's /proc, after setting the
+// namespace's pid_max (the bound on its processes and threads) through a
+// complete /proc; the one left shows only processes (subset=pid), so
+// neither /proc/sys nor /proc/sysrq-trigger is there. Kernels before 6.14
+// have no pid_max per namespace: that is noted, and RLIMIT_NPROC is the
+// only bound left.
+func mountProc(processes int64, note func(string)) error {
+	target := newRoot + "/proc"
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	if err := unix.Mount("proc", target, "proc", flags, ""); err != nil {
+		return fmt.Errorf("sandbox helper: mounting /proc: %w", err)
+	}
+	pidMax := strconv.FormatInt(max(processes, limits.RunMinProcesses), 10)
+	werr := os.WriteFile(target+"/sys/kernel/pid_max", []byte(pidMax), 0)
+	if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("sandbox helper: unmounting /proc: %w", err)
+	}
+	if werr != nil {
+		note(fmt.Sprintf("the PID namespace's process limit could not be set (%v): processes are bounded by RLIMIT_NPROC alone, which does not bind the host's root", werr))
+	}
+	if err := unix.Mount("proc", target, "proc", flags, "subset=pid"); err != nil {
+		return fmt.Errorf("sandbox helper: mounting /proc: %w", err)
+	}
+	return nil
+}
+
+// pivot makes the new root the process's root, detaches the old one, and
+// makes the skeleton read-only.
+func pivot() error {
+	if err := unix.Chdir(newRoot); err != nil {
+		return fmt.Errorf("sandbox helper: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("sandbox helper: pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("sandbox helper: detaching the host's root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return fmt.Errorf("sandbox helper: %w", err)
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("sandbox helper: making the root read-only: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+func simpleSpec(t *testing.T, script string) *Spec {
+	root := t.TempDir()
+	return &Spec{Argv: []string{"/bin/sh", "-c", script}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}}
+}
+
+func TestExitCodeAndStdin(t *testing.T) {
+	for _, mode := range []bool{false, true} {
+		res := runIn(t, simpleSpec(t, "cat; exit 3"), &Options{Stdin: []byte("from the call\n"), Reduced: mode})
+		if res.ExitCode != 3 || res.Stdout.Text != "from the call\n" || res.Signal != "" || res.Killed {
+			t.Errorf("reduced=%v: %+v", mode, res)
+		}
+		// Without stdin the command reads /dev/null and ends.
+		res = runIn(t, simpleSpec(t, "cat; echo end"), &Options{Reduced: mode})
+		if res.ExitCode != 0 || res.Stdout.Text != "end\n" {
+			t.Errorf("reduced=%v: %+v", mode, res)
+		}
+	}
+}
+
+func TestCleanEnvironment(t *testing.T) {
+	t.Setenv("CAPKIT_TEST_SECRET", "token-that-must-not-leak")
+	for _, reduced := range []bool{false, true} {
+		res := runIn(t, simpleSpec(t, "env | sort"), &Options{Reduced: reduced})
+		var keys []string
+		for _, line := range strings.Split(strings.TrimSpace(res.Stdout.Text), "\n") {
+			k, _, _ := strings.Cut(line, "=")
+			keys = append(keys, k)
+		}
+		// sh adds PWD.
+		if want := []string{"HOME", "PATH", "PWD", "TMPDIR"}; !slices.Equal(keys, want) {
+			t.Errorf("reduced=%v: environment %q, want the keys %q", reduced, res.Stdout.Text, want)
+		}
+	}
+}
+
+func TestFullContainmentView(t *testing.T) {
+	res := runIn(t, simpleSpec(t, `id -u; hostname; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; ls /proc | grep -c -v '^[0-9]'; ls /dev`), nil)
+	// /proc shows processes only (besides self and thread-self).
+	want := "1000\ncapkit-sandbox\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n2\n" +
+		"fd\nfull\nnull\nrandom\nstderr\nstdin\nstdout\nurandom\nzero\n"
+	if res.Stdout.Text != want || res.Containment != Full {
+		t.Errorf("containment %s, got:\n%s\nwant:\n%s\n%s", res.Containment, res.Stdout.Text, want, res.Stderr.Text)
+	}
+}
+
+func TestRequireFull(t *testing.T) {
+	s := simpleSpec(t, "echo ran > ran.txt")
+	_, err := Run(context.Background(), s, &Options{Helper: helper(t), Reduced: true, RequireFull: true})
+	if !errors.Is(err, fault.ErrUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "ran.txt")); err == nil {
+		t.Errorf("the command ran")
+	}
+}
+
+func TestReducedIsReported(t *testing.T) {
+	res := runIn(t, simpleSpec(t, "true"), &Options{Reduced: true})
+	if res.Containment != Reduced || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "reduced containment") }) {
+		t.Errorf("containment %s, notes %q", res.Containment, res.Notes)
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := simpleSpec(t, "echo started; sleep 100")
+	opts := &Options{Helper: helper(t)}
+	done := make(chan *Result)
+	go func() {
+		res, err := Run(ctx, s, opts)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	cancel()
+	if res := <-done; res != nil && !res.Killed {
+		t.Errorf("not killed: %+v", res)
+	}
+}
+
+func TestSpecCheck(t *testing.T) {
+	root := t.TempDir()
+	ok := func() *Spec {
+		return &Spec{Argv: []string{"true"}, Dir: root, Writable: []string{root}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(s *Spec)
+		bad  bool
+	}{
+		{"valid", func(s *Spec) {}, false},
+		{"no command", func(s *Spec) { s.Argv = nil }, true},
+		{"no root", func(s *Spec) { s.Writable = nil }, true},
+		{"relative root", func(s *Spec) { s.Writable = []string{"x"}; s.Dir = "x" }, true},
+		{"the whole tree", func(s *Spec) { s.Writable = []string{"/"}; s.Dir = "/" }, true},
+		{"dir outside", func(s *Spec) { s.Dir = "/usr" }, true},
+		{"protected outside", func(s *Spec) { s.Protected = []string{"/etc/passwd"} }, true},
+		{"protected root itself", func(s *Spec) { s.Protected = []string{root} }, true},
+		{"processes at least", func(s *Spec) { s.Limits.Processes = limits.RunMinProcesses }, false},
+		{"processes below least", func(s *Spec) { s.Limits.Processes = limits.RunMinProcesses - 1 }, true},
+		{"memory at hard", func(s *Spec) { s.Limits.MemoryBytes = limits.RunHardMemoryBytes }, false},
+		{"memory past hard", func(s *Spec) { s.Limits.MemoryBytes = limits.RunHardMemoryBytes + 1 }, true},
+		{"tmp past hard", func(s *Spec) { s.Limits.TmpBytes = limits.RunHardTmpBytes + 1 }, true},
+		{"negative files", func(s *Spec) { s.Limits.OpenFiles = -1 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ok()
+			tc.edit(s)
+			err := s.check()
+			if bad := errors.Is(err, fault.ErrInvalidInput); bad != tc.bad {
+				t.Errorf("check() = %v, want invalid: %v", err, tc.bad)
+			}
+		})
+	}
+}
+
+func TestSplitReport(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		notes   []string
+		failure string
+	}{
+		{"", nil, ""},
+		{notePrefix + "a\n" + notePrefix + "b\n", []string{"a", "b"}, ""},
+		{notePrefix + "a\nsandbox helper: mount failed", []string{"a"}, "sandbox helper: mount failed"},
+		{"sandbox helper: bad spec", nil, "sandbox helper: bad spec"},
+		// A note cut short by the bound is a failure, not a note.
+		{notePrefix + "cut", nil, notePrefix + "cut"},
+	} {
+		notes, failure := splitReport(tc.in)
+		if !slices.Equal(notes, tc.notes) || failure != tc.failure {
+			t.Errorf("splitReport(%q) = %q, %q", tc.in, notes, failure)
+		}
+	}
+}

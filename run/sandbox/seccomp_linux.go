@@ -1,0 +1,192 @@
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp filter is a deny list over the default allow: the syscalls
+// that change the container (mounts, namespaces), reach other processes
+// (ptrace, process_vm_*), or are frequent kernel attack surface (bpf,
+// perf_event_open, userfaultfd, io_uring, keys) fail with EPERM; so do the
+// ioctls that inject terminal input, clone with namespace flags, sockets of
+// any family but AF_UNIX (reduced containment: socket at all), and
+// personality changes, and modes with the set-user-ID or set-group-ID bit.
+// clone3, whose flags a filter cannot read, fails with ENOSYS so that C
+// libraries fall back to clone (openat2 likewise, to openat). A syscall of another
+// architecture or of the x32 ABI kills the process.
+//
+// Only the syscall tables come from go-seccomp-bpf: its assembler compares
+// arguments as 64-bit values, while the kernel reads ioctl's request and
+// socket's family as 32-bit ints (a request with high bits set would pass
+// an equality test and still be TIOCSTI), so the program is assembled here.
+var deniedSyscalls = []string{
+	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+	"fsconfig", "fsmount", "fspick", "mount_setattr",
+	"unshare", "setns",
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+	"bpf", "perf_event_open", "userfaultfd",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"keyctl", "add_key", "request_key",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
+	"open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "syslog",
+	"iopl", "ioperm", "vhangup", "fanotify_init", "uselib", "nfsservctl",
+}
+
+// nsFlags are the clone flags that create namespaces (CLONE_NEWTIME
+// shares its bit with the exit signal in clone and works only with clone3
+// and unshare, both denied).
+const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// Return values of a seccomp filter.
+const (
+	retKill  = 0x80000000 // SECCOMP_RET_KILL_PROCESS
+	retErrno = 0x00050000 // SECCOMP_RET_ERRNO | errno
+	retAllow = 0x7fff0000
+	x32Bit   = 0x40000000
+)
+
+// seccompArch is the audit architecture and syscall table of this build.
+func seccompArch() (*arch.Info, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return arch.X86_64, nil
+	case "arm64":
+		return arch.AARCH64, nil
+	}
+	return nil, fmt.Errorf("seccomp filter: architecture %s is not supported", runtime.GOARCH)
+}
+
+// seccompProgram assembles the filter; sockets says whether AF_UNIX
+// sockets may be created (full containment) or none (reduced).
+func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
+	a, err := seccompArch()
+	if err != nil {
+		return nil, err
+	}
+	f := &filter{arch: a, prog: []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: retKill},
+		loadNr,
+	}}
+	if a == arch.X86_64 {
+		f.prog = append(f.prog,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
+			bpf.RetConstant{Val: retKill})
+	}
+	deny := deniedSyscalls
+	if !sockets {
+		deny = append(deny[:len(deny):len(deny)], "socket")
+	}
+	for _, name := range deny {
+		f.deny(name, unix.EPERM)
+	}
+	f.deny("clone3", unix.ENOSYS)
+	f.deny("openat2", unix.ENOSYS)
+	// clone: flags are the first argument on amd64 and arm64.
+	f.denyBits("clone", 0, nsFlags)
+	f.denyEqual("ioctl", 1, unix.TIOCSTI, unix.TIOCLINUX)
+	f.denyUnless("socketpair", 0, unix.AF_UNIX)
+	if sockets {
+		f.denyUnless("socket", 0, unix.AF_UNIX)
+	}
+	// A set-user-ID or set-group-ID bit would make a file the container
+	// writes a privileged program on the host (the container's user is the
+	// host's: root, often): no call may set one. openat2 takes its mode in
+	// a structure the filter cannot read, hence ENOSYS above (C libraries
+	// and Go fall back to openat).
+	for _, m := range []struct {
+		name string
+		arg  uint32
+	}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"open", 2}, {"openat", 3}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
+		f.denyBits(m.name, m.arg, unix.S_ISUID|unix.S_ISGID)
+	}
+	// personality: only the query (0xffffffff) and PER_LINUX.
+	f.denyUnless("personality", 0, 0xffffffff, 0)
+	f.prog = append(f.prog, bpf.RetConstant{Val: retAllow})
+	return bpf.Assemble(f.prog)
+}
+
+// filter is a seccomp program being assembled: after each block the
+// syscall number is loaded again, for the next.
+type filter struct {
+	arch *arch.Info
+	prog []bpf.Instruction
+}
+
+var loadNr = bpf.LoadAbsolute{Off: 0, Size: 4}
+
+// loadArg loads the low 32 bits of argument i (at 16+8i; they come first
+// on these little-endian architectures): the kernel reads ioctl's request,
+// socket's family and the modes as 32-bit values, so high bits must not
+// let a call past a test.
+func loadArg(i uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: 16 + 8*i, Size: 4} }
+
+func errno(e unix.Errno) bpf.Instruction { return bpf.RetConstant{Val: retErrno | uint32(e)} }
+
+// block adds, for syscall name (when this architecture has it), a test of
+// the number that skips body when it does not match.
+func (f *filter) block(name string, body ...bpf.Instruction) {
+	n, ok := f.arch.SyscallNames[name]
+	if !ok {
+		return
+	}
+	f.prog = append(f.prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(n), SkipFalse: uint8(len(body))})
+	f.prog = append(f.prog, body...)
+}
+
+// deny fails the syscall with e.
+func (f *filter) deny(name string, e unix.Errno) { f.block(name, errno(e)) }
+
+// denyBits fails it with EPERM when argument arg has any of mask's bits.
+func (f *filter) denyBits(name string, arg, mask uint32) {
+	f.block(name, loadArg(arg), bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: mask, SkipFalse: 1}, errno(unix.EPERM), loadNr)
+}
+
+// denyEqual fails it with EPERM when argument arg is one of values.
+func (f *filter) denyEqual(name string, arg uint32, values ...uint32) {
+	body := []bpf.Instruction{loadArg(arg)}
+	for i, v := range values {
+		// A match skips the remaining tests and the jump over the denial.
+		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(values) - i)})
+	}
+	f.block(name, append(body, bpf.Jump{Skip: 1}, errno(unix.EPERM), loadNr)...)
+}
+
+// denyUnless fails it with EPERM unless argument arg is one of allowed.
+func (f *filter) denyUnless(name string, arg uint32, allowed ...uint32) {
+	body := []bpf.Instruction{loadArg(arg)}
+	for i, v := range allowed {
+		// A match skips the remaining tests and the denial.
+		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(allowed) - i)})
+	}
+	f.block(name, append(body, errno(unix.EPERM), loadNr)...)
+}
+
+// loadSeccomp installs the filter on the calling thread, which then execs
+// the command (see restrictThread); no_new_privs must be set already.
+func loadSeccomp(sockets bool) error {
+	raw, err := seccompProgram(sockets)
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	if e != 0 {
+		return fmt.Errorf("seccomp filter: %w", e)
+	}
+	return nil
+}

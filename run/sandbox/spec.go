@@ -1,0 +1,215 @@
+// Package sandbox runs one command in a container built for it and reports
+// how it ended, with its output bounded.
+//
+// On Linux the container is built by capkit itself: Run re-executes the
+// host's program as a helper (Options.Helper; capkit uses its hidden
+// `__sandbox` subcommand, which calls Main) in new user, mount, PID,
+// network, IPC, UTS and cgroup namespaces. The helper, before it execs the
+// command:
+//
+//   - builds a root of its own: the system directories read-only, the
+//     writable roots read-write, the read-only roots read-only, inside the
+//     writable roots `.git`, `capkit.toml` and the host's protected names
+//     read-only, a /proc of the new PID namespace, a private bounded /tmp,
+//     and a /dev holding only null, zero, full, random and urandom; then
+//     pivots into it, so nothing else of the host's tree is reachable;
+//   - applies Landlock (every access right the kernel's ABI offers, TCP
+//     bind and connect denied, abstract sockets and signals scoped) as a
+//     second layer matching that view;
+//   - drops every capability and sets no_new_privs;
+//   - applies a seccomp filter (see seccomp_linux.go);
+//   - sets rlimits and the PID namespace's pid_max, a clean environment,
+//     and stdin from the call or /dev/null, in a session of its own with
+//     no controlling terminal.
+//
+// The command runs as the namespace's init, so when it ends, or when Run
+// kills it at the deadline, the kernel kills every process of the
+// namespace: daemons and double forks do not outlive the call.
+//
+// Where user namespaces are unavailable (or Options.Reduced asks for it),
+// the command runs with Landlock, seccomp and rlimits only, and the result
+// says so (Result.Containment); Options.RequireFull makes that case fail
+// with fault.Unavailable instead. On other systems Run fails with
+// fault.Unavailable.
+//
+// The namespaces, mounts and filters are written by hand on
+// golang.org/x/sys/unix because no maintained Go module builds such a
+// container from inside a Go program without cgo; Landlock comes from
+// go-landlock and the seccomp syscall tables and deny list from
+// go-seccomp-bpf.
+package sandbox
+
+import (
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+// HelperArg is the argument that makes a program serve as the sandbox
+// helper: capkit dispatches `capkit __sandbox` to Main before anything else.
+const HelperArg = "__sandbox"
+
+// Containment says how a command was contained.
+type Containment string
+
+const (
+	// Full is namespaces, a private root, Landlock, seccomp and rlimits.
+	Full Containment = "full"
+	// Reduced is Landlock, seccomp and rlimits over the host's own tree,
+	// PID space and network namespace: weaker (see Result.Notes).
+	Reduced Containment = "reduced"
+)
+
+// Spec is one command and the tree it may see.
+type Spec struct {
+	// Argv is the program and its arguments; the program is looked up in
+	// Env's PATH when it has no slash.
+	Argv []string `json:"argv"`
+	// Dir is the working directory: absolute, within a root.
+	Dir string `json:"dir"`
+	// Env is the command's whole environment.
+	Env []string `json:"env"`
+	// Writable and ReadOnly are the roots, absolute directories, shown at
+	// their own paths.
+	Writable []string `json:"writable"`
+	ReadOnly []string `json:"read_only"`
+	// Protected are absolute paths within writable roots that stay
+	// read-only: existing ones are mounted read-only; for a missing one,
+	// its directory is closed to new entries (Landlock), so it cannot be
+	// created.
+	Protected []string `json:"protected"`
+	// Limits bound the command's resources; zero fields take the defaults
+	// of package limits.
+	Limits Limits `json:"limits"`
+}
+
+// Limits are the resource bounds of one run.
+type Limits struct {
+	// MemoryBytes bounds each process's address space.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// Processes bounds the processes and threads of the run.
+	Processes int64 `json:"processes"`
+	// FileBytes bounds the size of any file a process writes.
+	FileBytes int64 `json:"file_bytes"`
+	// OpenFiles bounds each process's open descriptors.
+	OpenFiles int64 `json:"open_files"`
+	// TmpBytes bounds the private /tmp.
+	TmpBytes int64 `json:"tmp_bytes"`
+	// CPUSeconds bounds each process's CPU time; zero means the run's
+	// wall-clock bound rounded up.
+	CPUSeconds int64 `json:"cpu_seconds"`
+}
+
+// Options configure Run. Helper is required.
+type Options struct {
+	// Helper is the command that serves as the sandbox helper: a program
+	// that calls Main when given HelperArg, e.g. [os.Executable(),
+	// HelperArg].
+	Helper []string
+	// Stdin is the command's standard input; nil means /dev/null.
+	Stdin []byte
+	// MaxOutputBytes bounds what is kept of each output stream; zero means
+	// limits.RunDefaultOutputBytes.
+	MaxOutputBytes int
+	// Reduced runs without namespaces, as where user namespaces are
+	// unavailable: Landlock, seccomp and rlimits only.
+	Reduced bool
+	// RequireFull fails with fault.Unavailable rather than run with
+	// reduced containment.
+	RequireFull bool
+}
+
+// Result is how a command ended.
+type Result struct {
+	// ExitCode is the command's exit status, or -1 when a signal ended it.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the command ("killed" and
+	// friends), empty when it exited.
+	Signal string `json:"signal,omitempty"`
+	// Killed is set when the command was killed because the context
+	// ended (its deadline passed or the call was canceled).
+	Killed   bool          `json:"killed,omitempty"`
+	Duration time.Duration `json:"-"`
+	Stdout   Output        `json:"stdout"`
+	Stderr   Output        `json:"stderr"`
+	// Containment is how the command was contained; Notes say what was
+	// weaker than full (no cgroup, an older Landlock ABI, ...).
+	Containment Containment `json:"containment"`
+	Notes       []string    `json:"notes,omitempty"`
+}
+
+// Output is what was kept of one stream.
+type Output struct {
+	// Text is the stream, or its head and tail around a marker stating
+	// the bytes omitted.
+	Text string `json:"text"`
+	// Bytes is how many bytes the command wrote; Omitted how many of them
+	// Text leaves out.
+	Bytes   int64 `json:"bytes"`
+	Omitted int64 `json:"omitted,omitempty"`
+}
+
+// check refuses a spec the container cannot honour.
+func (s *Spec) check() error {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return fault.New(fault.InvalidInput, "sandbox: no command given")
+	}
+	if len(s.Writable)+len(s.ReadOnly) == 0 {
+		return fault.New(fault.InvalidInput, "sandbox: no root given; a command runs within at least one root")
+	}
+	for _, r := range append(slices.Clone(s.Writable), s.ReadOnly...) {
+		if !filepath.IsAbs(r) || filepath.Clean(r) != r || r == "/" {
+			return fault.New(fault.InvalidInput, "sandbox: root %q is not a clean absolute directory other than /", r)
+		}
+	}
+	for _, p := range s.Protected {
+		if !filepath.IsAbs(p) || !slices.ContainsFunc(s.Writable, func(r string) bool { return p != r && capability.Within(r, p) }) {
+			return fault.New(fault.InvalidInput, "sandbox: protected path %q is not inside a writable root", p)
+		}
+	}
+	if !filepath.IsAbs(s.Dir) || !slices.ContainsFunc(append(slices.Clone(s.Writable), s.ReadOnly...), func(r string) bool { return capability.Within(r, s.Dir) }) {
+		return fault.New(fault.InvalidInput, "sandbox: working directory %q is not inside a root", s.Dir)
+	}
+	l := s.Limits
+	for _, b := range []struct {
+		what    string
+		v, hard int64
+	}{
+		{"memory bytes", l.MemoryBytes, limits.RunHardMemoryBytes},
+		{"processes", l.Processes, limits.RunHardProcesses},
+		{"file bytes", l.FileBytes, limits.RunHardFileBytes},
+		{"open files", l.OpenFiles, limits.RunHardOpenFiles},
+		{"tmp bytes", l.TmpBytes, limits.RunHardTmpBytes},
+		{"cpu seconds", l.CPUSeconds, int64(limits.RunHardTimeout.Seconds())},
+	} {
+		if b.v < 0 || b.v > b.hard {
+			return fault.New(fault.InvalidInput, "sandbox: %s %d outside 0..%d", b.what, b.v, b.hard)
+		}
+	}
+	if l.Processes != 0 && l.Processes < limits.RunMinProcesses {
+		return fault.New(fault.InvalidInput, "sandbox: processes %d below the least of %d", l.Processes, limits.RunMinProcesses)
+	}
+	return nil
+}
+
+// withDefaults returns a copy of s with zero limits set to the defaults.
+func (s *Spec) withDefaults() *Spec {
+	c := *s
+	l := &c.Limits
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&l.MemoryBytes, limits.RunDefaultMemoryBytes)
+	def(&l.Processes, limits.RunDefaultProcesses)
+	def(&l.FileBytes, limits.RunDefaultFileBytes)
+	def(&l.OpenFiles, limits.RunDefaultOpenFiles)
+	def(&l.TmpBytes, limits.RunDefaultTmpBytes)
+	def(&l.CPUSeconds, int64(limits.RunHardTimeout.Seconds()))
+	return &c
+}

@@ -1,0 +1,226 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure the contained-command tools. Helper is required
+// for any command to run.
+type ToolOptions struct {
+	// Config is the host's [run], [test] and [build] settings.
+	Config Config
+	// Helper starts the sandbox helper: a program that calls sandbox.Main
+	// when given sandbox.HelperArg (capkit: its own executable).
+	Helper []string
+	// Audit receives one event per command saying how it was contained;
+	// nil disables it.
+	Audit *slog.Logger
+}
+
+// ShellArgs are run_shell's arguments.
+type ShellArgs struct {
+	Command        string `json:"command" jsonschema:"the command line, run by /bin/sh -c"`
+	Cwd            string `json:"cwd,omitempty" jsonschema:"working directory: relative to the first writable root, or absolute inside a granted root; default: the first writable root"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"wall-clock bound in seconds; default and maximum: the host's"`
+	Stdin          string `json:"stdin,omitempty" jsonschema:"standard input; default: empty (/dev/null)"`
+}
+
+// DeclaredArgs are run_test's and run_build's arguments.
+type DeclaredArgs struct {
+	Name string   `json:"name,omitempty" jsonschema:"the declared variant to run; default: the default one"`
+	Args []string `json:"args,omitempty" jsonschema:"extra arguments, each matching the pattern the host allows"`
+	Cwd  string   `json:"cwd,omitempty" jsonschema:"root (or directory inside one) to run in; default: the first writable root"`
+}
+
+// RunResult is what a contained command did.
+type RunResult struct {
+	Command     []string `json:"command"`
+	Dir         string   `json:"dir"`
+	ExitCode    int      `json:"exit_code"`
+	Signal      string   `json:"signal,omitempty"`
+	DurationMS  int64    `json:"duration_ms"`
+	StdoutBytes int64    `json:"stdout_bytes"`
+	StderrBytes int64    `json:"stderr_bytes"`
+	Omitted     int64    `json:"omitted_bytes,omitzero"`
+	Containment string   `json:"containment"`
+	Notes       []string `json:"notes,omitempty"`
+
+	stdout, stderr string
+}
+
+// Stdout and Stderr are the kept streams.
+func (r RunResult) Stdout() string { return r.stdout }
+func (r RunResult) Stderr() string { return r.stderr }
+
+// ToolText is what the model reads: the status line, then both streams.
+func (r RunResult) ToolText() string {
+	var b strings.Builder
+	status := fmt.Sprintf("exit code %d", r.ExitCode)
+	if r.Signal != "" {
+		status = "killed by " + r.Signal
+	}
+	fmt.Fprintf(&b, "%s after %.3fs (%s containment)\n", status, float64(r.DurationMS)/1000, r.Containment)
+	for _, s := range []struct{ name, text string }{{"stdout", r.stdout}, {"stderr", r.stderr}} {
+		if s.text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s ---\n%s", s.name, s.text)
+		if !strings.HasSuffix(s.text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// ResultOf is what a tool returns for o; Stdout and Stderr give the kept
+// streams the tool shows in its text.
+func ResultOf(o *Outcome) RunResult {
+	res := o.Result
+	return RunResult{
+		Command: o.Command, Dir: o.Dir, ExitCode: res.ExitCode, Signal: res.Signal,
+		DurationMS: res.Duration.Milliseconds(), StdoutBytes: res.Stdout.Bytes, StderrBytes: res.Stderr.Bytes,
+		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes,
+		stdout: res.Stdout.Text, stderr: res.Stderr.Text,
+	}
+}
+
+// policy is a contained tool's kernel policy: its output holds both
+// streams, each up to three times its bound (a byte that is not UTF-8 is
+// shown as the three bytes of U+FFFD); its time bound is the longest
+// command's.
+func (r *Runner) policy(name string, longest time.Duration) kernel.Policy {
+	out := r.cfg.MaxOutputBytes
+	if out == 0 {
+		out = limits.RunDefaultOutputBytes
+	}
+	return kernel.Policy{Name: name, MaxOutputBytes: int64(2*3*out) + 64*limits.KiB, Timeout: min(longest+limits.RunKillGrace, limits.HardMaxTimeout)}
+}
+
+// RegisterTools registers run_shell (effect run_shell, deferred) and, for
+// the commands the host declared, run_test (effect run_test, hot) and
+// run_build (effect run_test, deferred). opts may be nil: no command can
+// then run (there is no helper), and the tools say so.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	r := NewRunner(o.Helper, &RunnerOptions{Config: o.Config, Audit: o.Audit})
+	out := o.Config.MaxOutputBytes
+	if out == 0 {
+		out = limits.RunDefaultOutputBytes
+	}
+	max := r.timeout(0)
+	err := kernel.AddTool(b, r.policy("run_shell", max),
+		kernel.Meta{
+			Effect:  capability.RunShell,
+			Summary: "Run a shell command in a container over the granted roots",
+			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, no network, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends.
+Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out. A command past its time limit fails with "limit".
+Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out),
+		},
+		func(ctx context.Context, call *kernel.Call, in ShellArgs) (RunResult, error) {
+			q, err := r.shellRequest(in, max)
+			if err != nil {
+				return RunResult{}, err
+			}
+			o, err := r.run(ctx, call.Session.Capabilities(), q)
+			if err != nil {
+				return RunResult{}, err
+			}
+			return ResultOf(o), nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, t := range []struct {
+		name, kind string
+		set        map[string]Command
+		hot        bool
+	}{{"run_test", "test", o.Config.Test, true}, {"run_build", "build", o.Config.Build, false}} {
+		if len(t.set) == 0 {
+			continue
+		}
+		if err := r.registerDeclared(b, t.name, t.kind, t.set, t.hot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) shellRequest(in ShellArgs, max time.Duration) (request, error) {
+	if in.Command == "" {
+		return request{}, fault.New(fault.InvalidInput, "command is empty")
+	}
+	if len(in.Command) > limits.RunMaxCommandBytes {
+		return request{}, fault.LimitExceeded("command bytes", limits.RunMaxCommandBytes, int64(len(in.Command)))
+	}
+	if len(in.Stdin) > limits.RunMaxStdinBytes {
+		return request{}, fault.LimitExceeded("stdin bytes", limits.RunMaxStdinBytes, int64(len(in.Stdin)))
+	}
+	timeout := max
+	switch asked := time.Duration(in.TimeoutSeconds) * time.Second; {
+	case in.TimeoutSeconds < 0:
+		return request{}, fault.New(fault.InvalidInput, "timeout_seconds must be positive")
+	case asked > max:
+		return request{}, fault.New(fault.Limit, "timeout_seconds %d exceeds this host's limit of %v", in.TimeoutSeconds, max)
+	case asked > 0:
+		timeout = asked
+	}
+	var stdin []byte
+	if in.Stdin != "" {
+		stdin = []byte(in.Stdin)
+	}
+	return request{effect: capability.RunShell, argv: []string{"/bin/sh", "-c", in.Command}, cwd: in.Cwd, stdin: stdin, timeout: timeout}, nil
+}
+
+// registerDeclared registers a tool that runs declared commands.
+func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[string]Command, hot bool) error {
+	effect := capability.RunTest
+	var names, lines []string
+	longest := time.Duration(0)
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		c := set[n]
+		longest = max(longest, r.timeout(c.Timeout))
+		label := n
+		if n == "" {
+			label = "(default)"
+		}
+		extra := "no extra arguments"
+		if c.Args != nil {
+			extra = "extra arguments matching " + c.Args.String()
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s (%s, at most %v)", label, strings.Join(c.Argv, " "), extra, r.timeout(c.Timeout)))
+	}
+	return kernel.AddTool(b, r.policy(name, longest),
+		kernel.Meta{
+			Effect:  effect,
+			Hot:     hot,
+			Summary: fmt.Sprintf("Run the %s command the host declared, contained, and read its result", kind),
+			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, no network, .git and capkit.toml read-only). The declared commands:
+%s
+Returns the exit code, the duration, and stdout and stderr, each cut to its first and last bytes around a marker stating how many were left out. A command past its time limit fails with "limit".
+Example: {"name": "", "args": []}`, kind, strings.Join(lines, "\n")),
+		},
+		func(ctx context.Context, call *kernel.Call, in DeclaredArgs) (RunResult, error) {
+			o, err := r.Declared(ctx, call.Session.Capabilities(), kind, in.Name, in.Args, in.Cwd)
+			if err != nil {
+				return RunResult{}, err
+			}
+			return ResultOf(o), nil
+		})
+}

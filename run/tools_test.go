@@ -1,0 +1,274 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/policy"
+	"github.com/capkit/capkit/files/tools"
+	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox"
+)
+
+// TestMain lets the test binary serve as the sandbox helper.
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 2 && os.Args[1] == sandbox.HelperArg {
+		os.Exit(sandbox.Main())
+	}
+	os.Exit(m.Run())
+}
+
+func helper(t testing.TB) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{exe, sandbox.HelperArg}
+}
+
+func runtimeWith(t *testing.T, cfg Config) *kernel.Runtime {
+	return testkit.Runtime(t, func(b *kernel.Builder, o *ToolOptions) error {
+		if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
+			return err
+		}
+		return RegisterTools(b, o)
+	}, &ToolOptions{Config: cfg, Helper: helper(t)})
+}
+
+func decode(t *testing.T, res *kernel.Result) RunResult {
+	t.Helper()
+	var r RunResult
+	if err := json.Unmarshal(res.Structured, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRunShell(t *testing.T) {
+	root := t.TempDir()
+	rt := runtimeWith(t, Config{})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "echo out; echo err >&2; pwd; exit 4", "stdin": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decode(t, res)
+	if r.ExitCode != 4 || r.Containment != "full" || r.Dir != root {
+		t.Errorf("%+v", r)
+	}
+	want := "exit code 4 after "
+	if !strings.HasPrefix(res.Text, want) || !strings.Contains(res.Text, "--- stdout ---\nout\n"+root+"\n--- stderr ---\nerr\n") {
+		t.Errorf("text:\n%s", res.Text)
+	}
+}
+
+// TestBinaryOutput: output that is not UTF-8, at its bound on both
+// streams, still fits the tool's output bound.
+func TestBinaryOutput(t *testing.T) {
+	root := t.TempDir()
+	rt := runtimeWith(t, Config{})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "head -c 100000 /dev/urandom; head -c 100000 /dev/urandom >&2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); r.StdoutBytes != 100000 || r.StderrBytes != 100000 || r.Omitted < 200000-2*limits.RunDefaultOutputBytes {
+		t.Errorf("%+v", r)
+	}
+}
+
+func TestRunShellFailures(t *testing.T) {
+	root, other := t.TempDir(), t.TempDir()
+	rt := runtimeWith(t, Config{Timeout: 3 * time.Second})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		code fault.Code
+	}{
+		{"empty", map[string]any{"command": ""}, fault.InvalidInput},
+		{"cwd outside", map[string]any{"command": "true", "cwd": other}, fault.Denied},
+		{"cwd climbing out", map[string]any{"command": "true", "cwd": "../.."}, fault.Denied},
+		{"timeout past the host's", map[string]any{"command": "true", "timeout_seconds": 4}, fault.Limit},
+		{"over its deadline", map[string]any{"command": "sleep 30", "timeout_seconds": 1}, fault.Limit},
+		{"command too long", map[string]any{"command": strings.Repeat("x", limits.RunMaxCommandBytes+1)}, fault.Limit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := testkit.Call(t, s, "run_shell", tc.args)
+			if fault.CodeOf(err) != tc.code {
+				t.Errorf("err = %v, want %s", err, tc.code)
+			}
+		})
+	}
+	// The kernel refuses a session without the effect.
+	s2 := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunTest))
+	if _, err := testkit.Call(t, s2, "run_shell", map[string]any{"command": "true"}); !errors.Is(err, fault.ErrDenied) {
+		t.Errorf("without run_shell: %v", err)
+	}
+}
+
+func TestRequiredContainment(t *testing.T) {
+	root := t.TempDir()
+	rt := runtimeWith(t, Config{Reduced: true, RequireFull: true})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	_, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "touch ran"})
+	if !errors.Is(err, fault.ErrUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+func TestReducedContainmentReported(t *testing.T) {
+	root := t.TempDir()
+	rt := runtimeWith(t, Config{Reduced: true})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); r.Containment != "reduced" || len(r.Notes) == 0 || !strings.Contains(res.Text, "(reduced containment)") {
+		t.Errorf("%+v\n%s", r, res.Text)
+	}
+}
+
+func TestDeclaredCommands(t *testing.T) {
+	root := t.TempDir()
+	pattern, err := AnchoredPattern(`-run=[A-Za-z0-9_]+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := runtimeWith(t, Config{Test: map[string]Command{
+		"":      {Argv: []string{"/bin/echo", "tested"}, Args: pattern},
+		"fixed": {Argv: []string{"/bin/sh", "-c", "echo fixed; pwd"}, Dir: "sub"},
+	}})
+	must(t, os.Mkdir(filepath.Join(root, "sub"), 0o755))
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunTest))
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		code fault.Code
+		out  string
+	}{
+		{"default", map[string]any{}, "", "tested\n"},
+		{"allowed argument", map[string]any{"args": []string{"-run=TestX"}}, "", "tested -run=TestX\n"},
+		{"argument off the pattern", map[string]any{"args": []string{"-run=X; rm -rf /"}}, fault.Denied, ""},
+		{"argument partly matching", map[string]any{"args": []string{"x-run=TestX"}}, fault.Denied, ""},
+		{"no arguments allowed", map[string]any{"name": "fixed", "args": []string{"-v"}}, fault.Denied, ""},
+		{"declared dir", map[string]any{"name": "fixed"}, "", "fixed\n" + filepath.Join(root, "sub") + "\n"},
+		{"undeclared", map[string]any{"name": "bench"}, fault.NotFound, ""},
+		{"too many arguments", map[string]any{"args": make([]string, limits.RunMaxArgs+1)}, fault.Limit, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := testkit.Call(t, s, "run_test", tc.args)
+			if fault.CodeOf(err) != tc.code {
+				t.Fatalf("err = %v, want %q", err, tc.code)
+			}
+			if err == nil && !strings.Contains(res.Text, "--- stdout ---\n"+tc.out) {
+				t.Errorf("text:\n%s", res.Text)
+			}
+		})
+	}
+	// run_test is listed without discovery; run_shell is not registered
+	// hot, and run_build only when declared.
+	var hot, build bool
+	for _, e := range s.Specs() {
+		hot = hot || e.Name == "run_test" && e.Hot
+		build = build || e.Name == "run_build"
+	}
+	if !hot || build {
+		t.Errorf("run_test hot: %v, run_build listed: %v", hot, build)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFixAFailingGoTest is the coding loop through kernel sessions: a
+// failing Go test, proven failing with run_test, fixed with edit_file,
+// proven passing with run_test.
+func TestFixAFailingGoTest(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no Go toolchain on PATH")
+	}
+	cache, err := exec.Command(goBin, "env", "GOCACHE").Output()
+	must(t, err)
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":      "module example.com/sum\n\ngo 1.22\n",
+		"sum.go":      "package sum\n\n// Sum adds a and b.\nfunc Sum(a, b int) int { return a - b }\n",
+		"sum_test.go": "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif got := Sum(2, 3); got != 5 {\n\t\tt.Fatalf(\"Sum(2, 3) = %d, want 5\", got)\n\t}\n}\n",
+	}
+	for name, text := range files {
+		must(t, os.WriteFile(filepath.Join(root, name), []byte(text), 0o644))
+	}
+	rt := runtimeWith(t, Config{
+		Env:      []string{"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "GOCACHE=" + strings.TrimSpace(string(cache)), "GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS=-mod=mod"},
+		Writable: []string{strings.TrimSpace(string(cache))},
+		Test:     map[string]Command{"": {Argv: []string{"go", "test", "./..."}, Timeout: 2 * time.Minute}},
+	})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunTest, capability.ReadFile, capability.EditFile))
+	res, err := testkit.Call(t, s, "run_test", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); r.ExitCode == 0 || !regexp.MustCompile(`Sum\(2, 3\) = -1, want 5`).MatchString(res.Text) {
+		t.Fatalf("the failing test did not fail:\n%s", res.Text)
+	}
+	if _, err := testkit.Call(t, s, "read_file", map[string]any{"path": "sum.go"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testkit.Call(t, s, "edit_file", map[string]any{"path": "sum.go", "old_string": "return a - b", "new_string": "return a + b"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = testkit.Call(t, s, "run_test", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); r.ExitCode != 0 || !strings.Contains(res.Text, "ok  \texample.com/sum") {
+		t.Fatalf("the fixed test did not pass:\n%s", res.Text)
+	}
+}
+
+// TestAuditSaysHowContained: the audit event of a contained command names
+// its containment and what was weaker.
+func TestAuditSaysHowContained(t *testing.T) {
+	root := t.TempDir()
+	var buf bytes.Buffer
+	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Config: Config{Reduced: true}, Helper: helper(t), Audit: slog.New(slog.NewJSONHandler(&buf, nil))})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	if _, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "exit 2"}); err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Msg         string   `json:"msg"`
+		Containment string   `json:"containment"`
+		Notes       []string `json:"notes"`
+		ExitCode    int      `json:"exit_code"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &ev); err != nil {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	if ev.Msg != "contained command" || ev.Containment != "reduced" || len(ev.Notes) == 0 || ev.ExitCode != 2 {
+		t.Errorf("audit event %s", buf.String())
+	}
+}
