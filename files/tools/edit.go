@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -12,15 +13,29 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-const editDescription = `Replaces old_string with new_string in a file this session has read with read_file and that has not changed since (else the result is a conflict and nothing is changed; after a successful edit the next edit needs no new read). old_string must match the file exactly (whitespace included, without read_file's line numbers) and occur exactly once, unless replace_all is true; otherwise the result says how many times it occurs and nothing is changed. old_string and new_string must differ. In a file with CRLF line endings, \n in both strings stands for \r\n. The file is at most 16 MiB; the change is atomic and the result shows a short diff (at most 8 KiB).
-Example: {"path": "src/main.go", "old_string": "func old() {", "new_string": "func renamed() {"}`
+var editDescription = fmt.Sprintf(`Replaces old_string with new_string in a file this session has read with read_file and that has not changed since (else the result is a conflict and nothing is changed; after a successful edit the next edit needs no new read). old_string must match the file exactly (whitespace included, without read_file's line numbers) and occur exactly once, unless replace_all is true; otherwise the result says how many times it occurs and nothing is changed. old_string and new_string must differ. In a file with CRLF line endings, \n in both strings stands for \r\n.
+Several changes at once: give edits (at most %d, each {old_string, new_string, replace_all}) instead of old_string/new_string; they apply in order, each to the result of the ones before, and either all apply or none does. dry_run: true shows the diff and writes nothing.
+The file, before and after, is at most %d bytes; the change is atomic and the result shows a short diff (at most %d bytes).
+Example: {"path": "src/main.go", "old_string": "func old() {", "new_string": "func renamed() {"}
+Example: {"path": "src/main.go", "edits": [{"old_string": "a := 1", "new_string": "a := 2"}, {"old_string": "b()", "new_string": "c()", "replace_all": true}], "dry_run": true}`,
+	limits.EditMaxEdits, limits.EditMaxFileBytes, limits.DiffMaxBytes)
 
-// EditArgs are edit_file's arguments.
+// EditArgs are edit_file's arguments: one change (OldString, NewString,
+// ReplaceAll) or several (Edits).
 type EditArgs struct {
-	Path       string `json:"path" jsonschema:"the file: relative to the first root where editing is granted, or absolute inside one"`
+	Path       string     `json:"path" jsonschema:"the file: relative to the first root where editing is granted, or absolute inside one"`
+	OldString  string     `json:"old_string,omitempty" jsonschema:"the exact text to replace (or use edits)"`
+	NewString  string     `json:"new_string,omitempty" jsonschema:"the text to put in its place"`
+	ReplaceAll bool       `json:"replace_all,omitempty" jsonschema:"replace every occurrence (default false: old_string must be unique)"`
+	Edits      []EditSpec `json:"edits,omitempty" jsonschema:"several changes applied in order, all or none (instead of old_string/new_string)"`
+	DryRun     bool       `json:"dry_run,omitempty" jsonschema:"show the diff without writing the file"`
+}
+
+// EditSpec is one change of a multi-edit.
+type EditSpec struct {
 	OldString  string `json:"old_string" jsonschema:"the exact text to replace"`
 	NewString  string `json:"new_string" jsonschema:"the text to put in its place"`
-	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence (default false: old_string must be unique)"`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence"`
 }
 
 // EditResult reports an edit; the diff is its text.
@@ -28,18 +43,55 @@ type EditResult struct {
 	Path         string `json:"path"`
 	Replacements int    `json:"replacements"`
 	Bytes        int    `json:"bytes"`
+	// DryRun reports that nothing was written.
+	DryRun bool `json:"dry_run,omitempty"`
 
 	diff string
 }
 
 func (r EditResult) ToolText() string { return r.diff }
 
+// specs returns the changes in, checked before the file is read.
+func (in EditArgs) specs() ([]EditSpec, error) {
+	specs := in.Edits
+	if len(specs) == 0 {
+		specs = []EditSpec{{OldString: in.OldString, NewString: in.NewString, ReplaceAll: in.ReplaceAll}}
+	} else if in.OldString != "" || in.NewString != "" || in.ReplaceAll {
+		return nil, fault.New(fault.InvalidInput, "give either old_string/new_string or edits, not both")
+	}
+	if len(specs) > limits.EditMaxEdits {
+		return nil, fault.LimitExceeded("edits", limits.EditMaxEdits, int64(len(specs)))
+	}
+	for i, s := range specs {
+		var err error
+		switch {
+		case s.OldString == "":
+			err = fault.New(fault.InvalidInput, "%sold_string is empty; to create or replace a whole file use write_file", editLabel(i, len(specs)))
+		case s.OldString == s.NewString:
+			err = fault.New(fault.InvalidInput, "%sold_string and new_string are identical; there is nothing to change", editLabel(i, len(specs)))
+		case len(s.NewString) > limits.EditMaxFileBytes:
+			// It could never fit in the file.
+			err = fault.LimitExceeded("new_string bytes", limits.EditMaxFileBytes, int64(len(s.NewString)))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return specs, nil
+}
+
+// editLabel names edit i of n in a message ("" for a single edit).
+func editLabel(i, n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "edit " + strconv.Itoa(i+1) + " of " + strconv.Itoa(n) + ": "
+}
+
 func (x *executor) editFile(ctx context.Context, req request, in EditArgs) (EditResult, error) {
-	switch {
-	case in.OldString == "":
-		return EditResult{}, fault.New(fault.InvalidInput, "old_string is empty; to create or replace a whole file use write_file")
-	case in.OldString == in.NewString:
-		return EditResult{}, fault.New(fault.InvalidInput, "old_string and new_string are identical; there is nothing to change")
+	specs, err := in.specs()
+	if err != nil {
+		return EditResult{}, err
 	}
 	t, err := resolve(req.caps, capability.EditFile, in.Path)
 	if err != nil {
@@ -56,26 +108,57 @@ func (x *executor) editFile(ctx context.Context, req request, in EditArgs) (Edit
 	if err := x.events.ExpectEdit(ctx, e); err != nil {
 		return EditResult{}, err
 	}
-	m, err := matchEdit(data, in.OldString, in.NewString, in.ReplaceAll)
+	out, res, err := applyEdits(ctx, data, specs, t.display)
 	if err != nil {
-		return EditResult{}, fault.New(fault.InvalidInput, "%s: %s", t.display, err.Error())
+		return EditResult{}, err
 	}
-	out := m.apply(data)
-	if len(out) > limits.EditMaxFileBytes {
-		return EditResult{}, fault.LimitExceeded(t.display+": edited file bytes", limits.EditMaxFileBytes, int64(len(out)))
+	res.Path, res.Bytes, res.DryRun = t.display, len(out), in.DryRun
+	if in.DryRun {
+		res.diff = "dry run, nothing written: " + res.diff
+		return res, nil
 	}
 	v, err := x.provider.Write(ctx, t.root, t.name, out, &files.WriteOptions{Guard: e.Guard.Enabled, Expect: e.Guard.Version})
 	if err != nil {
 		return EditResult{}, err
 	}
 	x.events.Observed(ctx, files.Observation{Session: e.Session, Op: files.OpEdit, Root: t.root, Name: t.name, Version: v})
-	return EditResult{Path: t.display, Replacements: len(m.at), Bytes: len(out), diff: m.diff(t.display, data)}, nil
+	return res, nil
+}
+
+// applyEdits applies specs in order to content in memory: the new content
+// and the result's replacements and diff, or the first failure (then
+// nothing is to be written). Each intermediate content is sized and
+// checked against limits.EditMaxFileBytes before it is allocated.
+func applyEdits(ctx context.Context, content []byte, specs []EditSpec, name string) ([]byte, EditResult, error) {
+	var res EditResult
+	d := diffWriter{name: name}
+	for i, s := range specs {
+		m, err := matchEdit(content, s.OldString, s.NewString, s.ReplaceAll)
+		if err != nil {
+			return nil, EditResult{}, fault.New(fault.InvalidInput, "%s: %s%s", name, editLabel(i, len(specs)), err.Error())
+		}
+		size := m.size(len(content))
+		if size > limits.EditMaxFileBytes {
+			return nil, EditResult{}, fault.LimitExceeded(name+": "+editLabel(i, len(specs))+"edited file bytes", limits.EditMaxFileBytes, size)
+		}
+		next, err := m.apply(ctx, content, int(size))
+		if err != nil {
+			return nil, EditResult{}, err
+		}
+		d.add(m, content)
+		content = next
+		res.Replacements += m.count
+	}
+	res.diff = d.String(res.Replacements)
+	return content, res, nil
 }
 
 // editMatch is a planned replacement: the strings as matched (line endings
-// adapted to the file) and the byte offsets of the occurrences.
+// adapted to the file), how many times old occurs, and the offsets of the
+// first occurrences (as many as the diff may show).
 type editMatch struct {
 	old, new string
+	count    int
 	at       []int
 }
 
@@ -97,16 +180,16 @@ func matchEdit(content []byte, old, new string, all bool) (editMatch, error) {
 	var m editMatch
 	if isCRLF(content) && strings.Contains(old, "\n") {
 		m = editMatch{old: toCRLF(old), new: toCRLF(new)}
-		m.at = occurrences(content, m.old, all)
+		m.count = bytes.Count(content, []byte(m.old))
 	}
-	if len(m.at) == 0 {
+	if m.count == 0 {
 		m = editMatch{old: old, new: new}
 		if isCRLF(content) {
 			m.new = toCRLF(new)
 		}
-		m.at = occurrences(content, m.old, all)
+		m.count = bytes.Count(content, []byte(m.old))
 	}
-	switch n := len(m.at); {
+	switch n := m.count; {
 	case n == 0:
 		return editMatch{}, matchError("old_string was not found; copy it exactly from read_file's output (without the line numbers), whitespace and line breaks included")
 	case n > 1 && !all:
@@ -115,24 +198,20 @@ func matchEdit(content []byte, old, new string, all bool) (editMatch, error) {
 	if m.old == m.new {
 		return editMatch{}, matchError("old_string and new_string are identical in this file's line endings; there is nothing to change")
 	}
+	m.at = firstOccurrences(content, m.old, limits.EditMaxDiffHunks+1)
 	return m, nil
 }
 
-// occurrences returns the offsets of non-overlapping occurrences of s; when
-// all is false it stops after the second, which is enough to refuse.
-func occurrences(content []byte, s string, all bool) []int {
-	var at []int
-	for i := 0; i <= len(content)-len(s); {
+// firstOccurrences returns the offsets of the first n non-overlapping
+// occurrences of s.
+func firstOccurrences(content []byte, s string, n int) []int {
+	at := make([]int, 0, min(n, 8))
+	for i := 0; len(at) < n; {
 		j := bytes.Index(content[i:], []byte(s))
 		if j < 0 {
 			break
 		}
 		at = append(at, i+j)
-		if !all && len(at) == 2 {
-			// count the rest only to say how many there are
-			rest := i + j + len(s)
-			return append(at, make([]int, bytes.Count(content[rest:], []byte(s)))...)
-		}
 		i += j + len(s)
 	}
 	return at
@@ -159,147 +238,34 @@ func toCRLF(s string) string {
 	return b.String()
 }
 
-// apply builds the new content in one buffer.
-func (m editMatch) apply(content []byte) []byte {
-	out := make([]byte, 0, len(content)+len(m.at)*(len(m.new)-len(m.old)))
+// size is the length of the content after the replacements, computed in
+// int64 so that no product of input sizes overflows.
+func (m editMatch) size(n int) int64 {
+	return int64(n) + int64(m.count)*(int64(len(m.new))-int64(len(m.old)))
+}
+
+// applyCheckEvery is how many replacements apply makes between checks of
+// the context.
+const applyCheckEvery = 1 << 16
+
+// apply builds the new content, of the given size, in one buffer.
+func (m editMatch) apply(ctx context.Context, content []byte, size int) ([]byte, error) {
+	out := make([]byte, 0, size)
+	old := []byte(m.old)
 	prev := 0
-	for _, at := range m.at {
-		out = append(out, content[prev:at]...)
+	for n := 1; ; n++ {
+		j := bytes.Index(content[prev:], old)
+		if j < 0 {
+			break
+		}
+		out = append(out, content[prev:prev+j]...)
 		out = append(out, m.new...)
-		prev = at + len(m.old)
-	}
-	return append(out, content[prev:]...)
-}
-
-// diffContext is the number of unchanged lines shown around a change.
-const diffContext = 2
-
-// diffLineBytes cuts a long line in the diff.
-const diffLineBytes = 240
-
-// diff renders the replacements as unified-diff hunks, at most
-// limits.EditMaxDiffHunks of them and limits.DiffMaxBytes in all, saying
-// what it leaves out. The changed span of each replacement is known, so no
-// diff algorithm is needed: the hunk is the lines the old text spanned
-// against the lines the new text spans.
-func (m editMatch) diff(name string, content []byte) string {
-	var b strings.Builder
-	b.WriteString("edited ")
-	b.WriteString(name)
-	b.WriteString(": ")
-	b.WriteString(strconv.Itoa(len(m.at)))
-	if len(m.at) == 1 {
-		b.WriteString(" replacement\n")
-	} else {
-		b.WriteString(" replacements\n")
-	}
-	delta := 0 // line shift of the new file against the old so far
-	line, lineAt := 1, 0
-	shown := 0
-	for i, at := range m.at {
-		line += bytes.Count(content[lineAt:at], []byte{'\n'})
-		lineAt = at
-		if shown == limits.EditMaxDiffHunks || b.Len() >= limits.DiffMaxBytes {
-			b.WriteString("… ")
-			b.WriteString(strconv.Itoa(len(m.at) - i))
-			b.WriteString(" more replacements not shown\n")
-			break
+		prev += j + len(old)
+		if n%applyCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fault.As(err)
+			}
 		}
-		start := bytes.LastIndexByte(content[:at], '\n') + 1
-		endOld := at + len(m.old)
-		lineEnd := bytes.IndexByte(content[endOld:], '\n')
-		if lineEnd < 0 {
-			lineEnd = len(content)
-		} else {
-			lineEnd += endOld
-		}
-		before := lastLines(content[:start], diffContext)
-		after := firstLines(content[min(lineEnd+1, len(content)):], diffContext)
-		oldSpan := string(content[start:lineEnd])
-		newSpan := string(content[start:at]) + m.new + string(content[endOld:lineEnd])
-		oldLines := splitLines(oldSpan)
-		newLines := splitLines(newSpan)
-		var h strings.Builder
-		h.WriteString("@@ -")
-		h.WriteString(strconv.Itoa(line - len(before)))
-		h.WriteString(",")
-		h.WriteString(strconv.Itoa(len(before) + len(oldLines) + len(after)))
-		h.WriteString(" +")
-		h.WriteString(strconv.Itoa(line - len(before) + delta))
-		h.WriteString(",")
-		h.WriteString(strconv.Itoa(len(before) + len(newLines) + len(after)))
-		h.WriteString(" @@\n")
-		for _, l := range before {
-			writeDiffLine(&h, ' ', l)
-		}
-		for _, l := range oldLines {
-			writeDiffLine(&h, '-', l)
-		}
-		for _, l := range newLines {
-			writeDiffLine(&h, '+', l)
-		}
-		for _, l := range after {
-			writeDiffLine(&h, ' ', l)
-		}
-		delta += len(newLines) - len(oldLines)
-		if b.Len()+h.Len() > limits.DiffMaxBytes {
-			b.WriteString("… ")
-			b.WriteString(strconv.Itoa(len(m.at) - i))
-			b.WriteString(" more replacements not shown (the diff would exceed ")
-			b.WriteString(strconv.Itoa(limits.DiffMaxBytes))
-			b.WriteString(" bytes)\n")
-			break
-		}
-		b.WriteString(h.String())
-		shown++
 	}
-	return b.String()
-}
-
-func writeDiffLine(b *strings.Builder, mark byte, l string) {
-	l = strings.TrimSuffix(l, "\r")
-	b.WriteByte(mark)
-	if len(l) > diffLineBytes {
-		cut := diffLineBytes
-		for cut > 0 && l[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		b.WriteString(l[:cut])
-		b.WriteString(" … [cut]")
-	} else {
-		b.WriteString(l)
-	}
-	b.WriteByte('\n')
-}
-
-func splitLines(s string) []string { return strings.Split(s, "\n") }
-
-// lastLines returns up to n whole lines that end content (which ends at a
-// line start).
-func lastLines(content []byte, n int) []string {
-	if len(content) == 0 {
-		return nil
-	}
-	s := string(content[max(0, len(content)-4*diffLineBytes*n):])
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
-}
-
-// firstLines returns up to n whole lines at the start of content.
-func firstLines(content []byte, n int) []string {
-	if len(content) == 0 {
-		return nil
-	}
-	s := string(content[:min(len(content), 4*diffLineBytes*n)])
-	lines := strings.SplitN(s, "\n", n+1)
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	if l := len(lines); l > 0 && lines[l-1] == "" {
-		lines = lines[:l-1]
-	}
-	return lines
+	return append(out, content[prev:]...), nil
 }

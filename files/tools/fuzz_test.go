@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -49,18 +50,18 @@ func FuzzEditMatch(f *testing.F) {
 			n = -1
 		}
 		want := strings.Replace(content, m.old, m.new, n)
-		if got := string(m.apply([]byte(content))); got != want {
+		if got := string(applied(t, m, content)); got != want {
 			t.Fatalf("apply = %q, want %q", got, want)
 		}
-		if all && len(m.at) != strings.Count(content, m.old) {
-			t.Fatalf("%d occurrences, strings.Count says %d", len(m.at), strings.Count(content, m.old))
+		if all && m.count != strings.Count(content, m.old) {
+			t.Fatalf("%d occurrences, strings.Count says %d", m.count, strings.Count(content, m.old))
 		}
 		for i, at := range m.at {
 			if !bytes.HasPrefix([]byte(content[at:]), []byte(m.old)) || i > 0 && at < m.at[i-1]+len(m.old) {
 				t.Fatalf("bad occurrence %d at %d", i, at)
 			}
 		}
-		if d := m.diff("f", []byte(content)); len(d) > limits.DiffMaxBytes+512 {
+		if d := diffOf(m, "f", content); len(d) > limits.DiffMaxBytes+512 {
 			t.Fatalf("diff of %d bytes", len(d))
 		}
 	})
@@ -96,7 +97,7 @@ func TestMatchEdit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := string(m.apply([]byte(c.content))); got != c.want {
+			if got := string(applied(t, m, c.content)); got != c.want {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}
 		})
@@ -109,11 +110,28 @@ func TestEditDiffBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := m.diff("f", []byte(content))
+	d := diffOf(m, "f", content)
 	if len(d) > limits.DiffMaxBytes+200 || !strings.Contains(d, "more replacements not shown") {
 		t.Fatalf("diff of %d bytes:\n%.300s", len(d), d)
 	}
 	if strings.Count(d, "@@ -") > limits.EditMaxDiffHunks {
 		t.Fatalf("%d hunks", strings.Count(d, "@@ -"))
 	}
+}
+
+// applied is m applied to content.
+func applied(t *testing.T, m editMatch, content string) []byte {
+	t.Helper()
+	out, err := m.apply(context.Background(), []byte(content), int(m.size(len(content))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diffOf is the diff of m in content.
+func diffOf(m editMatch, name, content string) string {
+	d := diffWriter{name: name}
+	d.add(m, []byte(content))
+	return d.String(m.count)
 }
