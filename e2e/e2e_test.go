@@ -279,7 +279,7 @@ func TestStdio(t *testing.T) {
 		if c.tools(t)["move_file"] == nil {
 			t.Fatal("move_file not listed after tool_search")
 		}
-		_, code = c.call(t, "move_file", map[string]any{"from": "move-me.txt", "to": "moved/here.txt"})
+		_, code = c.call(t, "move_file", map[string]any{"source": "move-me.txt", "destination": "moved/here.txt"})
 		want(t, "move", code, "")
 		if got := readFile(t, filepath.Join(rw, "moved", "here.txt")); got != "moving\n" {
 			t.Fatalf("moved file = %q", got)

@@ -40,6 +40,8 @@ type Meta struct {
 	Effect capability.Effect
 	// Hot tools are listed without discovery.
 	Hot bool
+	// Title is the human-readable name clients show ("Read file").
+	Title string
 	// Summary is the one-line discovery text.
 	Summary string
 	// Description is what the model reads: what the tool does, its limits
@@ -127,6 +129,11 @@ func (b *Builder) Register(policy Policy, meta Meta, input, output *jsonschema.S
 		InputSchema:  input,
 		OutputSchema: output,
 		Annotations:  meta.Annotations,
+	}
+	if meta.Title != "" {
+		a := e.Hints()
+		a.Title = meta.Title
+		e.Annotations = &a
 	}
 	if err := e.Validate(); err != nil {
 		return err

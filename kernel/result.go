@@ -12,6 +12,9 @@ import (
 type Result struct {
 	Text       string
 	Structured json.RawMessage
+	// Image, when set, is shown besides the text (see Imager); it is
+	// bounded apart from the output bound.
+	Image *Image
 
 	// release, when set, gives the memory behind Text back to the tool
 	// that produced it (see Releaser).

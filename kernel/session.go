@@ -167,6 +167,9 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 		res = nil
 	} else {
 		out = res.Size()
+		if res.Image != nil {
+			out += res.Image.EncodedSize()
+		}
 	}
 	if s.rt.audit != nil {
 		outcome := "ok"
@@ -297,6 +300,10 @@ func (a *admitted) outcome(res *Result, err error) (*Result, error) {
 	if size, max := res.Size(), a.call.MaxOutputBytes; size > max {
 		res.Release()
 		return nil, fault.OutputTooLarge("the result of "+name, size, max, "ask for less (a smaller window, fewer entries)")
+	}
+	if err := checkImage(name, res); err != nil {
+		res.Release()
+		return nil, err
 	}
 	return res, nil
 }

@@ -90,6 +90,7 @@ func encode(v any, t Texter) (*Result, error) {
 		return nil, fault.Wrap(fault.Internal, err, "encoding the result failed")
 	}
 	res := &Result{Structured: json.RawMessage(data)}
+	attachImage(res, v)
 	if t != nil {
 		res.Text = t.ToolText()
 		if releases {

@@ -48,3 +48,7 @@ const (
 	// EditMaxEdits bounds edit_file's edits.
 	EditMaxEdits = 100
 )
+
+// ReadTailMaxScanBytes bounds how far back from the end a tail read looks
+// for the start of its lines.
+const ReadTailMaxScanBytes = 64 * MiB

@@ -8,42 +8,8 @@ import (
 	"testing"
 
 	"github.com/capkit/capkit/internal/testkit"
-	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
-
-// TestReadHugeFileBoundedMemory reads windows of a 512 MiB (sparse) file:
-// the whole file is streamed to count its lines, but memory stays at the
-// read buffer plus the window.
-func TestReadHugeFileBoundedMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("streams 512 MiB")
-	}
-	root := testkit.TempDir(t)
-	p := filepath.Join(root, "huge.txt")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("first line\nsecond line\n")
-	if err := f.Truncate(512 << 20); err != nil { // the rest reads as NUL bytes: one long last line
-		t.Fatal(err)
-	}
-	f.Close()
-	s := newSession(t, newRuntime(t, nil), allEffects, root)
-	var res *kernel.Result
-	alloc := testkit.Allocated(func() { res = mustResult(t, s, ReadFile, obj{"path": "huge.txt", "offset": 2}) })
-	// The output buffer is sized from the first chunk's line density, at
-	// most the output bound; nothing grows with the file.
-	if alloc > limits.FileToolsReadOutputBytes+1<<20 {
-		t.Fatalf("reading a window of a 512 MiB file allocated %d bytes", alloc)
-	}
-	var out ReadResult
-	json.Unmarshal(res.Structured, &out)
-	if out.TotalLines != 3 || out.StartLine != 2 || out.EndLine != 3 || out.CutLines != 1 || out.Bytes != 512<<20 {
-		t.Fatalf("%+v", out)
-	}
-}
 
 // TestWalkDepthBound: glob and grep search limits.WalkMaxDepth levels and
 // say how many deeper directories they did not search.

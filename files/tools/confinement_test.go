@@ -196,8 +196,8 @@ func TestConfinement(t *testing.T) {
 				{ListDir, obj{"path": p.path}},
 				{Glob, obj{"pattern": "**", "path": p.path}},
 				{Grep, obj{"pattern": "SECRET", "path": p.path}},
-				{MoveFile, obj{"from": p.path, "to": "moved-here"}},
-				{MoveFile, obj{"from": "a.txt", "to": p.path}},
+				{MoveFile, obj{"source": p.path, "destination": "moved-here"}},
+				{MoveFile, obj{"source": "a.txt", "destination": p.path}},
 			} {
 				j.try(t, s, c.tool, c.args)
 			}
@@ -290,7 +290,7 @@ func TestSwapBetweenCalls(t *testing.T) {
 		{ListDir, obj{"path": "swap"}},
 		{Glob, obj{"pattern": "swap/**"}},
 		{Grep, obj{"pattern": "SECRET", "path": "swap"}},
-		{MoveFile, obj{"from": "swap/f.txt", "to": "stolen.txt"}},
+		{MoveFile, obj{"source": "swap/f.txt", "destination": "stolen.txt"}},
 	} {
 		if err := j.try(t, s, c.tool, c.args); err == nil {
 			t.Errorf("%s %v succeeded through a swapped-in symlink", c.tool, c.args)
@@ -333,8 +333,8 @@ func TestSwapDuringCalls(t *testing.T) {
 		{ListDir, obj{"path": "flip"}},
 		{Glob, obj{"pattern": "flip/**"}},
 		{Grep, obj{"pattern": "SECRET|inside"}},
-		{MoveFile, obj{"from": "flip/f.txt", "to": "flip/g.txt"}},
-		{MoveFile, obj{"from": "flip/g.txt", "to": "flip/f.txt"}},
+		{MoveFile, obj{"source": "flip/f.txt", "destination": "flip/g.txt"}},
+		{MoveFile, obj{"source": "flip/g.txt", "destination": "flip/f.txt"}},
 	}
 	for i := range 150 {
 		c := calls[i%len(calls)]

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	iofs "io/fs"
 	"path"
 	"strconv"
@@ -15,72 +16,11 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-const listDescription = `Lists a directory: one entry a line, directories with a trailing /, symbolic links marked @, other special files marked (special file). At most 1000 entries are shown, in name order; the result says how many more there are. Without a path, lists the first root. File sizes are not shown (read_file reports a file's size).
-Example: {"path": "src"}`
+var listDescription = fmt.Sprintf(`Lists a directory: one entry a line, in name order, directories with a trailing /, symbolic links marked @, other special files marked (special file). offset skips that many entries and limit shows at most that many (default and at most %d); the order is stable, so offset pages through a directory: the result says how many entries there are and the offset to continue with. details: true adds each entry's type, size, permissions and modification time. A listing that would exceed the tool's output bound (%d bytes by default) ends on the last whole entry that fits and says so. Without a path, lists the first root.
+Example: {"path": "src", "offset": 1000, "details": true}`, limits.ListMaxEntries, limits.ToolTextBytes)
 
 const globDescription = `Finds files whose path matches a glob pattern, relative to path (default: the first root): * matches within one path element, ** any number of elements, ? one character, [abc] and {a,b} as usual. Directories named .git are skipped; symbolic links are not followed. At most 1000 paths are shown, in lexical order; the result says how many more matched.
 Example: {"pattern": "**/*_test.go", "path": "src"}`
-
-// ListArgs are list_dir's arguments.
-type ListArgs struct {
-	Path string `json:"path,omitempty" jsonschema:"the directory (default: the first root)"`
-}
-
-// ListResult reports a listing; the entries are its text.
-type ListResult struct {
-	Path     string `json:"path"`
-	Shown    int    `json:"shown"`
-	Total    int    `json:"total"`
-	NotShown int    `json:"not_shown"`
-
-	text string
-}
-
-func (r ListResult) ToolText() string { return r.text }
-
-func (x *executor) listDir(ctx context.Context, req request, in ListArgs) (ListResult, error) {
-	p := in.Path
-	if p == "" {
-		p = "."
-	}
-	t, err := resolve(req.caps, capability.List, p)
-	if err != nil {
-		return ListResult{}, err
-	}
-	entries, total, err := x.provider.ReadDir(ctx, t.root, t.name, limits.ListMaxEntries)
-	if err != nil {
-		return ListResult{}, err
-	}
-	// Names and types come from the directory itself: a stat per entry
-	// (for sizes) was most of the cost of listing a large directory.
-	var b strings.Builder
-	b.Grow(len(entries)*16 + 64)
-	for _, e := range entries {
-		b.WriteString(path.Base(e.Name))
-		switch {
-		case e.IsDir():
-			b.WriteString("/")
-		case e.Type&iofs.ModeSymlink != 0:
-			b.WriteString("@")
-		case !e.IsRegular():
-			b.WriteString("  (special file)")
-		}
-		b.WriteByte('\n')
-	}
-	res := ListResult{Path: t.display, Shown: len(entries), Total: total, NotShown: total - len(entries)}
-	b.WriteString("(")
-	b.WriteString(strconv.Itoa(total))
-	b.WriteString(" entries in ")
-	b.WriteString(t.display)
-	if res.NotShown > 0 {
-		b.WriteString("; ")
-		b.WriteString(strconv.Itoa(res.NotShown))
-		b.WriteString(" not shown: list a subdirectory or use glob")
-	}
-	b.WriteString(")\n")
-	res.text = b.String()
-	return res, nil
-}
 
 // GlobArgs are glob's arguments.
 type GlobArgs struct {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -16,38 +18,53 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-const readDescription = `Reads a text file and returns its lines numbered from 1, a window at a time: by default the first 2000 lines; offset is the first line to show and limit how many. The result says which lines of how many it shows; read on with offset = last line shown + 1. Lines longer than 2000 characters are cut with a visible "[cut: …]" marker and the result says how many were cut. CRLF line endings are shown without the \r. A file that is not valid UTF-8 is refused with the byte offset of the first bad byte. Paths are relative to the first root, or absolute inside a root. Reading a file is required before write_file may replace it or edit_file may change it. The result is at most the tool's output bound (8 MiB by default); read a smaller window if it is exceeded.
-Example: {"path": "src/main.go", "offset": 2001, "limit": 500}`
+var readDescription = fmt.Sprintf(`Reads a text file and returns its lines numbered from 1, a window at a time: by default the first %d lines; offset is the first line to show and limit how many; tail: N shows the last N lines (at most %d) without reading the whole file. The result says which lines it shows and how to read on (continue with offset = last line shown + 1); a window that would exceed the tool's output bound (%d bytes by default) ends on the last whole line that fits and says so. Lines longer than %d characters are cut with a visible "[cut: …]" marker. CRLF line endings are shown without the \r. A file of up to %d bytes is read to its end, so the result gives its line count; a larger one is read only as far as the window ("more follows"). PNG, JPEG, GIF and WebP files (by their content, at most %d bytes) are returned as images; other files with NUL bytes are refused as binary, and text that is not UTF-8 is refused with the offset of the first bad byte. Paths are relative to the first root, or absolute inside a root. Reading a file is required before write_file may replace it or edit_file may change it.
+Example: {"path": "src/main.go", "offset": 2001, "limit": 500}
+Example: {"path": "logs/server.log", "tail": 50}`,
+	limits.ReadDefaultLines, limits.ReadTailMaxLines, limits.ToolTextBytes, limits.ReadMaxLineRunes, limits.ReadVersionMaxBytes, limits.ReadImageMaxBytes)
 
 // ReadArgs are read_file's arguments.
 type ReadArgs struct {
 	Path   string `json:"path" jsonschema:"the file: relative to the first root, or absolute inside a root, e.g. src/main.go"`
 	Offset int    `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"most lines to show (default 2000, at most 1000000)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"most lines to show (default 2000)"`
+	Tail   int    `json:"tail,omitempty" jsonschema:"show the last N lines instead (not with offset or limit)"`
 }
 
 // ReadResult describes the window read_file returned; the numbered lines
-// are its text.
+// (or, for an image, a line that describes it) are its text.
 type ReadResult struct {
 	Path string `json:"path"`
 	// StartLine and EndLine are the lines shown (1-based, inclusive); both
-	// are 0 for an empty file.
-	StartLine  int `json:"start_line"`
-	EndLine    int `json:"end_line"`
-	TotalLines int `json:"total_lines"`
+	// are 0 for an empty file or an image.
+	StartLine int `json:"start_line"`
+	EndLine   int `json:"end_line"`
+	// TotalLines is the file's line count where it was counted (the whole
+	// file was read); 0 when it was not.
+	TotalLines int `json:"total_lines,omitempty"`
+	// NextOffset is the offset that reads on after this window; 0 at the
+	// end of the file.
+	NextOffset int `json:"next_offset,omitempty"`
 	// CutLines counts shown lines cut at limits.ReadMaxLineRunes.
 	CutLines int `json:"cut_lines"`
 	// CRLF reports that the file's first line ends with \r\n.
-	CRLF  bool  `json:"crlf"`
+	CRLF bool `json:"crlf"`
+	// Bytes is the file's size.
 	Bytes int64 `json:"bytes"`
+	// MediaType is set for an image, sniffed from its bytes.
+	MediaType string `json:"media_type,omitempty"`
 
 	text  []byte
+	image []byte
 	lease outLease
 }
 
 // ToolText is the numbered window and a line that says what it is. The
 // buffer is not copied: it is not modified until Release.
 func (r ReadResult) ToolText() string { return unsafe.String(unsafe.SliceData(r.text), len(r.text)) }
+
+// ToolImage is the image read_file returned, if any (see kernel.Imager).
+func (r ReadResult) ToolImage() (string, []byte) { return r.MediaType, r.image }
 
 // Release gives the text's buffer back for another read (see
 // kernel.Releaser): the text must not be used after it. Only the first
@@ -59,15 +76,30 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b 
 // cutMarker is appended to a line cut at limits.ReadMaxLineRunes.
 const cutMarker = " … [cut: "
 
+// textBudget is the room for a window's text under an output bound.
+func textBudget(maxOutput int64) int64 {
+	return max(maxOutput-limits.ToolTextReserveBytes, maxOutput/2)
+}
+
+func (in ReadArgs) check() error {
+	switch {
+	case in.Offset < 0 || in.Limit < 0 || in.Tail < 0:
+		return fault.New(fault.InvalidInput, "offset, limit and tail must not be negative")
+	case in.Tail > 0 && (in.Offset > 0 || in.Limit > 0):
+		return fault.New(fault.InvalidInput, "tail reads the last lines; give it without offset and limit")
+	case in.Limit > limits.ReadMaxLines:
+		return fault.LimitExceeded("limit (lines)", limits.ReadMaxLines, int64(in.Limit))
+	case in.Tail > limits.ReadTailMaxLines:
+		return fault.LimitExceeded("tail (lines)", limits.ReadTailMaxLines, int64(in.Tail))
+	}
+	return nil
+}
+
 func (x *executor) readFile(ctx context.Context, req request, in ReadArgs) (ReadResult, error) {
-	if in.Offset < 0 || in.Limit < 0 {
-		return ReadResult{}, fault.New(fault.InvalidInput, "offset and limit must not be negative")
+	if err := in.check(); err != nil {
+		return ReadResult{}, err
 	}
-	if in.Limit > limits.ReadMaxLines {
-		return ReadResult{}, fault.LimitExceeded("limit (lines)", limits.ReadMaxLines, int64(in.Limit))
-	}
-	caps := req.caps
-	t, err := resolve(caps, capability.ReadFile, in.Path)
+	t, err := resolve(req.caps, capability.ReadFile, in.Path)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -76,55 +108,115 @@ func (x *executor) readFile(ctx context.Context, req request, in ReadArgs) (Read
 		return ReadResult{}, err
 	}
 	defer f.Close()
-	first, limit := max(in.Offset, 1), in.Limit
-	if limit == 0 {
-		limit = limits.ReadDefaultLines
+	if res, ok, err := x.readImage(ctx, req, t, f); ok || err != nil {
+		return res, err
 	}
-	w := window{first: first, last: first + limit - 1, max: req.maxOutput, size: f.Info().Size}
-	kept := false
-	defer func() {
-		if !kept {
-			w.lease.release()
+	var res ReadResult
+	if in.Tail > 0 {
+		res, err = readTail(ctx, req, t, f, in.Tail)
+	} else {
+		first, limit := max(in.Offset, 1), in.Limit
+		if limit == 0 {
+			limit = limits.ReadDefaultLines
 		}
-	}()
-	if err := w.scan(ctx, f, t.display); err != nil {
+		w := newWindow(first, first+limit-1, req.maxOutput, f.Info().Size)
+		res, err = w.result(ctx, f, t.display)
+	}
+	if err != nil {
 		return ReadResult{}, err
 	}
-	res := ReadResult{Path: t.display, TotalLines: w.total, CutLines: w.cut, CRLF: w.crlf, Bytes: w.read}
-	switch {
-	case w.total == 0:
-		w.out = append(w.out, "(empty file: 0 lines)\n"...)
-	case first > w.total:
-		return ReadResult{}, fault.New(fault.InvalidInput, "offset %d is past the end of %s, which has %d lines", first, t.display, w.total)
-	default:
-		res.StartLine, res.EndLine = first, min(w.last, w.total)
-		w.out = w.footer(res)
-	}
-	if int64(len(w.out)) > req.maxOutput {
-		return ReadResult{}, w.tooBig()
-	}
-	w.lease.keep(w.out)
-	res.text, res.lease, kept = w.out, w.lease, true
 	if v, ok := f.Version(); ok {
 		x.events.Observed(ctx, files.Observation{Session: req.session, Op: files.OpRead, Root: t.root, Name: t.name, Version: v})
 	}
 	return res, nil
 }
 
+// newWindow is a window of lines first..last of a file of size bytes
+// under the output bound max.
+func newWindow(first, last int, max, size int64) *window {
+	return &window{
+		first: first, last: last, max: max, budget: textBudget(max), size: size,
+		countAll: size <= limits.ReadVersionMaxBytes,
+	}
+}
+
+// result scans r and renders the window as a result named name.
+func (w *window) result(ctx context.Context, r io.Reader, name string) (ReadResult, error) {
+	kept := false
+	defer func() {
+		if !kept {
+			w.lease.release()
+		}
+	}()
+	if err := w.scan(ctx, r, name); err != nil {
+		return ReadResult{}, err
+	}
+	res := ReadResult{Path: name, CutLines: w.cut, CRLF: w.crlf, Bytes: w.size}
+	if w.tail != nil {
+		res.Bytes += w.tail.start
+	}
+	if w.eof && (w.tail == nil || w.tail.counted) {
+		res.TotalLines = w.total + w.numBase
+	}
+	switch {
+	case w.eof && w.total == 0:
+		w.out = append(w.out, "(empty file: 0 lines)\n"...)
+	case w.eof && w.first > w.total:
+		return ReadResult{}, fault.New(fault.InvalidInput, "offset %d is past the end of %s, which has %d lines", w.first, name, w.total)
+	case w.tail != nil:
+		res.StartLine, res.EndLine = w.first+w.numBase, w.shownLast()+w.numBase
+		w.out = w.tailFooter(res)
+	default:
+		res.StartLine, res.EndLine = w.first, w.shownLast()
+		if !w.eof || res.EndLine < w.total {
+			res.NextOffset = res.EndLine + 1
+		}
+		w.out = w.footer(res)
+	}
+	if int64(len(w.out)) > w.max {
+		return ReadResult{}, w.tooBig()
+	}
+	w.lease.keep(w.out)
+	res.text, res.lease, kept = w.out, w.lease, true
+	return res, nil
+}
+
+// shownLast is the last line the window shows.
+func (w *window) shownLast() int {
+	if w.eof {
+		return min(w.last, w.total)
+	}
+	return w.last
+}
+
 // window numbers the lines first..last of a file in one streaming pass
-// into one pre-sized buffer, and counts all lines. Memory is the read
-// buffer plus the output, which is bounded by max.
+// into one pre-sized buffer. A file of at most limits.ReadVersionMaxBytes
+// is read to its end and its lines counted (countAll); a larger one only
+// as far as the window. Memory is the read buffer plus the output, which
+// is bounded by the text budget.
 type window struct {
 	first, last int
-	max         int64
+	max         int64 // the output bound
+	budget      int64 // room for the window's text
 	size        int64
+	countAll    bool
+	numBase     int       // added to the line numbers shown (a tail's offset)
+	tail        *tailSpan // set for a tail read
 
 	out   []byte
 	lease outLease // of out's buffer
-	total int      // lines seen
-	cut   int      // lines cut
-	crlf  bool     // first line ends in \r\n
+	total int      // lines seen, once eof
+	eof   bool
+	cut   int  // lines cut
+	crlf  bool // first line ends in \r\n
 	read  int64
+	// why the window ended before its last line, if it did
+	fitted   bool // the output budget
+	longLine bool // a line longer than limits.ReadMaxLineScanBytes
+
+	// the last whole window line: its number and where it ends in out
+	lastLine int
+	lastEnd  int
 
 	// the window line being built
 	inLine    bool
@@ -138,6 +230,9 @@ type window struct {
 	num       lineNo
 }
 
+// errWindowDone ends a scan that has read what the window needs.
+var errWindowDone = errors.New("window done")
+
 func (w *window) scan(ctx context.Context, r io.Reader, name string) error {
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
@@ -148,10 +243,14 @@ func (w *window) scan(ctx context.Context, r io.Reader, name string) error {
 			if w.out == nil {
 				w.out, w.lease = leaseOut(w.estimate(buf[:n]))
 			}
-			if ferr := w.chunk(buf[:n], name); ferr != nil {
+			ferr := w.chunk(buf[:n], name)
+			w.read += int64(n)
+			if ferr == errWindowDone {
+				return w.endWindow(name)
+			}
+			if ferr != nil {
 				return ferr
 			}
-			w.read += int64(n)
 		}
 		if err == io.EOF {
 			break
@@ -166,17 +265,30 @@ func (w *window) scan(ctx context.Context, r io.Reader, name string) error {
 	if w.out == nil {
 		w.out = make([]byte, 0, 64)
 	}
+	w.eof = true
 	w.total = w.newlines
 	if w.read > 0 && w.prev != '\n' {
 		w.total++ // a last line without a newline
 		if w.inLine {
-			var err error
-			if w.out, err = w.endLine(w.out, name); err != nil {
-				return err
-			}
+			return w.finishLine(name)
 		}
 	}
 	return nil
+}
+
+// endWindow closes a window that stopped before the end of the file.
+func (w *window) endWindow(name string) error {
+	if w.inLine {
+		return w.finishLine(name)
+	}
+	return nil
+}
+
+// finishLine ends the window line being built.
+func (w *window) finishLine(name string) error {
+	var err error
+	w.out, err = w.endLine(w.out, name)
+	return err
 }
 
 // estimate sizes the output from the file size and the line density of the
@@ -196,9 +308,17 @@ func (w *window) estimate(sample []byte) int {
 }
 
 func (w *window) chunk(c []byte, name string) error {
+	if i := bytes.IndexByte(c, 0); i >= 0 {
+		return binaryFault(name, w.read+int64(i))
+	}
 	err := w.lines(c, name)
 	w.prev = c[len(c)-1]
 	return err
+}
+
+// binaryFault refuses a file with a NUL byte at off.
+func binaryFault(name string, off int64) error {
+	return fault.New(fault.InvalidInput, "%s is binary (a NUL byte at offset %d); read_file shows text files and PNG, JPEG, GIF and WebP images", name, off)
 }
 
 // lines numbers the window's lines in c. The output slice lives in a
@@ -210,6 +330,10 @@ func (w *window) lines(c []byte, name string) error {
 	for len(c) > 0 {
 		line := w.newlines + 1
 		if line > w.last {
+			if !w.countAll {
+				w.out = out
+				return errWindowDone
+			}
 			// past the window: only count
 			w.newlines += bytes.Count(c, []byte{'\n'})
 			break
@@ -225,7 +349,7 @@ func (w *window) lines(c []byte, name string) error {
 			continue
 		}
 		if !w.inLine {
-			out = append(out, w.num.at(line)...)
+			out = append(out, w.num.at(line+w.numBase)...)
 			w.inLine, w.lineStart, w.lineOff, w.lineCut, w.hidden = true, len(out), base, false, 0
 			w.lineASCII = true
 		}
@@ -242,9 +366,18 @@ func (w *window) lines(c []byte, name string) error {
 			seg = c[:i]
 		}
 		out = w.appendText(out, seg)
-		if int64(len(out)) > w.max {
-			w.out = out
-			return w.tooBig()
+		if int64(len(out)) > w.budget {
+			if w.lastLine < w.first {
+				w.out = out
+				return w.tooBig()
+			}
+			// The window ends on the last whole line that fits.
+			out, w.inLine, w.fitted, w.last = out[:w.lastEnd], false, true, w.lastLine
+			continue
+		}
+		if w.hidden > limits.ReadMaxLineScanBytes {
+			w.out, w.longLine, w.last = out, true, line
+			return errWindowDone
 		}
 		if i < 0 {
 			break
@@ -345,7 +478,9 @@ func (w *window) endLine(out []byte, name string) ([]byte, error) {
 		out = out[:n-1]
 	}
 	w.inLine = false
-	return append(out, '\n'), nil
+	out = append(out, '\n')
+	w.lastLine, w.lastEnd = w.newlines+1, len(out)
+	return out, nil
 }
 
 // lineNo renders line numbers as cat -n does: right-aligned in 6 columns
@@ -400,11 +535,29 @@ func (w *window) footer(r ReadResult) []byte {
 	o = strconv.AppendInt(o, int64(r.StartLine), 10)
 	o = append(o, "–"...)
 	o = strconv.AppendInt(o, int64(r.EndLine), 10)
-	o = append(o, " of "...)
-	o = strconv.AppendInt(o, int64(r.TotalLines), 10)
-	if r.EndLine < r.TotalLines {
+	if w.eof {
+		o = append(o, " of "...)
+		o = strconv.AppendInt(o, int64(r.TotalLines), 10)
+	} else {
+		o = append(o, "; the file is "...)
+		o = append(o, sizeText(w.size)...)
+		o = append(o, ", more follows"...)
+	}
+	switch {
+	case w.fitted:
+		o = append(o, "; the window ends here to fit the output bound of "...)
+		o = strconv.AppendInt(o, w.max, 10)
+		o = append(o, " bytes"...)
+	case w.longLine:
+		o = append(o, "; line "...)
+		o = strconv.AppendInt(o, int64(r.EndLine), 10)
+		o = append(o, " is longer than "...)
+		o = append(o, sizeText(limits.ReadMaxLineScanBytes)...)
+		o = append(o, " and was not read to its end"...)
+	}
+	if r.NextOffset > 0 {
 		o = append(o, "; continue with offset="...)
-		o = strconv.AppendInt(o, int64(r.EndLine+1), 10)
+		o = strconv.AppendInt(o, int64(r.NextOffset), 10)
 	}
 	if r.CutLines > 0 {
 		o = append(o, "; "...)
@@ -420,5 +573,18 @@ func (w *window) footer(r ReadResult) []byte {
 }
 
 func (w *window) tooBig() error {
-	return fault.New(fault.Limit, "lines %d–%d do not fit in this tool's output bound of %d bytes; read fewer lines (a smaller limit)", w.first, w.last, w.max)
+	return fault.New(fault.Limit, "line %d does not fit in this tool's output bound of %d bytes", w.first+w.numBase, w.max)
+}
+
+// sizeText renders a byte count for a person: "1.5 GiB", "512 bytes".
+func sizeText(n int64) string {
+	switch {
+	case n >= limits.GiB:
+		return strconv.FormatFloat(float64(n)/limits.GiB, 'f', 1, 64) + " GiB"
+	case n >= limits.MiB:
+		return strconv.FormatFloat(float64(n)/limits.MiB, 'f', 1, 64) + " MiB"
+	case n >= limits.KiB:
+		return strconv.FormatFloat(float64(n)/limits.KiB, 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -1,5 +1,6 @@
 // Package tools is the model-facing file tools and their executor:
-// read_file, write_file, edit_file, list_dir, glob, grep and move_file.
+// read_file, read_files, write_file, edit_file, list_dir, dir_tree,
+// file_info, create_directory, glob, grep and move_file.
 //
 // The executor resolves every path with files.Resolve against the roots the
 // session's capabilities grant the tool's effect on (relative paths start
@@ -22,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/files"
@@ -39,7 +41,14 @@ const (
 	Glob      = "glob"
 	Grep      = "grep"
 	MoveFile  = "move_file"
+	ReadFiles = "read_files"
+	DirTree   = "dir_tree"
+	FileInfo  = "file_info"
+	MakeDir   = "create_directory"
 )
+
+// toolNames are every tool RegisterTools registers.
+var toolNames = []string{ReadFile, ReadFiles, WriteFile, EditFile, ListDir, DirTree, FileInfo, MakeDir, Glob, Grep, MoveFile}
 
 // Options configure RegisterTools.
 type Options struct {
@@ -67,29 +76,32 @@ type Options struct {
 var ErrNoGate = errors.New("file tools: no file policy: pass Options.Events with files/policy attached, or set DisableGate")
 
 // DefaultPolicy is the policy a tool gets when Options.Policies has none:
-// bounds that suit `capkit serve` (read_file can return a window of a
-// 4 MiB file; write_file and edit_file accept content up to
-// limits.WriteMaxBytes).
+// bounds that suit `capkit serve`. The tools that show file content or
+// listings return at most limits.ToolTextBytes (a window that would exceed
+// it ends on a whole line and says where to go on; a host raises it per
+// tool with MaxOutputBytes); write_file and edit_file accept content up to
+// limits.WriteMaxBytes.
 func DefaultPolicy(tool string) kernel.Policy {
 	p := kernel.Policy{Name: tool}
 	switch tool {
-	case ReadFile:
+	case ReadFile, ReadFiles, ListDir, DirTree, FileInfo:
 		p.MaxCalls = limits.FileToolsReadMaxCalls
-		p.MaxOutputBytes = limits.FileToolsReadOutputBytes
+		p.MaxOutputBytes = limits.ToolTextBytes
 	case WriteFile, EditFile:
 		p.MaxCalls = limits.FileToolsWriteMaxCalls
 		p.MaxInputBytes = limits.FileToolsWriteInputBytes
-	case ListDir, Glob, Grep:
+	case Glob, Grep:
 		p.MaxCalls = limits.FileToolsReadMaxCalls
-	case MoveFile:
+	case MoveFile, MakeDir:
 		p.MaxCalls = limits.FileToolsWriteMaxCalls
 	}
 	return p
 }
 
 // RegisterTools registers the file tools on b. read_file, write_file,
-// edit_file, list_dir, glob and grep are hot; move_file is deferred (found
-// through tool_search).
+// edit_file, list_dir, glob and grep are hot; read_files, dir_tree,
+// file_info, create_directory and move_file are deferred (found through
+// tool_search).
 func RegisterTools(b *kernel.Builder, opts *Options) error {
 	var o Options
 	if opts != nil {
@@ -113,31 +125,29 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 		return DefaultPolicy(name)
 	}
 	for name := range o.Policies {
-		switch name {
-		case ReadFile, WriteFile, EditFile, ListDir, Glob, Grep, MoveFile:
-		default:
+		if !slices.Contains(toolNames, name) {
 			return fmt.Errorf("file tools: policy for unknown tool %q", name)
 		}
 	}
 	regs := []error{
 		kernel.AddTool(b, policy(ReadFile), kernel.Meta{
-			Effect: capability.ReadFile, Hot: true,
-			Summary:     "Read a text file as numbered lines, a window at a time.",
+			Effect: capability.ReadFile, Hot: true, Title: "Read file",
+			Summary:     "Read a text file as numbered lines, a window at a time (or its last lines), or an image.",
 			Description: readDescription,
 		}, adapt(x.readFile)),
 		kernel.AddTool(b, policy(WriteFile), kernel.Meta{
-			Effect: capability.WriteFile, Hot: true,
+			Effect: capability.WriteFile, Hot: true, Title: "Write file",
 			Summary:     "Create a file, or replace one this session has read.",
 			Description: writeDescription,
 		}, adapt(x.writeFile)),
 		kernel.AddTool(b, policy(EditFile), kernel.Meta{
-			Effect: capability.EditFile, Hot: true,
-			Summary:     "Replace an exact string in a file this session has read.",
+			Effect: capability.EditFile, Hot: true, Title: "Edit file",
+			Summary:     "Replace exact strings in a file this session has read, all edits or none; dry run shows the diff.",
 			Description: editDescription,
 		}, adapt(x.editFile)),
 		kernel.AddTool(b, policy(ListDir), kernel.Meta{
-			Effect: capability.List, Hot: true,
-			Summary:     "List a directory.",
+			Effect: capability.List, Hot: true, Title: "List directory",
+			Summary:     "List a directory a page at a time, optionally with sizes, permissions and times.",
 			Description: listDescription,
 		}, adapt(x.listDir)),
 		kernel.AddTool(b, policy(Glob), kernel.Meta{
@@ -151,10 +161,30 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 			Description: grepDescription,
 		}, adapt(x.grep)),
 		kernel.AddTool(b, policy(MoveFile), kernel.Meta{
-			Effect:      capability.MoveFile,
+			Effect: capability.MoveFile, Title: "Move file",
 			Summary:     "Move or rename a file or directory, never replacing anything.",
 			Description: moveDescription,
 		}, adapt(x.moveFile)),
+		kernel.AddTool(b, policy(ReadFiles), kernel.Meta{
+			Effect: capability.ReadFile, Title: "Read several files",
+			Summary:     "Read several text files in one call, each with its own window.",
+			Description: readFilesDescription,
+		}, adapt(x.readFiles)),
+		kernel.AddTool(b, policy(DirTree), kernel.Meta{
+			Effect: capability.List, Title: "Directory tree",
+			Summary:     "Show a directory tree as an overview, bounded in depth and entries.",
+			Description: treeDescription,
+		}, adapt(x.dirTree)),
+		kernel.AddTool(b, policy(FileInfo), kernel.Meta{
+			Effect: capability.List, Title: "File information",
+			Summary:     "File information: type, size, permissions and modification time (stat).",
+			Description: infoDescription,
+		}, adapt(x.fileInfo)),
+		kernel.AddTool(b, policy(MakeDir), kernel.Meta{
+			Effect: capability.WriteFile, Title: "Create directory",
+			Summary:     "Create a directory and its missing parents (mkdir -p).",
+			Description: mkdirDescription,
+		}, adapt(x.createDirectory)),
 	}
 	for _, err := range regs {
 		if err != nil {
@@ -164,7 +194,10 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 	return nil
 }
 
-var _ kernel.Releaser = ReadResult{}
+var (
+	_ kernel.Releaser = ReadResult{}
+	_ kernel.Imager   = ReadResult{}
+)
 
 // adapt turns a handler of a request into the kernel's handler shape.
 func adapt[In, Out any](h func(context.Context, request, In) (Out, error)) func(context.Context, *kernel.Call, In) (Out, error) {

@@ -127,28 +127,6 @@ func TestReadInvalidUTF8Offset(t *testing.T) {
 	}
 }
 
-func TestReadOutputBound(t *testing.T) {
-	root := testkit.TempDir(t)
-	writeFile(t, filepath.Join(root, "f"), numbered(100))
-	s := newSession(t, newRuntime(t, nil), allEffects, root)
-	full := mustCall(t, s, ReadFile, obj{"path": "f"})
-	for _, c := range []struct {
-		bound int64
-		code  fault.Code
-	}{{int64(len(full)), ""}, {int64(len(full)) - 1, fault.Limit}} {
-		// The structured result counts too: leave it room.
-		rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: c.bound + 256}}})
-		s := newSession(t, rt, allEffects, root)
-		res, err := testkit.Call(t, s, ReadFile, obj{"path": "f"})
-		if c.code == "" && err != nil {
-			t.Fatalf("bound %d: %v", c.bound, err)
-		}
-		_ = res
-	}
-	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: int64(len(full)) / 2}}})
-	wantCode(t, newSession(t, rt, allEffects, root), ReadFile, obj{"path": "f"}, fault.Limit)
-}
-
 func TestWriteFile(t *testing.T) {
 	root, ro := testkit.TempDir(t), testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "existing.txt"), "old\n")
@@ -177,8 +155,8 @@ func TestWriteFile(t *testing.T) {
 		{"new file under read-only root", WriteFile, obj{"path": filepath.Join(ro, "n.txt"), "content": "x"}, fault.Denied},
 		{"read-only root is readable", ReadFile, obj{"path": filepath.Join(ro, "r.txt")}, ""},
 		{"edit under read-only root", EditFile, obj{"path": filepath.Join(ro, "r.txt"), "old_string": "read", "new_string": "write"}, fault.Denied},
-		{"move under read-only root", MoveFile, obj{"from": filepath.Join(ro, "r.txt"), "to": filepath.Join(ro, "s.txt")}, fault.Denied},
-		{"move out of read-only root", MoveFile, obj{"from": filepath.Join(ro, "r.txt"), "to": "stolen.txt"}, fault.Denied},
+		{"move under read-only root", MoveFile, obj{"source": filepath.Join(ro, "r.txt"), "destination": filepath.Join(ro, "s.txt")}, fault.Denied},
+		{"move out of read-only root", MoveFile, obj{"source": filepath.Join(ro, "r.txt"), "destination": "stolen.txt"}, fault.Denied},
 		{"root itself", WriteFile, obj{"path": ".", "content": "x"}, fault.InvalidInput},
 		{"directory", WriteFile, obj{"path": "a", "content": "x"}, fault.InvalidInput},
 		{"content at bound", WriteFile, obj{"path": "max.txt", "content": max}, ""},
@@ -491,16 +469,16 @@ func TestMoveFileIsDeferredAndNeverReplaces(t *testing.T) {
 	if !strings.Contains(mustCall(t, s, "tool_search", obj{"query": "move rename file"}), MoveFile) {
 		t.Fatal("tool_search did not find move_file")
 	}
-	wantCode(t, s, MoveFile, obj{"from": "a", "to": "b"}, fault.Conflict)
-	mustCall(t, s, MoveFile, obj{"from": "a", "to": "c/d"})
-	wantCode(t, s, MoveFile, obj{"from": "c/d", "to": "../x"}, fault.Denied)
+	wantCode(t, s, MoveFile, obj{"source": "a", "destination": "b"}, fault.Conflict)
+	mustCall(t, s, MoveFile, obj{"source": "a", "destination": "c/d"})
+	wantCode(t, s, MoveFile, obj{"source": "c/d", "destination": "../x"}, fault.Denied)
 	if readFile(t, filepath.Join(root, "b")) != "B" || readFile(t, filepath.Join(root, "c/d")) != "A" {
 		t.Fatal("move replaced or lost content")
 	}
 	other := testkit.TempDir(t)
 	c1, _ := capability.New("m", allEffects, capability.Scope{Roots: []string{root, other}})
 	s2, _ := rt.NewSession("m", []capability.Capability{c1}, nil)
-	wantCode(t, s2, MoveFile, obj{"from": "b", "to": filepath.Join(other, "b")}, fault.InvalidInput)
+	wantCode(t, s2, MoveFile, obj{"source": "b", "destination": filepath.Join(other, "b")}, fault.InvalidInput)
 }
 
 func TestRegisterToolsOptions(t *testing.T) {
@@ -512,7 +490,7 @@ func TestRegisterToolsOptions(t *testing.T) {
 	if p, _ := rt.Policy(Grep); p.MaxCalls != 1 {
 		t.Fatalf("override not applied: %+v", p)
 	}
-	if p, _ := rt.Policy(ReadFile); p.MaxOutputBytes != limits.FileToolsReadOutputBytes {
+	if p, _ := rt.Policy(ReadFile); p.MaxOutputBytes != limits.ToolTextBytes {
 		t.Fatalf("default read policy: %+v", p)
 	}
 	root := testkit.TempDir(t)
