@@ -295,6 +295,8 @@ func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return nil, err
 	case failed != nil:
 		return failed, nil
+	case res.Image != nil:
+		return imageResult(res), nil
 	case b.fast != nil:
 		return b.fast.placeholder(res), nil
 	}

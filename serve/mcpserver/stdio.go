@@ -514,6 +514,9 @@ func (c *stdioConn) writeDirect(id jsonrpc.ID, res *kernel.Result, failed *mcp.C
 		return
 	default:
 	}
+	if res != nil && res.Image != nil {
+		res, failed = nil, imageResult(res)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if res != nil {
