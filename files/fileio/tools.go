@@ -107,7 +107,7 @@ Example: {"path": "dist/app.tar.gz"}`, budget),
 		kernel.Meta{
 			Effect:  capability.WriteFile,
 			Summary: "Copy one regular file to a new file; never overwrites",
-			Description: fmt.Sprintf(`Copies one regular file to a new file. The destination must not exist: an existing destination fails with "conflict" and is left untouched. The copy appears only when complete and is private (mode 0600).
+			Description: fmt.Sprintf(`Copies one regular file to a new file, creating missing parent directories of the destination (as write_file does). The destination must not exist: an existing destination fails with "conflict" and is left untouched. The copy appears only when complete and is private (mode 0600).
 The source must be in a readable root and the destination in a writable root. Symbolic links are never followed; directories, FIFOs and devices are refused. A source larger than max_bytes (default and maximum %d bytes) fails with "limit" before anything is written; a source that changes while it is copied fails with "integrity" and nothing is created.
 Example: {"source": "report.pdf", "destination": "archive/report-2024.pdf"}`, budget),
 		},
@@ -122,6 +122,20 @@ Example: {"source": "report.pdf", "destination": "archive/report-2024.pdf"}`, bu
 				return CopyResult{}, err
 			}
 			defer sd.Close()
+			// Only a source that can be copied creates the destination's
+			// parents (bad input changes nothing).
+			src, err := openAt(sd, sname, "source")
+			if err != nil {
+				return CopyResult{}, err
+			}
+			size := src.Size()
+			src.Close()
+			if size > maxBytes {
+				return CopyResult{}, fault.LimitExceeded("source bytes", maxBytes, size)
+			}
+			if err := makeParents(caps.Roots(capability.WriteFile), in.Destination); err != nil {
+				return CopyResult{}, err
+			}
 			dd, dname, _, err := atfile.ResolveParent(caps.Roots(capability.WriteFile), in.Destination)
 			if err != nil {
 				return CopyResult{}, err

@@ -51,6 +51,10 @@ func TestTools(t *testing.T) {
 		{"the root itself", s, "file_digest", `{"path":"."}`, fault.InvalidInput, ""},
 		{"fifo", s, "file_digest", `{"path":"fifo"}`, fault.InvalidInput, ""},
 		{"copy", s, "file_copy", `{"source":"abc","destination":"` + out + `/abc"}`, "", "copied 3 bytes"},
+		{"copy creating parents", s, "file_copy", `{"source":"abc","destination":"` + out + `/new/dir/abc"}`, "", "copied 3 bytes"},
+		{"copy a missing source: no parents made", s, "file_copy", `{"source":"nope","destination":"` + out + `/none/abc"}`, fault.NotFound, ""},
+		{"copy a source over the budget: no parents made", s, "file_copy", `{"source":"sub/inner","destination":"` + out + `/none/big","max_bytes":4}`, fault.Limit, ""},
+		{"copy under a file", s, "file_copy", `{"source":"abc","destination":"` + out + `/taken/abc"}`, fault.InvalidInput, ""},
 		{"copy onto existing", s, "file_copy", `{"source":"abc","destination":"` + out + `/taken"}`, fault.Conflict, ""},
 		{"copy into the read-only root", s, "file_copy", `{"source":"abc","destination":"` + root + `/new"}`, fault.Denied, ""},
 		{"copy from outside the read roots", s, "file_copy", `{"source":"` + out + `/taken","destination":"` + out + `/t2"}`, fault.Denied, ""},
@@ -72,6 +76,12 @@ func TestTools(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "abc")); string(b) != "abc" {
 		t.Fatalf("copy content %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "new", "dir", "abc")); string(b) != "abc" {
+		t.Fatalf("copy into new parents: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "none")); !os.IsNotExist(err) {
+		t.Fatal("a refused copy created the destination's parents")
 	}
 	if _, err := os.Lstat(filepath.Join(root, "new")); !os.IsNotExist(err) {
 		t.Fatal("a denied copy wrote into the read-only root")

@@ -37,8 +37,8 @@ func (r Stamp) ToolText() string {
 // ListArgs are tree_list's arguments.
 type ListArgs struct {
 	Path       string `json:"path" jsonschema:"directory to list, inside a listable root; \".\" is the root"`
-	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"fail instead of listing more names than this; default and maximum: the host's bound"`
-	MaxDepth   int    `json:"max_depth,omitempty" jsonschema:"fail instead of listing entries deeper than this; default and maximum: the host's bound"`
+	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"stop the overview after this many names; default and maximum: the host's bound"`
+	MaxDepth   int    `json:"max_depth,omitempty" jsonschema:"list this many levels, not expanding the directories at the last; default and maximum: the host's bound"`
 }
 
 // ListResult is tree_list's result: counts as JSON, the entries as text.
@@ -48,7 +48,11 @@ type ListResult struct {
 	Bytes            int64 `json:"bytes"`
 	ExcludedSymlinks int   `json:"excluded_symlinks"`
 	ExcludedSpecial  int   `json:"excluded_special"`
-	text             string
+	// Cut reports that the overview stopped at max_entries or the output
+	// bound; UnexpandedDirs counts directories at max_depth not expanded.
+	Cut            bool `json:"cut"`
+	UnexpandedDirs int  `json:"unexpanded_dirs"`
+	text           string
 }
 
 // ToolText is what the model reads: one line per entry.
@@ -59,14 +63,9 @@ func (r ListResult) ToolText() string { return r.text }
 func (l *Listing) Text() string {
 	var b strings.Builder
 	for _, e := range l.Entries {
-		t, p := "f", e.Path
-		if e.Type == Dir {
-			t, p = "d", p+"/"
-		}
-		fmt.Fprintf(&b, "%s %04o %d %s %s\n", t, uint32(e.Mode.Perm()), e.Size, e.ModTime.UTC().Format(time.RFC3339), p)
+		b.WriteString(e.line())
 	}
-	fmt.Fprintf(&b, "%d files, %d directories, %d bytes; left out: %d symlinks, %d special files\n",
-		l.Files, l.Dirs, l.Bytes, l.ExcludedSymlinks, l.ExcludedSpecial)
+	b.WriteString(l.summary())
 	return b.String()
 }
 
@@ -113,8 +112,8 @@ Example: {"path": "build/output.bin"}`,
 			Effect:  capability.List,
 			Summary: "List every file and directory below a directory, with sizes and times; symlinks and special files left out",
 			Description: fmt.Sprintf(`Lists the files and directories below a directory, depth first: one line "TYPE MODE SIZE MTIME PATH" each (TYPE f or d; directories end in "/"), then a summary. Symbolic links and special files are left out and counted; links are never followed.
-Limits: at most %d names, %d bytes of files, %d levels deep (max_entries and max_depth may lower them). A larger tree fails with "limit" instead of a shorter list: list a subdirectory.
-Example: {"path": "src", "max_depth": 2}`, bounds.MaxEntries, bounds.MaxBytes, bounds.MaxDepth),
+It is an overview: it stops after %d names and goes %d levels deep (max_entries and max_depth may lower them), and says so in its summary line (the directories at the last level are listed, not expanded); the listing also stops within the tool's output bound. Only a tree whose files hold more than %d bytes fails ("limit").
+Example: {"path": "src", "max_depth": 2}`, bounds.MaxEntries, bounds.MaxDepth, bounds.MaxBytes),
 		},
 		func(ctx context.Context, call *kernel.Call, in ListArgs) (ListResult, error) {
 			walk := bounds
@@ -130,18 +129,19 @@ Example: {"path": "src", "max_depth": 2}`, bounds.MaxEntries, bounds.MaxBytes, b
 				return ListResult{}, err
 			}
 			defer d.Close()
-			l, err := list(ctx, d, walk)
+			l, err := overview(ctx, d, walk, int(call.MaxOutputBytes)-listReserveBytes)
 			if err != nil {
 				return ListResult{}, err
 			}
-			r := ListResult{Files: l.Files, Dirs: l.Dirs, Bytes: l.Bytes,
-				ExcludedSymlinks: l.ExcludedSymlinks, ExcludedSpecial: l.ExcludedSpecial, text: l.Text()}
-			if n := int64(len(r.text)); n > call.MaxOutputBytes {
-				return ListResult{}, fault.OutputTooLarge("the listing", n, call.MaxOutputBytes, "list a subdirectory or lower max_depth")
-			}
-			return r, nil
+			return ListResult{Files: l.Files, Dirs: l.Dirs, Bytes: l.Bytes,
+				ExcludedSymlinks: l.ExcludedSymlinks, ExcludedSpecial: l.ExcludedSpecial,
+				Cut: l.Cut, UnexpandedDirs: l.Unexpanded, text: l.Text()}, nil
 		})
 }
+
+// listReserveBytes is kept free of tree_list's text for its structured
+// content.
+const listReserveBytes = 1024
 
 // lower applies a model's optional bound under the host's: asking for
 // more is refused, not clamped.

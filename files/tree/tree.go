@@ -169,6 +169,11 @@ type Listing struct {
 	Bytes            int64 `json:"bytes"`
 	ExcludedSymlinks int   `json:"excluded_symlinks"`
 	ExcludedSpecial  int   `json:"excluded_special"`
+	// Cut and Unexpanded are set by an overview (tree_list) only: it
+	// stopped at its entry or output bound; directories at its depth
+	// bound were listed but not expanded.
+	Cut        bool `json:"cut,omitempty"`
+	Unexpanded int  `json:"unexpanded_dirs,omitempty"`
 }
 
 // List returns the regular files and directories below the directory at
@@ -187,6 +192,11 @@ func List(ctx context.Context, path string, opts *Options) (*Listing, error) {
 	return list(ctx, d, o)
 }
 
+// errBytes is the failure of a tree whose files hold more than max bytes.
+func errBytes(max int64) error {
+	return fault.New(fault.Limit, "the tree's files hold more than %d bytes (the limit)", max)
+}
+
 func list(ctx context.Context, d *atfile.Dir, o Options) (*Listing, error) {
 	l := &Listing{Entries: []Entry{}}
 	err := atfile.Walk(ctx, d, o.MaxEntries, o.MaxDepth, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
@@ -199,7 +209,7 @@ func list(ctx context.Context, d *atfile.Dir, o Options) (*Listing, error) {
 			l.Files++
 			l.Bytes += s.Size
 			if l.Bytes > o.MaxBytes || l.Bytes < 0 {
-				return false, fault.New(fault.Limit, "the tree's files hold more than %d bytes (the limit)", o.MaxBytes)
+				return false, errBytes(o.MaxBytes)
 			}
 		case Dir:
 			l.Dirs++
