@@ -217,6 +217,8 @@ type window struct {
 	// the last whole window line: its number and where it ends in out
 	lastLine int
 	lastEnd  int
+	// stopAt is how much of the current chunk the window consumed
+	stopAt int
 
 	// the window line being built
 	inLine    bool
@@ -307,11 +309,15 @@ func (w *window) estimate(sample []byte) int {
 	return int(min(est, float64(w.max)+1, float64(w.size)*2+lines*8+512))
 }
 
+// chunk takes the next chunk of the file. Only the bytes the window
+// consumed are checked for NUL (binary): past a large file's window, the
+// rest is not the window's to judge.
 func (w *window) chunk(c []byte, name string) error {
-	if i := bytes.IndexByte(c, 0); i >= 0 {
+	w.stopAt = len(c)
+	err := w.lines(c, name)
+	if i := bytes.IndexByte(c[:w.stopAt], 0); i >= 0 {
 		return binaryFault(name, w.read+int64(i))
 	}
-	err := w.lines(c, name)
 	w.prev = c[len(c)-1]
 	return err
 }
@@ -331,7 +337,7 @@ func (w *window) lines(c []byte, name string) error {
 		line := w.newlines + 1
 		if line > w.last {
 			if !w.countAll {
-				w.out = out
+				w.out, w.stopAt = out, w.stopAt-len(c)
 				return errWindowDone
 			}
 			// past the window: only count

@@ -85,27 +85,32 @@ func tailStart(ctx context.Context, f io.ReaderAt, size int64, n int, budget int
 		if _, err := f.ReadAt(blk, pos); err != nil && err != io.EOF {
 			return tailSpan{}, err
 		}
-		if i := bytes.IndexByte(blk, 0); i >= 0 {
-			return tailSpan{}, binaryFault(name, pos+int64(i))
-		}
 		for j := len(blk); ; {
 			j = bytes.LastIndexByte(blk[:j], '\n')
 			if j < 0 {
 				break
 			}
 			if p := pos + int64(j); p != size-1 && !take(p+1) {
-				return ts.check(name)
+				return ts.check(name, blk[j+1:], pos+int64(j+1))
 			}
 		}
+		// The whole block is the lines taken or the one being scanned.
+		if _, err := ts.check(name, blk, pos); err != nil {
+			return tailSpan{}, err
+		}
 		if pos == 0 && lineEnd > 0 && !take(0) {
-			return ts.check(name)
+			break
 		}
 	}
-	return ts.check(name)
+	return ts.check(name, nil, 0)
 }
 
-// check refuses a tail that found no whole line to show.
-func (ts tailSpan) check(name string) (tailSpan, error) {
+// check refuses a tail whose bytes seen (seen, at offset off) are binary,
+// or that found no whole line to show.
+func (ts tailSpan) check(name string, seen []byte, off int64) (tailSpan, error) {
+	if i := bytes.IndexByte(seen, 0); i >= 0 {
+		return tailSpan{}, binaryFault(name, off+int64(i))
+	}
 	if ts.lines == 0 && ts.start > 0 {
 		if ts.scanned {
 			return tailSpan{}, fault.New(fault.Limit, "%s: the last line is longer than %d bytes; read it with offset and limit", name, limits.ReadTailMaxScanBytes)
