@@ -14,6 +14,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/fileio"
+	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/files/tree"
 	"github.com/capkit/capkit/internal/testkit"
@@ -57,7 +58,7 @@ func TestAllocationBoundedByLimits(t *testing.T) {
 		t.Skip("moves a few hundred MiB")
 	}
 	b := kernel.NewBuilder(nil)
-	for _, err := range []error{tools.RegisterTools(b, nil), fileio.RegisterTools(b, nil), tree.RegisterTools(b, nil)} {
+	for _, err := range []error{tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}), fileio.RegisterTools(b, nil), tree.RegisterTools(b, nil)} {
 		if err != nil {
 			t.Fatal(err)
 		}

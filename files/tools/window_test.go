@@ -177,7 +177,10 @@ func TestReadImages(t *testing.T) {
 		"image/jpeg": func(b *bytes.Buffer) error { return jpeg.Encode(b, img, nil) },
 		"image/gif":  func(b *bytes.Buffer) error { return gif.Encode(b, img, nil) },
 		// A minimal RIFF/WEBP header is what sniffing reads.
-		"image/webp": func(b *bytes.Buffer) error { _, err := b.WriteString("RIFF\x1a\x00\x00\x00WEBPVP8 \x0e\x00\x00\x00abcdefghijklmn"); return err },
+		"image/webp": func(b *bytes.Buffer) error {
+			_, err := b.WriteString("RIFF\x1a\x00\x00\x00WEBPVP8 \x0e\x00\x00\x00abcdefghijklmn")
+			return err
+		},
 	}
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
 	for mt, enc := range encoders {
