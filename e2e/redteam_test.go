@@ -973,7 +973,8 @@ func gzipZeros(t *testing.T, n int) []byte {
 }
 
 // TestRedTeamBounds: oversize arguments fail before the handler runs;
-// oversize results fail whole, never truncated; tool_search never
+// a read window past the output bound is reported as such, never
+// truncated silently; tool_search never
 // activates a tool the actor is not granted.
 func TestRedTeamBounds(t *testing.T) {
 	w := newWorld(t)
@@ -992,9 +993,11 @@ effects = ["read_file", "write_file", "list", "tool_search"]
 	if o := probe(t, cs, w, "list_dir", map[string]any{"path": strings.Repeat("a", 2<<20)}); o.code != "limit" {
 		t.Errorf("oversize list_dir arguments: %q", o.code)
 	}
+	// A window past the output bound ends on a whole line within it and
+	// says where to go on: a reported window, not a truncation.
 	o := probe(t, cs, w, "read_file", map[string]any{"path": "big.txt"})
-	if o.code != "limit" || strings.Contains(o.text, "0123456789") {
-		t.Errorf("oversize read_file result: %q %.300s", o.code, o.text)
+	if o.code != "" || len(o.text) > 4096 || !strings.Contains(o.text, "(lines 1–") || !strings.Contains(o.text, "to fit the output bound of 4096 bytes; continue with offset=") {
+		t.Errorf("oversize read_file result: %q %d bytes, %.300s", o.code, len(o.text), o.text)
 	}
 	for _, q := range []string{"zip archive", "journal", "state replace publish", "run script starlark", "notes catalog", "edit", "move rename", "zip_extract"} {
 		o := probe(t, cs, w, "tool_search", map[string]any{"query": q, "limit": 12})
