@@ -146,4 +146,3 @@ func liveHeap() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
-
