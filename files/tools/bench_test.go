@@ -200,3 +200,45 @@ func BenchmarkListDir1000(b *testing.B) {
 		}
 	}
 }
+
+// largeLog writes a text log of size bytes (sparse files are binary now,
+// so the log is written out) once per benchmark binary run.
+func largeLog(b *testing.B, size int64) (dir string) {
+	root := testkit.TempDir(b)
+	f, err := os.Create(filepath.Join(root, "big.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	block := []byte(benchText(1 << 20))
+	for n := int64(0); n < size; n += int64(len(block)) {
+		if _, err := f.Write(block); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f.Close()
+	return root
+}
+
+// BenchmarkReadWindowOfLargeLog reads the first 50 lines and the last 50
+// lines of a 256 MiB log: the cost is the window's, not the file's.
+func BenchmarkReadWindowOfLargeLog(b *testing.B) {
+	root := largeLog(b, 256<<20)
+	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxCalls: limits.HardMaxCalls}}})
+	s := newSession(b, rt, allEffects, root)
+	ctx := context.Background()
+	for _, c := range []struct{ name, args string }{
+		{"head50", `{"path":"big.log","limit":50}`},
+		{"tail50", `{"path":"big.log","tail":50}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := s.Call(ctx, ReadFile, json.RawMessage(c.args))
+				if err != nil {
+					b.Fatal(err)
+				}
+				res.Release()
+			}
+		})
+	}
+}
