@@ -20,8 +20,8 @@ Example: {"path": "src", "max_depth": 2}`, limits.DirTreeDefaultDepth, limits.Di
 // TreeArgs are dir_tree's arguments.
 type TreeArgs struct {
 	Path       string `json:"path,omitempty" jsonschema:"the directory (default: the first root)"`
-	MaxDepth   int    `json:"max_depth,omitempty" jsonschema:"levels to expand (default 3)"`
-	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"most entries to show (default 500)"`
+	MaxDepth   int    `json:"max_depth,omitempty" jsonschema:"levels to expand (default and maximum in the description)"`
+	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"most entries to show (default and maximum in the description)"`
 }
 
 // TreeResult reports dir_tree; the tree is its text.

@@ -18,7 +18,7 @@ import (
 type ListArgs struct {
 	Path    string `json:"path,omitempty" jsonschema:"the directory (default: the first root)"`
 	Offset  int    `json:"offset,omitempty" jsonschema:"entries to skip, in name order (default 0)"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"most entries to show (default and maximum 1000)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"most entries to show (default and maximum in the description)"`
 	Details bool   `json:"details,omitempty" jsonschema:"add type, size, permissions and modification time"`
 }
 

@@ -27,7 +27,7 @@ Example: {"path": "logs/server.log", "tail": 50}`,
 type ReadArgs struct {
 	Path   string `json:"path" jsonschema:"the file: relative to the first root, or absolute inside a root, e.g. src/main.go"`
 	Offset int    `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"most lines to show (default 2000)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"most lines to show (default in the description)"`
 	Tail   int    `json:"tail,omitempty" jsonschema:"show the last N lines instead (not with offset or limit)"`
 }
 

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"io"
 	iofs "io/fs"
 	"strconv"
@@ -13,8 +14,8 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-const writeDescription = `Writes a whole file: creates it (and missing parent directories inside the root), or replaces an existing file this session has read with read_file and that has not changed since (else the result is a conflict and nothing is written). The write is atomic (a temporary file, fsync, rename) and keeps the file's permissions; it never writes through a symbolic link. Content is at most 16 MiB of UTF-8 text. To change part of a file, prefer edit_file.
-Example: {"path": "notes/todo.md", "content": "# To do\n- write tests\n"}`
+var writeDescription = fmt.Sprintf(`Writes a whole file: creates it (and missing parent directories inside the root), or replaces an existing file this session has read with read_file and that has not changed since (else the result is a conflict and nothing is written). The write is atomic (a temporary file, fsync, rename) and keeps the file's permissions; it never writes through a symbolic link. Content is at most %d bytes of UTF-8 text. To change part of a file, prefer edit_file.
+Example: {"path": "notes/todo.md", "content": "# To do\n- write tests\n"}`, limits.WriteMaxBytes)
 
 // WriteArgs are write_file's arguments.
 type WriteArgs struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
 )
 
 // ToolOptions configure the model-facing tools. A nil *ToolOptions is
@@ -107,7 +108,7 @@ Example: {"path": "build/output.bin"}`,
 	if err != nil {
 		return err
 	}
-	return kernel.AddTool(b, kernel.Policy{Name: "tree_list", Timeout: o.Timeout},
+	return kernel.AddTool(b, kernel.Policy{Name: "tree_list", Timeout: o.Timeout, MaxOutputBytes: limits.ToolTextBytes},
 		kernel.Meta{
 			Effect:  capability.List,
 			Summary: "List every file and directory below a directory, with sizes and times; symlinks and special files left out",
