@@ -118,7 +118,7 @@ max_input_bytes = 40
 		{"unknown tool", "", []string{"call", "nope", "--root", rw}, 3, ""},
 		{"missing file", "", []string{"call", "read_file", `{"path":"zz.txt"}`, "--root", rw}, 3, ""},
 		{"edit without reading", "", []string{"call", "edit_file", `{"path":"a.txt","old_string":"alpha","new_string":"ALPHA"}`, "--root", rw}, 4, ""},
-		{"existing destination", "", []string{"call", "move_file", `{"from":"a.txt","to":"c.txt"}`, "--root", rw}, 4, ""},
+		{"existing destination", "", []string{"call", "move_file", `{"source":"a.txt","destination":"c.txt"}`, "--root", rw}, 4, ""},
 		{"write on a read-only root", "", []string{"call", "write_file", `{"path":"` + filepath.Join(ro, "x") + `","content":"x"}`, "--root", rw, "--read-only", ro}, 5, ""},
 		{"not granted at all", "", []string{"call", "write_file", `{"path":"x","content":"x"}`, "--read-only", ro}, 5, ""},
 		{"output over the configured bound", "", []string{"--config", cfg, "call", "read_file", `{"path":"a.txt"}`}, 6, ""},
