@@ -95,8 +95,8 @@ func tailStart(ctx context.Context, f io.ReaderAt, size int64, n int, budget int
 			}
 		}
 		// The whole block is the lines taken or the one being scanned.
-		if _, err := ts.check(name, blk, pos); err != nil {
-			return tailSpan{}, err
+		if i := bytes.IndexByte(blk, 0); i >= 0 {
+			return tailSpan{}, binaryFault(name, pos+int64(i))
 		}
 		if pos == 0 && lineEnd > 0 && !take(0) {
 			break
