@@ -12,6 +12,13 @@ import (
 var readFilesDescription = fmt.Sprintf(`Reads several text files in one call (at most %d), each with its own window as read_file takes it ({path, offset, limit} or {path, tail}). The tool's output bound (%d bytes by default) is shared equally among the files; each file's window ends on a whole line within its share and says how to read on. A file that cannot be read gets its own error line and does not fail the others; images are refused here (read them with read_file). Each file read counts as read_file's read for write_file and edit_file.
 Example: {"files": [{"path": "go.mod"}, {"path": "src/main.go", "offset": 100, "limit": 50}, {"path": "logs/app.log", "tail": 20}]}`, limits.ReadFilesMaxPaths, limits.ToolTextBytes)
 
+// readFilesHeadingBytes is kept for each file's heading and structured
+// entry; readFilesMinShare is the least room a file's window may get.
+const (
+	readFilesHeadingBytes = 256
+	readFilesMinShare     = 1024
+)
+
 // ReadFilesArgs are read_files' arguments.
 type ReadFilesArgs struct {
 	Files []ReadArgs `json:"files" jsonschema:"the files, each with an optional window"`
@@ -47,7 +54,10 @@ func (x *executor) readFiles(ctx context.Context, req request, in ReadFilesArgs)
 		return ReadFilesResult{}, fault.LimitExceeded("files", limits.ReadFilesMaxPaths, int64(n))
 	}
 	share := req
-	share.maxOutput = textBudget(req.maxOutput)/int64(n) - 128 // the file's heading
+	share.maxOutput = textBudget(req.maxOutput)/int64(n) - readFilesHeadingBytes
+	if share.maxOutput < readFilesMinShare {
+		return ReadFilesResult{}, fault.New(fault.Limit, "%d files do not fit in this tool's output bound of %d bytes (each needs at least %d): read fewer at once", n, req.maxOutput, readFilesMinShare+readFilesHeadingBytes)
+	}
 	var res ReadFilesResult
 	var b strings.Builder
 	for _, a := range in.Files {

@@ -90,10 +90,12 @@ func DefaultPolicy(tool string) kernel.Policy {
 	case WriteFile, EditFile:
 		p.MaxCalls = limits.FileToolsWriteMaxCalls
 		p.MaxInputBytes = limits.FileToolsWriteInputBytes
+		p.MaxOutputBytes = limits.ToolTextBytes
 	case Glob, Grep:
 		p.MaxCalls = limits.FileToolsReadMaxCalls
 	case MoveFile, MakeDir:
 		p.MaxCalls = limits.FileToolsWriteMaxCalls
+		p.MaxOutputBytes = limits.ToolTextBytes
 	}
 	return p
 }

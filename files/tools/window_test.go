@@ -354,6 +354,8 @@ func TestReadFiles(t *testing.T) {
 	mustCall(t, s, ReadFiles, obj{"files": paths[:limits.ReadFilesMaxPaths]})
 	wantCode(t, s, ReadFiles, obj{"files": paths}, fault.Limit)
 	wantCode(t, s, ReadFiles, obj{"files": []obj{}}, fault.InvalidInput)
+	small := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFiles: {MaxOutputBytes: 8 * limits.KiB}}})
+	wantCode(t, newSession(t, small, allEffects, root), ReadFiles, obj{"files": paths[:limits.ReadFilesMaxPaths]}, fault.Limit)
 	// Each file read counts as a read for edit_file.
 	mustCall(t, s, EditFile, obj{"path": "a", "old_string": "line 10\n", "new_string": "line ten\n"})
 }
