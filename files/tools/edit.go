@@ -69,6 +69,8 @@ func (in EditArgs) specs() ([]EditSpec, error) {
 			err = fault.New(fault.InvalidInput, "%sold_string is empty; to create or replace a whole file use write_file", editLabel(i, len(specs)))
 		case s.OldString == s.NewString:
 			err = fault.New(fault.InvalidInput, "%sold_string and new_string are identical; there is nothing to change", editLabel(i, len(specs)))
+		case len(s.OldString) > limits.EditMaxFileBytes:
+			err = fault.LimitExceeded("old_string bytes", limits.EditMaxFileBytes, int64(len(s.OldString)))
 		case len(s.NewString) > limits.EditMaxFileBytes:
 			// It could never fit in the file.
 			err = fault.LimitExceeded("new_string bytes", limits.EditMaxFileBytes, int64(len(s.NewString)))
