@@ -92,7 +92,11 @@ effects = ["read_file", "write_file", "edit_file", "move_file", "list", "search"
 	}
 	entries := h.Runtime.Catalog().Entries()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	caps := s.Capabilities()
 	for _, e := range entries {
+		if !caps.Grants(e.Effect) {
+			continue // a tool that needs more configuration than this host's
+		}
 		p, _ := h.Runtime.Policy(e.Name)
 		var strs []string
 		for name, prop := range e.InputSchema.Properties {
