@@ -153,14 +153,14 @@ func soakCalls(t *testing.T, w *world, cs *mcp.ClientSession, tools []*mcp.Tool,
 }
 
 // ownStrings are the strings a soak caller may see echoed: the whole
-// vocabulary, and two of its arguments joined as a path (a tool may name a
-// path argument joined with a pattern's first element).
+// vocabulary, and two of its arguments joined as a path, as written and
+// cleaned (a tool may name a path argument joined with a pattern).
 func ownStrings(args map[string]any, vocab []string) []string {
 	strs := argStrings(args)
 	own := slices.Clone(vocab)
 	for _, a := range strs {
 		for _, b := range strs {
-			own = append(own, a+"/"+b)
+			own = append(own, a+"/"+b, filepath.Join(a, b))
 		}
 	}
 	return own
