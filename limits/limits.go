@@ -151,6 +151,12 @@ const (
 	// ZipMaxManifestBytes bounds an expectation manifest ("SHA256  NAME"
 	// lines): room for ZipMaxFiles names of a few hundred bytes.
 	ZipMaxManifestBytes = 4 * MiB
+	// ZipDefaultTimeout is the zip tools' deadline: an archive of
+	// ZipMaxTotalBytes is read, hashed and written in it.
+	ZipDefaultTimeout = 5 * time.Minute
+	// ZipToolOutputBytes bounds the zip tools' results (a listing of
+	// ZipMaxFiles names).
+	ZipToolOutputBytes = 4 * MiB
 )
 
 // Text and JSON.

@@ -81,18 +81,40 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 		return err
 	}
 	if o.Timeout == 0 {
-		o.Timeout = 5 * time.Minute
+		o.Timeout = limits.ZipDefaultTimeout
 	}
 	bounds := fmt.Sprintf("at most %d members, %d bytes per member, %d bytes in all, a %d-byte central directory, %d path elements per name",
 		lim.MaxFiles, lim.MaxMemberBytes, lim.MaxTotalBytes, lim.MaxCentralDirectoryBytes, lim.MaxPathDepth)
-	io := kernel.Policy{Timeout: o.Timeout, MaxInputBytes: limits.ZipMaxManifestBytes, MaxOutputBytes: 4 * limits.MiB}
-	policy := func(name string) kernel.Policy { p := io; p.Name = name; return p }
+	t := toolSetup{lim: lim, bounds: bounds,
+		io: kernel.Policy{Timeout: o.Timeout, MaxInputBytes: limits.ZipMaxManifestBytes, MaxOutputBytes: limits.ZipToolOutputBytes}}
+	for _, register := range []func(*kernel.Builder, toolSetup) error{registerCreate, registerExtract, registerList, registerVerify} {
+		if err := register(b, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	err = kernel.AddTool(b, policy("zip_create"), kernel.Meta{
+// toolSetup is what the four tools share: the resolved limits, their
+// wording for descriptions, and the policy.
+type toolSetup struct {
+	lim    Limits
+	bounds string
+	io     kernel.Policy
+}
+
+func (t toolSetup) policy(name string) kernel.Policy {
+	p := t.io
+	p.Name = name
+	return p
+}
+
+func registerCreate(b *kernel.Builder, t toolSetup) error {
+	return kernel.AddTool(b, t.policy("zip_create"), kernel.Meta{
 		Effect:  capability.ArchiveWrite,
 		Summary: "Create a ZIP archive from selected files; returns each member's SHA-256",
 		Description: `Creates a new ZIP archive holding exactly the listed files, named relative to dir, and returns each member's size and SHA-256 (what zip_extract expects). The archive must not exist: nothing is overwritten. Regular files only; symbolic links are not followed. A file that changes while it is read fails with "integrity".
-Bounds: ` + bounds + `.
+Bounds: ` + t.bounds + `.
 Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "charts/q1.png"]}`,
 	}, func(ctx context.Context, call *kernel.Call, in CreateArgs) (CreateResult, error) {
 		roots := call.Session.Capabilities().Roots(capability.ArchiveWrite)
@@ -103,8 +125,8 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		if len(in.Files) == 0 {
 			return CreateResult{}, fault.New(fault.InvalidInput, "files: name at least one file")
 		}
-		if len(in.Files) > lim.MaxFiles {
-			return CreateResult{}, fault.New(fault.Limit, "%d files exceed the limit of %d members", len(in.Files), lim.MaxFiles)
+		if len(in.Files) > t.lim.MaxFiles {
+			return CreateResult{}, fault.New(fault.Limit, "%d files exceed the limit of %d members", len(in.Files), t.lim.MaxFiles)
 		}
 		srcRoot, _, srcRel, err := atfile.ResolveRoot(roots, dir)
 		if err != nil {
@@ -125,22 +147,21 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 			return CreateResult{}, err
 		}
 		defer closeAll()
-		res, err := createInto(ctx, srcs, parent, leaf, CreateOptions{Limits: lim, Store: in.Store})
+		res, err := createInto(ctx, srcs, parent, leaf, CreateOptions{Limits: t.lim, Store: in.Store})
 		if err != nil {
 			return CreateResult{}, err
 		}
 		return CreateResult{Archive: in.Archive, Bytes: res.Bytes, Members: res.Members}, nil
 	})
-	if err != nil {
-		return err
-	}
+}
 
-	err = kernel.AddTool(b, policy("zip_extract"), kernel.Meta{
+func registerExtract(b *kernel.Builder, t toolSetup) error {
+	return kernel.AddTool(b, t.policy("zip_extract"), kernel.Meta{
 		Effect:  capability.ArchiveWrite,
 		Summary: "Extract a ZIP archive whose members you know by SHA-256 into a new directory",
 		Description: `Extracts an archive into a new directory, given every member's SHA-256. The archive must hold exactly the expected members (an unexpected, missing or mismatching member fails with "integrity") and the directory appears only when every member was written and verified: on any failure nothing is left behind. The destination must not exist.
 Refused: encrypted members, symlinks and other special files, names that are absolute, contain ".." or backslashes, or collide (including by case or Unicode normalisation). Extracted files are private (0600; directories 0700).
-Bounds: ` + bounds + `.
+Bounds: ` + t.bounds + `.
 Example: {"archive": "downloads/data.zip", "dest": "work/data", "expect": {"data.csv": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}`,
 	}, func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
 		roots := call.Session.Capabilities().Roots(capability.ArchiveWrite)
@@ -158,21 +179,20 @@ Example: {"archive": "downloads/data.zip", "dest": "work/data", "expect": {"data
 			return ExtractResult{}, err
 		}
 		defer closeAll()
-		res, err := extractInto(ctx, src, parent, leaf, expect, ExtractOptions{Limits: lim})
+		res, err := extractInto(ctx, src, parent, leaf, expect, ExtractOptions{Limits: t.lim})
 		if err != nil {
 			return ExtractResult{}, err
 		}
 		return ExtractResult{Dest: in.Dest, Files: res.Files, Bytes: res.Bytes}, nil
 	})
-	if err != nil {
-		return err
-	}
+}
 
-	err = kernel.AddTool(b, policy("zip_list"), kernel.Meta{
+func registerList(b *kernel.Builder, t toolSetup) error {
+	return kernel.AddTool(b, t.policy("zip_list"), kernel.Meta{
 		Effect:  capability.ArchiveRead,
 		Summary: "List a ZIP archive's members after checking its structure",
 		Description: `Checks an archive's structure as zip_extract would (names, member kinds, encryption, declared sizes, bounds) without decompressing anything, and lists its members with their declared sizes; directories end in "/". Sizes are as declared: zip_verify checks the data.
-Bounds: ` + bounds + `.
+Bounds: ` + t.bounds + `.
 Example: {"archive": "downloads/data.zip"}`,
 	}, func(ctx context.Context, call *kernel.Call, in ListArgs) (Listing, error) {
 		f, err := openArchiveIn(call.Session.Capabilities().Roots(capability.ArchiveRead), in.Archive)
@@ -180,7 +200,7 @@ Example: {"archive": "downloads/data.zip"}`,
 			return Listing{}, err
 		}
 		defer f.Close()
-		l, err := listFile(ctx, f, &ReadOptions{Limits: lim})
+		l, err := listFile(ctx, f, &ReadOptions{Limits: t.lim})
 		if err != nil {
 			return Listing{}, err
 		}
@@ -193,15 +213,14 @@ Example: {"archive": "downloads/data.zip"}`,
 		}
 		return *l, nil
 	})
-	if err != nil {
-		return err
-	}
+}
 
-	return kernel.AddTool(b, policy("zip_verify"), kernel.Meta{
+func registerVerify(b *kernel.Builder, t toolSetup) error {
+	return kernel.AddTool(b, t.policy("zip_verify"), kernel.Meta{
 		Effect:  capability.ArchiveRead,
 		Summary: "Check that a ZIP archive holds exactly the members you expect, by SHA-256, without extracting",
 		Description: `Decompresses every member of an archive and checks it against the expected SHA-256, exactly as zip_extract does, writing nothing. Fails with "integrity" on an unexpected, missing or mismatching member.
-Bounds: ` + bounds + `.
+Bounds: ` + t.bounds + `.
 Example: {"archive": "downloads/data.zip", "expect": {"data.csv": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}`,
 	}, func(ctx context.Context, call *kernel.Call, in VerifyArgs) (ExtractResult, error) {
 		expect, err := parseExpect(in.Expect)
@@ -213,7 +232,7 @@ Example: {"archive": "downloads/data.zip", "expect": {"data.csv": "9f86d081884c7
 			return ExtractResult{}, err
 		}
 		defer f.Close()
-		res, err := verifyFile(ctx, f, expect, &ReadOptions{Limits: lim})
+		res, err := verifyFile(ctx, f, expect, &ReadOptions{Limits: t.lim})
 		if err != nil {
 			return ExtractResult{}, err
 		}
