@@ -150,42 +150,9 @@ func parseTree(ctx context.Context, data []byte, source *url.URL, rep *repairs) 
 		}
 		switch tk := tok.(type) {
 		case xml.StartElement:
-			if err := t.count(); err != nil {
+			e, err := t.start(d, tk, stack, source)
+			if err != nil {
 				return nil, err
-			}
-			if len(stack) == 0 && t.root != nil {
-				return nil, fault.New(fault.InvalidInput, "not a feed: more than one root element")
-			}
-			if len(stack) == 0 && strings.EqualFold(tk.Name.Local, "html") {
-				return nil, fault.New(fault.InvalidInput, "not a feed: the document is HTML")
-			}
-			if len(stack)+1 > limits.FeedMaxDepth {
-				return nil, fault.LimitExceeded("feed nesting depth", limits.FeedMaxDepth, 0)
-			}
-			if len(tk.Attr) > limits.FeedMaxAttributes {
-				return nil, fault.LimitExceeded("feed element attributes", limits.FeedMaxAttributes, int64(len(tk.Attr)))
-			}
-			if dupAttr(tk.Attr) {
-				line, col := d.InputPos()
-				return nil, fault.New(fault.InvalidInput, "not well-formed XML at line %d, column %d: an element repeats an attribute", line, col)
-			}
-			e := &elem{name: tk.Name, attrs: tk.Attr}
-			if len(stack) == 0 {
-				e.base = source
-				t.root = e
-			} else {
-				p := stack[len(stack)-1]
-				p.flushText()
-				e.parent, e.base = p, p.base
-				p.kids = append(p.kids, e)
-				p.parts = append(p.parts, part{el: e})
-			}
-			if b, ok := e.attr(nsXML, "base"); ok {
-				if u, err := e.base.Parse(strings.TrimSpace(b)); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-					e.base = u
-				} else {
-					t.warnings = append(t.warnings, Warning{Code: WarnBase, Message: "an xml:base is not an http(s) URL: the enclosing base is used"})
-				}
 			}
 			stack = append(stack, e)
 			t.depth = max(t.depth, len(stack))
@@ -215,6 +182,49 @@ func parseTree(ctx context.Context, data []byte, source *url.URL, rep *repairs) 
 		return nil, fault.New(fault.InvalidInput, "not a feed: no root element")
 	}
 	return t, nil
+}
+
+// start checks a start element against the bounds and adds it to the tree
+// under the open element (or as the root).
+func (t *tree) start(d *xml.Decoder, tk xml.StartElement, stack []*elem, source *url.URL) (*elem, error) {
+	if err := t.count(); err != nil {
+		return nil, err
+	}
+	if len(stack) == 0 && t.root != nil {
+		return nil, fault.New(fault.InvalidInput, "not a feed: more than one root element")
+	}
+	if len(stack) == 0 && strings.EqualFold(tk.Name.Local, "html") {
+		return nil, fault.New(fault.InvalidInput, "not a feed: the document is HTML")
+	}
+	if len(stack)+1 > limits.FeedMaxDepth {
+		return nil, fault.LimitExceeded("feed nesting depth", limits.FeedMaxDepth, 0)
+	}
+	if len(tk.Attr) > limits.FeedMaxAttributes {
+		return nil, fault.LimitExceeded("feed element attributes", limits.FeedMaxAttributes, int64(len(tk.Attr)))
+	}
+	if dupAttr(tk.Attr) {
+		line, col := d.InputPos()
+		return nil, fault.New(fault.InvalidInput, "not well-formed XML at line %d, column %d: an element repeats an attribute", line, col)
+	}
+	e := &elem{name: tk.Name, attrs: tk.Attr}
+	if len(stack) == 0 {
+		e.base = source
+		t.root = e
+	} else {
+		p := stack[len(stack)-1]
+		p.flushText()
+		e.parent, e.base = p, p.base
+		p.kids = append(p.kids, e)
+		p.parts = append(p.parts, part{el: e})
+	}
+	if b, ok := e.attr(nsXML, "base"); ok {
+		if u, err := e.base.Parse(strings.TrimSpace(b)); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+			e.base = u
+		} else {
+			t.warnings = append(t.warnings, Warning{Code: WarnBase, Message: "an xml:base is not an http(s) URL: the enclosing base is used"})
+		}
+	}
+	return e, nil
 }
 
 func (t *tree) count() error {
