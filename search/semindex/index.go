@@ -24,6 +24,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -71,9 +73,27 @@ type Index struct {
 	dir *atfile.Dir // the held parent directory of an index opened in a root
 }
 
+// OpenOptions qualify Open and OpenIn. A nil *OpenOptions is valid.
+type OpenOptions struct {
+	// NoCreate makes a missing index not_found instead of creating it.
+	NoCreate bool
+}
+
 // Open opens or creates the index at the host path path.
-func Open(ctx context.Context, path string) (*Index, error) {
+func Open(ctx context.Context, path string, opts *OpenOptions) (*Index, error) {
+	if opts != nil && opts.NoCreate {
+		if _, err := os.Lstat(path); err != nil {
+			return nil, missingIndex(err)
+		}
+	}
 	return open(ctx, path, nil)
+}
+
+func missingIndex(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || fault.CodeOf(err) == fault.NotFound {
+		return fault.Wrap(fault.NotFound, err, "the index does not exist; add a source to create it")
+	}
+	return fault.As(err)
 }
 
 // OpenIn opens or creates the index at path, resolved inside one of roots
@@ -81,7 +101,7 @@ func Open(ctx context.Context, path string) (*Index, error) {
 // and SQLite reaches the file through that open directory, so no element of
 // the path leads out of the root. A last element that is a symbolic link,
 // directory or special file is refused.
-func OpenIn(ctx context.Context, roots []string, path string) (*Index, error) {
+func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions) (*Index, error) {
 	d, name, _, err := atfile.ResolveParent(roots, path)
 	if err != nil {
 		return nil, err
@@ -89,9 +109,9 @@ func OpenIn(ctx context.Context, roots []string, path string) (*Index, error) {
 	if st, err := d.Lstat(name, "index"); err == nil && !st.Mode.IsRegular() {
 		d.Close()
 		return nil, fault.New(fault.InvalidInput, "the index path is %s, not a database file", atfile.Kind(st.Mode))
-	} else if err != nil && fault.CodeOf(err) != fault.NotFound {
+	} else if err != nil && (fault.CodeOf(err) != fault.NotFound || opts != nil && opts.NoCreate) {
 		d.Close()
-		return nil, err
+		return nil, missingIndex(err)
 	}
 	ix, err := open(ctx, fmt.Sprintf("/proc/self/fd/%d/%s", d.File().Fd(), name), d)
 	if err != nil {
@@ -121,6 +141,11 @@ func uriEscape(p string) string {
 }
 
 func (ix *Index) init(ctx context.Context) error {
+	var f string
+	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
+	if err == nil && f == Format {
+		return nil
+	}
 	return ix.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return dbFault(err, "creating the index schema")

@@ -42,7 +42,7 @@ func tiny(t testing.TB) *bert.Model {
 func openTemp(t testing.TB) (*Index, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sem.db")
-	ix, err := Open(context.Background(), path)
+	ix, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestOpenIn(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	outside := t.TempDir()
-	ix, err := OpenIn(ctx, []string{root}, "idx.db")
+	ix, err := OpenIn(ctx, []string{root}, "idx.db", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,19 +323,24 @@ func TestOpenIn(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "idx.db")); err != nil {
 		t.Fatalf("index not created in the root: %v", err)
 	}
-	_, err = OpenIn(ctx, []string{root}, filepath.Join(outside, "x.db"))
+	_, err = OpenIn(ctx, []string{root}, "missing.db", &OpenOptions{NoCreate: true})
+	wantCode(t, "missing index, no create", err, fault.NotFound)
+	if _, err := os.Stat(filepath.Join(root, "missing.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("NoCreate created the index")
+	}
+	_, err = OpenIn(ctx, []string{root}, filepath.Join(outside, "x.db"), nil)
 	wantCode(t, "outside the root", err, fault.Denied)
-	_, err = OpenIn(ctx, []string{root}, "../x.db")
+	_, err = OpenIn(ctx, []string{root}, "../x.db", nil)
 	wantCode(t, "climbing out", err, fault.Denied)
 	if err := os.Symlink(filepath.Join(outside, "y.db"), filepath.Join(root, "link.db")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenIn(ctx, []string{root}, "link.db")
+	_, err = OpenIn(ctx, []string{root}, "link.db", nil)
 	wantCode(t, "symlink as the database", err, fault.InvalidInput)
 	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenIn(ctx, []string{root}, "out/z.db")
+	_, err = OpenIn(ctx, []string{root}, "out/z.db", nil)
 	if err == nil {
 		t.Error("a symlinked directory leading out of the root was followed")
 	}
@@ -349,6 +354,6 @@ func TestNotADatabase(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Repeat("not sqlite ", 1000)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), path)
+	_, err := Open(context.Background(), path, nil)
 	wantCode(t, "junk file", err, fault.InvalidInput)
 }

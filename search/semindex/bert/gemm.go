@@ -25,7 +25,9 @@ type packed struct {
 
 func panels(n int) int { return (n + panelCols - 1) / panelCols }
 
-func newPacked(k, n int) packed { return packed{k: k, n: n, data: make([]float32, panels(n)*k*panelCols)} }
+func newPacked(k, n int) packed {
+	return packed{k: k, n: n, data: make([]float32, panels(n)*k*panelCols)}
+}
 
 // packTransposed fills p with B = Sᵀ, where S has n rows of k values at
 // stride ld (a weight matrix out×in, or the keys of one head).
