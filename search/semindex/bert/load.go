@@ -54,7 +54,7 @@ var (
 // HowToGet says where the files come from and how to check them.
 func HowToGet(pin string) string {
 	if pin == "" || pin == PublishedDigest {
-		return fmt.Sprintf("get %s, %s and %s (and %s) of %s from its model repository on Hugging Face, put them in the model directory, and check that `sha256sum %s` prints %s (%d bytes)",
+		return fmt.Sprintf("get %s, %s and %s (optionally also %s) of %s from its model repository on Hugging Face, put them in the model directory, and check that `sha256sum %s` prints %s (%d bytes)",
 			ConfigFile, TokenizerFile, WeightsFile, PoolingFile, PublishedName, WeightsFile, PublishedDigest, PublishedSize)
 	}
 	return fmt.Sprintf("put %s, %s and %s of the pinned model in the model directory and check that `sha256sum %s` prints the pinned %s", ConfigFile, TokenizerFile, WeightsFile, WeightsFile, pin)
