@@ -123,7 +123,7 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 
 func open(ctx context.Context, path string, dir *atfile.Dir) (*Index, error) {
 	registerOnce()
-	dsn := "file:" + uriEscape(path) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	dsn := "file:" + uriEscape(path) + "?_pragma=busy_timeout(10000)&_pragma=page_size(16384)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, dbFault(err, "opening the index")

@@ -104,6 +104,16 @@ func (ix *Index) Search(ctx context.Context, m *bert.Model, query string, opts *
 	if err != nil {
 		return nil, err
 	}
+	res, err := ix.rank(ctx, qv, &o, limit)
+	if err != nil {
+		return nil, err
+	}
+	res.Model = m.Digest()
+	return res, nil
+}
+
+// rank scores every chunk in scope against qv inside SQLite.
+func (ix *Index) rank(ctx context.Context, qv []float32, o *SearchOptions, limit int) (*SearchResult, error) {
 	aq := &activeQuery{v: qv, norm: norm(qv)}
 	id := nextQuery.Add(1)
 	queries.Store(id, aq)
@@ -113,7 +123,7 @@ func (ix *Index) Search(ctx context.Context, m *bert.Model, query string, opts *
 		return nil, dbFault(err, "searching")
 	}
 	defer rows.Close()
-	res := &SearchResult{Hits: []Hit{}, Scope: o.Scope, Model: m.Digest()}
+	res := &SearchResult{Hits: []Hit{}, Scope: o.Scope}
 	for rows.Next() {
 		var h Hit
 		dst := []any{&h.Ref, &h.Start, &h.End, &h.Score}
@@ -144,19 +154,22 @@ func hitLimit(n int) (int, error) {
 	return n, nil
 }
 
+// searchSQL ranks the chunks alone (the refs of the winners are looked up
+// after the limit); a scope is the set of its refs' ids, filtered before
+// the limit.
 func searchSQL(scoped, withText bool) string {
-	cols := "r.ref, c.cstart, c.cend, " + cosineFunc + "(c.vec, ?1) AS score"
-	if withText {
-		cols += ", substr(s.text, c.cstart + 1, c.cend - c.cstart)"
-	}
-	q := "SELECT " + cols + " FROM chunks c JOIN refs r ON r.id = c.ref_id"
-	if withText {
-		q += " JOIN sources s ON s.ref_id = c.ref_id"
-	}
+	inner := "SELECT id, ref_id, cstart, cend, " + cosineFunc + "(vec, ?1) AS score FROM chunks"
 	if scoped {
-		q += " JOIN scope_refs sr ON sr.ref = r.ref AND sr.name = ?2"
+		inner += " WHERE ref_id IN (SELECT r.id FROM refs r JOIN scope_refs sr ON sr.ref = r.ref WHERE sr.name = ?2)"
 	}
-	return q + " ORDER BY score DESC, c.id LIMIT ?3"
+	inner += " ORDER BY score DESC, id LIMIT ?3"
+	cols := "r.ref, t.cstart, t.cend, t.score"
+	from := " FROM (" + inner + ") t JOIN refs r ON r.id = t.ref_id"
+	if withText {
+		cols += ", substr(s.text, t.cstart + 1, t.cend - t.cstart)"
+		from += " JOIN sources s ON s.ref_id = t.ref_id"
+	}
+	return "SELECT " + cols + from + " ORDER BY t.score DESC, t.id"
 }
 
 func searchArgs(id int64, scope string, limit int) []any {
