@@ -2,6 +2,7 @@ package bert
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -48,5 +49,32 @@ func BenchmarkTokenize(b *testing.B) {
 		if _, err := m.Tokenizer().Tokenize(context.Background(), text); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestBenchModelParity holds the encoder to torch on the MiniLM-shaped
+// model bench/semantic.sh generates (CAPKIT_BENCH_BERT_MODEL, _PIN, _REF).
+func TestBenchModelParity(t *testing.T) {
+	refPath := os.Getenv("CAPKIT_BENCH_BERT_REF")
+	if refPath == "" {
+		t.Skip("run by bench/semantic.sh on a generated MiniLM-shaped model")
+	}
+	m, err := Load(context.Background(), os.Getenv("CAPKIT_BENCH_BERT_MODEL"), &Options{Pin: os.Getenv("CAPKIT_BENCH_BERT_PIN")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref []struct {
+		IDs       []int32   `json:"ids"`
+		Embedding []float64 `json:"embedding"`
+	}
+	readJSON(t, refPath, &ref)
+	for _, r := range ref {
+		got, err := m.Embed(context.Background(), r.IDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkClose(t, fmt.Sprintf("%d pieces", len(r.IDs)), got, r.Embedding)
+		cos, diff := compare(got, r.Embedding)
+		t.Logf("%d pieces: cosine %.8f, max abs diff %.2g", len(r.IDs), cos, diff)
 	}
 }

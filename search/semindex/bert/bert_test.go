@@ -273,3 +273,21 @@ func TestLoadRefusals(t *testing.T) {
 		t.Errorf("no pooling file (mean pooling assumed): %v", err)
 	}
 }
+
+// TestEncoderPortableKernel runs the reference sentences through the
+// plain Go kernel that machines without AVX2/FMA use.
+func TestEncoderPortableKernel(t *testing.T) {
+	saved := kernel
+	kernel = kernelGo
+	defer func() { kernel = saved }()
+	var ref reference
+	readJSON(t, "testdata/reference.json", &ref)
+	m := loadTiny(t)
+	for _, s := range ref.Sentences[:4] {
+		got, err := m.EmbedText(context.Background(), s.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkClose(t, s.Text, got, s.Embedding)
+	}
+}

@@ -29,6 +29,8 @@ Benchmark helpers (used by bench/semantic.sh; nothing is committed):
       vocabulary
   gen_fixture.py --torch-bench DIR --pieces N                times the torch
       forward of DIR on N-piece chunks with 2 threads
+  gen_fixture.py --torch-reference DIR OUT                   embeddings of
+      two random windows of DIR, for the Go encoder to match
 """
 
 import argparse
@@ -419,6 +421,21 @@ def torch_bench(d, pieces, rounds):
     print("torch_pieces_per_second %.1f" % (pieces * rounds / dt))
 
 
+def torch_reference(d, out, pieces):
+    """Reference embeddings of two random windows of model d, for the Go
+    encoder to match on a model of the bench's shape."""
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    tensors = read_safetensors(os.path.join(d, "model.safetensors"))
+    g = torch.Generator().manual_seed(9)
+    ref = []
+    for n in (pieces, 17):
+        ids = [101] + torch.randint(1000, cfg["vocab_size"], (n - 2,), generator=g).tolist() + [102]
+        ref.append({"ids": ids[1:-1], "embedding": forward(tensors, cfg, ids).tolist()})
+    with open(out, "w") as f:
+        json.dump(ref, f)
+
+
 def read_safetensors(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -439,10 +456,13 @@ def main():
     ap.add_argument("--minilm-tokenizer")
     ap.add_argument("--bench-model")
     ap.add_argument("--torch-bench")
+    ap.add_argument("--torch-reference", nargs=2, metavar=("DIR", "OUT"))
     ap.add_argument("--pieces", type=int, default=WINDOW)
     ap.add_argument("--rounds", type=int, default=20)
     a = ap.parse_args()
-    if a.torch_bench:
+    if a.torch_reference:
+        torch_reference(a.torch_reference[0], a.torch_reference[1], a.pieces)
+    elif a.torch_bench:
         torch_bench(a.torch_bench, a.pieces, a.rounds)
     elif a.bench_model:
         bench_model(a.bench_model, a.minilm_tokenizer)
