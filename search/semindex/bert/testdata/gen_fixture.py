@@ -317,6 +317,17 @@ SENTENCES = [
     "   ",
 ]
 
+# Only for the real tokenizer's ids (the tiny model's vocabulary does not
+# depend on them).
+TOKENIZER_ONLY = [
+    "\u0130 \u01c5 titlecase, a\u0301\u0323 combining, \u00ad soft hyphen",
+    "Hangul \ud55c\uad6d\uc5b4, Thai \u0e20\u0e32\u0e29\u0e32\u0e44\u0e17\u0e22, Arabic \u0627\u0644\u0639\u0631\u0628\u064a\u0629 \u0661\u0662\u0663",
+    "family \U0001F468\u200d\U0001F469\u200d\U0001F467, math \u2211\u222b \u2264\u2265, fullwidth \uff21\uff22\uff23 \uff01",
+    "\ufb00 ligature, tabs\tand\r\nCRLF, x\u0085y, dashes \u2010 \u2013 \u2014 \u2015",
+    "quotes \u201c \u201d \u2018 \u2019 \u00ab \u00bb don\u2019t https://example.com/a?b=c#d",
+    "x" * 100 + " " + "y" * 99 + "z " + "unbelievably" * 8,
+]
+
 LONG = " ".join(
     "Paragraph %d: the quick brown fox jumps over the lazy dog; naïve façades, 東京, and "
     "unusualwordzzz%d sit beside numbers like %d.%02d." % (i, i, i * 37, i % 100) for i in range(40))
@@ -385,7 +396,7 @@ def fixture(real_path):
     with gzip.GzipFile(os.path.join(HERE, "minilm-tokenizer.json.gz"), "wb", mtime=0) as f:
         f.write(raw)
     mids = {"tokenizer_sha256": hashlib.sha256(raw).hexdigest(), "sentences": []}
-    for s in SENTENCES + [LONG]:
+    for s in SENTENCES + TOKENIZER_ONLY + [LONG]:
         mids["sentences"].append({"text": s, "ids": tokenize(s, rv)[0]})
     with open(os.path.join(HERE, "minilm-ids.json"), "w") as f:
         json.dump(mids, f, ensure_ascii=False, indent=1)
