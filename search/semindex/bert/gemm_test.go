@@ -15,7 +15,7 @@ func TestGemm(t *testing.T) {
 	for name, k := range kernels {
 		saved := kernel
 		kernel = k
-		for _, sz := range [][3]int{{1, 1, 1}, {7, 17, 3}, {6, 16, 256}, {13, 50, 257}, {256, 384, 1536}, {31, 33, 600}} {
+		for _, sz := range [][3]int{{1, 1, 1}, {7, 17, 3}, {6, 16, 256}, {13, 50, 257}, {31, 33, 600}} {
 			m, n, depth := sz[0], sz[1], sz[2]
 			a := randSlice(r, m*depth)
 			w := randSlice(r, n*depth) // n×depth, as a weight matrix
