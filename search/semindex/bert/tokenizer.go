@@ -2,7 +2,6 @@ package bert
 
 import (
 	"context"
-	"fmt"
 	"unicode"
 	"unicode/utf8"
 
@@ -336,9 +335,4 @@ func isCJK(r rune) bool {
 		r >= 0x20000 && r <= 0x2A6DF || r >= 0x2A700 && r <= 0x2B73F ||
 		r >= 0x2B740 && r <= 0x2B81F || r >= 0x2B820 && r <= 0x2CEAF ||
 		r >= 0xF900 && r <= 0xFAFF || r >= 0x2F800 && r <= 0x2FA1F
-}
-
-// String describes the tokenizer for messages.
-func (t *Tokenizer) String() string {
-	return fmt.Sprintf("WordPiece(%d pieces, lowercase=%v, strip_accents=%v)", t.size, t.lowercase, t.strip)
 }
