@@ -197,6 +197,15 @@ func TestBounds(t *testing.T) {
 	wantCode(t, "source at the limit", err, "")
 	_, err = ix.Add(ctx, m, "big2", src+"d", nil)
 	wantCode(t, "source one past", err, fault.Limit)
+	name := strings.Repeat("n", limits.SemScopeNameMaxBytes)
+	wantCode(t, "scope name at the limit", ix.SetScope(ctx, name, []string{"fox"}), "")
+	wantCode(t, "scope name one past", ix.SetScope(ctx, name+"n", []string{"fox"}), fault.InvalidInput)
+	refs := make([]string, limits.SemScopeMaxRefs+1)
+	for i := range refs {
+		refs[i] = fmt.Sprint("r", i)
+	}
+	wantCode(t, "scope refs at the limit", ix.SetScope(ctx, "s", refs[:limits.SemScopeMaxRefs]), "")
+	wantCode(t, "scope refs one past", ix.SetScope(ctx, "s", refs), fault.Limit)
 	st, _ := ix.Status(ctx, &StatusOptions{Refs: []string{"big2"}})
 	if st.Entries[0].Indexed {
 		t.Error("a refused source was indexed")
