@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	sqlite "modernc.org/sqlite"
@@ -204,7 +205,7 @@ func dbFault(err error, doing string) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fault.Wrap(fault.Unavailable, err, "%s: the index is locked by another writer; retry", doing)
+			return fault.Wrap(fault.Unavailable, err, "%s: the index is locked by another writer; retry", doing).RetryIn(time.Second)
 		case sqlite3.SQLITE_NOTADB:
 			return fault.Wrap(fault.InvalidInput, err, "%s: the file is not a SQLite database", doing)
 		case sqlite3.SQLITE_CORRUPT:

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/search/semindex/bert"
 )
@@ -90,9 +91,9 @@ func (ix *Index) Add(ctx context.Context, m *bert.Model, ref, text string, opts 
 
 func expectFailed(ref, want, got string) error {
 	if got == "" {
-		return fault.New(fault.Conflict, "ref %q is not indexed, but digest %q was expected; nothing changed", ref, want)
+		return fault.New(fault.Conflict, "ref %q is not indexed, but digest %q was expected; nothing changed", clip.Text(ref), clip.Text(want))
 	}
-	return fault.New(fault.Conflict, "ref %q is indexed at digest %q, not the expected %q; nothing changed", ref, got, want)
+	return fault.New(fault.Conflict, "ref %q is indexed at digest %q, not the expected %q; nothing changed", clip.Text(ref), clip.Text(got), clip.Text(want))
 }
 
 // embedSource chunks text and embeds every chunk, observing ctx.
@@ -165,7 +166,7 @@ func (ix *Index) Remove(ctx context.Context, ref, expectDigest string) error {
 			return expectFailed(ref, expectDigest, prev)
 		}
 		if id == 0 {
-			return fault.New(fault.NotFound, "ref %q is not indexed", ref)
+			return fault.New(fault.NotFound, "ref %q is not indexed", clip.Text(ref))
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM refs WHERE id = ?`, id)
 		return dbFault(err, "removing the ref")

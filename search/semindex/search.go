@@ -11,6 +11,7 @@ import (
 	sqlite "modernc.org/sqlite"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/search/semindex/bert"
 )
@@ -183,7 +184,7 @@ func (ix *Index) scopeExists(ctx context.Context, name string) error {
 		return dbFault(err, "reading scopes")
 	}
 	if n == 0 {
-		return fault.New(fault.NotFound, "scope %q is not defined in this index", name)
+		return fault.New(fault.NotFound, "scope %q is not defined in this index", clip.Text(name))
 	}
 	return nil
 }

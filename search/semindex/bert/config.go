@@ -4,6 +4,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -37,13 +38,13 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, fault.Wrap(fault.InvalidInput, err, "config.json is not a valid BERT configuration")
 	}
 	if c.ModelType != "bert" {
-		return nil, badConfig("model_type %q is not bert", c.ModelType)
+		return nil, badConfig("model_type %q is not bert", clip.Text(c.ModelType))
 	}
 	if c.HiddenAct != "gelu" {
-		return nil, badConfig("hidden_act %q is not supported; only gelu (exact erf form)", c.HiddenAct)
+		return nil, badConfig("hidden_act %q is not supported; only gelu (exact erf form)", clip.Text(c.HiddenAct))
 	}
 	if c.PositionEmbeddingType != "" && c.PositionEmbeddingType != "absolute" {
-		return nil, badConfig("position_embedding_type %q is not supported; only absolute", c.PositionEmbeddingType)
+		return nil, badConfig("position_embedding_type %q is not supported; only absolute", clip.Text(c.PositionEmbeddingType))
 	}
 	for _, b := range []struct {
 		name     string

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -75,7 +76,7 @@ func Load(ctx context.Context, dir string, opts *Options) (*Model, error) {
 		pin = PublishedDigest
 	}
 	if b, err := hex.DecodeString(pin); err != nil || len(b) != sha256.Size {
-		return nil, fault.New(fault.InvalidInput, "pin %q is not a hex SHA-256 (64 hex digits)", o.Pin)
+		return nil, fault.New(fault.InvalidInput, "pin %q is not a hex SHA-256 (64 hex digits)", clip.Text(o.Pin))
 	}
 	cfgData, err := readModelFile(dir, ConfigFile, limits.ModelMaxConfigBytes, pin)
 	if err != nil {

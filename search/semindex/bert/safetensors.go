@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -61,10 +62,10 @@ func parseSafetensors(file []byte) (*safetensors, error) {
 		}
 		var ti tensorInfo
 		if err := jsonv2.Unmarshal(v, &ti); err != nil {
-			return nil, fault.Wrap(fault.InvalidInput, err, "model.safetensors: tensor %q has a malformed entry", name)
+			return nil, fault.Wrap(fault.InvalidInput, err, "model.safetensors: tensor %q has a malformed entry", clip.Text(name))
 		}
 		if err := ti.check(int64(len(st.data))); err != nil {
-			return nil, badWeights("tensor %q: %s", name, err.Message)
+			return nil, badWeights("tensor %q: %s", clip.Text(name), err.Message)
 		}
 		st.tensors[name] = ti
 		spans = append(spans, span{ti.Offsets[0], ti.Offsets[1]})
@@ -81,7 +82,7 @@ func parseSafetensors(file []byte) (*safetensors, error) {
 func (ti *tensorInfo) check(dataLen int64) *fault.Error {
 	size, ok := dtypeSize[ti.DType]
 	if !ok {
-		return fault.New(fault.InvalidInput, "unknown dtype %q", ti.DType)
+		return fault.New(fault.InvalidInput, "unknown dtype %q", clip.Text(ti.DType))
 	}
 	if len(ti.Offsets) != 2 || ti.Offsets[0] < 0 || ti.Offsets[0] > ti.Offsets[1] || ti.Offsets[1] > dataLen {
 		return fault.New(fault.InvalidInput, "data offsets %v lie outside the %d data bytes", ti.Offsets, dataLen)

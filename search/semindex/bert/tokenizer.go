@@ -9,6 +9,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -101,7 +102,7 @@ func badTokenizer(format string, args ...any) *fault.Error {
 func tokenizerModel(f *tokenizerFile) (*Tokenizer, error) {
 	m := &f.Model
 	if m.Type != "WordPiece" {
-		return nil, badTokenizer("model type %q is not WordPiece", m.Type)
+		return nil, badTokenizer("model type %q is not WordPiece", clip.Text(m.Type))
 	}
 	if len(m.Vocab) == 0 || len(m.Vocab) > limits.ModelMaxVocab {
 		return nil, badTokenizer("vocabulary has %d pieces; between 1 and %d are accepted", len(m.Vocab), limits.ModelMaxVocab)
@@ -113,7 +114,7 @@ func tokenizerModel(f *tokenizerFile) (*Tokenizer, error) {
 	t := &Tokenizer{vocab: map[string]int32{}, cont: map[string]int32{}, maxChars: m.MaxInputCharsPerWord}
 	for p, id := range m.Vocab {
 		if id < 0 || id >= limits.ModelMaxVocab || len(p) > limits.ModelMaxPieceBytes || !utf8.ValidString(p) {
-			return nil, badTokenizer("vocabulary entry %q (id %d) is out of bounds", truncateForMessage(p), id)
+			return nil, badTokenizer("vocabulary entry %q (id %d) is out of bounds", clip.Text(p), id)
 		}
 		t.size = max(t.size, int(id)+1)
 		if prefix != "" && len(p) > len(prefix) && p[:len(prefix)] == prefix {
@@ -128,17 +129,10 @@ func tokenizerModel(f *tokenizerFile) (*Tokenizer, error) {
 		id   *int32
 	}{{m.UnkToken, &t.unk}, {"[CLS]", &t.cls}, {"[SEP]", &t.sep}} {
 		if *s.id, ok = t.vocab[s.name]; !ok {
-			return nil, badTokenizer("the vocabulary has no %q", s.name)
+			return nil, badTokenizer("the vocabulary has no %q", clip.Text(s.name))
 		}
 	}
 	return t, nil
-}
-
-func truncateForMessage(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 func (t *Tokenizer) setNormalizer(f *tokenizerFile) error {
