@@ -34,6 +34,7 @@ import (
 	"github.com/capkit/capkit/parse/sniff"
 	"github.com/capkit/capkit/parse/tabular"
 	"github.com/capkit/capkit/parse/textjson"
+	"github.com/capkit/capkit/search/semindex"
 	"github.com/capkit/capkit/store/journal"
 	"github.com/capkit/capkit/store/state"
 )
@@ -68,6 +69,9 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, _ *Host) error { return state.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return zipfile.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return journal.RegisterTools(b, nil) },
+	func(b *kernel.Builder, h *Host) error {
+		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin})
+	},
 	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]): catalog_script.go.
 	registerCatalogs,
 	registerScript,

@@ -31,6 +31,7 @@
 //	[http]                         # serve --http bounds (see http.go)
 //	[net]                          # net_fetch's policy and budget (see net.go)
 //	[run] [test] [build]           # contained commands (run.go)
+//	[semindex]                     # the semantic index's model (see semindex.go)
 //
 // How grants are derived. Effects that only read (capability.Effect.ReadOnly)
 // apply to every root in the actor's scope; the others apply to its
@@ -110,6 +111,8 @@ type Config struct {
 	Run   RunConfig     `toml:"run"`
 	Test  CommandConfig `toml:"test"`
 	Build CommandConfig `toml:"build"`
+	// Semindex names the semantic index's model (see semindex.go).
+	Semindex SemindexConfig `toml:"semindex"`
 
 	file string // name in messages; empty for flags
 	dir  string // base of relative paths
@@ -332,6 +335,7 @@ func (c *Config) validate() error {
 	c.validateScript(&errs)
 	c.validateHTTP(&errs)
 	c.validateRun(&errs)
+	c.validateSemindex(&errs)
 	return errs.err()
 }
 

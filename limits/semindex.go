@@ -1,0 +1,42 @@
+package limits
+
+// Semantic index and its BERT encoder.
+const (
+	// SemWindow is the model's window in positions: [CLS], at most
+	// SemChunkPieces word pieces of text, [SEP].
+	SemWindow      = 256
+	SemChunkPieces = SemWindow - 2
+	// SemSourceMaxBytes bounds one indexed source (UTF-8 text).
+	SemSourceMaxBytes = 4 * MiB
+	// SemRefMaxBytes and SemScopeNameMaxBytes bound caller references and
+	// scope names.
+	SemRefMaxBytes       = 1 * KiB
+	SemScopeNameMaxBytes = 256
+	// SemSearchDefaultHits and SemSearchMaxHits bound ranked hits.
+	SemSearchDefaultHits = 10
+	SemSearchMaxHits     = 1_000
+	// SemScopeMaxRefs bounds the refs one scope call names (a scope may
+	// grow across calls without a ceiling).
+	SemScopeMaxRefs = 100_000
+)
+
+// Model files. A model is validated against these before anything sized by
+// it is allocated.
+const (
+	ModelMaxWeightsBytes   = 2 * GiB
+	ModelMaxHeaderBytes    = 16 * MiB
+	ModelMaxConfigBytes    = 1 * MiB
+	ModelMaxTokenizerBytes = 64 * MiB
+	ModelMaxTensors        = 10_000
+	ModelMaxHidden         = 4_096
+	ModelMaxLayers         = 48
+	ModelMaxHeads          = 128
+	ModelMaxIntermediate   = 16_384
+	ModelMaxPositions      = 8_192
+	ModelMaxVocab          = 1 << 20
+	ModelMaxTypeVocab      = 16
+	// ModelMaxWordChars bounds the tokenizer's max_input_chars_per_word.
+	ModelMaxWordChars = 1_000
+	// ModelMaxPieceBytes bounds one vocabulary entry.
+	ModelMaxPieceBytes = 1 * KiB
+)

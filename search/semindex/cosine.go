@@ -1,0 +1,52 @@
+package semindex
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// cosine is the exact cosine similarity of a stored vector (little-endian
+// float32 bytes) and q; a zero vector scores 0.
+func cosine(v []byte, q []float32, qnorm float64) float64 {
+	if len(v) != 4*len(q) || qnorm == 0 {
+		return 0
+	}
+	dot, vv := dotNorm(v, q)
+	if vv == 0 {
+		return 0
+	}
+	return float64(dot) / (math.Sqrt(float64(vv)) * qnorm)
+}
+
+func dotNormGo(v []byte, q []float32) (dot, vv float32) {
+	for i, qi := range q {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
+		dot += x * qi
+		vv += x * x
+	}
+	return dot, vv
+}
+
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func decodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func norm(q []float32) float64 {
+	var s float64
+	for _, x := range q {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}

@@ -1,0 +1,47 @@
+#include "textflag.h"
+
+// func dotNorm8(v, q unsafe.Pointer, n int) (dot, vv float32)
+// Two accumulator pairs of 8 lanes each; n is a multiple of 8.
+TEXT ·dotNorm8(SB), NOSPLIT, $0-32
+	MOVQ v+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ CX, $16
+	JL tail
+loop16:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS Y4, Y4, Y2
+	VFMADD231PS Y5, Y5, Y3
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	CMPQ CX, $16
+	JGE loop16
+tail:
+	TESTQ CX, CX
+	JE reduce
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS Y4, Y4, Y2
+reduce:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS X3, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	VMOVSS X0, dot+24(FP)
+	VMOVSS X2, vv+28(FP)
+	VZEROUPPER
+	RET

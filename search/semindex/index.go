@@ -1,0 +1,255 @@
+// Package semindex is a caller-owned semantic index: a SQLite database the
+// caller names (modernc.org/sqlite, pure Go, WAL) holding the sources of
+// opaque caller references, their chunks and the chunks' embeddings from an
+// explicit, pinned BERT model (package bert). A search embeds the query and
+// ranks every chunk in scope by exact cosine similarity, computed inside
+// SQLite by a registered function: there is no candidate list, no
+// approximate index and no ceiling on how many chunks are scanned. Hits are
+// spans: ref, character offsets, score.
+//
+// Chunks are runs of whole words of at most limits.SemChunkPieces word
+// pieces, so that with [CLS] and [SEP] a chunk fills at most the model's
+// window of limits.SemWindow positions. Offsets are Unicode code points of
+// the source.
+//
+// Status answers from metadata only (model digest, counts, digests);
+// Audit is the full check: it re-chunks and re-embeds every stored source
+// and compares, and runs SQLite's integrity check.
+package semindex
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/limits"
+)
+
+// Format is the schema version this package writes.
+const Format = "1"
+
+const schema = `
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS refs(
+	id INTEGER PRIMARY KEY,
+	ref TEXT NOT NULL UNIQUE,
+	digest TEXT NOT NULL,
+	text_sha256 TEXT NOT NULL,
+	chars INTEGER NOT NULL,
+	chunks INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sources(ref_id INTEGER PRIMARY KEY REFERENCES refs(id) ON DELETE CASCADE, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks(
+	id INTEGER PRIMARY KEY,
+	ref_id INTEGER NOT NULL REFERENCES refs(id) ON DELETE CASCADE,
+	cstart INTEGER NOT NULL,
+	cend INTEGER NOT NULL,
+	pieces INTEGER NOT NULL,
+	vec BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_ref ON chunks(ref_id);
+CREATE TABLE IF NOT EXISTS scopes(name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS scope_refs(
+	name TEXT NOT NULL REFERENCES scopes(name) ON DELETE CASCADE,
+	ref TEXT NOT NULL,
+	PRIMARY KEY(name, ref)) WITHOUT ROWID;
+`
+
+// Index is an open semantic index. It is safe for concurrent use; writes
+// are serialised by SQLite (one transaction per mutation), also across
+// processes.
+type Index struct {
+	db  *sql.DB
+	dir *atfile.Dir // the held parent directory of an index opened in a root
+}
+
+// OpenOptions qualify Open and OpenIn. A nil *OpenOptions is valid.
+type OpenOptions struct {
+	// NoCreate makes a missing index not_found instead of creating it.
+	NoCreate bool
+}
+
+// Open opens or creates the index at the host path path.
+func Open(ctx context.Context, path string, opts *OpenOptions) (*Index, error) {
+	if opts != nil && opts.NoCreate {
+		if _, err := os.Lstat(path); err != nil {
+			return nil, missingIndex(err)
+		}
+	}
+	return open(ctx, path, nil)
+}
+
+func missingIndex(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || fault.CodeOf(err) == fault.NotFound {
+		return fault.Wrap(fault.NotFound, err, "the index does not exist; add a source to create it")
+	}
+	return fault.As(err)
+}
+
+// OpenIn opens or creates the index at path, resolved inside one of roots
+// (fs.Resolve rules): its directory is opened through an os.Root and held,
+// and SQLite reaches the file through that open directory, so no element of
+// the path leads out of the root. A last element that is a symbolic link,
+// directory or special file is refused.
+func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions) (*Index, error) {
+	d, name, _, err := atfile.ResolveParent(roots, path)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := d.Lstat(name, "index"); err == nil && !st.Mode.IsRegular() {
+		d.Close()
+		return nil, fault.New(fault.InvalidInput, "the index path is %s, not a database file", atfile.Kind(st.Mode))
+	} else if err != nil && (fault.CodeOf(err) != fault.NotFound || opts != nil && opts.NoCreate) {
+		d.Close()
+		return nil, missingIndex(err)
+	}
+	ix, err := open(ctx, fmt.Sprintf("/proc/self/fd/%d/%s", d.File().Fd(), name), d)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+func open(ctx context.Context, path string, dir *atfile.Dir) (*Index, error) {
+	registerOnce()
+	dsn := "file:" + uriEscape(path) + "?_pragma=busy_timeout(10000)&_pragma=page_size(16384)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, dbFault(err, "opening the index")
+	}
+	ix := &Index{db: db, dir: dir}
+	if err := ix.init(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+func uriEscape(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+func (ix *Index) init(ctx context.Context) error {
+	var f string
+	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
+	if err == nil && f == Format {
+		return nil
+	}
+	return ix.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return dbFault(err, "creating the index schema")
+		}
+		var f string
+		err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
+		if errors.Is(err, sql.ErrNoRows) {
+			_, err = tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('format', ?), ('window', ?)`, Format, fmt.Sprint(limits.SemWindow))
+			return dbFault(err, "writing the index metadata")
+		}
+		if err != nil {
+			return dbFault(err, "reading the index metadata")
+		}
+		if f != Format {
+			return fault.New(fault.InvalidInput, "the database is a semantic index of format %q; this capkit reads format %q", f, Format)
+		}
+		return nil
+	})
+}
+
+// Close closes the database.
+func (ix *Index) Close() error {
+	err := ix.db.Close()
+	if ix.dir != nil {
+		ix.dir.Close()
+	}
+	return err
+}
+
+// write runs fn in one immediate transaction: all of it or none.
+func (ix *Index) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return dbFault(err, "starting a transaction")
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return dbFault(tx.Commit(), "committing")
+}
+
+// dbFault classifies a database error; nil stays nil.
+func dbFault(err error, doing string) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fault.As(err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fault.Wrap(fault.Unavailable, err, "%s: the index is locked by another writer; retry", doing).RetryIn(time.Second)
+		case sqlite3.SQLITE_NOTADB:
+			return fault.Wrap(fault.InvalidInput, err, "%s: the file is not a SQLite database", doing)
+		case sqlite3.SQLITE_CORRUPT:
+			return fault.Wrap(fault.Integrity, err, "%s: the index database is corrupt", doing)
+		case sqlite3.SQLITE_CANTOPEN:
+			return fault.Wrap(fault.NotFound, err, "%s: the index cannot be opened (does its directory exist?)", doing)
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
+			return fault.Wrap(fault.Denied, err, "%s: the index is read-only", doing)
+		case sqlite3.SQLITE_INTERRUPT:
+			return fault.Wrap(fault.Unavailable, err, "%s: interrupted", doing)
+		}
+	}
+	return fault.Wrap(fault.IO, err, "%s failed", doing)
+}
+
+func checkRef(ref string) error {
+	if ref == "" || len(ref) > limits.SemRefMaxBytes || !utf8.ValidString(ref) {
+		return fault.New(fault.InvalidInput, "a ref is 1 to %d bytes of UTF-8", limits.SemRefMaxBytes)
+	}
+	return nil
+}
+
+func checkDigest(d string) error {
+	if d == "" || len(d) > limits.SemRefMaxBytes || !utf8.ValidString(d) {
+		return fault.New(fault.InvalidInput, "a digest is 1 to %d bytes of UTF-8", limits.SemRefMaxBytes)
+	}
+	return nil
+}
+
+// TextDigest is the digest Add records when the caller gives none: the hex
+// SHA-256 of the text.
+func TextDigest(text string) string {
+	s := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(s[:])
+}
+
+// metaValue reads one metadata value; "" when absent.
+func metaValue(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, key string) (string, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, dbFault(err, "reading the index metadata")
+}
