@@ -51,6 +51,8 @@ var groups = []func(*Env) *cobra.Command{
 	newBudgetCmd,
 	newRunCmd,
 	newTestCmd,
+	newPassagesCmd,
+	newLexindexCmd,
 }
 
 func newRoot(env *Env) *cobra.Command {

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
