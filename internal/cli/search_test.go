@@ -16,11 +16,18 @@ func TestPassagesCommands(t *testing.T) {
 	mustNil(t, os.WriteFile(p("regions.json"), []byte(`[{"start": 22, "end": 44}, {"start": 0, "end": 22}]`), 0o600))
 	mustNil(t, os.WriteFile(p("overlap.json"), []byte(`[{"start": 0, "end": 23}, {"start": 22, "end": 44}]`), 0o600))
 	mustNil(t, os.WriteFile(p("bad.txt"), []byte("a\xffb"), 0o600))
+	// Sparse regions files at the bound and one past it.
+	for name, size := range map[string]int64{"edge.json": limits.PassagesMaxRegionsBytes, "past.json": limits.PassagesMaxRegionsBytes + 1} {
+		mustNil(t, os.WriteFile(p(name), nil, 0o600))
+		mustNil(t, os.Truncate(p(name), size))
+	}
 	runCases(t, []cmdCase{
 		{name: "exact", args: []string{"passages", "find", p("doc.txt"), "--query", "termination"}, out: "1 matches (exact)"},
 		{name: "json", args: []string{"passages", "find", p("doc.txt"), "--query", "termination", "--ignore-case", "--regions", p("regions.json"), "--json"}, out: `"total": 2`},
 		{name: "regions named", args: []string{"passages", "find", p("doc.txt"), "--query", "Termination", "--regions", p("regions.json"), "--json"}, out: `"region": 1`},
 		{name: "overlapping regions", args: []string{"passages", "find", p("doc.txt"), "--query", "x", "--regions", p("overlap.json")}, code: 2, err: "overlap"},
+		{name: "regions file at its bound", args: []string{"passages", "find", p("doc.txt"), "--query", "x", "--regions", p("edge.json")}, code: 2, err: "regions file: want a JSON array"},
+		{name: "regions file past its bound", args: []string{"passages", "find", p("doc.txt"), "--query", "x", "--regions", p("past.json")}, code: 6},
 		{name: "limit past its bound", args: []string{"passages", "find", p("doc.txt"), "--query", "x", "--limit", "1001"}, code: 6},
 		{name: "not UTF-8", args: []string{"passages", "find", p("bad.txt"), "--query", "a"}, code: 2, err: "offset 1"},
 		{name: "missing source", args: []string{"passages", "find", p("none.txt"), "--query", "a"}, code: 3},

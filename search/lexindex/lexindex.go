@@ -99,6 +99,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Index, error) {
 		return nil, dbFault(err, "opening the index")
 	}
 	ix := &Index{db: db, conn: conn}
+	// A page cache large enough for a batch of full documents: a smaller
+	// one spills pages to the log in mid-transaction.
+	if _, err := conn.ExecContext(ctx, "PRAGMA cache_size = -"+strconv.Itoa(cacheKiB)); err != nil {
+		ix.Close()
+		return nil, dbFault(err, "opening the index")
+	}
 	if err := ix.init(ctx, o); err != nil {
 		ix.Close()
 		return nil, err
@@ -123,6 +129,9 @@ func dsn(path, mode string) string {
 }
 
 const busyTimeout = 200 * time.Millisecond
+
+// cacheKiB is the connection's page cache, in KiB.
+const cacheKiB = 64 << 10
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS lexindex_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`,

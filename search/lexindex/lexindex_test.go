@@ -120,6 +120,20 @@ func TestDigestsAndConflicts(t *testing.T) {
 	}
 }
 
+func TestOneRefTwiceInABatch(t *testing.T) {
+	ctx := context.Background()
+	ix, _ := newIndex(t)
+	got := must(ix.Apply(ctx, []Mutation{put("x", "first text"), put("x", "second text"), put("y", "gone soon"), {Ref: "y", Remove: true}}))
+	if got != (Applied{Added: 2, Replaced: 1, Removed: 1}) {
+		t.Fatalf("%+v", got)
+	}
+	for q, want := range map[string]int{"first": 0, "second": 1, "gone": 0} {
+		if r := must(ix.Search(ctx, Query{Text: q})); len(r.Hits) != want {
+			t.Fatalf("%q: %v", q, refs(r))
+		}
+	}
+}
+
 func TestStatusListing(t *testing.T) {
 	ctx := context.Background()
 	ix, _ := newIndex(t)
@@ -201,6 +215,12 @@ func TestBounds(t *testing.T) {
 				t.Fatalf("%v, want %q", err, c.code)
 			}
 		})
+	}
+	if _, err := ix.Status(ctx, StatusRequest{Limit: limits.LexMaxStatusRefs}); err != nil {
+		t.Fatalf("listing limit at its bound: %v", err)
+	}
+	if _, err := ix.Status(ctx, StatusRequest{Limit: limits.LexMaxStatusRefs + 1}); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("listing limit past its bound: %v", err)
 	}
 	if _, err := ix.Status(ctx, StatusRequest{Refs: make([]RefDigest, limits.LexMaxStatusRefs+1)}); fault.CodeOf(err) != fault.Limit {
 		t.Fatalf("status past its bound: %v", err)

@@ -55,14 +55,52 @@ func (ix *Index) Apply(ctx context.Context, batch []Mutation) (Applied, error) {
 	var done Applied
 	err := ix.write(ctx, func(tx *txn) error {
 		done = Applied{}
+		var ops []ftsOp
 		for i, m := range batch {
-			if err := apply(tx, &done, m, i); err != nil {
+			op, err := apply(tx, &done, m, i)
+			if err != nil {
+				return err
+			}
+			if op.id != 0 {
+				ops = append(ops, op)
+			}
+		}
+		return writeFTS(tx, ops)
+	})
+	return done, err
+}
+
+// ftsOp is a change of the full-text table, made after every change of
+// the documents table: a statement on another table between two FTS5
+// inserts makes FTS5 flush its pending terms to disk, once per document.
+type ftsOp struct {
+	id     int64
+	remove bool // else replace (when old) or insert text
+	old    bool
+	text   string
+}
+
+func writeFTS(tx *txn, ops []ftsOp) error {
+	for i, op := range ops {
+		if i%256 == 0 {
+			if err := tx.ctx.Err(); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
-	return done, err
+		var err error
+		switch {
+		case op.remove:
+			err = tx.exec(`DELETE FROM fts WHERE rowid = ?1`, op.id)
+		case op.old:
+			err = tx.exec(`UPDATE fts SET body = ?2 WHERE rowid = ?1`, op.id, op.text)
+		default:
+			err = tx.exec(`INSERT INTO fts(rowid, body) VALUES (?1, ?2)`, op.id, op.text)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkMutation(m *Mutation, i int) error {
@@ -142,40 +180,34 @@ func current(tx *txn, ref string) (int64, string, error) {
 	return id, digest, err
 }
 
-func apply(tx *txn, done *Applied, m Mutation, i int) error {
+// apply makes m's change of the documents table and returns the change
+// of the full-text table it needs (id 0 for none).
+func apply(tx *txn, done *Applied, m Mutation, i int) (ftsOp, error) {
 	id, digest, err := current(tx, m.Ref)
 	if err != nil {
-		return err
+		return ftsOp{}, err
 	}
 	if m.Expect != "" && m.Expect != digest {
 		held := "no document"
 		if id != 0 {
 			held = "digest " + digest
 		}
-		return fault.New(fault.Conflict, "mutation %d: %q was expected at digest %s but the index holds %s; nothing was changed", i, m.Ref, m.Expect, held)
+		return ftsOp{}, fault.New(fault.Conflict, "mutation %d: %q was expected at digest %s but the index holds %s; nothing was changed", i, m.Ref, m.Expect, held)
 	}
 	switch {
 	case m.Remove && id == 0:
-		return fault.New(fault.NotFound, "mutation %d: %q is not in the index; nothing was changed", i, m.Ref)
+		return ftsOp{}, fault.New(fault.NotFound, "mutation %d: %q is not in the index; nothing was changed", i, m.Ref)
 	case m.Remove:
 		done.Removed++
-		if err := tx.exec(`DELETE FROM fts WHERE rowid = ?1`, id); err != nil {
-			return err
-		}
-		return tx.exec(`DELETE FROM docs WHERE id = ?1`, id)
+		return ftsOp{id: id, remove: true}, tx.exec(`DELETE FROM docs WHERE id = ?1`, id)
 	case id != 0 && digest == m.Digest:
 		done.Unchanged++
-		return nil
+		return ftsOp{}, nil
 	case id != 0:
 		done.Replaced++
-		if err := tx.exec(`UPDATE docs SET digest = ?2, bytes = ?3 WHERE id = ?1`, id, m.Digest, len(m.Text)); err != nil {
-			return err
-		}
-		return tx.exec(`UPDATE fts SET body = ?2 WHERE rowid = ?1`, id, m.Text)
+		return ftsOp{id: id, old: true, text: m.Text}, tx.exec(`UPDATE docs SET digest = ?2, bytes = ?3 WHERE id = ?1`, id, m.Digest, len(m.Text))
 	}
 	done.Added++
-	if err := tx.row(`INSERT INTO docs(ref, digest, bytes) VALUES (?1, ?2, ?3) RETURNING id`, m.Ref, m.Digest, len(m.Text)).Scan(&id); err != nil {
-		return err
-	}
-	return tx.exec(`INSERT INTO fts(rowid, body) VALUES (?1, ?2)`, id, m.Text)
+	err = tx.row(`INSERT INTO docs(ref, digest, bytes) VALUES (?1, ?2, ?3) RETURNING id`, m.Ref, m.Digest, len(m.Text)).Scan(&id)
+	return ftsOp{id: id, text: m.Text}, err
 }
