@@ -8,6 +8,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/clip"
 )
 
 // sidecars are the files SQLite keeps next to a database.
@@ -31,13 +32,13 @@ func ResolveDB(roots []string, path string, create bool) (string, error) {
 		st, err := d.Lstat(name+suffix, "database")
 		switch {
 		case fault.CodeOf(err) == fault.NotFound && suffix == "" && !create:
-			return "", fault.New(fault.NotFound, "no index at %s: add a document first", path)
+			return "", fault.New(fault.NotFound, "no index at %s: add a document first", clip.Text(path))
 		case fault.CodeOf(err) == fault.NotFound:
 			continue
 		case err != nil:
 			return "", err
 		case st.Mode&os.ModeSymlink != 0:
-			return "", fault.New(fault.Denied, "%s%s is a symbolic link: an index is never opened through one", path, suffix)
+			return "", fault.New(fault.Denied, "%s%s is a symbolic link: an index is never opened through one", clip.Text(path), suffix)
 		case !st.Mode.IsRegular():
 			return "", atfile.NotRegular("database", st.Mode)
 		}

@@ -44,6 +44,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 )
 
 // schemaFormat identifies this package's schema in the meta table.
@@ -180,7 +181,7 @@ func (ix *Index) readMeta(tx *txn) error {
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows) || err == nil && format != schemaFormat:
-		return fault.New(fault.InvalidInput, "the database is not a lexical index of this format (%q): name a new file", format)
+		return fault.New(fault.InvalidInput, "the database is not a lexical index of this format (%q): name a new file", clip.Text(format))
 	case err != nil:
 		return err
 	}
@@ -194,17 +195,17 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 func checkTokenizer(t string) error {
 	words := strings.Fields(t)
 	if len(words) == 0 || len(t) > 256 {
-		return fault.New(fault.InvalidInput, "tokenizer %q: give an FTS5 tokenizer such as %q", t, DefaultTokenizer)
+		return fault.New(fault.InvalidInput, "tokenizer %q: give an FTS5 tokenizer such as %q", clip.Text(t), DefaultTokenizer)
 	}
 	switch words[0] {
 	case "unicode61", "ascii", "porter", "trigram":
 	default:
-		return fault.New(fault.InvalidInput, "tokenizer %q: the first word must be unicode61, ascii, porter or trigram", words[0])
+		return fault.New(fault.InvalidInput, "tokenizer %q: the first word must be unicode61, ascii, porter or trigram", clip.Text(words[0]))
 	}
 	for _, w := range words {
 		for _, c := range w {
 			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
-				return fault.New(fault.InvalidInput, "tokenizer %q: options are lowercase words and numbers", t)
+				return fault.New(fault.InvalidInput, "tokenizer %q: options are lowercase words and numbers", clip.Text(t))
 			}
 		}
 	}

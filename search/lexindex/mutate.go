@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -110,15 +112,15 @@ func checkMutation(m *Mutation, i int) error {
 	}
 	if m.Remove {
 		if m.Text != "" || m.Digest != "" {
-			return fault.New(fault.InvalidInput, "mutation %d removes %q and carries text or a digest: give one or the other", i, m.Ref)
+			return fault.New(fault.InvalidInput, "mutation %d removes %q and carries text or a digest: give one or the other", i, clip.Text(m.Ref))
 		}
 		return checkDigest(m.Expect, i, "expected digest", true)
 	}
 	switch {
 	case len(m.Text) > limits.LexMaxDocumentBytes:
-		return fault.LimitExceeded("document bytes of "+quoteRef(m.Ref), limits.LexMaxDocumentBytes, int64(len(m.Text)))
+		return fault.LimitExceeded("document bytes of "+strconv.Quote(clip.Text(m.Ref)), limits.LexMaxDocumentBytes, int64(len(m.Text)))
 	case !utf8.ValidString(m.Text):
-		return fault.New(fault.InvalidInput, "mutation %d: the text of %q is not valid UTF-8", i, m.Ref)
+		return fault.New(fault.InvalidInput, "mutation %d: the text of %q is not valid UTF-8", i, clip.Text(m.Ref))
 	}
 	if m.Digest == "" {
 		m.Digest = Digest(m.Text)
@@ -128,8 +130,6 @@ func checkMutation(m *Mutation, i int) error {
 	}
 	return checkDigest(m.Expect, i, "expected digest", true)
 }
-
-func quoteRef(ref string) string { return `"` + ref + `"` }
 
 // checkName checks a ref or scope name: 1..limits.LexMaxRefBytes bytes of
 // UTF-8 without NUL.
@@ -192,11 +192,11 @@ func apply(tx *txn, done *Applied, m Mutation, i int) (ftsOp, error) {
 		if id != 0 {
 			held = "digest " + digest
 		}
-		return ftsOp{}, fault.New(fault.Conflict, "mutation %d: %q was expected at digest %s but the index holds %s; nothing was changed", i, m.Ref, m.Expect, held)
+		return ftsOp{}, fault.New(fault.Conflict, "mutation %d: %q was expected at digest %s but the index holds %s; nothing was changed", i, clip.Text(m.Ref), clip.Text(m.Expect), clip.Text(held))
 	}
 	switch {
 	case m.Remove && id == 0:
-		return ftsOp{}, fault.New(fault.NotFound, "mutation %d: %q is not in the index; nothing was changed", i, m.Ref)
+		return ftsOp{}, fault.New(fault.NotFound, "mutation %d: %q is not in the index; nothing was changed", i, clip.Text(m.Ref))
 	case m.Remove:
 		done.Removed++
 		return ftsOp{id: id, remove: true}, tx.exec(`DELETE FROM docs WHERE id = ?1`, id)

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -185,7 +186,7 @@ func (p *parser) unexpected(t token) error {
 	if t.kind == tEOF {
 		return queryError(p.q, t.pos, "the query ends too early")
 	}
-	return queryError(p.q, t.pos, "unexpected %q", t.text)
+	return queryError(p.q, t.pos, "unexpected %q", clip.Text(t.text))
 }
 
 func (p *parser) expect(k tokKind) (token, error) {
@@ -337,7 +338,7 @@ func (p *parser) column(t token) error {
 			return nil
 		}
 	}
-	return queryError(p.q, t.pos, "no column %q (the indexed column is %q)", name, columns[0])
+	return queryError(p.q, t.pos, "no column %q (the indexed column is %q)", clip.Text(name), columns[0])
 }
 
 func dequote(s string) string {
@@ -358,7 +359,7 @@ func (p *parser) nearset() error {
 		return p.phrase()
 	}
 	if t.text != "NEAR" {
-		return queryError(p.q, t.pos, "%q before \"(\" is not NEAR", t.text)
+		return queryError(p.q, t.pos, "%q before \"(\" is not NEAR", clip.Text(t.text))
 	}
 	p.next()
 	p.next()
@@ -377,7 +378,7 @@ func (p *parser) nearset() error {
 			return err
 		}
 		if strings.Trim(d.text, "0123456789") != "" || len(d.text) > 9 {
-			return queryError(p.q, d.pos, "NEAR distance %q is not a number of at most 9 digits", d.text)
+			return queryError(p.q, d.pos, "NEAR distance %q is not a number of at most 9 digits", clip.Text(d.text))
 		}
 	}
 	_, err := p.expect(tRP)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 )
 
 // SetScope makes the scope name hold exactly refs (which need not be
@@ -54,7 +55,7 @@ func (ix *Index) RemoveScope(ctx context.Context, name string) error {
 			return err
 		}
 		if n == 0 {
-			return fault.New(fault.NotFound, "no scope named %q", name)
+			return fault.New(fault.NotFound, "no scope named %q", clip.Text(name))
 		}
 		return nil
 	})
@@ -65,7 +66,7 @@ func scopeID(tx *txn, name string) (int64, error) {
 	var id int64
 	err := tx.row(`SELECT id FROM scopes WHERE name = ?1`, name).Scan(&id)
 	if isNoRows(err) {
-		return 0, fault.New(fault.NotFound, "no scope named %q: create it first", name)
+		return 0, fault.New(fault.NotFound, "no scope named %q: create it first", clip.Text(name))
 	}
 	return id, err
 }

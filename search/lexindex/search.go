@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -99,7 +100,7 @@ func prepare(q *Query) (string, int, error) {
 	case FTS:
 		match, err = q.Text, checkFTS(q.Text)
 	default:
-		err = fault.New(fault.InvalidInput, "mode %q: use %q, %q or %q", q.Mode, Terms, Phrase, FTS)
+		err = fault.New(fault.InvalidInput, "mode %q: use %q, %q or %q", clip.Text(q.Mode), Terms, Phrase, FTS)
 	}
 	return match, limit, err
 }
@@ -186,7 +187,7 @@ func queryFault(err error, match string) error {
 		return err
 	}
 	if msg := err.Error(); containsFold(msg, "fts5") || containsFold(msg, "no such column") || containsFold(msg, "syntax error") {
-		return fault.Wrap(fault.InvalidInput, err, "fts5 query %q: SQLite refused it: %s", match, msg)
+		return fault.Wrap(fault.InvalidInput, err, "fts5 query %q: SQLite refused it: %s", clip.Text(match), msg)
 	}
 	return err
 }
