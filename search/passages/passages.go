@@ -143,6 +143,9 @@ func find(ctx context.Context, source []byte, query string, o *Options, limit in
 		return nil, err
 	}
 	s := &search{src: source, limit: limit, res: &Result{Matching: Exact, Limit: limit, Matches: []Match{}}}
+	if !o.IgnoreCase && len(o.Regions) == 0 && len(source) >= parallelBytes && borderless(query) {
+		return s.res, s.halves(ctx, newExactMatcher([]byte(query)), spans[0])
+	}
 	var m matcher = newExactMatcher([]byte(query))
 	if o.IgnoreCase {
 		s.res.Matching = SimpleFold

@@ -268,3 +268,33 @@ func reference(src, q string, o *Options) *Result {
 	}
 	return res
 }
+
+// TestHalves checks the two-goroutine search of large sources against a
+// plain count, for queries whose occurrences cannot overlap, at every
+// split of matches between the halves.
+func TestHalves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, q := range []string{"ab", "日b", "xyz"} {
+		src := make([]rune, 0, 2*parallelBytes)
+		for len(src) < cap(src)/2 {
+			src = append(src, alphabet[rng.IntN(len(alphabet))])
+		}
+		text := string(src)
+		for _, limit := range []int{1, 7, limits.PassagesMaxMatches} {
+			r, err := Find(context.Background(), []byte(text), q, &Options{Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(strings.Count(text, q)); r.Total != want {
+				t.Fatalf("%q: total %d, want %d", q, r.Total, want)
+			}
+			want := reference(text, q, &Options{Limit: limit})
+			if !slices.Equal(r.Matches, want.Matches) {
+				t.Fatalf("%q limit %d: matches differ", q, limit)
+			}
+		}
+	}
+	if borderless("aa") || borderless("abab") || !borderless("abc") || !borderless("a") {
+		t.Fatal("borderless")
+	}
+}
