@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Literal passages vs ripgrep, and the lexical index vs raw FTS5 through the
 # same driver and vs C SQLite (Python's sqlite3 module). Run from the
-# repository root: REPS=7 bash bench/search.sh. Figures: see bench/RESULTS.md.
+# repository root: REPS=7 bash bench/search.sh (PASSAGES_ONLY=1 stops after
+# the passages). Figures: see bench/RESULTS.md.
 set -euo pipefail
 REPS=${REPS:-7}
 cache=$PWD/bench/.cache/search
@@ -44,6 +45,7 @@ for q in deadline sync.Mutex 'func ('; do
 		"$q" "$ca" "$lib" "$cb" "$(echo "$cb / $ca" | bc -l)" "$(echo "$cb / $lib" | bc -l)"
 done
 for _ in 1 2 3; do wall "$cache/capkit" version; done | median | xargs printf '  capkit process start (capkit version): %.4f s\n'
+[ -z "${PASSAGES_ONLY:-}" ] || exit 0
 
 docs=$cache/docs
 [ -s "$docs/corpus.txt" ] || $py bench/search.py corpus "$docs"
@@ -51,7 +53,7 @@ db=$cache/corpus.db
 query="w5 w40"
 export CAPKIT_LEX_BENCH_ADD=$docs/add.txt CAPKIT_LEX_BENCH_CORPUS=$docs/corpus.txt CAPKIT_LEX_BENCH_DB=$db CAPKIT_LEX_BENCH_QUERY=$query
 echo "lexindex (go test -bench; add: one batch of 10,000 per run, 3 runs; search: 300 queries per run, 3 runs):"
-go test -run '^$' -bench 'Add$|RawAdd' -benchtime 3x -count 3 ./search/lexindex | grep -E '^Benchmark'
+go test -run '^$' -bench 'Add$|RawAdd' -benchtime 1x -count 3 ./search/lexindex | grep -E '^Benchmark'
 go test -run '^$' -bench 'Search' -benchtime 300x -count 3 ./search/lexindex | grep -E '^Benchmark'
 echo "C SQLite through Python's sqlite3 (median seconds: add 10,000 docs; one query):"
 $py bench/search.py sqlite "$docs" "$db" "$query"
