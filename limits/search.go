@@ -44,8 +44,9 @@ const (
 	// LexSnippetTokens is the length of a snippet, in tokens.
 	LexSnippetTokens = 24
 	// LexToolInputBytes is the input bound of lexindex_update: a full
-	// document escaped as JSON, with room for its fields.
-	LexToolInputBytes = 2*LexMaxDocumentBytes + 64*KiB
+	// document escaped as JSON at worst (six bytes, \u003c, per byte),
+	// with room for its fields.
+	LexToolInputBytes = 6*LexMaxDocumentBytes + 64*KiB
 	// LexToolOutputBytes is the output bound of lexindex_search and
 	// lexindex_status.
 	LexToolOutputBytes = 4 * MiB

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/limits"
 )
 
 func TestTools(t *testing.T) {
@@ -74,5 +76,24 @@ func TestTools(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(outside, "w")); !os.IsNotExist(err) {
 		t.Fatal("a WAL was written through a symlink")
+	}
+}
+
+// TestUpdateInputBound sends the largest document, every byte escaped as
+// JSON's longest escape, and one byte more.
+func TestUpdateInputBound(t *testing.T) {
+	root := t.TempDir()
+	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.IndexWrite))
+	args := func(n int) string {
+		return `{"db":"ix.db","mutations":[{"ref":"big","text":"` + strings.Repeat(`\u003c`, n) + `"}]}`
+	}
+	if len(args(limits.LexMaxDocumentBytes)) > limits.LexToolInputBytes {
+		t.Fatal("the input bound does not hold the largest document")
+	}
+	if _, err := testkit.Call(t, s, "lexindex_update", args(limits.LexMaxDocumentBytes)); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	if _, err := testkit.Call(t, s, "lexindex_update", args(limits.LexMaxDocumentBytes+1)); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("one past: %v", err)
 	}
 }
