@@ -53,8 +53,13 @@ func TestFindFile(t *testing.T) {
 // it was mapped: reading past its new end faults, and the fault must be
 // an integrity failure, not a crash.
 func TestTruncatedMapping(t *testing.T) {
+	for _, size := range []int{64 << 10, 4 * parallelBytes} {
+		truncatedMapping(t, size)
+	}
+}
+
+func truncatedMapping(t *testing.T, size int) {
 	p := filepath.Join(t.TempDir(), "src.txt")
-	size := 4 * parallelBytes
 	if err := os.WriteFile(p, bytes.Repeat([]byte("abcdefgh"), size/8), 0o600); err != nil {
 		t.Fatal(err)
 	}

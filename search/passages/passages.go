@@ -103,10 +103,14 @@ func Find(ctx context.Context, source []byte, query string, opts *Options) (*Res
 		return nil, err
 	}
 	if len(source) < parallelBytes {
-		if err := validUTF8(ctx, source); err != nil {
-			return nil, err
-		}
-		return find(ctx, source, query, &o, limit)
+		var res *Result
+		err := guard(func() (err error) {
+			if err = validUTF8(ctx, source); err == nil {
+				res, err = find(ctx, source, query, &o, limit)
+			}
+			return err
+		})
+		return res, err
 	}
 	// Validate on another core while searching: a large source costs
 	// about the longer of the two, not their sum.
