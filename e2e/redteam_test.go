@@ -228,7 +228,8 @@ path = "ro"
 read_only = true
 [actor.assistant]
 effects = ["read_file", "write_file", "edit_file", "move_file", "list", "search", "parse", "tool_search",
-  "state_write", "archive_read", "archive_write", "journal_read", "journal_write", "catalog_read", "run_script"]
+  "state_write", "archive_read", "archive_write", "journal_read", "journal_write", "catalog_read", "run_script",
+  "index_read", "index_write"]
 resources = ["notes"]
 [catalog.notes]
 [catalog.notes.entries]
@@ -408,6 +409,11 @@ func (w *world) slots() []slot {
 		one("journal_verify", "dir", false, map[string]any{"name": "hl"}),
 		one("journal_read", "dir", false, map[string]any{"name": "hl"}),
 		one("notes", "id", false, nil),
+		one("passages_find", "path", false, map[string]any{"query": "e"}),
+		one("lexindex_update", "db", true, map[string]any{"mutations": []any{map[string]any{"ref": "r", "text": "pwned"}}}),
+		one("lexindex_scope", "db", true, map[string]any{"name": "s", "refs": []any{"r"}}),
+		one("lexindex_status", "db", false, nil),
+		one("lexindex_search", "db", false, map[string]any{"query": "e"}),
 	}
 }
 

@@ -35,6 +35,8 @@ import (
 	"github.com/capkit/capkit/parse/tabular"
 	"github.com/capkit/capkit/parse/textjson"
 	"github.com/capkit/capkit/search/semindex"
+	"github.com/capkit/capkit/search/lexindex"
+	"github.com/capkit/capkit/search/passages"
 	"github.com/capkit/capkit/store/journal"
 	"github.com/capkit/capkit/store/state"
 )
@@ -72,6 +74,8 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, h *Host) error {
 		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin})
 	},
+	func(b *kernel.Builder, _ *Host) error { return passages.RegisterTools(b, nil) },
+	func(b *kernel.Builder, _ *Host) error { return lexindex.RegisterTools(b, nil) },
 	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]): catalog_script.go.
 	registerCatalogs,
 	registerScript,

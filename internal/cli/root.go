@@ -53,6 +53,8 @@ var groups = []func(*Env) *cobra.Command{
 	newTestCmd,
 	newSemindexCmd,
 	newEmbedCmd,
+	newPassagesCmd,
+	newLexindexCmd,
 }
 
 func newRoot(env *Env) *cobra.Command {

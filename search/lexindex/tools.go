@@ -1,0 +1,208 @@
+package lexindex
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// ToolOptions configure the model-facing tools. A nil *ToolOptions is
+// valid.
+type ToolOptions struct {
+	// Timeout bounds one call; zero means the kernel's default. A write
+	// waiting for another writer fails with "unavailable" when it ends.
+	Timeout time.Duration
+}
+
+// UpdateArgs are lexindex_update's arguments.
+type UpdateArgs struct {
+	DB        string     `json:"db" jsonschema:"index database file, inside a root granted index_write; created if missing"`
+	Mutations []Mutation `json:"mutations" jsonschema:"puts (ref, text, optional digest, optional expect_digest) and removals (ref, remove: true, optional expect_digest), applied in order, all or none"`
+}
+
+// ToolText is what the model reads.
+func (a Applied) ToolText() string {
+	return fmt.Sprintf("applied: %d added, %d replaced, %d unchanged, %d removed", a.Added, a.Replaced, a.Unchanged, a.Removed)
+}
+
+// ScopeArgs are lexindex_scope's arguments.
+type ScopeArgs struct {
+	DB     string   `json:"db" jsonschema:"index database file, inside a root granted index_write"`
+	Name   string   `json:"name" jsonschema:"scope name"`
+	Refs   []string `json:"refs,omitempty" jsonschema:"the refs the scope holds from now on (they need not be indexed yet)"`
+	Remove bool     `json:"remove,omitempty" jsonschema:"delete the scope instead"`
+}
+
+// ScopeResult is lexindex_scope's result.
+type ScopeResult struct {
+	Name    string `json:"name"`
+	Refs    int    `json:"refs"`
+	Removed bool   `json:"removed,omitempty"`
+}
+
+// ToolText is what the model reads.
+func (r ScopeResult) ToolText() string {
+	if r.Removed {
+		return fmt.Sprintf("scope %q removed", r.Name)
+	}
+	return fmt.Sprintf("scope %q holds %d refs", r.Name, r.Refs)
+}
+
+// StatusArgs are lexindex_status's arguments.
+type StatusArgs struct {
+	DB    string      `json:"db" jsonschema:"index database file, inside a root granted index_read"`
+	Refs  []RefDigest `json:"refs,omitempty" jsonschema:"refs to report on, each optionally with the caller's current digest; empty lists every ref"`
+	After string      `json:"after,omitempty" jsonschema:"when listing, continue after this ref (the previous answer's next)"`
+	Limit int         `json:"limit,omitempty" jsonschema:"when listing, at most this many refs"`
+}
+
+// ToolText is what the model reads.
+func (s Status) ToolText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d documents in the index (tokenizer %s)\n", s.Documents, s.Tokenizer)
+	for _, d := range s.Refs {
+		switch {
+		case !d.Indexed:
+			fmt.Fprintf(&b, "%s: not indexed", d.Ref)
+		default:
+			fmt.Fprintf(&b, "%s: indexed at %s (%d bytes)", d.Ref, d.Digest, d.Bytes)
+		}
+		if d.Stale != nil && *d.Stale {
+			b.WriteString(", stale")
+		}
+		b.WriteByte('\n')
+	}
+	if s.Next != "" {
+		fmt.Fprintf(&b, "more: continue with after=%q\n", s.Next)
+	}
+	return b.String()
+}
+
+// SearchArgs are lexindex_search's arguments.
+type SearchArgs struct {
+	DB       string `json:"db" jsonschema:"index database file, inside a root granted index_read"`
+	Query    string `json:"query"`
+	Mode     string `json:"mode,omitempty" jsonschema:"terms (default: every term required), phrase, or fts (FTS5 query syntax)"`
+	Scope    string `json:"scope,omitempty" jsonschema:"only documents of this stored scope"`
+	Limit    int    `json:"limit,omitempty"`
+	Snippets bool   `json:"snippets,omitempty" jsonschema:"add an excerpt of each hit, matches in «»"`
+}
+
+// ToolText is what the model reads.
+func (r Result) ToolText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d hits for %s\n", len(r.Hits), r.Match)
+	for i, h := range r.Hits {
+		fmt.Fprintf(&b, "%d. %s (score %.4f, digest %s)\n", i+1, h.Ref, h.Score, h.Digest)
+		if h.Snippet != "" {
+			fmt.Fprintf(&b, "   %s\n", h.Snippet)
+		}
+	}
+	return b.String()
+}
+
+// RegisterTools registers lexindex_update and lexindex_scope (effect
+// index_write) and lexindex_status and lexindex_search (effect
+// index_read), all deferred. The database path is resolved with ResolveDB
+// against the roots the session's capabilities grant the effect on.
+// opts may be nil.
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var timeout time.Duration
+	if opts != nil {
+		timeout = opts.Timeout
+	}
+	open := func(ctx context.Context, call *kernel.Call, e capability.Effect, db string) (*Index, error) {
+		path, err := ResolveDB(call.Session.Capabilities().Roots(e), db, e == capability.IndexWrite)
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, path, &Options{Create: e == capability.IndexWrite})
+	}
+	err := kernel.AddTool(b, kernel.Policy{Name: "lexindex_update", MaxInputBytes: limits.LexToolInputBytes, Timeout: timeout},
+		kernel.Meta{
+			Effect:  capability.IndexWrite,
+			Summary: "Add, replace or remove documents of a full-text index, all or none",
+			Description: fmt.Sprintf(`Applies a batch of mutations to a full-text index (a SQLite database) in one transaction: after a crash the index holds the state before or after the batch, never a mix.
+A put stores text (at most %d bytes of UTF-8) under an opaque ref with a digest (default: the text's hex SHA-256); a put whose digest the index already holds is left unchanged. With expect_digest, the index must hold that digest for the ref now, else the whole batch fails with "conflict" (another writer changed it: re-read its status). Removing a ref the index does not hold is "not_found".
+Example: {"db": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The quarterly report…", "digest": "sha256:ab12…"}, {"ref": "doc-3", "remove": true}]}`, limits.LexMaxDocumentBytes),
+		},
+		func(ctx context.Context, call *kernel.Call, in UpdateArgs) (Applied, error) {
+			ix, err := open(ctx, call, capability.IndexWrite, in.DB)
+			if err != nil {
+				return Applied{}, err
+			}
+			defer ix.Close()
+			return ix.Apply(ctx, in.Mutations)
+		})
+	if err != nil {
+		return err
+	}
+	err = kernel.AddTool(b, kernel.Policy{Name: "lexindex_scope", Timeout: timeout},
+		kernel.Meta{
+			Effect:  capability.IndexWrite,
+			Summary: "Set or remove a named scope (a set of refs) a full-text search can be restricted to",
+			Description: `Stores a named scope in the index: the set of refs given, replacing what the scope held. A search restricted to the scope filters before it ranks and cuts, so documents outside the scope never take the places of those inside. With remove, deletes the scope ("not_found" if there is none).
+Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`,
+		},
+		func(ctx context.Context, call *kernel.Call, in ScopeArgs) (ScopeResult, error) {
+			ix, err := open(ctx, call, capability.IndexWrite, in.DB)
+			if err != nil {
+				return ScopeResult{}, err
+			}
+			defer ix.Close()
+			if in.Remove {
+				return ScopeResult{Name: in.Name, Removed: true}, ix.RemoveScope(ctx, in.Name)
+			}
+			return ScopeResult{Name: in.Name, Refs: len(in.Refs)}, ix.SetScope(ctx, in.Name, in.Refs)
+		})
+	if err != nil {
+		return err
+	}
+	err = kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
+		kernel.Meta{
+			Effect:  capability.IndexRead,
+			Summary: "Which refs a full-text index holds, at which digests, and which are stale",
+			Description: fmt.Sprintf(`Reports for each ref whether the index holds it and at which digest; given the caller's current digest, also whether the indexed copy is stale. Without refs, lists the indexed refs in order, at most %d per call; continue with "after".
+Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs),
+		},
+		func(ctx context.Context, call *kernel.Call, in StatusArgs) (Status, error) {
+			ix, err := open(ctx, call, capability.IndexRead, in.DB)
+			if err != nil {
+				return Status{}, err
+			}
+			defer ix.Close()
+			return deref(ix.Status(ctx, StatusRequest{Refs: in.Refs, After: in.After, Limit: in.Limit}))
+		})
+	if err != nil {
+		return err
+	}
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_search", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
+		kernel.Meta{
+			Effect:  capability.IndexRead,
+			Summary: "Ranked full-text search (BM25) over an index's documents, optionally within a scope",
+			Description: fmt.Sprintf(`Searches a full-text index and returns refs ranked by BM25 over the whole index (score: higher is better), at most %d (default %d).
+Modes: "terms" (default) requires every word; "phrase" requires the words in order; "fts" takes SQLite FTS5 query syntax (AND, OR, NOT, "phrases", prefix*, NEAR(a b, 5), body:term, ^first); a malformed query fails with "invalid_input" naming the character where it goes wrong. With scope, only that stored scope's documents are ranked.
+Example: {"db": "index/docs.db", "query": "quarterly revenue", "scope": "team-a", "snippets": true}`, limits.LexMaxHits, limits.LexDefaultHits),
+		},
+		func(ctx context.Context, call *kernel.Call, in SearchArgs) (Result, error) {
+			ix, err := open(ctx, call, capability.IndexRead, in.DB)
+			if err != nil {
+				return Result{}, err
+			}
+			defer ix.Close()
+			return deref(ix.Search(ctx, Query{Text: in.Query, Mode: in.Mode, Scope: in.Scope, Limit: in.Limit, Snippets: in.Snippets}))
+		})
+}
+
+func deref[T any](v *T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return *v, nil
+}
