@@ -34,9 +34,9 @@ import (
 	"github.com/capkit/capkit/parse/sniff"
 	"github.com/capkit/capkit/parse/tabular"
 	"github.com/capkit/capkit/parse/textjson"
-	"github.com/capkit/capkit/search/semindex"
 	"github.com/capkit/capkit/search/lexindex"
 	"github.com/capkit/capkit/search/passages"
+	"github.com/capkit/capkit/search/semindex"
 	"github.com/capkit/capkit/store/journal"
 	"github.com/capkit/capkit/store/state"
 )
