@@ -66,7 +66,9 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	},
 	func(b *kernel.Builder, _ *Host) error { return fileio.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return tree.RegisterTools(b, nil) },
-	func(b *kernel.Builder, _ *Host) error { return state.RegisterTools(b, nil) },
+	func(b *kernel.Builder, h *Host) error {
+		return state.RegisterTools(b, &state.ToolOptions{Events: h.events})
+	},
 	func(b *kernel.Builder, _ *Host) error { return zipfile.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return journal.RegisterTools(b, nil) },
 	func(b *kernel.Builder, h *Host) error {
@@ -99,8 +101,10 @@ type Host struct {
 	Log *slog.Logger
 
 	// files is the local provider the file tools and path-reading tools
-	// share: one os.Root per root, opened on first use.
-	files   *local.Provider
+	// share.
+	files *local.Provider
+	// events is the file policy seam shared by every tool that replaces a
+	// file the file tools can see (the file tools, state_replace).
 	events  *files.Events
 	audit   *slog.Logger // nil without an audit log
 	closers []func() error
@@ -115,7 +119,6 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		o = *opts
 	}
 	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents()}
-	h.OnClose(h.files.Close)
 	defer func() {
 		if err != nil {
 			h.Close()

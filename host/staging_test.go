@@ -105,6 +105,13 @@ func TestStagingNamespaceAcrossTools(t *testing.T) {
 	dir := fixture(t)
 	load(t, dir, allEffects)
 	leftover := killWriterMidway(t, dir)
+	// Files the writer completed before the kill are ordinary content.
+	done, _ := filepath.Glob(filepath.Join(dir, "rw", "big-*.txt"))
+	for _, p := range done {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.Mkdir(filepath.Join(dir, "rw", "stage"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +143,6 @@ func TestStagingNamespaceAcrossTools(t *testing.T) {
 	hidden("glob", `{"pattern": ".capkit-*"}`)
 	hidden("grep", `{"pattern": "`+stagingMarker+`"}`)
 	hidden("tree_list", `{"path": "."}`)
-	hidden("zip_create", `{"archive": "all.zip", "dir": ".", "files": ["a.txt"]}`)
-	hidden("zip_list", `{"archive": "all.zip"}`)
 
 	refused := func(tool, args string) {
 		t.Helper()
@@ -196,11 +201,14 @@ func TestStagingNamespaceAcrossTools(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, "rw", leftover)); err != nil {
 		t.Fatalf("the leftover is gone before any writer started in its directory: %v", err)
 	}
-	if _, err := s.Call(context.Background(), "write_file", json.RawMessage(`{"path": "after.txt", "content": "x"}`)); err != nil {
-		t.Fatal(err)
-	}
+	// zip_create is the first writer to start in rw.
+	hidden("zip_create", `{"archive": "all.zip", "dir": ".", "files": ["a.txt"]}`)
+	hidden("zip_list", `{"archive": "all.zip"}`)
 	if _, err := os.Lstat(filepath.Join(dir, "rw", leftover)); err == nil {
 		t.Error("the stale leftover survived a writer starting in its directory")
+	}
+	if _, err := s.Call(context.Background(), "write_file", json.RawMessage(`{"path": "after.txt", "content": "x"}`)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -27,7 +27,6 @@
 package atfile
 
 import (
-	"crypto/rand"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,6 +42,7 @@ type Stat struct {
 	Dev, Ino   uint64
 	Mode       fs.FileMode
 	Nlink      uint64
+	Uid, Gid   uint32
 	Size       int64
 	ModTime    time.Time
 	ChangeTime time.Time
@@ -83,6 +83,9 @@ func Kind(m fs.FileMode) string {
 // below; Close it when done.
 type Dir struct {
 	f *os.File
+	// dev is the device of the directory, checked not to be a
+	// pseudo-filesystem: an entry on the same device needs no check.
+	dev uint64
 }
 
 // File returns the directory's *os.File, for callers that pass it to
@@ -140,24 +143,22 @@ func SplitRel(rel string) (dir, name string, err error) {
 	return rel[:i], rel[i+1:], nil
 }
 
-// checkName refuses anything but a single path element.
+// checkName refuses anything but a single path element, and a name in
+// the staging namespace (see IsStaging).
 func checkName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-		return fault.New(fault.Internal, "atfile: %q is not a single path element", name)
+	if err := checkElement(name); err != nil {
+		return err
+	}
+	if IsStaging(name) {
+		return Reserved(name)
 	}
 	return nil
 }
 
-// TempName returns a fresh, unpredictable name for a temporary entry:
-// ".capkit-<role>-<random>.tmp". Leading dot keeps it out of casual
-// listings; the random part (crypto/rand) keeps other writers from
-// guessing it.
-func TempName(role string) string {
-	return ".capkit-" + role + "-" + strings.ToLower(rand.Text()) + ".tmp"
-}
-
-// IsTempName reports whether name looks like one TempName made, so
-// listings and cleanup can recognise leftovers of a crash.
-func IsTempName(name string) bool {
-	return strings.HasPrefix(name, ".capkit-") && strings.HasSuffix(name, ".tmp")
+// checkElement refuses anything but a single path element.
+func checkElement(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fault.New(fault.Internal, "atfile: %q is not a single path element", name)
+	}
+	return nil
 }

@@ -1,0 +1,103 @@
+//go:build linux
+
+package atfile
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/capkit/capkit/fault"
+)
+
+// Magic numbers <linux/magic.h> defines that golang.org/x/sys/unix does
+// not export.
+const (
+	configfsMagic = 0x62656570
+	fusectlMagic  = 0x65735543
+	mqueueMagic   = 0x19800202
+)
+
+// pseudoFS names, by statfs magic, the filesystems whose files the kernel
+// synthesises from its own state (processes, devices, security modules,
+// tracing, control groups, firmware variables, namespaces) rather than
+// stores: reading one can reveal capkit's own secrets (/proc/self/environ)
+// or the host's, writing one reconfigures the kernel, and sizes and types
+// mean nothing. Left out, because they hold ordinary data: tmpfs and
+// devtmpfs (whose devices are refused by type anyway), ramfs, hugetlbfs,
+// overlayfs and every disk, network and FUSE filesystem.
+var pseudoFS = map[int64]string{
+	unix.PROC_SUPER_MAGIC:      "procfs",
+	unix.SYSFS_MAGIC:           "sysfs",
+	unix.DEBUGFS_MAGIC:         "debugfs",
+	unix.TRACEFS_MAGIC:         "tracefs",
+	unix.SECURITYFS_MAGIC:      "securityfs",
+	unix.CGROUP_SUPER_MAGIC:    "cgroupfs",
+	unix.CGROUP2_SUPER_MAGIC:   "cgroup2fs",
+	unix.BPF_FS_MAGIC:          "bpffs",
+	configfsMagic:              "configfs",
+	unix.EFIVARFS_MAGIC:        "efivarfs",
+	unix.PSTOREFS_MAGIC:        "pstore",
+	unix.SELINUX_MAGIC:         "selinuxfs",
+	unix.SMACK_MAGIC:           "smackfs",
+	unix.AAFS_MAGIC:            "apparmorfs",
+	unix.DEVPTS_SUPER_MAGIC:    "devpts",
+	mqueueMagic:                "mqueue",
+	fusectlMagic:               "fusectl",
+	unix.BINFMTFS_MAGIC:        "binfmt_misc",
+	unix.AUTOFS_SUPER_MAGIC:    "autofs",
+	unix.NSFS_MAGIC:            "nsfs",
+	unix.PID_FS_MAGIC:          "pidfs",
+	unix.RDTGROUP_SUPER_MAGIC:  "resctrl",
+	unix.BINDERFS_SUPER_MAGIC:  "binderfs",
+	unix.XENFS_SUPER_MAGIC:     "xenfs",
+	unix.OPENPROM_SUPER_MAGIC:  "openpromfs",
+	unix.USBDEVICE_SUPER_MAGIC: "usbdevfs",
+	unix.DEVMEM_MAGIC:          "devmem",
+	unix.ANON_INODE_FS_MAGIC:   "anon_inodefs",
+	unix.SOCKFS_MAGIC:          "sockfs",
+	unix.PIPEFS_MAGIC:          "pipefs",
+	unix.BDEVFS_MAGIC:          "bdevfs",
+	unix.DMA_BUF_MAGIC:         "dmabuf",
+	unix.SECRETMEM_MAGIC:       "secretmem",
+}
+
+// PseudoFSType returns the name of the pseudo-filesystem whose statfs
+// magic is magic, or "" when it is not one.
+func PseudoFSType(magic int64) string { return pseudoFS[magic] }
+
+// checkFS refuses the open file fd if it lies on a pseudo-filesystem.
+// role names it in messages.
+func checkFS(fd int, role string) error {
+	var sf unix.Statfs_t
+	err := ignoringEINTR(func() error { return unix.Fstatfs(fd, &sf) })
+	if err != nil {
+		return fault.Wrap(fault.IO, err, "%s: reading its filesystem type failed", role)
+	}
+	if name := pseudoFS[int64(sf.Type)]; name != "" {
+		return PseudoFS(role, name)
+	}
+	return nil
+}
+
+// checkEntryFS refuses the entry name of d if it lies on a
+// pseudo-filesystem: opened with O_PATH, which neither reads it nor
+// blocks, only to ask its filesystem's type.
+func (d *Dir) checkEntryFS(name, role string) error {
+	var fd int
+	err := d.control(func(dfd int) (err error) {
+		fd, err = unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return Fault(err, role)
+	}
+	defer unix.Close(fd)
+	return checkFS(fd, role)
+}
+
+func ignoringEINTR(op func() error) error {
+	for {
+		if err := op(); err != unix.EINTR {
+			return err
+		}
+	}
+}
