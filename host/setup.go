@@ -99,6 +99,10 @@ type Host struct {
 	Runtime *kernel.Runtime
 	// Log is the trusted detail log (never shown to a model).
 	Log *slog.Logger
+	// Warnings are what the person starting the runtime should know about
+	// its roots (a pseudo-filesystem mounted inside one); they are logged
+	// too.
+	Warnings []string
 
 	// files is the local provider the file tools and path-reading tools
 	// share.
@@ -144,6 +148,12 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		h.Log = slog.New(slog.NewTextHandler(o.Log, nil))
 	default:
 		h.Log = slog.New(slog.DiscardHandler)
+	}
+	if h.Warnings, err = checkRoots(cfg.Roots); err != nil {
+		return nil, err
+	}
+	for _, w := range h.Warnings {
+		h.Log.Warn(w)
 	}
 	b := kernel.NewBuilder(&kernel.Options{Audit: audit, Log: h.Log, PolicyOverride: policyOverride(cfg)})
 	for _, register := range registrars {

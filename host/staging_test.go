@@ -37,12 +37,15 @@ path = "rw"
 effects = ["read_file", "write_file", "edit_file", "move_file", "list", "search", "parse", "state_write", "archive_read", "archive_write", "journal_read", "journal_write"]
 `
 
-// TestMain runs the killed writer when the staging test re-executes the
-// test binary as one.
+// TestMain runs a test's child process when a test re-executes the test
+// binary as one: the killed writer, the bind-mount checker.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("CAPKIT_TEST_STAGING_WRITER"); dir != "" {
 		stagingWriter(dir)
 		return
+	}
+	if dir := os.Getenv("CAPKIT_TEST_PSEUDO_CHILD"); dir != "" {
+		os.Exit(pseudoChild(dir))
 	}
 	os.Exit(m.Run())
 }

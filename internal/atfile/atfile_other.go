@@ -79,3 +79,12 @@ func openSelfIn(*os.Root, string) (*Dir, error) { return nil, unsupported() }
 func (d *Dir) MkdirStaging(context.Context, string) (string, func(), error) {
 	return "", nil, unsupported()
 }
+
+// PseudoFSOf knows no filesystem types on this platform.
+func PseudoFSOf(string) (string, error) { return "", unsupported() }
+
+// Mount is a pseudo-filesystem mounted inside a directory.
+type Mount struct{ Path, FS string }
+
+// PseudoMounts is unavailable on this platform.
+func PseudoMounts(string) ([]Mount, error) { return nil, unsupported() }

@@ -3,8 +3,14 @@
 package atfile
 
 import (
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 )
 
@@ -100,4 +106,44 @@ func ignoringEINTR(op func() error) error {
 			return err
 		}
 	}
+}
+
+// PseudoFSOf returns the name of the pseudo-filesystem the host path path
+// lies on, or "" for any other filesystem. Symlinks in path are followed:
+// the host names it.
+func PseudoFSOf(path string) (string, error) {
+	var sf unix.Statfs_t
+	if err := ignoringEINTR(func() error { return unix.Statfs(path, &sf) }); err != nil {
+		return "", Fault(&os.PathError{Op: "statfs", Path: path, Err: err}, "directory")
+	}
+	return pseudoFS[int64(sf.Type)], nil
+}
+
+// Mount is a pseudo-filesystem mounted inside a directory.
+type Mount struct {
+	// Path is the host path of the mount point; FS names the filesystem.
+	Path, FS string
+}
+
+// PseudoMounts returns the pseudo-filesystems mounted strictly below the
+// host directory root, as the process's mount table lists them; one
+// mounted below another listed one is left out.
+func PseudoMounts(root string) ([]Mount, error) {
+	infos, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return !capability.Within(root, m.Mountpoint), false
+	})
+	if err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "the mount table cannot be read")
+	}
+	slices.SortFunc(infos, func(a, b *mountinfo.Info) int { return strings.Compare(a.Mountpoint, b.Mountpoint) })
+	var out []Mount
+	for _, m := range infos {
+		if m.Mountpoint == root || len(out) > 0 && capability.Within(out[len(out)-1].Path, m.Mountpoint) {
+			continue
+		}
+		if fs, err := PseudoFSOf(m.Mountpoint); err == nil && fs != "" {
+			out = append(out, Mount{Path: m.Mountpoint, FS: fs})
+		}
+	}
+	return out, nil
 }
