@@ -64,7 +64,9 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, h *Host) error {
 		return sniff.RegisterTools(b, &sniff.ToolOptions{Files: h.files})
 	},
-	func(b *kernel.Builder, _ *Host) error { return fileio.RegisterTools(b, nil) },
+	func(b *kernel.Builder, h *Host) error {
+		return fileio.RegisterTools(b, &fileio.ToolOptions{Events: h.events})
+	},
 	func(b *kernel.Builder, _ *Host) error { return tree.RegisterTools(b, nil) },
 	func(b *kernel.Builder, h *Host) error {
 		return state.RegisterTools(b, &state.ToolOptions{Events: h.events})
@@ -107,8 +109,9 @@ type Host struct {
 	// files is the local provider the file tools and path-reading tools
 	// share.
 	files *local.Provider
-	// events is the file policy seam shared by every tool that replaces a
-	// file the file tools can see (the file tools, state_replace).
+	// events is the file policy seam shared by every tool that replaces
+	// or creates a file the file tools can see: the file tools,
+	// state_replace, file_copy.
 	events  *files.Events
 	audit   *slog.Logger // nil without an audit log
 	closers []func() error

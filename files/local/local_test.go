@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"net"
 	"os"
@@ -478,5 +479,34 @@ func TestCanceledContext(t *testing.T) {
 	}
 	if _, err := f.p.Open(c, f.root, "a.txt"); err == nil {
 		t.Fatal("open with a canceled context succeeded")
+	}
+}
+
+// A final symlink is followed inside the root for limits.SymlinkMaxHops
+// links in a row, not one more.
+func TestSymlinkHops(t *testing.T) {
+	f := newFixture(t)
+	chain := func(n int) string {
+		prev := "a.txt"
+		for i := n; i >= 1; i-- {
+			name := fmt.Sprintf("hop%d-%d", n, i)
+			if err := os.Symlink(prev, filepath.Join(f.root, name)); err != nil {
+				t.Fatal(err)
+			}
+			prev = name
+		}
+		return prev
+	}
+	if b, _, err := f.p.ReadAll(ctx(t), f.root, chain(limits.SymlinkMaxHops), 100); err != nil || string(b) != "alpha\n" {
+		t.Fatalf("%d links: %q %v", limits.SymlinkMaxHops, b, err)
+	}
+	if _, _, err := f.p.ReadAll(ctx(t), f.root, chain(limits.SymlinkMaxHops+1), 100); fault.CodeOf(err) != fault.Denied {
+		t.Fatalf("%d links: %v, want denied", limits.SymlinkMaxHops+1, err)
+	}
+	if err := os.Symlink(files.TempPrefix+"stray", filepath.Join(f.root, "to-staging")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.p.ReadAll(ctx(t), f.root, "to-staging", 100); fault.CodeOf(err) != fault.InvalidInput {
+		t.Fatalf("symlink into the staging namespace: %v, want invalid_input", err)
 	}
 }
