@@ -11,3 +11,7 @@ const (
 // SymlinkMaxHops bounds the symbolic links followed to reach one file (as
 // Linux's MAXSYMLINKS does); one more is refused.
 const SymlinkMaxHops = 40
+
+// RootCacheEntries bounds the granted roots a process keeps open; past
+// it, further roots are opened on every call.
+const RootCacheEntries = 256

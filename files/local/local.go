@@ -29,11 +29,9 @@
 //   - Names in the staging namespace (files.TempPrefix) are never listed,
 //     walked, read, written or moved.
 //
-// Roots are opened on every call, not cached: the grant is a host path,
-// and it means the directory there now; a root that is (or has become) a
-// pseudo-filesystem is refused on the call that uses it; there is no
-// cache of descriptors to bound, share between goroutines or close. The
-// cost is one open, fstat and fstatfs per call.
+// Roots are opened once per process and shared with every other tool
+// (atfile.AcquireRoot): a root is the directory that was at its path when
+// it was first used, checked then.
 //
 // What it does not guarantee: a process that writes the file directly,
 // bypassing capkit, can still change it between the version check and the
@@ -65,20 +63,21 @@ var (
 // New returns a Provider.
 func New() *Provider { return &Provider{} }
 
-// root opens the granted root at the absolute, cleaned host path path.
-// A root that cannot be opened is unavailable: the host granted it.
-func (p *Provider) root(path string) (*os.Root, error) {
+// root returns the granted root at the absolute, cleaned host path path
+// (atfile.AcquireRoot) and the function that releases it. A root that
+// cannot be opened is unavailable: the host granted it.
+func (p *Provider) root(path string) (*os.Root, func(), error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return nil, fault.New(fault.Internal, "root %q is not an absolute, cleaned path", path)
+		return nil, nil, fault.New(fault.Internal, "root %q is not an absolute, cleaned path", path)
 	}
-	r, err := atfile.OpenRoot(path, "root")
+	r, release, err := atfile.AcquireRoot(path, "root")
 	if err != nil {
 		if fault.CodeOf(err) == fault.Denied {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fault.Wrap(fault.Unavailable, err, "a granted root cannot be opened")
+		return nil, nil, fault.Wrap(fault.Unavailable, err, "a granted root cannot be opened")
 	}
-	return r, nil
+	return r, release, nil
 }
 
 // checkName refuses names a Provider never handles: empty, absolute, or

@@ -19,11 +19,11 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 	if err := checkMove(ctx, from, to); err != nil {
 		return err
 	}
-	r, err := p.root(root)
+	r, release, err := p.root(root)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer release()
 	src, fromBase, err := openParent(r, from, false)
 	if err != nil {
 		return err

@@ -29,11 +29,11 @@ func (p *Provider) Stat(ctx context.Context, root, name string) (files.Info, err
 	if err := checkName(name); err != nil {
 		return files.Info{}, err
 	}
-	r, err := p.root(root)
+	r, release, err := p.root(root)
 	if err != nil {
 		return files.Info{}, err
 	}
-	defer r.Close()
+	defer release()
 	if name == "." {
 		d, err := atfile.OpenDirIn(r, ".")
 		if err != nil {
@@ -76,11 +76,11 @@ func (p *Provider) openRegular(ctx context.Context, root, name string) (*os.File
 	if name == "." {
 		return nil, atfile.Stat{}, atfile.NotRegular("the root", iofs.ModeDir)
 	}
-	r, err := p.root(root)
+	r, release, err := p.root(root)
 	if err != nil {
 		return nil, atfile.Stat{}, err
 	}
-	defer r.Close()
+	defer release()
 	cur := name
 	for hops, swaps := 0, 0; ; hops++ {
 		d, base, err := openParent(r, cur, false)
@@ -254,11 +254,11 @@ func (p *Provider) openDir(ctx context.Context, root, name string) (*atfile.Dir,
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	r, err := p.root(root)
+	r, release, err := p.root(root)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer release()
 	d, err := atfile.OpenDirIn(r, name)
 	if errors.Is(err, syscall.ENOTDIR) {
 		if fi, serr := r.Stat(name); serr == nil && !fi.IsDir() {

@@ -28,11 +28,11 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 	if opts != nil {
 		o = *opts
 	}
-	r, err := p.root(root)
+	r, release, err := p.root(root)
 	if err != nil {
 		return files.Version{}, err
 	}
-	defer r.Close()
+	defer release()
 	d, base, err := openParent(r, name, true)
 	if err != nil {
 		return files.Version{}, err

@@ -59,6 +59,10 @@ func OpenDirIn(r *os.Root, rel string) (*Dir, error) {
 	if err != nil {
 		return nil, Fault(err, role)
 	}
+	st, err := Fstat(f)
+	if err == nil && checkedDev(r, st.Dev) {
+		return &Dir{f: f, dev: st.Dev}, nil
+	}
 	return checkedDir(f, role)
 }
 

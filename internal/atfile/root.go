@@ -57,7 +57,7 @@ func ResolveRoot(roots []string, path string) (r *os.Root, root, rel string, err
 	if err != nil {
 		return nil, "", "", err
 	}
-	r, err = OpenRoot(root, "root")
+	r, err = openCached(root, "root")
 	if err != nil {
 		return nil, "", "", fault.Wrap(fault.Unavailable, err, "the granted root cannot be opened")
 	}
