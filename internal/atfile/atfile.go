@@ -11,11 +11,23 @@
 // but follows symlinks inside it, which these operations must not do for
 // their final element.
 //
+// It is capkit's one file stack: the file provider (files/local), the
+// streamed file IO, the tree walk, state, archives and journals all open
+// roots (AcquireRoot: once per process), directories, files and walks
+// here, and replace files with Dir.Replace, the one "staging file, fsync,
+// rename" routine.
+//
 // What it guarantees: OpenRegular returns only a regular file, opened with
 // O_NOFOLLOW|O_NONBLOCK (a FIFO or device is never opened for reading in
 // the normal case, and never blocks if one is swapped in), and the file it
-// returns is the one whose metadata it checked. CreateTemp creates a new
-// 0600 file with O_EXCL (never an existing file, never through a symlink).
+// returns is the one whose metadata it checked. Nothing on a
+// pseudo-filesystem (procfs, sysfs and the rest of pseudoFS) is opened,
+// stat'ed or walked: every directory opened is checked with fstatfs, and
+// so is every entry on another device than its directory (a mount point).
+// Names in the staging namespace (StagingPrefix) are never listed, walked,
+// opened or resolved; staging files are created with O_EXCL, mode 0600,
+// and an flock their writer holds, so a sweep (Replace's, Clean) removes
+// only those whose writer is gone.
 //
 // What it does not guarantee: how the directory itself was reached. OpenDir
 // follows symlinks in the host path it is given (the host names that path

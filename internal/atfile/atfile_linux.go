@@ -225,15 +225,7 @@ func (d *Dir) createStaging(role string, rdwr bool) (*os.File, string, error) {
 	return nil, "", fault.New(fault.IO, "could not create a staging file with a fresh name")
 }
 
-// Remove removes the file name from d (not a directory).
-func (d *Dir) Remove(name string) error {
-	if err := checkName(name); err != nil {
-		return err
-	}
-	return d.remove(name, 0)
-}
-
-// remove is Remove without the checks; flags may be unix.AT_REMOVEDIR.
+// remove removes the entry name from d; flags may be unix.AT_REMOVEDIR.
 func (d *Dir) remove(name string, flags int) error {
 	if err := d.control(func(fd int) error { return unix.Unlinkat(fd, name, flags) }); err != nil {
 		return Fault(&fs.PathError{Op: "unlinkat", Path: name, Err: err}, "file")
@@ -241,20 +233,8 @@ func (d *Dir) remove(name string, flags int) error {
 	return nil
 }
 
-// Rename renames from to to inside d, replacing to if it exists (as
-// rename(2) does, atomically). Use internal/noreplace where replacing is
-// not allowed.
-func (d *Dir) Rename(from, to string) error {
-	if err := checkName(from); err != nil {
-		return err
-	}
-	if err := checkName(to); err != nil {
-		return err
-	}
-	return d.rename(from, to)
-}
-
-// rename is Rename without the checks.
+// rename renames from to to inside d, replacing to if it exists (as
+// rename(2) does, atomically).
 func (d *Dir) rename(from, to string) error {
 	if err := d.control(func(fd int) error { return unix.Renameat(fd, from, fd, to) }); err != nil {
 		return Fault(&os.LinkError{Op: "renameat", Old: from, New: to, Err: err}, "destination")

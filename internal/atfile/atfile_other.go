@@ -29,12 +29,6 @@ func (d *Dir) OpenRegular(string, string) (*os.File, Stat, error) { return nil, 
 // OpenSubdir is unavailable on this platform.
 func (d *Dir) OpenSubdir(string, string) (*Dir, Stat, error) { return nil, Stat{}, unsupported() }
 
-// Remove is unavailable on this platform.
-func (d *Dir) Remove(string) error { return unsupported() }
-
-// Rename is unavailable on this platform.
-func (d *Dir) Rename(string, string) error { return unsupported() }
-
 // ReadNames is unavailable on this platform.
 func (d *Dir) ReadNames(int) ([]string, error) { return nil, unsupported() }
 
@@ -69,9 +63,6 @@ func (d *Dir) Replace(context.Context, string, func(*os.File) error, *ReplaceOpt
 
 // Clean is unavailable on this platform.
 func Clean(context.Context, string) (int, error) { return 0, unsupported() }
-
-// PseudoFSType knows no filesystem types on this platform.
-func PseudoFSType(int64) string { return "" }
 
 func openSelfIn(*os.Root, string) (*Dir, error) { return nil, unsupported() }
 

@@ -110,16 +110,13 @@ func TestStagingAndRename(t *testing.T) {
 	if _, err := d.Lstat(name, "file"); !errors.Is(err, ErrReserved) {
 		t.Fatalf("Lstat of a staging name: %v", err)
 	}
-	if err := d.Rename(name, "state"); !errors.Is(err, ErrReserved) {
-		t.Fatalf("Rename of a staging name: %v", err)
-	}
 	must(t, os.WriteFile(filepath.Join(dir, "state"), []byte("old"), 0o600))
 	must(t, d.rename(name, "state"))
 	if b, _ := os.ReadFile(filepath.Join(dir, "state")); string(b) != "new" {
 		t.Fatalf("got %q", b)
 	}
-	must(t, d.Remove("state"))
-	if err := d.Remove("state"); fault.CodeOf(err) != fault.NotFound {
+	must(t, d.remove("state", 0))
+	if err := d.remove("state", 0); fault.CodeOf(err) != fault.NotFound {
 		t.Fatalf("second remove: %v", err)
 	}
 	must(t, d.Sync())

@@ -66,10 +66,6 @@ var pseudoFS = map[int64]string{
 	unix.SECRETMEM_MAGIC:       "secretmem",
 }
 
-// PseudoFSType returns the name of the pseudo-filesystem whose statfs
-// magic is magic, or "" when it is not one.
-func PseudoFSType(magic int64) string { return pseudoFS[magic] }
-
 // checkFS refuses the open file fd if it lies on a pseudo-filesystem.
 // role names it in messages.
 func checkFS(fd int, role string) error {
