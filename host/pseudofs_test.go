@@ -125,7 +125,10 @@ func TestPseudoFSBindMountWalk(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
-	case errors.As(err, &ee) && ee.ExitCode() == pseudoChildExitNoMount, err != nil && os.Getuid() != 0:
+	case errors.As(err, &ee) && ee.ExitCode() == pseudoChildExitNoMount, err != nil && !errors.As(err, &ee):
+		// No mount namespace or no bind mount here (a container without
+		// CAP_SYS_ADMIN): TestPseudoFSRefusedUnderRootSlash still covers
+		// the walk through a mount point with /dev/pts.
 		t.Skipf("cannot bind-mount in a private mount namespace here (%v): %s", err, out)
 	case err != nil:
 		t.Fatalf("%v:\n%s", err, out)

@@ -93,6 +93,7 @@ func killWriterMidway(t *testing.T, dir string) string {
 				return e.Name()
 			}
 		}
+		time.Sleep(time.Millisecond) // leave the writer the processor
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	t.Fatal("the writer never created a staging file")
