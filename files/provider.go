@@ -4,8 +4,9 @@ import (
 	"context"
 	"io"
 	iofs "io/fs"
-	"strings"
 	"time"
+
+	"github.com/capkit/capkit/internal/atfile"
 )
 
 // Provider is the storage seam of the file tools: text and byte IO on
@@ -121,14 +122,13 @@ type WriteOptions struct {
 	Expect Version
 }
 
-// TempPrefix starts the name of every staging file a Provider creates
-// while replacing a file. Such names are reserved: providers hide them
-// from listings and refuse to read, write or move them, so a staging file
-// left by a crash is never served.
-const TempPrefix = ".capkit-tmp-"
+// TempPrefix starts every name in the staging namespace: the content a
+// Provider (or any capkit tool) is writing before it renames it into
+// place. Such names are reserved: providers hide them from listings and
+// walks and refuse to read, write or move them, Resolve refuses them, so
+// a staging file left by a crash is never served.
+const TempPrefix = atfile.StagingPrefix
 
 // IsTempName reports whether any element of the slash-separated name is a
 // reserved staging name.
-func IsTempName(name string) bool {
-	return strings.HasPrefix(name, TempPrefix) || strings.Contains(name, "/"+TempPrefix)
-}
+func IsTempName(name string) bool { return atfile.HasStagingElement(name) }

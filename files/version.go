@@ -1,8 +1,12 @@
 package files
 
 import (
+	"context"
 	"hash/maphash"
+	"io"
 	"strconv"
+
+	"github.com/capkit/capkit/fault"
 )
 
 // Version identifies the content of a file: its length and a 64-bit hash
@@ -70,4 +74,52 @@ func (v *VersionHash) Write(p []byte) (int, error) {
 // Version is the version of everything written so far.
 func (v *VersionHash) Version() Version {
 	return Version{size: v.n, sum: v.h.Sum64(), present: true}
+}
+
+// versionChunk is the read size of ReadVersion.
+const versionChunk = 64 << 10
+
+// ReadVersion reads r to its end and returns the version of what it read,
+// checking ctx between chunks.
+func ReadVersion(ctx context.Context, r io.Reader) (Version, error) {
+	h := NewVersionHash()
+	buf := make([]byte, versionChunk)
+	for {
+		if err := ctx.Err(); err != nil {
+			return Version{}, fault.As(err)
+		}
+		n, err := r.Read(buf)
+		h.Write(buf[:n])
+		if err == io.EOF {
+			return h.Version(), nil
+		}
+		if err != nil {
+			return Version{}, err
+		}
+	}
+}
+
+// Holds reports whether g admits a file that exists (or not), whose
+// version version returns (called only when it is needed): nil, or a
+// conflict naming name that says what changed. Nothing was written when
+// it fails.
+func (g Guard) Holds(name string, exists bool, version func() (Version, error)) error {
+	switch {
+	case !g.Enabled:
+		return nil
+	case g.Version.IsZero() && exists:
+		return fault.New(fault.Conflict, "%s: already exists (it was created after this session looked); read it first, then write", name)
+	case g.Version.IsZero():
+		return nil
+	case !exists:
+		return fault.New(fault.Conflict, "%s: was deleted since this session read it; nothing was written", name)
+	}
+	v, err := version()
+	if err != nil {
+		return err
+	}
+	if v != g.Version {
+		return fault.New(fault.Conflict, "%s: changed since this session read it; read it again, then retry. Nothing was written", name)
+	}
+	return nil
 }

@@ -66,9 +66,13 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, h *Host) error {
 		return sniff.RegisterTools(b, &sniff.ToolOptions{Files: h.files})
 	},
-	func(b *kernel.Builder, _ *Host) error { return fileio.RegisterTools(b, nil) },
+	func(b *kernel.Builder, h *Host) error {
+		return fileio.RegisterTools(b, &fileio.ToolOptions{Events: h.events})
+	},
 	func(b *kernel.Builder, _ *Host) error { return tree.RegisterTools(b, nil) },
-	func(b *kernel.Builder, _ *Host) error { return state.RegisterTools(b, nil) },
+	func(b *kernel.Builder, h *Host) error {
+		return state.RegisterTools(b, &state.ToolOptions{Events: h.events})
+	},
 	func(b *kernel.Builder, _ *Host) error { return zipfile.RegisterTools(b, nil) },
 	func(b *kernel.Builder, _ *Host) error { return journal.RegisterTools(b, nil) },
 	func(b *kernel.Builder, h *Host) error {
@@ -101,10 +105,17 @@ type Host struct {
 	Runtime *kernel.Runtime
 	// Log is the trusted detail log (never shown to a model).
 	Log *slog.Logger
+	// Warnings are what the person starting the runtime should know about
+	// its roots (a pseudo-filesystem mounted inside one); they are logged
+	// too.
+	Warnings []string
 
 	// files is the local provider the file tools and path-reading tools
-	// share: one os.Root per root, opened on first use.
-	files   *local.Provider
+	// share.
+	files *local.Provider
+	// events is the file policy seam shared by every tool that replaces
+	// or creates a file the file tools can see: the file tools,
+	// state_replace, file_copy.
 	events  *files.Events
 	audit   *slog.Logger // nil without an audit log
 	closers []func() error
@@ -119,7 +130,6 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		o = *opts
 	}
 	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents()}
-	h.OnClose(h.files.Close)
 	defer func() {
 		if err != nil {
 			h.Close()
@@ -145,6 +155,12 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		h.Log = slog.New(slog.NewTextHandler(o.Log, nil))
 	default:
 		h.Log = slog.New(slog.DiscardHandler)
+	}
+	if h.Warnings, err = checkRoots(cfg.Roots); err != nil {
+		return nil, err
+	}
+	for _, w := range h.Warnings {
+		h.Log.Warn(w)
 	}
 	b := kernel.NewBuilder(&kernel.Options{Audit: audit, Log: h.Log, PolicyOverride: policyOverride(cfg)})
 	for _, register := range registrars {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/internal/testkit"
 )
 
@@ -95,7 +96,7 @@ func TestCrashExtract(t *testing.T) {
 		switch {
 		case strings.HasPrefix(name, "out"):
 			published++
-		case strings.HasPrefix(name, stagingPrefix):
+		case atfile.IsStaging(name):
 			staged++
 		case name != "calibrate":
 			t.Fatalf("unexpected entry %q beside the destinations", name)

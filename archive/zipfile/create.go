@@ -13,11 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/fileio"
-	"github.com/capkit/capkit/internal/noreplace"
+	"github.com/capkit/capkit/internal/atfile"
 )
 
 // Source is one file to archive.
@@ -150,20 +149,34 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 		}
 	}
 
-	tmpName := randomName(".tmp")
-	tmp, err := parent.OpenFile(tmpName, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, fault.Wrap(fault.IO, err, "creating the temporary archive failed")
+	res := &Created{Files: len(srcs), Members: make([]MemberInfo, len(srcs))}
+	write := func(tmp *os.File) error {
+		size, err := writeMembers(ctx, tmp, srcs, all, res, total, lim, o)
+		res.Bytes = size
+		return err
 	}
-	defer func() {
-		tmp.Close()
-		if err != nil {
-			parent.Remove(tmpName)
-		}
-	}()
+	pd, err := atfile.OpenDirIn(parent, ".")
+	if err != nil {
+		return nil, err
+	}
+	defer pd.Close()
+	// NoReplace: an archive created meanwhile is not replaced either.
+	err = pd.Replace(ctx, leaf, write, &atfile.ReplaceOptions{Role: "the archive path", NoReplace: true, ReadWrite: true})
+	if fault.CodeOf(err) == fault.Conflict {
+		return nil, fault.New(fault.Conflict, "the archive path already exists; nothing is overwritten")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// writeMembers writes the members to tmp and checks that Extract will
+// accept the result before anyone can see it; it returns the archive's
+// size.
+func writeMembers(ctx context.Context, tmp *os.File, srcs []source, all []*fileio.File, res *Created, total int64, lim Limits, o CreateOptions) (int64, error) {
 	bw := bufio.NewWriterSize(tmp, copyBuffer)
 	zw := zip.NewWriter(bw)
-	res := &Created{Files: len(srcs), Members: make([]MemberInfo, len(srcs))}
 	method := zip.Deflate
 	if o.Store {
 		method = zip.Store
@@ -174,41 +187,28 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 		hdr.SetMode(0o644)
 		w, err := zw.CreateHeader(hdr)
 		if err != nil {
-			return nil, fault.Wrap(fault.IO, err, "writing member %q failed", s.name)
+			return 0, fault.Wrap(fault.IO, err, "writing member %q failed", s.name)
 		}
 		d, err := copyMember(ctx, w, all[i], s.name, mt)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		res.Members[i] = MemberInfo{Name: s.name, Size: all[i].Size(), SHA256: hex.EncodeToString(d[:])}
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fault.Wrap(fault.IO, err, "finishing the archive failed")
+		return 0, fault.Wrap(fault.IO, err, "finishing the archive failed")
 	}
 	if err := bw.Flush(); err != nil {
-		return nil, fault.Wrap(fault.IO, err, "writing the archive failed")
-	}
-	if err := tmp.Sync(); err != nil {
-		return nil, fault.Wrap(fault.IO, err, "syncing the archive failed")
+		return 0, fault.Wrap(fault.IO, err, "writing the archive failed")
 	}
 	st, err := tmp.Stat()
 	if err != nil {
-		return nil, fault.As(err)
+		return 0, fault.As(err)
 	}
-	// What Extract will accept, checked before anyone can see it.
 	if _, err := openArchive(ctx, tmp, st.Size(), lim); err != nil {
-		return nil, err
+		return 0, err
 	}
-	pd, err := parent.Open(".")
-	if err != nil {
-		return nil, fault.Wrap(fault.IO, err, "opening the archive's directory failed")
-	}
-	defer pd.Close()
-	if err := noreplace.Rename(pd, tmpName, leaf); err != nil {
-		return nil, err
-	}
-	res.Bytes = st.Size()
-	return res, nil
+	return st.Size(), nil
 }
 
 // copyMember copies f into w and returns the SHA-256 of what it copied.

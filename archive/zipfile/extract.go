@@ -2,7 +2,6 @@ package zipfile
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io/fs"
@@ -40,9 +39,6 @@ type Extracted struct {
 	Bytes   int64        `json:"bytes"`
 	Members []MemberInfo `json:"members"`
 }
-
-// stagingPrefix names private staging entries in a destination's parent.
-const stagingPrefix = ".capkit-zip-"
 
 // maxWorkers bounds the members inflated at once.
 const maxWorkers = 4
@@ -135,12 +131,6 @@ func openParent(root *os.Root, dest string) (*os.Root, string, error) {
 	return parent, leaf, nil
 }
 
-func randomName(suffix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return stagingPrefix + hex.EncodeToString(b[:]) + suffix
-}
-
 // checkExpect validates the expected names as member names.
 func checkExpect(expect Expect, lim Limits) error {
 	if len(expect) > lim.MaxFiles {
@@ -219,10 +209,21 @@ func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string
 		return nil, fault.As(err)
 	}
 
-	staging := randomName("")
-	if err := parent.Mkdir(staging, 0o700); err != nil {
-		return nil, fault.Wrap(fault.IO, err, "creating the staging directory failed")
+	for _, m := range files {
+		if atfile.HasStagingElement(m.name) {
+			return nil, atfile.Reserved(m.name)
+		}
 	}
+	pd, err := atfile.OpenDirIn(parent, ".")
+	if err != nil {
+		return nil, err
+	}
+	defer pd.Close()
+	staging, release, err := pd.MkdirStaging(ctx, "zip")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	stage, err := parent.OpenRoot(staging)
 	if err != nil {
 		parent.RemoveAll(staging)
@@ -286,12 +287,7 @@ func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string
 			return nil, err
 		}
 	}
-	pd, err := parent.Open(".")
-	if err != nil {
-		return nil, fault.Wrap(fault.IO, err, "opening the destination's parent failed")
-	}
-	defer pd.Close()
-	if err := noreplace.Rename(pd, staging, leaf); err != nil {
+	if err := noreplace.Rename(pd.File(), staging, leaf); err != nil {
 		return nil, err
 	}
 	res := &Extracted{Files: len(files), Members: make([]MemberInfo, len(files))}

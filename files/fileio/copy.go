@@ -3,10 +3,10 @@ package fileio
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
-	"github.com/capkit/capkit/internal/noreplace"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -46,59 +46,41 @@ func copyAt(ctx context.Context, sd *atfile.Dir, sname string, dd *atfile.Dir, d
 	if size > maxBytes {
 		return 0, fault.LimitExceeded("source bytes", maxBytes, size)
 	}
-	// An early, friendly refusal; the no-replace rename below is what
-	// guarantees that an existing destination is never replaced.
-	if _, err := dd.Lstat(dname, "destination"); err == nil {
-		return 0, exists()
-	} else if fault.CodeOf(err) != fault.NotFound {
-		return 0, err
+	var done int64
+	copy := func(tmp *os.File) error {
+		opts.progress(0, size)
+		for done < size {
+			if err := ctx.Err(); err != nil {
+				return fault.As(err)
+			}
+			// *os.File.ReadFrom of a limited *os.File uses
+			// copy_file_range(2) where the kernel can, and a plain
+			// read/write loop elsewhere.
+			n, err := tmp.ReadFrom(&io.LimitedReader{R: f.f, N: min(limits.FileChunkBytes, size-done)})
+			done += n
+			f.off = done
+			if err != nil {
+				return atfile.Fault(err, "copy")
+			}
+			if n == 0 {
+				return changed("shrank")
+			}
+			opts.progress(done, size)
+		}
+		if _, err := f.Read(make([]byte, 1)); err != io.EOF {
+			return err
+		}
+		return f.Verify()
 	}
-	tmp, tmpName, err := dd.CreateTemp("copy")
+	// NoReplace: an existing destination is refused before anything is
+	// written, and the rename never replaces one created meanwhile.
+	err = dd.Replace(ctx, dname, copy, &atfile.ReplaceOptions{Role: "destination", NoReplace: true})
+	if fault.CodeOf(err) == fault.Conflict {
+		return 0, exists()
+	}
 	if err != nil {
 		return 0, err
 	}
-	published := false
-	defer func() {
-		tmp.Close()
-		if !published {
-			dd.Remove(tmpName)
-		}
-	}()
-	var done int64
-	opts.progress(0, size)
-	for done < size {
-		if err := ctx.Err(); err != nil {
-			return 0, fault.As(err)
-		}
-		// *os.File.ReadFrom of a limited *os.File uses copy_file_range(2)
-		// where the kernel can, and a plain read/write loop elsewhere.
-		n, err := tmp.ReadFrom(&io.LimitedReader{R: f.f, N: min(limits.FileChunkBytes, size-done)})
-		done += n
-		f.off = done
-		if err != nil {
-			return 0, atfile.Fault(err, "copy")
-		}
-		if n == 0 {
-			return 0, changed("shrank")
-		}
-		opts.progress(done, size)
-	}
-	if _, err := f.Read(make([]byte, 1)); err != io.EOF {
-		return 0, err
-	}
-	if err := f.Verify(); err != nil {
-		return 0, err
-	}
-	if err := tmp.Sync(); err != nil {
-		return 0, fault.Wrap(fault.IO, err, "syncing the copy failed")
-	}
-	if err := noreplace.Rename(dd.File(), tmpName, dname); err != nil {
-		if fault.CodeOf(err) == fault.Conflict {
-			return 0, exists()
-		}
-		return 0, err
-	}
-	published = true
 	return done, nil
 }
 

@@ -35,8 +35,9 @@
 // of the filesystem's timestamp clock (a few milliseconds on Linux) and
 // restores nothing else can go unnoticed; a file that must not change
 // needs to be private to its owner. A crash during Copy can leave a
-// temporary ".capkit-copy-*.tmp" file in the destination's directory
-// (never a partial destination). Hard links are not refused: a hard link
+// staging file (internal/atfile's reserved namespace: never served, and
+// removed by the next writer in that directory or capkit clean) in the
+// destination's directory, never a partial destination. Hard links are not refused: a hard link
 // is the file itself.
 //
 // Linux only. Elsewhere every operation fails with fault.Unavailable

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
@@ -21,6 +22,11 @@ type ToolOptions struct {
 	MaxStreamBytes int64
 	// Timeout bounds one call; zero means the kernel's default.
 	Timeout time.Duration
+	// Events is the file tools' policy seam: file_copy offers each new
+	// destination to its write gate as a creation, as write_file does, so
+	// a host's gate can veto it. Nil means no gate. (A copy never
+	// replaces: its destination must not exist.)
+	Events *files.Events
 }
 
 func (o *ToolOptions) budget() int64 {
@@ -71,8 +77,9 @@ func (r CopyResult) ToolText() string { return fmt.Sprintf("copied %d bytes", r.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	budget := opts.budget()
 	var timeout time.Duration
+	var events *files.Events
 	if opts != nil {
-		timeout = opts.Timeout
+		timeout, events = opts.Timeout, opts.Events
 	}
 	err := kernel.AddTool(b, kernel.Policy{Name: "file_digest", Timeout: timeout},
 		kernel.Meta{
@@ -141,9 +148,24 @@ Example: {"source": "report.pdf", "destination": "archive/report-2024.pdf"}`, bu
 				return CopyResult{}, err
 			}
 			defer dd.Close()
+			if err := expectCreate(ctx, events, call.Session, caps.Roots(capability.WriteFile), in.Destination); err != nil {
+				return CopyResult{}, err
+			}
 			n, err := copyAt(ctx, sd, sname, dd, dname, maxBytes, nil)
 			return CopyResult{Bytes: n}, err
 		})
+}
+
+// expectCreate offers the creation of the file p names to ev's write gate.
+func expectCreate(ctx context.Context, ev *files.Events, s files.Session, roots []string, p string) error {
+	if ev == nil {
+		return nil
+	}
+	root, rel, err := files.Resolve(roots, p)
+	if err != nil {
+		return err
+	}
+	return ev.ExpectWrite(ctx, &files.Expectation{Session: s, Op: files.OpWrite, Root: root, Name: rel})
 }
 
 // modelBudget applies a model's optional max_bytes under the host budget:

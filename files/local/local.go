@@ -1,118 +1,126 @@
-// Package local is the local-filesystem files.Provider: every name is opened
-// through an os.Root for its root, so no path element, "..", absolute name
-// or symlink can reach outside the root, whatever the name says or the
+// Package local is the local-filesystem files.Provider, built on
+// internal/atfile: a root is opened as an os.Root, a name's parent
+// directory through it (so no path element, "..", absolute name or symlink
+// can reach outside the root), and the last element with atfile's
+// no-follow, descriptor-relative calls, whatever the name says or the
 // filesystem does between two calls.
 //
 // What it guarantees, beyond os.Root's confinement:
-//   - Reads return regular files only. A name is stat'ed through the root
-//     and opened with O_NONBLOCK|O_NOCTTY, and the open file is checked
-//     again with fstat, so a FIFO, socket or device (also one swapped in
-//     between the two steps) is refused, never blocked on or read.
-//   - Writes are atomic replacements: the content goes to a staging file
-//     (named with files.TempPrefix) in the same directory, is fsynced, then
-//     renamed over the target, and the directory is fsynced. A reader or a
-//     crash sees the old content or the new, never a mix. The file keeps
-//     its permission bits (and, where the process may, its owner).
-//   - Writes never follow a symlink: the target is examined with
-//     fstatat(AT_SYMLINK_NOFOLLOW) relative to its directory, opened once
-//     through the root; a symlink target is refused, and the rename
-//     replaces a directory entry, so nothing is ever written through a
-//     link. A hard link to a file outside the root (nlink > 1) is replaced
-//     by the rename, not written into: the outside file keeps its content.
-//   - Guarded writes (files.WriteOptions.Guard) check the version and rename
-//     under a lock keyed by (directory device, inode, name), so guarded
-//     writes through one Provider are serialized per file.
-//   - Staging files are never listed, walked, read, written or moved.
+//   - Reads return regular files only, opened with O_NOFOLLOW|O_NONBLOCK
+//     and checked again with fstat, so a FIFO, socket or device (also one
+//     swapped in between the two steps) is refused, never blocked on or
+//     read. A final symlink is followed (by reading it, one hop at a time,
+//     at most limits.SymlinkMaxHops) only while it stays inside the root.
+//   - Nothing on a pseudo-filesystem (procfs, sysfs... see atfile) is
+//     read, listed, walked or written: denied, at every open and at every
+//     step of a walk.
+//   - Writes are atfile.Dir.Replace: the content goes to a staging file in
+//     the same directory, is fsynced, then renamed over the target, and
+//     the directory is fsynced. A reader or a crash sees the old content
+//     or the new, never a mix. The file keeps its permission bits (and,
+//     where the process may, its owner). New files get mode 0o644.
+//   - Writes never follow a symlink: the target is examined without
+//     following one, relative to its directory, and the rename replaces a
+//     directory entry. A hard link to a file outside the root (nlink > 1)
+//     is replaced by the rename, not written into.
+//   - Guarded writes (files.WriteOptions.Guard) check the version and
+//     rename under a lock keyed by (directory device, inode, name), shared
+//     by every replacement in the process.
+//   - Names in the staging namespace (files.TempPrefix) are never listed,
+//     walked, read, written or moved.
+//
+// Roots are opened once per process and shared with every other tool
+// (atfile.AcquireRoot): a root is the directory that was at its path when
+// it was first used, checked then.
 //
 // What it does not guarantee: a process that writes the file directly,
-// bypassing this Provider, can still change it between the version check
-// and the rename (there is no portable advisory lock every writer honours).
-// A staging file left by a crash stays on disk (hidden) until removed.
+// bypassing capkit, can still change it between the version check and the
+// rename (there is no portable advisory lock every writer honours).
 // Permission bits beyond 0o777 (setuid, setgid, sticky) are not carried
-// over to the new content, and new files get mode 0o644 regardless of the
-// umask. Unix only; Move needs Linux (renameat2 RENAME_NOREPLACE) and
-// fails with unavailable elsewhere.
-//
-// It is written by hand because it is the seam between os.Root and capkit's
-// version guard; the confinement itself is os.Root's, and filesystem errors
-// become fault codes through internal/atfile.Fault, the mapping every file
-// package shares.
+// over to the new content. Linux only (atfile).
 package local
 
 import (
 	"errors"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/atfile"
 )
 
-// Provider is the local-filesystem files.Provider. The zero value is not
-// usable; use New. It is safe for concurrent use.
-type Provider struct {
-	mu    sync.RWMutex
-	roots map[string]*os.Root
-	locks lockTable
-}
+// Provider is the local-filesystem files.Provider. It holds nothing: use
+// New, or the zero value. It is safe for concurrent use.
+type Provider struct{}
 
 var (
 	_ files.Provider   = (*Provider)(nil)
 	_ files.FileReader = (*Provider)(nil)
 )
 
-// New returns a Provider. Roots are opened on first use and cached until
-// Close.
-func New() *Provider {
-	return &Provider{roots: map[string]*os.Root{}, locks: lockTable{m: map[lockKey]*lockEntry{}}}
-}
+// New returns a Provider.
+func New() *Provider { return &Provider{} }
 
-// Close closes every cached root.
-func (p *Provider) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var errs []error
-	for k, r := range p.roots {
-		errs = append(errs, r.Close())
-		delete(p.roots, k)
-	}
-	return errors.Join(errs...)
-}
-
-// root returns the cached os.Root for path, opening it on first use.
-func (p *Provider) root(path string) (*os.Root, error) {
-	p.mu.RLock()
-	r := p.roots[path]
-	p.mu.RUnlock()
-	if r != nil {
-		return r, nil
-	}
+// root returns the granted root at the absolute, cleaned host path path
+// (atfile.AcquireRoot) and the function that releases it. A root that
+// cannot be opened is unavailable: the host granted it.
+func (p *Provider) root(path string) (*os.Root, func(), error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return nil, fault.New(fault.Internal, "root %q is not an absolute, cleaned path", path)
+		return nil, nil, fault.New(fault.Internal, "root %q is not an absolute, cleaned path", path)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if r := p.roots[path]; r != nil {
-		return r, nil
-	}
-	r, err := atfile.OpenRoot(path, "root")
+	r, release, err := atfile.AcquireRoot(path, "root")
 	if err != nil {
-		return nil, fault.Wrap(fault.Unavailable, err, "a granted root cannot be opened")
+		if fault.CodeOf(err) == fault.Denied {
+			return nil, nil, err
+		}
+		return nil, nil, fault.Wrap(fault.Unavailable, err, "a granted root cannot be opened")
 	}
-	p.roots[path] = r
-	return r, nil
+	return r, release, nil
 }
 
 // checkName refuses names a Provider never handles: empty, absolute, or
-// naming a staging file.
+// in the staging namespace.
 func checkName(name string) error {
 	switch {
 	case name == "" || filepath.IsAbs(name):
 		return fault.New(fault.Internal, "provider name %q must be root-relative", name)
 	case files.IsTempName(name):
-		return fault.New(fault.NotFound, "%s: not found", name)
+		return atfile.Reserved(name)
 	}
 	return nil
+}
+
+// openParent opens the directory holding name inside r, creating it and
+// its missing parents inside the root when create is set, and returns it
+// with name's last element.
+func openParent(r *os.Root, name string, create bool) (*atfile.Dir, string, error) {
+	dir, base := split(name)
+	d, err := atfile.OpenDirIn(r, dir)
+	if create && errors.Is(err, iofs.ErrNotExist) {
+		if merr := r.MkdirAll(dir, 0o755); merr != nil {
+			return nil, "", atfile.Fault(merr, dir)
+		}
+		d, err = atfile.OpenDirIn(r, dir)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return d, base, nil
+}
+
+func split(name string) (dir, base string) {
+	dir, base = filepath.Split(name)
+	if dir == "" {
+		return ".", base
+	}
+	return filepath.Clean(dir), base
+}
+
+func join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"net"
 	"os"
@@ -14,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/testkit"
@@ -35,7 +35,6 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	base := testkit.TempDir(t)
 	f := &fixture{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), p: New()}
-	t.Cleanup(func() { f.p.Close() })
 	mk := func(p string) {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
@@ -111,7 +110,7 @@ func TestOpenAndReadAll(t *testing.T) {
 		{"fifo", "", fault.InvalidInput},
 		{"sock", "", fault.InvalidInput},
 		{"null", "", fault.InvalidInput},
-		{files.TempPrefix + "stray", "", fault.NotFound},
+		{files.TempPrefix + "stray", "", fault.InvalidInput},
 		{"a.txt/x", "", fault.NotFound},
 		{"../outside/secret.txt", "", fault.Denied},
 	}
@@ -184,7 +183,7 @@ func TestStat(t *testing.T) {
 		{"fifo", iofs.ModeNamedPipe, ""},
 		{"dir-out/secret.txt", 0, fault.Denied},
 		{"nope", 0, fault.NotFound},
-		{files.TempPrefix + "stray", 0, fault.NotFound},
+		{files.TempPrefix + "stray", 0, fault.InvalidInput},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -313,7 +312,7 @@ func TestWrite(t *testing.T) {
 		{"fifo", "fifo", nil, fault.InvalidInput},
 		{"socket", "sock", nil, fault.InvalidInput},
 		{"root itself", ".", nil, fault.InvalidInput},
-		{"staging name", files.TempPrefix + "x", nil, fault.NotFound},
+		{"staging name", files.TempPrefix + "x", nil, fault.InvalidInput},
 		{"parent is a file", "a.txt/x", nil, fault.NotFound},
 	}
 	for _, c := range cases {
@@ -416,8 +415,8 @@ func TestMove(t *testing.T) {
 		{"into itself", "sub2", "sub2/inner", fault.InvalidInput},
 		{"same", "sub2", "sub2", fault.InvalidInput},
 		{"out through symlinked dir", "n/m/a3.txt", "dir-out/x", fault.Denied},
-		{"staging source", files.TempPrefix + "stray", "s", fault.NotFound},
-		{"staging target", "n/m/a3.txt", files.TempPrefix + "y", fault.NotFound},
+		{"staging source", files.TempPrefix + "stray", "s", fault.InvalidInput},
+		{"staging target", "n/m/a3.txt", files.TempPrefix + "y", fault.InvalidInput},
 		{"root", ".", "x", fault.InvalidInput},
 	}
 	for _, c := range cases {
@@ -438,8 +437,7 @@ func TestMove(t *testing.T) {
 
 func TestFileReader(t *testing.T) {
 	f := newFixture(t)
-	c, _ := capability.New("a", []capability.Effect{capability.ReadFile}, capability.Scope{Roots: []string{f.root}})
-	caps := capability.Set{c}
+	roots := []string{f.root}
 	cases := []struct {
 		path string
 		max  int64
@@ -455,7 +453,7 @@ func TestFileReader(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
-			b, err := f.p.ReadFile(ctx(t), caps, c.path, c.max)
+			b, err := f.p.ReadFile(ctx(t), roots, c.path, c.max)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -481,5 +479,34 @@ func TestCanceledContext(t *testing.T) {
 	}
 	if _, err := f.p.Open(c, f.root, "a.txt"); err == nil {
 		t.Fatal("open with a canceled context succeeded")
+	}
+}
+
+// A final symlink is followed inside the root for limits.SymlinkMaxHops
+// links in a row, not one more.
+func TestSymlinkHops(t *testing.T) {
+	f := newFixture(t)
+	chain := func(n int) string {
+		prev := "a.txt"
+		for i := n; i >= 1; i-- {
+			name := fmt.Sprintf("hop%d-%d", n, i)
+			if err := os.Symlink(prev, filepath.Join(f.root, name)); err != nil {
+				t.Fatal(err)
+			}
+			prev = name
+		}
+		return prev
+	}
+	if b, _, err := f.p.ReadAll(ctx(t), f.root, chain(limits.SymlinkMaxHops), 100); err != nil || string(b) != "alpha\n" {
+		t.Fatalf("%d links: %q %v", limits.SymlinkMaxHops, b, err)
+	}
+	if _, _, err := f.p.ReadAll(ctx(t), f.root, chain(limits.SymlinkMaxHops+1), 100); fault.CodeOf(err) != fault.Denied {
+		t.Fatalf("%d links: %v, want denied", limits.SymlinkMaxHops+1, err)
+	}
+	if err := os.Symlink(files.TempPrefix+"stray", filepath.Join(f.root, "to-staging")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.p.ReadAll(ctx(t), f.root, "to-staging", 100); fault.CodeOf(err) != fault.InvalidInput {
+		t.Fatalf("symlink into the staging namespace: %v, want invalid_input", err)
 	}
 }

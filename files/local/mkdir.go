@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -21,10 +22,11 @@ func (p *Provider) MakeDir(ctx context.Context, root, name string) (bool, error)
 	if err := checkName(name); err != nil {
 		return false, err
 	}
-	r, err := p.root(root)
+	r, release, err := p.root(root)
 	if err != nil {
 		return false, err
 	}
+	defer release()
 	fi, err := r.Lstat(name)
 	switch {
 	case err == nil && fi.IsDir():
@@ -34,8 +36,26 @@ func (p *Provider) MakeDir(ctx context.Context, root, name string) (bool, error)
 	case !errors.Is(err, os.ErrNotExist):
 		return false, atfile.Fault(err, name)
 	}
+	if err := checkAncestor(r, name); err != nil {
+		return false, err
+	}
 	if err := r.MkdirAll(name, 0o755); err != nil {
 		return false, atfile.Fault(err, name)
 	}
 	return true, nil
+}
+
+// checkAncestor refuses a directory to be made on a pseudo-filesystem (a
+// mkdir in cgroupfs creates a control group): its deepest existing
+// ancestor is opened through atfile, which checks the filesystem type.
+func checkAncestor(r *os.Root, name string) error {
+	for dir := path.Dir(name); ; dir = path.Dir(dir) {
+		d, err := atfile.OpenDirIn(r, dir)
+		if err == nil {
+			return d.Close()
+		}
+		if fault.CodeOf(err) != fault.NotFound || dir == "." {
+			return err
+		}
+	}
 }

@@ -2,23 +2,68 @@ package local
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path"
+	"io/fs"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/noreplace"
 )
 
 // Move renames from to to inside one root without ever replacing an
 // existing to, creating to's missing parent directories. Regular files and
 // directories move; symlinks and special files are refused. Both
 // directories are opened through the root and the rename is relative to
-// them, then both are fsynced.
+// them (renameat2 RENAME_NOREPLACE), then both are fsynced.
 func (p *Provider) Move(ctx context.Context, root, from, to string) error {
+	if err := checkMove(ctx, from, to); err != nil {
+		return err
+	}
+	r, release, err := p.root(root)
+	if err != nil {
+		return err
+	}
+	defer release()
+	src, fromBase, err := openParent(r, from, false)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	st, err := src.Lstat(fromBase, from)
+	if err != nil {
+		return err
+	}
+	if !st.Mode.IsRegular() && !st.Mode.IsDir() {
+		if st.Mode&fs.ModeSymlink != 0 {
+			return fault.New(fault.InvalidInput, "%s: is a symbolic link; only regular files and directories can be moved", from)
+		}
+		return atfile.NotRegular(from, st.Mode)
+	}
+	dst, toBase, err := openParent(r, to, true)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if err := ctx.Err(); err != nil {
+		return fault.As(err)
+	}
+	if err := noreplace.RenameBetween(src.File(), fromBase, dst.File(), toBase); err != nil {
+		if fault.CodeOf(err) == fault.Conflict {
+			return fault.New(fault.Conflict, "%s: already exists; move_file never replaces anything", to)
+		}
+		return err
+	}
+	if err := src.Sync(); err != nil {
+		return fault.Wrap(fault.IO, err, "moved, but syncing a directory failed")
+	}
+	if err := dst.Sync(); err != nil {
+		return fault.Wrap(fault.IO, err, "moved, but syncing a directory failed")
+	}
+	return nil
+}
+
+// checkMove refuses what no move may do, before anything is opened.
+func checkMove(ctx context.Context, from, to string) error {
 	if err := ctx.Err(); err != nil {
 		return fault.As(err)
 	}
@@ -36,63 +81,5 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 	if strings.HasPrefix(to, from+"/") {
 		return fault.New(fault.InvalidInput, "%s: cannot move a directory into itself", from)
 	}
-	r, err := p.root(root)
-	if err != nil {
-		return err
-	}
-	fromDir, fromBase := split(from)
-	toDir, toBase := split(to)
-	src, err := openDir(r, fromDir, false)
-	if err != nil {
-		return err
-	}
-	defer src.close()
-	st, ok, err := src.lstat(fromBase)
-	if err != nil {
-		return atfile.Fault(&os.PathError{Op: "fstatat", Path: from, Err: err}, from)
-	}
-	if !ok {
-		return fault.New(fault.NotFound, "%s: not found", from)
-	}
-	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
-		m := modeOf(&st)
-		if m&os.ModeSymlink != 0 {
-			return fault.New(fault.InvalidInput, "%s: is a symbolic link; only regular files and directories can be moved", from)
-		}
-		return atfile.NotRegular(from, m)
-	}
-	dst, err := openDir(r, toDir, true)
-	if err != nil {
-		return err
-	}
-	defer dst.close()
-	if err := ctx.Err(); err != nil {
-		return fault.As(err)
-	}
-	if err := renameNoReplace(src.fd, fromBase, dst.fd, toBase); err != nil {
-		switch {
-		case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-			return fault.New(fault.Conflict, "%s: already exists; move_file never replaces anything", to)
-		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL), errors.Is(err, errNoReplace):
-			return fault.Wrap(fault.Unavailable, err, "this filesystem cannot rename without replacing (renameat2 RENAME_NOREPLACE); nothing was moved")
-		case errors.Is(err, unix.EXDEV):
-			return fault.Wrap(fault.Unavailable, err, "source and destination are on different filesystems; nothing was moved")
-		}
-		return atfile.Fault(&os.PathError{Op: "renameat2", Path: from, Err: err}, from)
-	}
-	if err := src.f.Sync(); err != nil {
-		return fault.Wrap(fault.IO, err, "moved, but syncing a directory failed")
-	}
-	if err := dst.f.Sync(); err != nil {
-		return fault.Wrap(fault.IO, err, "moved, but syncing a directory failed")
-	}
 	return nil
-}
-
-func split(name string) (dir, base string) {
-	dir, base = path.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	return dir, base
 }

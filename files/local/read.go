@@ -5,12 +5,11 @@ import (
 	"errors"
 	"io"
 	iofs "io/fs"
+	"math"
 	"os"
+	"path"
 	"slices"
 	"syscall"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -18,8 +17,8 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-func infoOf(name string, fi os.FileInfo) files.Info {
-	return files.Info{Name: name, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
+func infoOf(name string, st atfile.Stat) files.Info {
+	return files.Info{Name: name, Size: st.Size, Mode: st.Mode, ModTime: st.ModTime}
 }
 
 // Stat describes name without following a final symlink.
@@ -30,60 +29,111 @@ func (p *Provider) Stat(ctx context.Context, root, name string) (files.Info, err
 	if err := checkName(name); err != nil {
 		return files.Info{}, err
 	}
-	r, err := p.root(root)
+	r, release, err := p.root(root)
 	if err != nil {
 		return files.Info{}, err
 	}
-	fi, err := r.Lstat(name)
-	if err != nil {
-		return files.Info{}, atfile.Fault(err, name)
+	defer release()
+	if name == "." {
+		d, err := atfile.OpenDirIn(r, ".")
+		if err != nil {
+			return files.Info{}, err
+		}
+		defer d.Close()
+		st, err := atfile.Fstat(d.File())
+		return infoOf(name, st), err
 	}
-	return infoOf(name, fi), nil
+	d, base, err := openParent(r, name, false)
+	if err != nil {
+		return files.Info{}, err
+	}
+	defer d.Close()
+	st, err := d.Lstat(base, name)
+	if err != nil {
+		return files.Info{}, err
+	}
+	return infoOf(name, st), nil
 }
 
-// Open opens a regular file for reading: stat first, so that opening never
-// touches a device or FIFO, then fstat the open file, so that one swapped
-// in between is refused as well.
+// Open opens a regular file for reading (see openRegular).
 func (p *Provider) Open(ctx context.Context, root, name string) (files.File, error) {
-	f, fi, err := p.openRegular(ctx, root, name)
+	f, st, err := p.openRegular(ctx, root, name)
 	if err != nil {
 		return nil, err
 	}
-	return &file{f: f, info: infoOf(name, fi), hash: files.NewVersionHash()}, nil
+	return &file{f: f, info: infoOf(name, st), hash: files.NewVersionHash()}, nil
 }
 
-func (p *Provider) openRegular(ctx context.Context, root, name string) (*os.File, os.FileInfo, error) {
+// openRegular opens the regular file name, following a final symlink only
+// while it stays inside the root.
+func (p *Provider) openRegular(ctx context.Context, root, name string) (*os.File, atfile.Stat, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, fault.As(err)
+		return nil, atfile.Stat{}, fault.As(err)
 	}
 	if err := checkName(name); err != nil {
-		return nil, nil, err
+		return nil, atfile.Stat{}, err
 	}
-	r, err := p.root(root)
+	if name == "." {
+		return nil, atfile.Stat{}, atfile.NotRegular("the root", iofs.ModeDir)
+	}
+	r, release, err := p.root(root)
 	if err != nil {
-		return nil, nil, err
+		return nil, atfile.Stat{}, err
 	}
-	fi, err := r.Stat(name)
-	if err != nil {
-		return nil, nil, atfile.Fault(err, name)
+	defer release()
+	cur := name
+	for hops, swaps := 0, 0; ; hops++ {
+		d, base, err := openParent(r, cur, false)
+		if err != nil {
+			return nil, atfile.Stat{}, err
+		}
+		f, st, err := d.OpenRegular(base, name)
+		if errors.Is(err, atfile.ErrChanged) && swaps < maxSwaps {
+			// Replaced by a rename between the look and the open, as an
+			// atomic write does: look again.
+			d.Close()
+			swaps++
+			continue
+		}
+		if !errors.Is(err, atfile.ErrSymlink) {
+			d.Close()
+			return f, st, err
+		}
+		target, err := d.Readlink(base, name)
+		d.Close()
+		if err != nil {
+			return nil, atfile.Stat{}, err
+		}
+		if hops == limits.SymlinkMaxHops {
+			return nil, atfile.Stat{}, fault.New(fault.Denied, "%s: more than %d symbolic links in a row", name, limits.SymlinkMaxHops)
+		}
+		if cur, err = follow(name, cur, target); err != nil {
+			return nil, atfile.Stat{}, err
+		}
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, atfile.NotRegular(name, fi.Mode())
+}
+
+// maxSwaps bounds how often openRegular looks again at a file replaced
+// while it was being opened.
+const maxSwaps = 3
+
+// follow returns the root-relative name the symlink cur, whose target is
+// target, points to: refused if it leads out of the root or into the
+// staging namespace.
+func follow(name, cur, target string) (string, error) {
+	if path.IsAbs(target) {
+		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link to an absolute path; it leads out of the root", name)
 	}
-	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, atfile.Fault(err, name)
+	next := path.Join(path.Dir(cur), target)
+	switch {
+	case next == "..", len(next) > 2 && next[:3] == "../":
+		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link that leads out of the root", name)
+	case next == ".":
+		return "", fault.New(fault.InvalidInput, "%s is a symbolic link to the root directory, not a regular file", name)
+	case files.IsTempName(next):
+		return "", atfile.Reserved(name)
 	}
-	fi, err = f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, atfile.Fault(err, name)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, atfile.NotRegular(name, fi.Mode())
-	}
-	return f, fi, nil
+	return next, nil
 }
 
 // file hashes what is read sequentially, so a reader that streams the
@@ -128,12 +178,12 @@ func (f *file) Version() (files.Version, bool) {
 // ReadAll reads a whole regular file of at most maxBytes bytes. A file that
 // grows past maxBytes while it is read is a limit failure too.
 func (p *Provider) ReadAll(ctx context.Context, root, name string, maxBytes int64) ([]byte, files.Version, error) {
-	f, fi, err := p.openRegular(ctx, root, name)
+	f, st, err := p.openRegular(ctx, root, name)
 	if err != nil {
 		return nil, files.Version{}, err
 	}
 	defer f.Close()
-	data, err := readBounded(ctx, f, fi.Size(), maxBytes, name)
+	data, err := readBounded(ctx, f, st.Size, maxBytes, name)
 	if err != nil {
 		return nil, files.Version{}, err
 	}
@@ -173,27 +223,14 @@ func readBounded(ctx context.Context, f *os.File, size, maxBytes int64, name str
 }
 
 // ReadDir lists a directory from its own entries: names and types as the
-// directory records them (entries), relative to the directory opened once,
-// with no stat per entry.
+// directory records them (atfile.Dir.ReadEntries), with no stat per entry.
 func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]files.DirEntry, int, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, 0, fault.As(err)
-	}
-	if name != "." {
-		if err := checkName(name); err != nil {
-			return nil, 0, err
-		}
-	}
-	r, err := p.root(root)
+	d, err := p.openDir(ctx, root, name)
 	if err != nil {
 		return nil, 0, err
 	}
-	d, err := openDir(r, name, false)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer d.close()
-	entries, err := d.entries(ctx, name)
+	defer d.Close()
+	entries, err := d.ReadEntries(ctx, limits.WalkMaxFiles, name)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -201,179 +238,89 @@ func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]f
 	if max > 0 && len(entries) > max {
 		entries = entries[:max]
 	}
-	for i := range entries {
-		entries[i].Name = join(name, entries[i].Name)
+	out := make([]files.DirEntry, len(entries))
+	for i, e := range entries {
+		out[i] = files.DirEntry{Name: join(name, e.Name), Type: e.Type}
 	}
-	return entries, total, nil
+	return out, total, nil
 }
 
-func join(dir, name string) string {
-	if dir == "." {
-		return name
+// openDir opens the directory name (followed if it is a symlink inside
+// the root).
+func (p *Provider) openDir(ctx context.Context, root, name string) (*atfile.Dir, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fault.As(err)
 	}
-	return dir + "/" + name
-}
-
-// names returns the sorted entry names of d, staging files left out,
-// failing with limit past limits.WalkMaxFiles entries.
-func (d *dirHandle) names(ctx context.Context, display string) ([]string, error) {
-	var names []string
-	for {
-		batch, err := d.f.Readdirnames(1024)
-		for _, n := range batch {
-			if !files.IsTempName(n) {
-				names = append(names, n)
-			}
-		}
-		if len(names) > limits.WalkMaxFiles {
-			return nil, fault.LimitExceeded(display+": directory entries", limits.WalkMaxFiles, int64(len(names)))
-		}
-		if err == io.EOF || len(batch) == 0 {
-			break
-		}
-		if err != nil {
-			return nil, atfile.Fault(err, display)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fault.As(err)
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	r, release, err := p.root(root)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	d, err := atfile.OpenDirIn(r, name)
+	if errors.Is(err, syscall.ENOTDIR) {
+		if fi, serr := r.Stat(name); serr == nil && !fi.IsDir() {
+			return nil, atfile.NotDir(name, fi.Mode())
 		}
 	}
-	slices.Sort(names)
-	return names, nil
-}
-
-func infoFromStat(name string, st *unix.Stat_t) files.Info {
-	return files.Info{
-		Name:    name,
-		Size:    st.Size,
-		Mode:    modeOf(st) | iofs.FileMode(st.Mode&0o777),
-		ModTime: time.Unix(st.Mtim.Unix()),
-	}
-}
-
-// sub opens the directory entry name of d, refusing a symlink (O_NOFOLLOW)
-// and anything that is not a directory (O_DIRECTORY, so a FIFO swapped in
-// is never opened); ok is false when it is no longer a directory.
-func (d *dirHandle) sub(name string) (*dirHandle, bool, error) {
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		return err
-	})
-	switch {
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	return &dirHandle{f: f, fd: fd}, true, nil
-}
-
-// same reports whether d is the directory st describes.
-func (d *dirHandle) same(st *unix.Stat_t) bool {
-	var cur unix.Stat_t
-	return unix.Fstat(d.fd, &cur) == nil && cur.Dev == st.Dev && cur.Ino == st.Ino
+	return d, err
 }
 
 // Walk visits name and everything under it in lexical order. name itself
 // is followed if it is a symlink that stays inside the root; nothing under
-// it is. It descends
-// from an open directory to a child with openat(O_NOFOLLOW|O_DIRECTORY),
-// checking that the child is the directory just examined, so a directory
-// swapped for a symlink or a FIFO is never followed or opened.
+// it is (atfile.Walk: it descends only by opening a name inside an open
+// directory with O_NOFOLLOW, checking it is the directory it examined).
 func (p *Provider) Walk(ctx context.Context, root, name string, fn files.WalkFunc) error {
-	if err := ctx.Err(); err != nil {
-		return fault.As(err)
+	d, err := p.openDir(ctx, root, name)
+	if fault.CodeOf(err) == fault.NotFound || errors.Is(err, atfile.ErrNotDir) {
+		return p.walkFile(ctx, root, name, fn)
 	}
-	if name != "." {
-		if err := checkName(name); err != nil {
-			return err
-		}
-	}
-	r, err := p.root(root)
 	if err != nil {
 		return err
 	}
-	fi, err := r.Stat(name) // the starting point may be a symlink inside the root
+	defer d.Close()
+	st, err := atfile.Fstat(d.File())
 	if err != nil {
-		return atfile.Fault(err, name)
+		return err
 	}
-	if !fi.IsDir() && !fi.Mode().IsRegular() {
-		return fault.New(fault.InvalidInput, "%s: not a directory or regular file", name)
-	}
-	err = fn(infoOf(name, fi))
-	if err != nil || !fi.IsDir() {
+	if err := fn(infoOf(name, st)); err != nil {
 		if err == iofs.SkipDir || err == iofs.SkipAll {
 			err = nil
 		}
 		return err
 	}
-	d, err := openDir(r, name, false)
-	if err != nil {
-		return err
-	}
-	defer d.close()
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		var cur unix.Stat_t
-		if unix.Fstat(d.fd, &cur) != nil || cur.Dev != st.Dev || cur.Ino != st.Ino {
-			return nil // replaced since the lstat
+	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth}
+	err = atfile.Walk(ctx, d, bounds, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
+		switch err := fn(infoOf(join(name, rel), st)); err {
+		case nil:
+			return st.Mode.IsDir(), nil
+		case iofs.SkipDir:
+			return false, nil
+		default:
+			return false, err
 		}
-	}
-	err = walkDir(ctx, d, name, fn, 1)
+	})
 	if err == iofs.SkipAll {
 		err = nil
 	}
 	return err
 }
 
-func walkDir(ctx context.Context, d *dirHandle, name string, fn files.WalkFunc, depth int) error {
-	if depth > limits.WalkMaxDepth {
-		return fault.LimitExceeded(name+": directory depth", limits.WalkMaxDepth, int64(depth))
+// walkFile is Walk of a name that is not a directory: a regular file is
+// its own walk; anything else is refused.
+func (p *Provider) walkFile(ctx context.Context, root, name string, fn files.WalkFunc) error {
+	f, st, err := p.openRegular(ctx, root, name)
+	if errors.Is(err, atfile.ErrNotRegular) {
+		return fault.New(fault.InvalidInput, "%s: not a directory or regular file", name)
 	}
-	names, err := d.names(ctx, name)
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		if err := ctx.Err(); err != nil {
-			return fault.As(err)
-		}
-		child := join(name, n)
-		st, ok, err := d.lstat(n)
-		if err != nil {
-			return atfile.Fault(&os.PathError{Op: "fstatat", Path: child, Err: err}, child)
-		}
-		if !ok {
-			continue
-		}
-		info := infoFromStat(child, &st)
-		switch err := fn(info); {
-		case err == iofs.SkipDir:
-			continue
-		case err != nil:
-			return err
-		}
-		if !info.IsDir() {
-			continue
-		}
-		sub, ok, err := d.sub(n)
-		if err != nil {
-			return atfile.Fault(&os.PathError{Op: "openat", Path: child, Err: err}, child)
-		}
-		if !ok {
-			continue
-		}
-		if !sub.same(&st) {
-			// replaced since the lstat: not the directory fn was told about
-			sub.close()
-			continue
-		}
-		err = walkDir(ctx, sub, child, fn, depth+1)
-		sub.close()
-		if err != nil {
-			return err
-		}
+	f.Close()
+	if err := fn(infoOf(name, st)); err != nil && err != iofs.SkipDir && err != iofs.SkipAll {
+		return err
 	}
 	return nil
 }

@@ -59,8 +59,8 @@ func TestCrashLeavesOldOrNew(t *testing.T) {
 				continue
 			}
 			staged++
-			wantCode(t, s, ReadFile, obj{"path": e.Name()}, fault.NotFound)
-			wantCode(t, s, EditFile, obj{"path": e.Name(), "old_string": "a", "new_string": "b"}, fault.NotFound)
+			wantCode(t, s, ReadFile, obj{"path": e.Name()}, fault.InvalidInput)
+			wantCode(t, s, EditFile, obj{"path": e.Name(), "old_string": "a", "new_string": "b"}, fault.InvalidInput)
 		}
 		for _, c := range []struct {
 			tool string

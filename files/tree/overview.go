@@ -22,7 +22,7 @@ var errFull = errors.New("overview full")
 func overview(ctx context.Context, d *atfile.Dir, o Options, maxText int) (*Listing, error) {
 	l := &Listing{Entries: []Entry{}}
 	met, text := 0, len(l.summary())
-	err := atfile.Walk(ctx, d, limits.TreeHardEntries, o.MaxDepth, func(rel string, depth int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
+	err := atfile.Walk(ctx, d, atfile.WalkBounds{Names: limits.TreeHardEntries, Depth: o.MaxDepth}, func(rel string, depth int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
 		if met++; met > o.MaxEntries {
 			l.Cut = true
 			return false, errFull

@@ -199,7 +199,7 @@ func errBytes(max int64) error {
 
 func list(ctx context.Context, d *atfile.Dir, o Options) (*Listing, error) {
 	l := &Listing{Entries: []Entry{}}
-	err := atfile.Walk(ctx, d, o.MaxEntries, o.MaxDepth, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
+	err := atfile.Walk(ctx, d, atfile.WalkBounds{Names: o.MaxEntries, Depth: o.MaxDepth}, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
 		s := stampOf(st)
 		switch s.Type {
 		case Symlink:

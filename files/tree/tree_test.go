@@ -247,7 +247,7 @@ func TestListDirectorySwappedForSymlink(t *testing.T) {
 	defer d.Close()
 	o, _ := (*Options)(nil).resolved()
 	swapped := false
-	err = atfile.Walk(context.Background(), d, o.MaxEntries, o.MaxDepth, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
+	err = atfile.Walk(context.Background(), d, atfile.WalkBounds{Names: o.MaxEntries, Depth: o.MaxDepth}, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
 		if rel == "a" && !swapped {
 			swapped = true
 			must(t, os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "a.old")))

@@ -11,11 +11,23 @@
 // but follows symlinks inside it, which these operations must not do for
 // their final element.
 //
+// It is capkit's one file stack: the file provider (files/local), the
+// streamed file IO, the tree walk, state, archives and journals all open
+// roots (AcquireRoot: once per process), directories, files and walks
+// here, and replace files with Dir.Replace, the one "staging file, fsync,
+// rename" routine.
+//
 // What it guarantees: OpenRegular returns only a regular file, opened with
 // O_NOFOLLOW|O_NONBLOCK (a FIFO or device is never opened for reading in
 // the normal case, and never blocks if one is swapped in), and the file it
-// returns is the one whose metadata it checked. CreateTemp creates a new
-// 0600 file with O_EXCL (never an existing file, never through a symlink).
+// returns is the one whose metadata it checked. Nothing on a
+// pseudo-filesystem (procfs, sysfs and the rest of pseudoFS) is opened,
+// stat'ed or walked: every directory opened is checked with fstatfs, and
+// so is every entry on another device than its directory (a mount point).
+// Names in the staging namespace (StagingPrefix) are never listed, walked,
+// opened or resolved; staging files are created with O_EXCL, mode 0600,
+// and an flock their writer holds, so a sweep (Replace's, Clean) removes
+// only those whose writer is gone.
 //
 // What it does not guarantee: how the directory itself was reached. OpenDir
 // follows symlinks in the host path it is given (the host names that path
@@ -27,7 +39,6 @@
 package atfile
 
 import (
-	"crypto/rand"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,6 +54,7 @@ type Stat struct {
 	Dev, Ino   uint64
 	Mode       fs.FileMode
 	Nlink      uint64
+	Uid, Gid   uint32
 	Size       int64
 	ModTime    time.Time
 	ChangeTime time.Time
@@ -83,6 +95,9 @@ func Kind(m fs.FileMode) string {
 // below; Close it when done.
 type Dir struct {
 	f *os.File
+	// dev is the device of the directory, checked not to be a
+	// pseudo-filesystem: an entry on the same device needs no check.
+	dev uint64
 }
 
 // File returns the directory's *os.File, for callers that pass it to
@@ -140,24 +155,22 @@ func SplitRel(rel string) (dir, name string, err error) {
 	return rel[:i], rel[i+1:], nil
 }
 
-// checkName refuses anything but a single path element.
+// checkName refuses anything but a single path element, and a name in
+// the staging namespace (see IsStaging).
 func checkName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-		return fault.New(fault.Internal, "atfile: %q is not a single path element", name)
+	if err := checkElement(name); err != nil {
+		return err
+	}
+	if IsStaging(name) {
+		return Reserved(name)
 	}
 	return nil
 }
 
-// TempName returns a fresh, unpredictable name for a temporary entry:
-// ".capkit-<role>-<random>.tmp". Leading dot keeps it out of casual
-// listings; the random part (crypto/rand) keeps other writers from
-// guessing it.
-func TempName(role string) string {
-	return ".capkit-" + role + "-" + strings.ToLower(rand.Text()) + ".tmp"
-}
-
-// IsTempName reports whether name looks like one TempName made, so
-// listings and cleanup can recognise leftovers of a crash.
-func IsTempName(name string) bool {
-	return strings.HasPrefix(name, ".capkit-") && strings.HasSuffix(name, ".tmp")
+// checkElement refuses anything but a single path element.
+func checkElement(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fault.New(fault.Internal, "atfile: %q is not a single path element", name)
+	}
+	return nil
 }

@@ -21,21 +21,58 @@ func OpenDir(dir string) (*Dir, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fault.New(fault.InvalidInput, "path must be absolute")
 	}
-	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, Fault(err, "directory")
 	}
-	return &Dir{f: f}, nil
+	return checkedDir(f, "directory")
+}
+
+// checkedDir makes a Dir of the directory f, refusing (and closing) it if
+// it lies on a pseudo-filesystem.
+func checkedDir(f *os.File, role string) (*Dir, error) {
+	d := &Dir{f: f}
+	st, err := Fstat(f)
+	if err == nil {
+		err = d.control(func(fd int) error { return checkFS(fd, role) })
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	d.dev = st.Dev
+	return d, nil
 }
 
 // OpenDirIn opens the directory rel inside r. os.Root resolves rel, so
-// no element can lead out of the root.
+// no element can lead out of the root; an element in the staging
+// namespace is refused.
 func OpenDirIn(r *os.Root, rel string) (*Dir, error) {
-	f, err := r.OpenFile(rel, os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, Fault(err, "directory")
+	if HasStagingElement(rel) {
+		return nil, Reserved(rel)
 	}
-	return &Dir{f: f}, nil
+	f, err := r.OpenFile(rel, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
+	role := rel
+	if rel == "." {
+		role = "the directory"
+	}
+	if err != nil {
+		return nil, Fault(err, role)
+	}
+	st, err := Fstat(f)
+	if err == nil && checkedDev(r, st.Dev) {
+		return &Dir{f: f, dev: st.Dev}, nil
+	}
+	return checkedDir(f, role)
+}
+
+// openSelfIn opens r's own directory; role names it in messages.
+func openSelfIn(r *os.Root, role string) (*Dir, error) {
+	f, err := r.OpenFile(".", os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, Fault(err, role)
+	}
+	return checkedDir(f, role)
 }
 
 // control runs op with the directory's descriptor, retrying on EINTR.
@@ -58,11 +95,25 @@ func (d *Dir) control(op func(fd int) error) error {
 	return opErr
 }
 
-// Lstat returns the metadata of name without following a symlink.
+// Lstat returns the metadata of name without following a symlink. An
+// entry on another filesystem than d (a mount point) is refused if that
+// filesystem is a pseudo-filesystem.
 func (d *Dir) Lstat(name, role string) (Stat, error) {
 	if err := checkName(name); err != nil {
 		return Stat{}, err
 	}
+	st, err := d.lstat(name, role)
+	if err == nil && st.Dev != d.dev {
+		err = d.checkEntryFS(name, role)
+	}
+	if err != nil {
+		return Stat{}, err
+	}
+	return st, nil
+}
+
+// lstat is Lstat without the checks.
+func (d *Dir) lstat(name, role string) (Stat, error) {
 	var st unix.Stat_t
 	if err := d.control(func(fd int) error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 		return Stat{}, Fault(&fs.PathError{Op: "fstatat", Path: name, Err: err}, role)
@@ -101,6 +152,12 @@ func (d *Dir) OpenRegular(name, role string) (*os.File, Stat, error) {
 		f.Close()
 		return nil, Stat{}, fault.Wrap(fault.Integrity, ErrChanged, "%s was replaced while it was being opened", role)
 	}
+	if st.Dev != d.dev {
+		if err := checkFS(fd, role); err != nil {
+			f.Close()
+			return nil, Stat{}, err
+		}
+	}
 	return f, st, nil
 }
 
@@ -125,69 +182,84 @@ func (d *Dir) OpenSubdir(name, role string) (*Dir, Stat, error) {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	st, err := Fstat(f)
+	if err == nil && st.Dev != d.dev {
+		err = checkFS(fd, role)
+	}
 	if err != nil {
 		f.Close()
 		return nil, Stat{}, err
 	}
-	return &Dir{f: f}, st, nil
+	return &Dir{f: f, dev: st.Dev}, st, nil
 }
 
-// CreateTemp creates a new, empty, private (0600) file under a fresh
-// TempName in d, for writing. It never opens an existing file.
-func (d *Dir) CreateTemp(role string) (*os.File, string, error) {
+// createStaging creates a new, empty, private (0600) file under a fresh
+// StagingName in d, for writing (and reading, with rdwr), and holds an
+// exclusive flock on it until it is closed: the lock is how a sweep tells
+// a live writer's staging file from a dead one's. It never opens an
+// existing file.
+func (d *Dir) createStaging(role string, rdwr bool) (*os.File, string, error) {
+	mode := unix.O_WRONLY
+	if rdwr {
+		mode = unix.O_RDWR
+	}
 	for range 8 {
-		name := TempName(role)
+		name := StagingName(role)
 		var fd int
 		err := d.control(func(dfd int) (err error) {
-			fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			fd, err = unix.Openat(dfd, name, mode|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 			return err
 		})
 		if errors.Is(err, unix.EEXIST) {
 			continue
 		}
 		if err != nil {
-			return nil, "", Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, "temporary file")
+			return nil, "", Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, "staging file")
+		}
+		if err := ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) }); err != nil {
+			// A sweep took the lock first: it removes the file.
+			unix.Close(fd)
+			continue
 		}
 		return os.NewFile(uintptr(fd), name), name, nil
 	}
-	return nil, "", fault.New(fault.IO, "could not create a temporary file with a fresh name")
+	return nil, "", fault.New(fault.IO, "could not create a staging file with a fresh name")
 }
 
-// Remove removes the file name from d (not a directory).
-func (d *Dir) Remove(name string) error {
-	if err := checkName(name); err != nil {
-		return err
-	}
-	if err := d.control(func(fd int) error { return unix.Unlinkat(fd, name, 0) }); err != nil {
+// remove removes the entry name from d; flags may be unix.AT_REMOVEDIR.
+func (d *Dir) remove(name string, flags int) error {
+	if err := d.control(func(fd int) error { return unix.Unlinkat(fd, name, flags) }); err != nil {
 		return Fault(&fs.PathError{Op: "unlinkat", Path: name, Err: err}, "file")
 	}
 	return nil
 }
 
-// Rename renames from to to inside d, replacing to if it exists (as
-// rename(2) does, atomically). Use internal/noreplace where replacing is
-// not allowed.
-func (d *Dir) Rename(from, to string) error {
-	if err := checkName(from); err != nil {
-		return err
-	}
-	if err := checkName(to); err != nil {
-		return err
-	}
+// rename renames from to to inside d, replacing to if it exists (as
+// rename(2) does, atomically).
+func (d *Dir) rename(from, to string) error {
 	if err := d.control(func(fd int) error { return unix.Renameat(fd, from, fd, to) }); err != nil {
 		return Fault(&os.LinkError{Op: "renameat", Old: from, New: to, Err: err}, "destination")
 	}
 	return nil
 }
 
-// ReadNames returns the names in d, at most max of them: one more fails
-// with fault.Limit rather than return a shorter list. Reading starts where
-// the previous read of d stopped; call it once per opened directory.
+// ReadNames returns the names in d, staging names left out, at most max
+// of them: one more fails with fault.Limit rather than return a shorter
+// list. Reading starts where the previous read of d stopped; call it once
+// per opened directory.
 func (d *Dir) ReadNames(max int) ([]string, error) {
+	return d.readNames(max, false)
+}
+
+// readNames is ReadNames, with staging names too when staging is set.
+func (d *Dir) readNames(max int, staging bool) ([]string, error) {
 	var names []string
 	for {
 		batch, err := d.f.Readdirnames(256)
-		names = append(names, batch...)
+		for _, n := range batch {
+			if staging || !IsStaging(n) {
+				names = append(names, n)
+			}
+		}
 		if len(names) > max {
 			return nil, fault.LimitExceeded("directory entries", int64(max), 0)
 		}
@@ -246,6 +318,8 @@ func fromSys(st *unix.Stat_t) Stat {
 		m |= fs.ModeSticky
 	}
 	return Stat{
+		Uid:        st.Uid,
+		Gid:        st.Gid,
 		Dev:        uint64(st.Dev),
 		Ino:        st.Ino,
 		Mode:       m,

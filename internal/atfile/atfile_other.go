@@ -3,6 +3,8 @@
 package atfile
 
 import (
+	"context"
+	"io/fs"
 	"os"
 
 	"github.com/capkit/capkit/fault"
@@ -27,17 +29,53 @@ func (d *Dir) OpenRegular(string, string) (*os.File, Stat, error) { return nil, 
 // OpenSubdir is unavailable on this platform.
 func (d *Dir) OpenSubdir(string, string) (*Dir, Stat, error) { return nil, Stat{}, unsupported() }
 
-// CreateTemp is unavailable on this platform.
-func (d *Dir) CreateTemp(string) (*os.File, string, error) { return nil, "", unsupported() }
-
-// Remove is unavailable on this platform.
-func (d *Dir) Remove(string) error { return unsupported() }
-
-// Rename is unavailable on this platform.
-func (d *Dir) Rename(string, string) error { return unsupported() }
-
 // ReadNames is unavailable on this platform.
 func (d *Dir) ReadNames(int) ([]string, error) { return nil, unsupported() }
 
 // Fstat is unavailable on this platform.
 func Fstat(*os.File) (Stat, error) { return Stat{}, unsupported() }
+
+// Readlink is unavailable on this platform.
+func (d *Dir) Readlink(string, string) (string, error) { return "", unsupported() }
+
+// Entry is one directory entry: its name and the type bits of its mode.
+type Entry struct {
+	Name string
+	Type fs.FileMode
+}
+
+// ReadEntries is unavailable on this platform.
+func (d *Dir) ReadEntries(context.Context, int, string) ([]Entry, error) { return nil, unsupported() }
+
+// ReplaceOptions qualify Replace (unavailable on this platform).
+type ReplaceOptions struct {
+	Role      string
+	Mode      fs.FileMode
+	NoReplace bool
+	ReadWrite bool
+	Check     func(exists bool, cur Stat) error
+}
+
+// Replace is unavailable on this platform.
+func (d *Dir) Replace(context.Context, string, func(*os.File) error, *ReplaceOptions) error {
+	return unsupported()
+}
+
+// Clean is unavailable on this platform.
+func Clean(context.Context, string) (int, error) { return 0, unsupported() }
+
+func openSelfIn(*os.Root, string) (*Dir, error) { return nil, unsupported() }
+
+// MkdirStaging is unavailable on this platform.
+func (d *Dir) MkdirStaging(context.Context, string) (string, func(), error) {
+	return "", nil, unsupported()
+}
+
+// PseudoFSOf knows no filesystem types on this platform.
+func PseudoFSOf(string) (string, error) { return "", unsupported() }
+
+// Mount is a pseudo-filesystem mounted inside a directory.
+type Mount struct{ Path, FS string }
+
+// PseudoMounts is unavailable on this platform.
+func PseudoMounts(string) ([]Mount, error) { return nil, unsupported() }

@@ -91,29 +91,32 @@ func TestOpenSubdir(t *testing.T) {
 	}
 }
 
-func TestCreateTempAndRename(t *testing.T) {
+func TestStagingAndRename(t *testing.T) {
 	dir := t.TempDir()
 	d := openDir(t, dir)
-	f, name, err := d.CreateTemp("test")
+	f, name, err := d.createStaging("test", false)
 	must(t, err)
-	if !IsTempName(name) {
-		t.Fatalf("temp name %q", name)
+	if !IsStaging(name) || !HasStagingElement("a/"+name) {
+		t.Fatalf("staging name %q", name)
 	}
 	_, err = f.WriteString("new")
 	must(t, err)
 	must(t, f.Close())
-	st, err := d.Lstat(name, "file")
+	st, err := d.lstat(name, "file")
 	must(t, err)
 	if st.Mode.Perm() != 0o600 {
-		t.Fatalf("temp mode %v", st.Mode)
+		t.Fatalf("staging mode %v", st.Mode)
+	}
+	if _, err := d.Lstat(name, "file"); !errors.Is(err, ErrReserved) {
+		t.Fatalf("Lstat of a staging name: %v", err)
 	}
 	must(t, os.WriteFile(filepath.Join(dir, "state"), []byte("old"), 0o600))
-	must(t, d.Rename(name, "state"))
+	must(t, d.rename(name, "state"))
 	if b, _ := os.ReadFile(filepath.Join(dir, "state")); string(b) != "new" {
 		t.Fatalf("got %q", b)
 	}
-	must(t, d.Remove("state"))
-	if err := d.Remove("state"); fault.CodeOf(err) != fault.NotFound {
+	must(t, d.remove("state", 0))
+	if err := d.remove("state", 0); fault.CodeOf(err) != fault.NotFound {
 		t.Fatalf("second remove: %v", err)
 	}
 	must(t, d.Sync())
@@ -169,7 +172,7 @@ func TestWalk(t *testing.T) {
 		got = append(got, rel+":"+strconv.Itoa(depth))
 		return true, nil
 	}
-	must(t, Walk(context.Background(), openDir(t, dir), 5, 3, collect))
+	must(t, Walk(context.Background(), openDir(t, dir), WalkBounds{Names: 5, Depth: 3}, collect))
 	want := "[a:1 a/b:2 a/b/f:3 a/root:2 z:1]"
 	if s := fmtList(got); s != want {
 		t.Fatalf("walk %s, want %s", s, want)
@@ -184,14 +187,14 @@ func TestWalk(t *testing.T) {
 	}
 	for _, c := range cases {
 		got = nil
-		err := Walk(context.Background(), openDir(t, dir), c.names, c.depth, collect)
+		err := Walk(context.Background(), openDir(t, dir), WalkBounds{Names: c.names, Depth: c.depth}, collect)
 		if fault.CodeOf(err) != c.code {
 			t.Errorf("names %d depth %d: %v", c.names, c.depth, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := Walk(ctx, openDir(t, dir), 5, 3, collect); fault.CodeOf(err) != fault.Unavailable {
+	if err := Walk(ctx, openDir(t, dir), WalkBounds{Names: 5, Depth: 3}, collect); fault.CodeOf(err) != fault.Unavailable {
 		t.Fatalf("canceled walk: %v", err)
 	}
 }

@@ -110,3 +110,14 @@ func Fault(err error, role string) *fault.Error {
 	}
 	return fault.Wrap(fault.IO, err, "%s: i/o failure", role)
 }
+
+// ErrPseudoFS is the cause of the refusal of an entry on a
+// pseudo-filesystem (procfs, sysfs...).
+var ErrPseudoFS = errors.New("atfile: entry on a pseudo-filesystem")
+
+// PseudoFS is the refusal of role, which lies on the pseudo-filesystem
+// fsName.
+func PseudoFS(role, fsName string) *fault.Error {
+	return fault.Wrap(fault.Denied, ErrPseudoFS,
+		"%s is on a %s pseudo-filesystem (kernel state, not stored files), which capkit never reads, lists or writes", role, fsName)
+}

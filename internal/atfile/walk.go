@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/capkit/capkit/fault"
 )
@@ -22,32 +23,49 @@ type WalkFunc func(rel string, depth int, st Stat, parent *Dir, name string) (de
 // swapped meanwhile; a directory replaced between its lstat and its open
 // fails with integrity.
 //
-// maxNames bounds every name read in all; maxDepth bounds the depth of
-// any entry. Exceeding either fails with fault.Limit: the walk never
-// returns a silently shorter result. An entry removed during the walk is
-// skipped.
-func Walk(ctx context.Context, root *Dir, maxNames, maxDepth int, fn WalkFunc) error {
-	w := walker{fn: fn, left: maxNames, maxNames: maxNames, maxDepth: maxDepth}
+// Exceeding a bound (b) fails with fault.Limit: the walk never returns a
+// silently shorter result. An entry removed during the walk is skipped.
+// Names in the staging namespace are never visited, and an entry on a
+// pseudo-filesystem (a mount point inside the tree) fails the walk with
+// denied (see Dir.Lstat).
+func Walk(ctx context.Context, root *Dir, b WalkBounds, fn WalkFunc) error {
+	if b.DirNames <= 0 || b.DirNames > b.Names {
+		b.DirNames = b.Names
+	}
+	w := walker{fn: fn, left: b.Names, b: b}
 	return w.walk(ctx, root, "", 0)
 }
 
+// WalkBounds bound a Walk.
+type WalkBounds struct {
+	// Names bounds every name read in all.
+	Names int
+	// DirNames bounds the names of one directory; zero means Names.
+	DirNames int
+	// Depth bounds the depth of any entry.
+	Depth int
+}
+
 type walker struct {
-	fn                 WalkFunc
-	left               int
-	maxNames, maxDepth int
+	fn   WalkFunc
+	left int
+	b    WalkBounds
 }
 
 func (w *walker) walk(ctx context.Context, d *Dir, prefix string, depth int) error {
-	names, err := d.ReadNames(w.left)
+	names, err := d.ReadNames(min(w.left, w.b.DirNames))
 	if err != nil {
-		if fault.CodeOf(err) == fault.Limit {
-			return fault.New(fault.Limit, "the tree has more than %d entries (the limit)", w.maxNames)
+		switch {
+		case fault.CodeOf(err) != fault.Limit:
+			return err
+		case w.left <= w.b.DirNames:
+			return fault.New(fault.Limit, "the tree has more than %d entries (the limit)", w.b.Names)
 		}
-		return err
+		return fault.New(fault.Limit, "directory %q has more than %d entries (the limit)", strings.TrimSuffix(prefix, "/"), w.b.DirNames)
 	}
 	w.left -= len(names)
-	if len(names) > 0 && depth+1 > w.maxDepth {
-		return fault.New(fault.Limit, "the tree is deeper than %d levels (the limit)", w.maxDepth)
+	if len(names) > 0 && depth+1 > w.b.Depth {
+		return fault.New(fault.Limit, "the tree is deeper than %d levels (the limit)", w.b.Depth)
 	}
 	slices.Sort(names)
 	for _, name := range names {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,9 @@ func (f *hostFlags) open(env *Env, log io.Writer) (*host.Host, string, error) {
 	h, err := host.New(cfg, &host.Options{Log: log})
 	if err != nil {
 		return nil, "", setupFault(err)
+	}
+	for _, w := range h.Warnings {
+		fmt.Fprintf(env.Stderr, "capkit: warning: %s\n", w)
 	}
 	if _, err := h.Capabilities(actor); err != nil {
 		h.Close()

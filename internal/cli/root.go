@@ -40,6 +40,7 @@ var groups = []func(*Env) *cobra.Command{
 	newFileCmd,
 	newTreeCmd,
 	newStateCmd,
+	newCleanCmd,
 	newZipCmd,
 	newJournalCmd,
 	newJSONCmd,

@@ -26,13 +26,27 @@ import (
 // fault.Conflict when to already exists, and then fsyncs dir so the new
 // name survives a crash.
 func Rename(dir *os.File, from, to string) error {
-	if from != filepath.Base(from) || to != filepath.Base(to) || from == "." || to == "." || from == ".." || to == ".." {
+	if !plain(from) || !plain(to) {
 		return fault.New(fault.Internal, "noreplace: %q and %q must be plain names", from, to)
 	}
-	if err := renameNoReplace(dir, from, to); err != nil {
+	if err := renameNoReplace(dir, from, dir, to); err != nil {
 		return err
 	}
 	return SyncDir(dir)
+}
+
+// RenameBetween renames from in fromDir to to in toDir, both plain names,
+// failing with fault.Conflict when to already exists. It does not sync
+// either directory.
+func RenameBetween(fromDir *os.File, from string, toDir *os.File, to string) error {
+	if !plain(from) || !plain(to) {
+		return fault.New(fault.Internal, "noreplace: %q and %q must be plain names", from, to)
+	}
+	return renameNoReplace(fromDir, from, toDir, to)
+}
+
+func plain(name string) bool {
+	return name == filepath.Base(name) && name != "." && name != ".."
 }
 
 // SyncDir fsyncs a directory so entries created, renamed or removed in it

@@ -11,20 +11,19 @@ import (
 	"github.com/capkit/capkit/fault"
 )
 
-func renameNoReplace(dir *os.File, from, to string) error {
-	raw, err := dir.SyscallConn()
-	if err != nil {
-		return fault.Wrap(fault.IO, err, "publishing failed")
-	}
+func renameNoReplace(fromDir *os.File, from string, toDir *os.File, to string) error {
 	var rerr error
-	if err := raw.Control(func(fd uintptr) {
-		for {
-			rerr = unix.Renameat2(int(fd), from, int(fd), to, unix.RENAME_NOREPLACE)
-			if rerr != unix.EINTR {
-				return
+	err := control(fromDir, func(ffd int) error {
+		return control(toDir, func(tfd int) error {
+			for {
+				rerr = unix.Renameat2(ffd, from, tfd, to, unix.RENAME_NOREPLACE)
+				if rerr != unix.EINTR {
+					return nil
+				}
 			}
-		}
-	}); err != nil {
+		})
+	})
+	if err != nil {
 		return fault.Wrap(fault.IO, err, "publishing failed")
 	}
 	switch {
@@ -34,8 +33,23 @@ func renameNoReplace(dir *os.File, from, to string) error {
 		return fault.Wrap(fault.Conflict, rerr, "the destination already exists; nothing was replaced")
 	case errors.Is(rerr, unix.ENOSYS), errors.Is(rerr, unix.EINVAL):
 		return fault.Wrap(fault.Unavailable, rerr, "this filesystem cannot rename without replacing (renameat2 RENAME_NOREPLACE); refusing a weaker rename")
+	case errors.Is(rerr, unix.EXDEV):
+		return fault.Wrap(fault.Unavailable, rerr, "source and destination are on different filesystems; nothing was moved")
 	case errors.Is(rerr, unix.ENOENT):
 		return fault.Wrap(fault.NotFound, rerr, "publishing failed: the staged name is gone")
 	}
 	return fault.Wrap(fault.IO, &os.LinkError{Op: "renameat2", Old: from, New: to, Err: rerr}, "publishing failed")
+}
+
+// control runs op with f's descriptor.
+func control(f *os.File, op func(fd int) error) error {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var opErr error
+	if err := raw.Control(func(fd uintptr) { opErr = op(int(fd)) }); err != nil {
+		return err
+	}
+	return opErr
 }

@@ -3,22 +3,20 @@ package testkit
 import (
 	"context"
 
-	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 )
 
 // Files is an files.FileReader over a map from path to content, with the
-// checks the interface promises: denied when the session has no read_file
-// root, not_found for a path not in the map, limit for content over
+// checks the interface promises: denied when no root is given, not_found for a path not in the map, limit for content over
 // maxBytes (so a test sees the bound a tool passes by the edge cases).
 type Files map[string][]byte
 
 var _ files.FileReader = Files(nil)
 
 // ReadFile implements files.FileReader.
-func (f Files) ReadFile(_ context.Context, caps capability.Set, path string, maxBytes int64) ([]byte, error) {
-	if len(caps.Roots(capability.ReadFile)) == 0 {
+func (f Files) ReadFile(_ context.Context, roots []string, path string, maxBytes int64) ([]byte, error) {
+	if len(roots) == 0 {
 		return nil, fault.New(fault.Denied, "no root is granted for this operation")
 	}
 	data, ok := f[path]

@@ -32,7 +32,7 @@ func TestFiles(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := f.ReadFile(context.Background(), c.caps, c.path, c.max)
+			got, err := f.ReadFile(context.Background(), c.caps.Roots(capability.ReadFile), c.path, c.max)
 			if fault.CodeOf(err) != c.code || (err == nil && string(got) != "abcd") {
 				t.Fatalf("got %q %v, want code %q", got, err, c.code)
 			}

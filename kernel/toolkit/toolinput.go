@@ -5,6 +5,7 @@ package toolkit
 import (
 	"context"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
@@ -22,7 +23,7 @@ func Read(ctx context.Context, call *kernel.Call, r files.FileReader, text, path
 		if r == nil {
 			return nil, fault.New(fault.Denied, "this host reads no files for this tool: pass the %s as text", what)
 		}
-		return r.ReadFile(ctx, call.Session.Capabilities(), path, max)
+		return r.ReadFile(ctx, call.Session.Capabilities().Roots(capability.ReadFile), path, max)
 	case text == "":
 		return nil, fault.New(fault.InvalidInput, "give the %s as text or as path", what)
 	case int64(len(text)) > max:

@@ -4,11 +4,14 @@
 //
 // Replace guarantees that after a crash at any instant (SIGKILL, power
 // loss) the state file holds either its old content or the new content
-// in full, never a mix: the new content is written to a 0600 temporary
-// file in the same directory, fsynced, renamed over the state file, and
-// the directory is fsynced. The state file ends up private (0600). An
-// existing entry that is not a regular file (a symlink, a directory, a
-// FIFO) is refused rather than replaced.
+// in full, never a mix: it is internal/atfile's one atomic replacement
+// (a staging file in the same directory, fsynced, renamed over the state
+// file, the directory fsynced). A new state file is private (0600); an
+// existing one keeps its permission bits. An existing entry that is not a
+// regular file (a symlink, a directory, a FIFO) is refused rather than
+// replaced. The tool state_replace offers each replacement to the file
+// policy's write gate (files.Events), as write_file does: a state file is
+// no way around read-before-overwrite.
 //
 // Publish guarantees that the destination directory appears complete or
 // not at all, and never replaces anything: it fsyncs every file and
@@ -21,10 +24,11 @@
 // fault.Unavailable rather than fall back to a rename that could replace
 // a destination created meanwhile.
 //
-// What it does not guarantee: a crash can leave a temporary
-// ".capkit-state-*.tmp" file beside a state file, or the staging
-// directory itself; neither is ever mistaken for the state or the
-// destination, and the caller may remove them. Concurrent Replace calls
+// What it does not guarantee: a crash can leave a staging file (in the
+// reserved staging namespace, never served; the next writer in that
+// directory or capkit clean removes it) beside a state file, or the
+// caller's staging directory itself, which is never mistaken for the
+// destination. Concurrent Replace calls
 // on one file do not lose atomicity, but the last rename wins; callers
 // that need read-modify-write must serialise themselves. The last path
 // element is never followed if it is a symlink; elements before it are

@@ -86,7 +86,7 @@ func exists() *fault.Error {
 
 // syncTree fsyncs every regular file and directory below sd, then sd.
 func syncTree(ctx context.Context, sd *atfile.Dir) error {
-	err := atfile.Walk(ctx, sd, limits.TreeHardEntries, limits.TreeHardDepth, func(_ string, _ int, st atfile.Stat, parent *atfile.Dir, name string) (bool, error) {
+	err := atfile.Walk(ctx, sd, atfile.WalkBounds{Names: limits.TreeHardEntries, Depth: limits.TreeHardDepth}, func(_ string, _ int, st atfile.Stat, parent *atfile.Dir, name string) (bool, error) {
 		switch {
 		case st.Mode.IsRegular():
 			f, _, err := parent.OpenRegular(name, "staged file")

@@ -2,9 +2,10 @@ package state
 
 import (
 	"context"
-	"errors"
+	"os"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
 )
@@ -22,7 +23,7 @@ func Replace(ctx context.Context, path string, data []byte) error {
 		return err
 	}
 	defer d.Close()
-	return replaceAt(ctx, d, name, data)
+	return replaceAt(ctx, d, name, data, nil)
 }
 
 func checkSize(n int) error {
@@ -32,37 +33,68 @@ func checkSize(n int) error {
 	return nil
 }
 
-func replaceAt(ctx context.Context, d *atfile.Dir, name string, data []byte) error {
-	st, err := d.Lstat(name, "state file")
-	switch {
-	case err == nil && !st.Mode.IsRegular():
-		return atfile.NotRegular("state file", st.Mode)
-	case err != nil && !errors.Is(err, fault.ErrNotFound):
-		return err
+// replaceAt replaces name in d (atfile.Dir.Replace): a new state file is
+// private (0600); an existing one keeps its permission bits.
+func replaceAt(ctx context.Context, d *atfile.Dir, name string, data []byte, check func(exists bool, cur atfile.Stat) error) error {
+	write := func(f *os.File) error { _, err := f.Write(data); return err }
+	return d.Replace(ctx, name, write, &atfile.ReplaceOptions{Role: "state file", Mode: 0o600, Check: check})
+}
+
+// replaceTool is state_replace: the replacement is offered to the file
+// policy's write gate (ev) like write_file's, made under the guard the
+// gate sets, and reported to its observers.
+func replaceTool(ctx context.Context, s files.Session, roots []string, in ReplaceArgs, ev *files.Events) (ReplaceResult, error) {
+	if err := checkSize(len(in.Content)); err != nil {
+		return ReplaceResult{}, err
 	}
-	tmp, tmpName, err := d.CreateTemp("state")
+	root, rel, err := files.Resolve(roots, in.Path)
 	if err != nil {
-		return err
+		return ReplaceResult{}, err
 	}
-	renamed := false
-	defer func() {
-		tmp.Close()
-		if !renamed {
-			d.Remove(tmpName)
+	d, name, _, err := atfile.ResolveParent(roots, in.Path)
+	if err != nil {
+		return ReplaceResult{}, err
+	}
+	defer d.Close()
+	e := &files.Expectation{Session: s, Op: files.OpWrite, Root: root, Name: rel}
+	if ev != nil {
+		if e.Exists, e.Current, err = current(ctx, d, name); err != nil {
+			return ReplaceResult{}, err
 		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return atfile.Fault(err, "state file")
+		if err := ev.ExpectWrite(ctx, e); err != nil {
+			return ReplaceResult{}, err
+		}
 	}
-	if err := tmp.Sync(); err != nil {
-		return fault.Wrap(fault.IO, err, "syncing the new state failed")
+	data := []byte(in.Content)
+	check := func(exists bool, _ atfile.Stat) error {
+		return e.Guard.Holds(rel, exists, func() (files.Version, error) {
+			_, v, err := current(ctx, d, name)
+			return v, err
+		})
 	}
-	if err := ctx.Err(); err != nil {
-		return fault.As(err)
+	if err := replaceAt(ctx, d, name, data, check); err != nil {
+		return ReplaceResult{}, err
 	}
-	if err := d.Rename(tmpName, name); err != nil {
-		return err
+	if ev != nil {
+		ev.Observed(ctx, files.Observation{Session: s, Op: files.OpWrite, Root: root, Name: rel, Version: files.VersionOf(data)})
 	}
-	renamed = true
-	return d.Sync()
+	return ReplaceResult{Bytes: len(in.Content)}, nil
+}
+
+// current reports whether the state file name in d exists and, if it
+// does, its version. Anything but a regular file is refused.
+func current(ctx context.Context, d *atfile.Dir, name string) (bool, files.Version, error) {
+	f, _, err := d.OpenRegular(name, "state file")
+	if fault.CodeOf(err) == fault.NotFound {
+		return false, files.Version{}, nil
+	}
+	if err != nil {
+		return false, files.Version{}, err
+	}
+	defer f.Close()
+	v, err := files.ReadVersion(ctx, f)
+	if err != nil {
+		return false, files.Version{}, atfile.Fault(err, "state file")
+	}
+	return true, v, nil
 }

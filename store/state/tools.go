@@ -19,6 +19,11 @@ type ToolOptions struct {
 	MaxInputBytes int64
 	// Timeout bounds one call; zero means the kernel's default.
 	Timeout time.Duration
+	// Events is the file tools' policy seam: state_replace offers every
+	// replacement to its write gate and reports it to its observers, so a
+	// state file is no way around the file policy (read before
+	// overwrite). Pass the Events the file tools use; nil means no gate.
+	Events *files.Events
 }
 
 // ReplaceArgs are state_replace's arguments.
@@ -62,22 +67,11 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 		kernel.Meta{
 			Effect:  capability.StateWrite,
 			Summary: "Atomically replace (or create) a private state file with new content",
-			Description: `Replaces the whole content of a state file atomically: after any crash the file holds the old or the new content, never a mix. Creates the file if it does not exist; the file is private (mode 0600). A path that is a symbolic link, directory or special file is refused. The content is bounded by this tool's input limit.
+			Description: `Replaces the whole content of a state file atomically: after any crash the file holds the old or the new content, never a mix. Creates the file if it does not exist (private: mode 0600); an existing file keeps its permissions. Replacing an existing file follows the file tools' rule: the session must have read it with read_file, and it must not have changed since (else "conflict", nothing written). A path that is a symbolic link, directory or special file is refused. The content is bounded by this tool's input limit.
 Example: {"path": "state/progress.json", "content": "{\"step\": 3}"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in ReplaceArgs) (ReplaceResult, error) {
-			if err := checkSize(len(in.Content)); err != nil {
-				return ReplaceResult{}, err
-			}
-			d, name, _, err := atfile.ResolveParent(call.Session.Capabilities().Roots(capability.StateWrite), in.Path)
-			if err != nil {
-				return ReplaceResult{}, err
-			}
-			defer d.Close()
-			if err := replaceAt(ctx, d, name, []byte(in.Content)); err != nil {
-				return ReplaceResult{}, err
-			}
-			return ReplaceResult{Bytes: len(in.Content)}, nil
+			return replaceTool(ctx, call.Session, call.Session.Capabilities().Roots(capability.StateWrite), in, o.Events)
 		})
 	if err != nil {
 		return err

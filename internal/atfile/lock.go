@@ -1,4 +1,4 @@
-package local
+package atfile
 
 import "sync"
 
@@ -40,3 +40,7 @@ func (t *lockTable) lock(k lockKey) (unlock func()) {
 		t.mu.Unlock()
 	}
 }
+
+// fileLocks serializes the replacements of one file in this process,
+// whichever tool makes them.
+var fileLocks = lockTable{m: map[lockKey]*lockEntry{}}

@@ -1,4 +1,4 @@
-package files
+package atfile
 
 import (
 	"path/filepath"
