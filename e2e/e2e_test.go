@@ -136,7 +136,7 @@ func (c *client) call(t *testing.T, tool string, args map[string]any) (string, s
 	if !res.IsError {
 		return text.String(), ""
 	}
-	m, _ := res.StructuredContent.(map[string]any)
+	m, _ := res.Meta["capkit/fault"].(map[string]any)
 	code, _ := m["code"].(string)
 	if code == "" {
 		t.Fatalf("%s: isError result without a fault code: %+v", tool, res)

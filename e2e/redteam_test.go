@@ -281,7 +281,7 @@ func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args m
 		b, _ := json.Marshal(res)
 		o.text = string(b)
 		if res.IsError {
-			m, _ := res.StructuredContent.(map[string]any)
+			m, _ := res.Meta["capkit/fault"].(map[string]any)
 			o.code, _ = m["code"].(string)
 			if o.code == "" {
 				t.Errorf("%s %v: isError result without a fault code: %s", tool, args, o.text)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -105,10 +104,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fe = fault.New(fault.InvalidInput, "%s", err.Error())
 	}
 	if env.JSON {
-		// One JSON object on standard output and nothing else.
-		env.writeJSON(env.Stdout, map[string]any{"error": map[string]any{
-			"code": fe.Code, "message": fe.Error(), "retry_after_seconds": int64(math.Ceil(fe.RetryAfter.Seconds())),
-		}})
+		// One JSON object on standard output and nothing else, in the
+		// shape of an MCP failure's _meta copy: one parser for both.
+		env.writeJSON(env.Stdout, map[string]any{"error": fe.Report(true)})
 		return fe.Code.ExitCode()
 	}
 	fmt.Fprintf(stderr, "capkit: %s: %s\n", fe.Code, fe.Error())

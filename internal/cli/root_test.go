@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,26 @@ func TestVersionAndUsage(t *testing.T) {
 				t.Fatalf("exit %d out %q", code, out)
 			}
 		})
+	}
+}
+
+// TestJSONFailureShape: with --json a failure is one object on stdout,
+// {"error": fault.Report}, the shape an MCP failure's _meta copy has.
+func TestJSONFailureShape(t *testing.T) {
+	code, out, _ := run(t, "{", "--json", "json", "validate", "-")
+	if code != 2 {
+		t.Fatalf("exit %d, out %q", code, out)
+	}
+	var got struct {
+		Error map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v: %q", err, out)
+	}
+	if got.Error["code"] != "invalid_input" || got.Error["message"] == "" {
+		t.Fatalf("error = %v", got.Error)
+	}
+	if _, ok := got.Error["retry_after_seconds"]; ok {
+		t.Errorf("retry_after_seconds present without a retry hint: %v", got.Error)
 	}
 }

@@ -108,8 +108,11 @@ func outcome(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 	if !res.IsError {
 		return text, ""
 	}
-	data, _ := json.Marshal(res.StructuredContent)
-	var fi mcpserver.FaultInfo
+	if res.StructuredContent != nil {
+		t.Errorf("%s: a failure carries structuredContent", name)
+	}
+	data, _ := json.Marshal(res.Meta[mcpserver.FaultMetaKey])
+	var fi fault.Report
 	if err := json.Unmarshal(data, &fi); err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,10 @@
 // are malformed requests; everything else, including a tool the session is
 // not granted (denied) and arguments that fail the schema (invalid_input),
 // is a tool result. A failure is an isError result whose text is
-// "code: message" and whose structuredContent is
-// {"code", "message", "retry_after_seconds"}; the kernel has already
+// "code: message" (and "(retry after Ns)" when a retry may be admitted
+// later) and whose _meta["capkit/fault"] is {"code", "message",
+// "retry_after_seconds"}; never structuredContent, which clients check
+// against the tool's output schema, failures included. The kernel has already
 // replaced the detail of io and internal failures with a generic message
 // for untrusted sessions.
 //
@@ -57,7 +59,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -381,34 +382,21 @@ func firstByte(v json.RawMessage) byte {
 	return 0
 }
 
-// FaultInfo is the structured content of a failed call.
-type FaultInfo struct {
-	Code    fault.Code `json:"code"`
-	Message string     `json:"message"`
-	// RetryAfterSeconds, when present, is when a retry may be admitted
-	// (rounded up to whole seconds).
-	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty"`
-}
+// FaultMetaKey names the _meta member of a failed call's result that holds
+// the failure in machine-readable form (a fault.Report).
+const FaultMetaKey = "capkit/fault"
 
-// faultResult is the isError result of a failed call. An untrusted
-// session gets the public message only (the kernel has already reduced its
-// own failures to that).
+// faultResult is the isError result of a failed call: the text is the
+// report's ("code: message", and the retry hint), and _meta carries the
+// report itself. Not structuredContent: clients validate that against the
+// tool's output schema, errors included, and a failure matches none. An
+// untrusted session gets the public message only (the kernel has already
+// reduced its own failures to that).
 func (b *binding) faultResult(err error) *mcp.CallToolResult {
-	fe := fault.As(err)
-	info := FaultInfo{Code: fe.Code, Message: fe.Public()}
-	if b.ks.Trusted() {
-		info.Message = fe.Error()
-	}
-	if fe.RetryAfter > 0 {
-		info.RetryAfterSeconds = int64(math.Ceil(fe.RetryAfter.Seconds()))
-	}
-	text := string(info.Code) + ": " + info.Message
-	if info.RetryAfterSeconds > 0 {
-		text += fmt.Sprintf(" (retry after %ds)", info.RetryAfterSeconds)
-	}
+	rep := fault.As(err).Report(b.ks.Trusted())
 	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: info,
+		Meta:    mcp.Meta{FaultMetaKey: rep},
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: rep.Text()}},
 	}
 }

@@ -288,17 +288,25 @@ func structured(t *testing.T, r *mcp.CallToolResult) string {
 }
 
 // faultOf returns the fault a failed result carries.
-func faultOf(t *testing.T, r *mcp.CallToolResult) FaultInfo {
+func faultOf(t *testing.T, r *mcp.CallToolResult) fault.Report {
 	t.Helper()
 	if !r.IsError {
 		t.Fatalf("want isError, got %q", text(t, r))
 	}
-	var fi FaultInfo
-	if err := json.Unmarshal([]byte(structured(t, r)), &fi); err != nil {
+	if r.StructuredContent != nil {
+		// Clients check it against the tool's output schema, errors included.
+		t.Errorf("a failure carries structuredContent %s", structured(t, r))
+	}
+	data, err := json.Marshal(r.Meta[FaultMetaKey])
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(text(t, r), string(fi.Code)+": ") {
-		t.Errorf("text %q does not name the code %q", text(t, r), fi.Code)
+	var fi fault.Report
+	if err := json.Unmarshal(data, &fi); err != nil || fi.Code == "" {
+		t.Fatalf("_meta[%q] = %s: %v", FaultMetaKey, data, err)
+	}
+	if text(t, r) != fi.Text() {
+		t.Errorf("text %q, want the report's %q", text(t, r), fi.Text())
 	}
 	return fi
 }
