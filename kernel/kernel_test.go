@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -301,15 +302,37 @@ func TestToolSearchActivates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(res.Text, "move_thing") || changed != 1 {
+	if !strings.Contains(res.Text, "tools now available:\nmove_thing") || changed != 1 {
 		t.Fatalf("search result %q, changed %d", res.Text, changed)
+	}
+	if !strings.Contains(res.Text, "limit 50 is outside 1..12; 12 was used") {
+		t.Errorf("the clamped limit is not reported: %q", res.Text)
 	}
 	if got := strings.Join(names(), ","); got != "echo,move_thing,tool_search" {
 		t.Fatalf("after search %s", got)
 	}
-	s.Call(context.Background(), "tool_search", json.RawMessage(`{"query":"move"}`))
+	res, _ = s.Call(context.Background(), "tool_search", json.RawMessage(`{"query":"move"}`))
 	if changed != 1 {
 		t.Fatal("re-activation must not notify")
+	}
+	// A tool listed already is not "now available".
+	if strings.Contains(res.Text, "now available") || !strings.Contains(res.Text, "already in your tool list:\nmove_thing") {
+		t.Errorf("second search: %q", res.Text)
+	}
+	if !strings.Contains(string(res.Structured), `"activated":[]`) || !strings.Contains(string(res.Structured), `"new":false`) {
+		t.Errorf("second search structured: %s", res.Structured)
+	}
+	for _, c := range []struct {
+		limit int
+		note  string
+	}{{0, ""}, {1, ""}, {12, ""}, {13, "limit 13 is outside 1..12; 12 was used"}, {-1, "limit -1 is outside 1..12; 1 was used"}} {
+		res, err := s.Call(context.Background(), "tool_search", json.RawMessage(fmt.Sprintf(`{"query":"move","limit":%d}`, c.limit)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(res.Text, "is outside"); got != (c.note != "") || c.note != "" && !strings.Contains(res.Text, c.note) {
+			t.Errorf("limit %d: %q", c.limit, res.Text)
+		}
 	}
 	// Activation never grants: write_thing is not held.
 	if added := s.Activate("write_thing", "nope"); len(added) != 0 {

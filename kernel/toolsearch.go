@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/capkit/capkit/capability"
@@ -10,14 +12,18 @@ import (
 )
 
 type toolSearchArgs struct {
-	Query string `json:"query" jsonschema:"words to look for in tool names and summaries, e.g. \"move rename file\""`
-	Limit int    `json:"limit,omitempty" jsonschema:"most tools to return, 1 to 12 (default 5)"`
+	Query string `json:"query" jsonschema:"words to look for in tool names, titles and summaries (whole words), e.g. \"move rename file\""`
+	Limit int    `json:"limit,omitempty" jsonschema:"most tools to return, 1 to 12 (default 5); a number outside is brought into that range"`
 }
 
 // ToolMatch is one tool found by tool_search.
 type ToolMatch struct {
 	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
 	Summary string `json:"summary"`
+	// New reports that this search added the tool to the session's tool
+	// list; otherwise it was listed already.
+	New bool `json:"new"`
 }
 
 // ToolSearchResult lists the tools tool_search found and activated.
@@ -25,19 +31,38 @@ type ToolSearchResult struct {
 	Tools []ToolMatch `json:"tools"`
 	// Activated are the tools newly added to this session's tool list.
 	Activated []string `json:"activated"`
+	// Limit is the limit applied; LimitNote says why it differs from the
+	// one asked for, when it does.
+	Limit     int    `json:"limit"`
+	LimitNote string `json:"limit_note,omitempty"`
 }
 
 func (r ToolSearchResult) ToolText() string {
-	if len(r.Tools) == 0 {
-		return "no tools match; try other words"
-	}
 	var b strings.Builder
-	b.WriteString("tools now available:\n")
-	for _, t := range r.Tools {
-		b.WriteString(t.Name)
-		b.WriteString(": ")
-		b.WriteString(t.Summary)
+	if r.LimitNote != "" {
+		b.WriteString(r.LimitNote)
 		b.WriteByte('\n')
+	}
+	if len(r.Tools) == 0 {
+		b.WriteString("no tools match; try other words")
+		return b.String()
+	}
+	for _, fresh := range []bool{true, false} {
+		head := "tools now available:\n"
+		if !fresh {
+			head = "already in your tool list:\n"
+		}
+		for _, t := range r.Tools {
+			if t.New != fresh {
+				continue
+			}
+			b.WriteString(head)
+			head = ""
+			b.WriteString(t.Name)
+			b.WriteString(": ")
+			b.WriteString(t.Summary)
+			b.WriteByte('\n')
+		}
 	}
 	return b.String()
 }
@@ -47,31 +72,48 @@ func registerToolSearch(b *Builder) error {
 		Meta{
 			Effect:  capability.ToolSearch,
 			Hot:     true,
+			Title:   "Find more tools",
 			Summary: "Find and enable more tools by keyword.",
-			Description: "Searches the tools this session may use but does not list yet, by words in their names and summaries, " +
-				"and adds the matches to the tool list. Returns at most 12 tools (default 5). " +
+			Description: fmt.Sprintf("Searches the tools this session may use, by whole words in their names, titles and summaries, "+
+				"adds the matches not listed yet to the tool list, and says which were new and which were listed already. "+
+				"Returns at most %d tools (default %d); a limit outside %d..%d is brought into that range and the result says so. "+
 				`Example: {"query": "move rename file", "limit": 3}`,
+				limits.SearchMaxResults, limits.SearchDefaultResults, limits.SearchMinResults, limits.SearchMaxResults),
 		},
 		func(ctx context.Context, call *Call, in toolSearchArgs) (ToolSearchResult, error) {
 			s := call.Session
-			limit := in.Limit
-			if limit == 0 {
-				limit = limits.SearchDefaultResults
-			}
-			found := s.rt.catalog.Search(s.caps, in.Query, limit)
-			res := ToolSearchResult{Tools: make([]ToolMatch, 0, len(found)), Activated: []string{}}
+			res := ToolSearchResult{Activated: []string{}}
+			res.Limit, res.LimitNote = searchLimit(in.Limit)
+			found := s.rt.catalog.Search(s.caps, in.Query, res.Limit)
 			names := make([]string, 0, len(found))
+			for _, e := range found {
+				names = append(names, e.Name)
+			}
+			res.Activated = append(res.Activated, s.Activate(names...)...)
+			res.Tools = make([]ToolMatch, 0, len(found))
 			for _, e := range found {
 				summary := e.Summary
 				if summary == "" {
 					summary = e.Description
 				}
-				res.Tools = append(res.Tools, ToolMatch{Name: e.Name, Summary: summary})
-				names = append(names, e.Name)
+				res.Tools = append(res.Tools, ToolMatch{Name: e.Name, Title: e.Hints().Title, Summary: summary,
+					New: slices.Contains(res.Activated, e.Name)})
 			}
-			res.Activated = append(res.Activated, s.Activate(names...)...)
 			return res, nil
 		})
+}
+
+// searchLimit is the limit tool_search applies for the one asked for, and
+// a note when they differ.
+func searchLimit(asked int) (int, string) {
+	switch {
+	case asked == 0:
+		return limits.SearchDefaultResults, ""
+	case asked < limits.SearchMinResults || asked > limits.SearchMaxResults:
+		used := min(max(asked, limits.SearchMinResults), limits.SearchMaxResults)
+		return used, fmt.Sprintf("limit %d is outside %d..%d; %d was used", asked, limits.SearchMinResults, limits.SearchMaxResults, used)
+	}
+	return asked, ""
 }
 
 // compile-time check that the search result renders its own text.

@@ -28,7 +28,7 @@ type ToolOptions struct {
 // CreateArgs are zip_create's arguments.
 type CreateArgs struct {
 	Archive string   `json:"archive" jsonschema:"the new archive, inside a root granted archive_write; must not exist"`
-	Dir     string   `json:"dir,omitempty" jsonschema:"directory the files are named relative to; default: the first root granted archive_write"`
+	Dir     string   `json:"dir,omitempty" jsonschema:"directory the files are named relative to; default: the first writable root; an absolute path inside any root granted archive_write"`
 	Files   []string `json:"files" jsonschema:"files to archive, relative to dir; each becomes a member of that name"`
 	Store   bool     `json:"store,omitempty" jsonschema:"store members uncompressed instead of deflating them"`
 }
@@ -112,6 +112,7 @@ func (t toolSetup) policy(name string) kernel.Policy {
 func registerCreate(b *kernel.Builder, t toolSetup) error {
 	return kernel.AddTool(b, t.policy("zip_create"), kernel.Meta{
 		Effect:  capability.ArchiveWrite,
+		Title:   "Create ZIP archive",
 		Summary: "Create a ZIP archive from selected files; returns each member's SHA-256",
 		Description: `Creates a new ZIP archive holding exactly the listed files, named relative to dir, and returns each member's size and SHA-256 (what zip_extract expects). The archive must not exist: nothing is overwritten. Regular files only; symbolic links are not followed. A file that changes while it is read fails with "integrity".
 Bounds: ` + t.bounds + `.
@@ -158,6 +159,7 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 func registerExtract(b *kernel.Builder, t toolSetup) error {
 	return kernel.AddTool(b, t.policy("zip_extract"), kernel.Meta{
 		Effect:  capability.ArchiveWrite,
+		Title:   "Extract ZIP archive",
 		Summary: "Extract a ZIP archive whose members you know by SHA-256 into a new directory",
 		Description: `Extracts an archive into a new directory, given every member's SHA-256. The archive must hold exactly the expected members (an unexpected, missing or mismatching member fails with "integrity") and the directory appears only when every member was written and verified: on any failure nothing is left behind. The destination must not exist.
 Refused: encrypted members, symlinks and other special files, names that are absolute, contain ".." or backslashes, or collide (including by case or Unicode normalisation). Extracted files are private (0600; directories 0700).
@@ -190,6 +192,7 @@ Example: {"archive": "downloads/data.zip", "dest": "work/data", "expect": {"data
 func registerList(b *kernel.Builder, t toolSetup) error {
 	return kernel.AddTool(b, t.policy("zip_list"), kernel.Meta{
 		Effect:  capability.ArchiveRead,
+		Title:   "List ZIP archive",
 		Summary: "List a ZIP archive's members after checking its structure",
 		Description: `Checks an archive's structure as zip_extract would (names, member kinds, encryption, declared sizes, bounds) without decompressing anything, and lists its members with their declared sizes; directories end in "/". Sizes are as declared: zip_verify checks the data.
 Bounds: ` + t.bounds + `.
@@ -218,6 +221,7 @@ Example: {"archive": "downloads/data.zip"}`,
 func registerVerify(b *kernel.Builder, t toolSetup) error {
 	return kernel.AddTool(b, t.policy("zip_verify"), kernel.Meta{
 		Effect:  capability.ArchiveRead,
+		Title:   "Verify ZIP archive",
 		Summary: "Check that a ZIP archive holds exactly the members you expect, by SHA-256, without extracting",
 		Description: `Decompresses every member of an archive and checks it against the expected SHA-256, exactly as zip_extract does, writing nothing. Fails with "integrity" on an unexpected, missing or mismatching member.
 Bounds: ` + t.bounds + `.

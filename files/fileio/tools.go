@@ -38,7 +38,7 @@ func (o *ToolOptions) budget() int64 {
 
 // DigestArgs are file_digest's arguments.
 type DigestArgs struct {
-	Path     string `json:"path" jsonschema:"file to digest, relative to the first readable root or absolute inside a readable root"`
+	Path     string `json:"path" jsonschema:"file to digest: relative to the first writable root, or absolute inside any root (list_roots lists them)"`
 	MaxBytes int64  `json:"max_bytes,omitempty" jsonschema:"fail instead of digesting a file larger than this; default and maximum: the host's budget"`
 }
 
@@ -84,6 +84,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	err := kernel.AddTool(b, kernel.Policy{Name: "file_digest", Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.ReadFile,
+			Title:   "File digest",
 			Summary: "SHA-256 digest of one regular file, streamed, without reading it into the conversation",
 			Description: fmt.Sprintf(`Computes the SHA-256 digest of one regular file and returns it with the file's size.
 Symbolic links are never followed; directories, FIFOs and devices are refused. A file larger than max_bytes (default and maximum %d bytes) fails with "limit" before it is read. A file that changes while it is read fails with "integrity": retry when it is stable.
@@ -113,6 +114,7 @@ Example: {"path": "dist/app.tar.gz"}`, budget),
 	return kernel.AddTool(b, kernel.Policy{Name: "file_copy", Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.WriteFile,
+			Title:   "Copy file",
 			Summary: "Copy one regular file to a new file; never overwrites",
 			Description: fmt.Sprintf(`Copies one regular file to a new file, creating missing parent directories of the destination (as write_file does). The destination must not exist: an existing destination fails with "conflict" and is left untouched. The copy appears only when complete and is private (mode 0600).
 The source must be in a readable root and the destination in a writable root. Symbolic links are never followed; directories, FIFOs and devices are refused. A source larger than max_bytes (default and maximum %d bytes) fails with "limit" before anything is written; a source that changes while it is copied fails with "integrity" and nothing is created.

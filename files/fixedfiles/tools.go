@@ -76,7 +76,7 @@ func registerCatalog(b *kernel.Builder, c CatalogTool) error {
 		return fmt.Errorf("fixedfiles: tool %q: nil catalog", c.Name)
 	}
 	policy := kernel.Policy{Name: c.Name, MaxInputBytes: limits.CatalogToolInputBytes}
-	meta := kernel.Meta{Effect: capability.CatalogRead, Summary: c.Summary, Description: c.Description}
+	meta := kernel.Meta{Effect: capability.CatalogRead, Title: "Read catalog " + c.Name, Summary: c.Summary, Description: c.Description}
 	if meta.Description == "" {
 		meta.Description = DefaultDescription(min(cat.opts.MaxFileBytes, limits.DefaultMaxOutputBytes))
 	}

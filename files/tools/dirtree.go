@@ -14,12 +14,12 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var treeDescription = fmt.Sprintf(`Shows a directory as an indented tree, in name order, directories with a trailing /, symbolic links marked @ (not followed). It is an overview: it goes max_depth levels deep (default %d, at most %d) and shows at most max_entries entries (default %d, at most %d), and says where it stopped (directories not expanded, entries not shown); .git directories are shown but not expanded. The tree also ends on a whole line within the tool's output bound (%d bytes by default). Without a path, shows the first root.
+var treeDescription = fmt.Sprintf(`Shows a directory as an indented tree, in name order, directories with a trailing /, symbolic links marked @ (not followed). It is an overview: it goes max_depth levels deep (default %d, at most %d) and shows at most max_entries entries (default %d, at most %d), and says where it stopped (directories not expanded, entries not shown); .git directories are shown but not expanded. The tree also ends on a whole line within the tool's output bound (%d bytes by default). Without a path, shows the first writable root (where relative paths start; list_roots lists every root).
 Example: {"path": "src", "max_depth": 2}`, limits.DirTreeDefaultDepth, limits.DirTreeMaxDepth, limits.DirTreeDefaultEntries, limits.DirTreeMaxEntries, limits.ToolTextBytes)
 
 // TreeArgs are dir_tree's arguments.
 type TreeArgs struct {
-	Path       string `json:"path,omitempty" jsonschema:"the directory (default: the first root)"`
+	Path       string `json:"path,omitempty" jsonschema:"the directory: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
 	MaxDepth   int    `json:"max_depth,omitempty" jsonschema:"levels to expand (default and maximum in the description)"`
 	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"most entries to show (default and maximum in the description)"`
 }

@@ -23,7 +23,7 @@ Example: {"path": "src/main.go", "edits": [{"old_string": "a := 1", "new_string"
 // EditArgs are edit_file's arguments: one change (OldString, NewString,
 // ReplaceAll) or several (Edits).
 type EditArgs struct {
-	Path       string     `json:"path" jsonschema:"the file: relative to the first root where editing is granted, or absolute inside one"`
+	Path       string     `json:"path" jsonschema:"the file: relative to the first writable root, or absolute inside any writable root (list_roots lists the roots and their modes)"`
 	OldString  string     `json:"old_string,omitempty" jsonschema:"the exact text to replace (or use edits)"`
 	NewString  string     `json:"new_string,omitempty" jsonschema:"the text to put in its place"`
 	ReplaceAll bool       `json:"replace_all,omitempty" jsonschema:"replace every occurrence (default false: old_string must be unique)"`

@@ -19,7 +19,8 @@ type executor struct {
 type target struct {
 	root, name string
 	// display is how results name it: root-relative under the effect's
-	// first root (where relative paths start), absolute elsewhere.
+	// first root (where relative paths start: the first writable root),
+	// absolute elsewhere.
 	display string
 }
 

@@ -19,13 +19,13 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-const grepDescription = `Searches file contents line by line for a regular expression (RE2 syntax, as Go's regexp; ^ and $ match at line boundaries), or for literal text with literal=true; ignore_case=true ignores case. path is a file or directory (default: the first root); glob filters the files searched (e.g. "**/*.go"; a glob without / matches file names). Directories named .git and paths ignored by .gitignore files are skipped, as are binary files and files over 16 MiB. Shows at most max_results matching lines (default and at most 500) as path:line:text, lines cut at 500 characters; the result says how many more matched.
+const grepDescription = `Searches file contents line by line for a regular expression (RE2 syntax, as Go's regexp; ^ and $ match at line boundaries), or for literal text with literal=true; ignore_case=true ignores case. path is a file or directory (default: the first writable root, where relative paths start; a path in any root may be given absolute); glob filters the files searched (e.g. "**/*.go"; a glob without / matches file names). Directories named .git and paths ignored by .gitignore files are skipped, as are binary files and files over 16 MiB. Shows at most max_results matching lines (default and at most 500) as path:line:text, lines cut at 500 characters; the result says how many more matched.
 Example: {"pattern": "func (\\w+)Handler", "path": "src", "glob": "**/*.go"}`
 
 // GrepArgs are grep's arguments.
 type GrepArgs struct {
 	Pattern    string `json:"pattern" jsonschema:"an RE2 regular expression, or literal text when literal is true"`
-	Path       string `json:"path,omitempty" jsonschema:"a file or directory to search (default: the first root)"`
+	Path       string `json:"path,omitempty" jsonschema:"a file or directory to search: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
 	Glob       string `json:"glob,omitempty" jsonschema:"only search files whose path matches this glob, e.g. **/*.go"`
 	Literal    bool   `json:"literal,omitempty" jsonschema:"match pattern as plain text"`
 	IgnoreCase bool   `json:"ignore_case,omitempty" jsonschema:"ignore upper and lower case"`

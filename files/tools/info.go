@@ -15,7 +15,7 @@ Example: {"path": "src/main.go"}`
 
 // InfoArgs are file_info's arguments.
 type InfoArgs struct {
-	Path string `json:"path" jsonschema:"the entry: relative to the first root, or absolute inside a root"`
+	Path string `json:"path" jsonschema:"the entry: relative to the first writable root, or absolute inside any root (list_roots lists them)"`
 }
 
 // InfoResult is file_info's result.

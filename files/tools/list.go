@@ -16,16 +16,16 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var listDescription = fmt.Sprintf(`Lists a directory: one entry a line, in name order, directories with a trailing /, symbolic links marked @, other special files marked (special file). offset skips that many entries and limit shows at most that many (default and at most %d); the order is stable, so offset pages through a directory: the result says how many entries there are and the offset to continue with. details: true adds each entry's type, size, permissions and modification time. A listing that would exceed the tool's output bound (%d bytes by default) ends on the last whole entry that fits and says so. Without a path, lists the first root.
+var listDescription = fmt.Sprintf(`Lists a directory: one entry a line, in name order, directories with a trailing /, symbolic links marked @, other special files marked (special file). offset skips that many entries and limit shows at most that many (default and at most %d); the order is stable, so offset pages through a directory: the result says how many entries there are and the offset to continue with. details: true adds each entry's type, size, permissions and modification time. A listing that would exceed the tool's output bound (%d bytes by default) ends on the last whole entry that fits and says so. Without a path, lists the first writable root (where relative paths start; list_roots lists every root and its mode); a path in any root may be given absolute.
 Example: {"path": "src", "offset": 1000, "details": true}`, limits.ListMaxEntries, limits.ToolTextBytes)
 
-const globDescription = `Finds files whose path matches a glob pattern, relative to path (default: the first root): * matches within one path element, ** any number of elements, ? one character, [abc] and {a,b} as usual. Directories named .git are skipped; symbolic links are not followed. At most 1000 paths are shown, in lexical order; the result says how many more matched.
+const globDescription = `Finds files whose path matches a glob pattern, relative to path (default: the first writable root, where relative paths start; a directory in any root may be given absolute): * matches within one path element, ** any number of elements, ? one character, [abc] and {a,b} as usual. Directories named .git are skipped; symbolic links are not followed. At most 1000 paths are shown, in lexical order; the result says how many more matched.
 Example: {"pattern": "**/*_test.go", "path": "src"}`
 
 // GlobArgs are glob's arguments.
 type GlobArgs struct {
 	Pattern string `json:"pattern" jsonschema:"the glob, e.g. **/*.go"`
-	Path    string `json:"path,omitempty" jsonschema:"the directory to search (default: the first root)"`
+	Path    string `json:"path,omitempty" jsonschema:"the directory to search: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
 }
 
 // GlobResult reports a glob; the paths are its text.

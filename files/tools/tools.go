@@ -45,10 +45,11 @@ const (
 	DirTree   = "dir_tree"
 	FileInfo  = "file_info"
 	MakeDir   = "create_directory"
+	ListRoots = "list_roots"
 )
 
 // toolNames are every tool RegisterTools registers.
-var toolNames = []string{ReadFile, ReadFiles, WriteFile, EditFile, ListDir, DirTree, FileInfo, MakeDir, Glob, Grep, MoveFile}
+var toolNames = []string{ReadFile, ReadFiles, WriteFile, EditFile, ListDir, DirTree, FileInfo, MakeDir, Glob, Grep, MoveFile, ListRoots}
 
 // Options configure RegisterTools.
 type Options struct {
@@ -101,7 +102,7 @@ func DefaultPolicy(tool string) kernel.Policy {
 }
 
 // RegisterTools registers the file tools on b. read_file, write_file,
-// edit_file, list_dir, glob and grep are hot; read_files, dir_tree,
+// edit_file, list_dir, glob, grep and list_roots are hot; read_files, dir_tree,
 // file_info, create_directory and move_file are deferred (found through
 // tool_search).
 func RegisterTools(b *kernel.Builder, opts *Options) error {
@@ -153,15 +154,20 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 			Description: listDescription,
 		}, adapt(x.listDir)),
 		kernel.AddTool(b, policy(Glob), kernel.Meta{
-			Effect: capability.List, Hot: true,
+			Effect: capability.List, Hot: true, Title: "Find files by pattern",
 			Summary:     "Find files by name pattern (** for any depth).",
 			Description: globDescription,
 		}, adapt(x.glob)),
 		kernel.AddTool(b, policy(Grep), kernel.Meta{
-			Effect: capability.Search, Hot: true,
+			Effect: capability.Search, Hot: true, Title: "Search file contents",
 			Summary:     "Search file contents with a regular expression or literal text.",
 			Description: grepDescription,
 		}, adapt(x.grep)),
+		kernel.AddTool(b, policy(ListRoots), kernel.Meta{
+			Effect: capability.List, Hot: true, Title: "List roots",
+			Summary:     "List the directories the file tools reach, with their modes.",
+			Description: rootsDescription,
+		}, adapt(x.listRoots)),
 		kernel.AddTool(b, policy(MoveFile), kernel.Meta{
 			Effect: capability.MoveFile, Title: "Move file",
 			Summary:     "Move or rename a file or directory, never replacing anything.",

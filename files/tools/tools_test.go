@@ -463,7 +463,7 @@ func TestMoveFileIsDeferredAndNeverReplaces(t *testing.T) {
 		listed = append(listed, e.Name)
 	}
 	slices.Sort(listed)
-	if want := []string{EditFile, Glob, Grep, ListDir, ReadFile, "tool_search", WriteFile}; !slices.Equal(listed, want) {
+	if want := []string{EditFile, Glob, Grep, ListDir, ListRoots, ReadFile, "tool_search", WriteFile}; !slices.Equal(listed, want) {
 		t.Fatalf("hot tools %q, want %q", listed, want)
 	}
 	if !strings.Contains(mustCall(t, s, "tool_search", obj{"query": "move rename file"}), MoveFile) {

@@ -19,7 +19,7 @@ Example: {"path": "notes/todo.md", "content": "# To do\n- write tests\n"}`, limi
 
 // WriteArgs are write_file's arguments.
 type WriteArgs struct {
-	Path    string `json:"path" jsonschema:"the file: relative to the first writable root, or absolute inside one"`
+	Path    string `json:"path" jsonschema:"the file: relative to the first writable root, or absolute inside any writable root (list_roots lists the roots and their modes)"`
 	Content string `json:"content" jsonschema:"the whole new content of the file"`
 }
 

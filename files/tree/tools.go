@@ -86,6 +86,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	err = kernel.AddTool(b, kernel.Policy{Name: "tree_stamp", Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.List,
+			Title:   "File metadata stamp",
 			Summary: "Metadata stamp of a file or directory: type, size, mode, times, inode",
 			Description: `Returns the metadata of one file or directory without reading it: type, size, permission bits, modification and change times, inode. A symbolic link is stamped, never followed. Stamp a path twice to tell whether it changed.
 Example: {"path": "build/output.bin"}`,
@@ -111,6 +112,7 @@ Example: {"path": "build/output.bin"}`,
 	return kernel.AddTool(b, kernel.Policy{Name: "tree_list", Timeout: o.Timeout, MaxOutputBytes: limits.ToolTextBytes},
 		kernel.Meta{
 			Effect:  capability.List,
+			Title:   "List directory tree",
 			Summary: "List every file and directory below a directory, with sizes and times; symlinks and special files left out",
 			Description: fmt.Sprintf(`Lists the files and directories below a directory, depth first: one line "TYPE MODE SIZE MTIME PATH" each (TYPE f or d; directories end in "/"), then a summary. Symbolic links and special files are left out and counted; links are never followed.
 It is an overview: it stops after %d names and goes %d levels deep (max_entries and max_depth may lower them), and says so in its summary line (the directories at the last level are listed, not expanded); the listing also stops within the tool's output bound. Only a tree whose files hold more than %d bytes fails ("limit").

@@ -70,6 +70,9 @@ type Entry struct {
 	fast *jsonvalid.Validator
 	// inputJSON and outputJSON are the schemas encoded once, for transports.
 	inputJSON, outputJSON json.RawMessage
+	// nameWords and textWords are what Search matches: the words of the
+	// name, and those of the title and discovery text.
+	nameWords, textWords []string
 }
 
 // Validate checks that e is complete and its schemas resolve.
@@ -122,10 +125,11 @@ func (e *Entry) OutputSchemaJSON() json.RawMessage { return e.outputJSON }
 
 // Hints returns the entry's annotations, derived from its effect if unset.
 func (e *Entry) Hints() Annotations {
+	a := AnnotationsFor(e.Effect)
 	if e.Annotations != nil {
-		return *e.Annotations
+		a = *e.Annotations
 	}
-	return AnnotationsFor(e.Effect)
+	return a
 }
 
 func (e *Entry) discoveryText() string {
@@ -166,6 +170,8 @@ func New(entries []Entry) (*Catalog, error) {
 				return nil, fmt.Errorf("catalog: tool %q: %w", e.Name, err)
 			}
 		}
+		e.nameWords = words(e.Name)
+		e.textWords = words(e.Hints().Title + " " + e.discoveryText())
 		c.index[e.Name] = len(c.entries)
 		c.entries = append(c.entries, &e)
 	}
@@ -212,15 +218,21 @@ func (c *Catalog) DeferredSpecsFor(caps capability.Set, activated func(name stri
 	return out
 }
 
-// Search ranks the entries caps grants against the words of query: a name
-// equal to a term scores 8, a name containing it 4, and the discovery text
-// containing it 1. Ties break by name; an empty query lists everything in
-// name order. limit is clamped to 1..12. tool_search itself is never
-// returned.
+// Search ranks the entries caps grants against the words of query,
+// matching whole words only (a plural "s" aside: "files" finds "file"): a
+// name equal to a term scores 8, a word of the name equal to it 4
+// (read_file's words are read and file), and a word of the title or
+// discovery text 1. A term that is only part of a word matches nothing, so
+// "x" finds no tool for being inside "text". Ties break by name; an empty
+// query lists everything in name order. limit is clamped to 1..12.
+// tool_search itself is never returned.
 func (c *Catalog) Search(caps capability.Set, query string, limit int) []*Entry {
-	terms := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
-		return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
-	})
+	terms := words(query)
+	for _, tok := range strings.Fields(strings.ToLower(query)) {
+		if strings.Contains(tok, "_") && !slices.Contains(terms, tok) {
+			terms = append(terms, tok) // a tool's name, matched whole
+		}
+	}
 	type scored struct {
 		score int
 		e     *Entry
@@ -230,17 +242,15 @@ func (c *Catalog) Search(caps capability.Set, query string, limit int) []*Entry 
 		if e.Name == ToolSearchName || !caps.Grants(e.Effect) {
 			continue
 		}
-		name := e.Name
-		hay := name + " " + strings.ToLower(e.discoveryText())
 		score := 0
 		for _, t := range terms {
-			if name == t {
+			if e.Name == t {
 				score += 8
 			}
-			if strings.Contains(name, t) {
+			if slices.Contains(e.nameWords, t) {
 				score += 4
 			}
-			if strings.Contains(hay, t) {
+			if slices.Contains(e.textWords, t) {
 				score++
 			}
 		}
@@ -258,6 +268,24 @@ func (c *Catalog) Search(caps capability.Set, query string, limit int) []*Entry 
 	out := make([]*Entry, 0, min(limit, len(matches)))
 	for _, m := range matches[:min(limit, len(matches))] {
 		out = append(out, m.e)
+	}
+	return out
+}
+
+// words splits text into lower-case words (letters and digits; '_' and
+// every other byte separate them), each without a plural "s", without
+// duplicates.
+func words(text string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
+	}) {
+		if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+			w = w[:len(w)-1]
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
 	}
 	return out
 }

@@ -116,6 +116,13 @@ func TestSearch(t *testing.T) {
 		{"", 100, "grep,move_file,read_file,run_shell,write_file"},
 		{"tools find", 5, ""},
 		{"nothing-matches", 5, ""},
+		// Whole words only: "x" is inside "text" and "expression", "ead"
+		// inside "read"; neither is a word of any tool.
+		{"x", 12, ""},
+		{"ead", 12, ""},
+		{"files", 5, "move_file,read_file,write_file,grep"},
+		{"read_file", 1, "read_file"},
+		{"grep", 5, "grep"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {

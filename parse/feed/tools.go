@@ -62,7 +62,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "feed_parse", MaxInputBytes: limits.FeedToolMaxInputBytes},
-		kernel.Meta{Effect: capability.Parse, Summary: "Read an RSS or Atom feed's entries, with dates, duplicates and omissions reported.", Description: parseDescription},
+		kernel.Meta{Effect: capability.Parse, Title: "Parse feed", Summary: "Read an RSS or Atom feed's entries, with dates, duplicates and omissions reported.", Description: parseDescription},
 		func(ctx context.Context, call *kernel.Call, in ParseArgs) (ParseResult, error) {
 			data, err := toolkit.Read(ctx, call, o.Files, in.Text, in.Path, limits.FeedMaxBytes, "feed")
 			if err != nil {

@@ -59,7 +59,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "html_extract", MaxInputBytes: limits.HTMLToolMaxInputBytes},
-		kernel.Meta{Effect: capability.Parse, Summary: "Read an HTML page's text or main article, rejecting access screens.", Description: extractDescription},
+		kernel.Meta{Effect: capability.Parse, Title: "Extract HTML text", Summary: "Read an HTML page's text or main article, rejecting access screens.", Description: extractDescription},
 		func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
 			sel, err := ParseSelection(in.Select)
 			if err != nil {

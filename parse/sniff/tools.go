@@ -41,7 +41,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "sniff", MaxInputBytes: limits.SniffToolMaxInputBytes},
-		kernel.Meta{Effect: capability.Parse, Summary: "Check a response body is the expected format (json, feed, html, pdf, csv) and not an access screen.", Description: checkDescription},
+		kernel.Meta{Effect: capability.Parse, Title: "Check content format", Summary: "Check a response body is the expected format (json, feed, html, pdf, csv) and not an access screen.", Description: checkDescription},
 		func(ctx context.Context, call *kernel.Call, in CheckArgs) (Report, error) {
 			expect, err := ParseFormat(in.Expect)
 			if err != nil {

@@ -32,7 +32,7 @@ type ToolOptions struct {
 
 // ScanArgs are csv_scan's arguments.
 type ScanArgs struct {
-	Path        string      `json:"path,omitempty" jsonschema:"CSV, .zip holding one CSV, or .gz file to read, relative to the first readable root; needs read_file on that root; give path or text, not both"`
+	Path        string      `json:"path,omitempty" jsonschema:"CSV, .zip holding one CSV, or .gz file to read, relative to the first writable root or absolute inside any root (list_roots lists them); needs read_file on that root; give path or text, not both"`
 	Text        string      `json:"text,omitempty" jsonschema:"CSV text inline; give path or text, not both"`
 	Columns     []string    `json:"columns,omitempty" jsonschema:"header names of the columns to return, in order; default all"`
 	Filter      []Condition `json:"filter,omitempty" jsonschema:"conditions that must all hold for a row to be returned"`
@@ -68,6 +68,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	return kernel.AddTool(b, kernel.Policy{Name: "csv_scan", MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes}, kernel.Meta{
 		Effect:  capability.Parse,
+		Title:   "Scan CSV",
 		Summary: "Read rows from a CSV/TSV/pipe file (or one zipped or gzipped): select columns, filter by value, exact counts.",
 		Description: fmt.Sprintf(`Scans a delimited table (comma, tab or pipe; detected unless dialect is given) from path (a CSV, a ZIP holding exactly one CSV, or a GZIP'd CSV) or inline text. The first row is the header.
 Returns the header, then matched rows (optionally only the named columns) as JSON arrays of strings, one per line, with exact counts: rows scanned, matched, skipped, returned. With max_rows, matched rows past the budget are counted and the result says truncated and where to continue (offset).

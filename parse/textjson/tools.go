@@ -28,7 +28,7 @@ type ToolOptions struct {
 
 // SourceArgs name the input of a tool: inline text or a file path.
 type SourceArgs struct {
-	Path     string `json:"path,omitempty" jsonschema:"file to read, relative to the first readable root; needs read_file on that root; give path or text, not both"`
+	Path     string `json:"path,omitempty" jsonschema:"file to read, relative to the first writable root or absolute inside any root (list_roots lists them); needs read_file on that root; give path or text, not both"`
 	Text     string `json:"text,omitempty" jsonschema:"the input itself, inline; give path or text, not both"`
 	MaxBytes int64  `json:"max_bytes,omitempty" jsonschema:"input byte limit; default and maximum are in the tool description"`
 }
@@ -80,6 +80,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	err := kernel.AddTool(b, policy("text_validate"), kernel.Meta{
 		Effect:  capability.Parse,
+		Title:   "Validate text",
 		Summary: "Check that a file or text is valid UTF-8 and count its bytes, characters and lines.",
 		Description: fmt.Sprintf(`Checks that the input is valid UTF-8 text and counts bytes, characters and lines.
 Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %d MiB (%d bytes), at most %d MiB; a larger input fails with limit.
@@ -108,6 +109,7 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 	}
 	err = kernel.AddTool(b, policy("json_validate"), kernel.Meta{
 		Effect:      capability.Parse,
+		Title:       "Validate JSON",
 		Summary:     "Strictly validate a JSON file or text: duplicate keys, non-finite numbers, depth; errors with line and column.",
 		Description: jsonDesc("Validates one JSON value strictly and reports its kind, size, value count and depth.") + "\nExample: {\"path\": \"config/settings.json\"}",
 	}, func(ctx context.Context, call *kernel.Call, in SourceArgs) (JSONResult, error) {
@@ -130,6 +132,7 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 	}
 	return kernel.AddTool(b, policy("json_canonical"), kernel.Meta{
 		Effect:  capability.Parse,
+		Title:   "Canonical JSON",
 		Summary: "Validate JSON strictly and return its canonical form (sorted keys, no whitespace, exact numbers).",
 		Description: jsonDesc("Validates one JSON value like json_validate and returns its canonical text: members sorted as RFC 8785 orders them, no whitespace, minimal string escapes, numbers exactly as written.") +
 			"\nThe canonical text is never longer than the input; a result over the output limit fails with limit.\nExample: {\"text\": \"{\\\"b\\\": 1, \\\"a\\\": [true, null]}\"}",

@@ -54,6 +54,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	meta := kernel.Meta{
 		Effect:      capability.RunScript,
+		Title:       "Run script",
 		Summary:     "Run a Starlark workflow that calls your other tools.",
 		Description: description(bd),
 	}

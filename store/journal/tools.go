@@ -85,6 +85,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	err = b.Register(kernel.Policy{Name: "journal_append", Timeout: o.Timeout, MaxInputBytes: limits.JournalMaxInputBytes + 4*limits.KiB},
 		kernel.Meta{
 			Effect:  capability.JournalWrite,
+			Title:   "Append to journal",
 			Summary: "Append one JSON event durably to a hash-chained journal",
 			Description: `Appends one JSON event to the named journal as its next record and returns the record's number and hash once it is on disk. The journal is created by its first append. Records are hash-chained, so any later change is detected by journal_verify.
 Refused: duplicate object keys, numbers that are not finite or more precise than a float64 (send those as strings), events nested deeper than ` + fmt.Sprint(limits.JournalMaxDepth) + ` levels. A journal whose last record is incomplete or corrupt refuses appends ("integrity") until an operator repairs it.
@@ -113,6 +114,7 @@ Example: {"name": "deployments", "event": {"service": "api", "version": "1.4.2",
 	err = kernel.AddTool(b, kernel.Policy{Name: "journal_verify", Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.JournalRead,
+			Title:   "Verify journal",
 			Summary: "Verify a journal's hash chain and report its first bad record",
 			Description: `Checks every record of the named journal: framing, canonical events, numbering and hash chain. Returns the record count, the verified bytes and the last record's hash; a bad record or an incomplete last record fails with "integrity", naming the record number, line and byte offset.
 Bounds: ` + bounds + `.
@@ -136,6 +138,7 @@ Example: {"name": "deployments"}`,
 	return kernel.AddTool(b, kernel.Policy{Name: "journal_read", Timeout: o.Timeout, MaxOutputBytes: 4 * limits.MiB},
 		kernel.Meta{
 			Effect:  capability.JournalRead,
+			Title:   "Read journal",
 			Summary: "Read verified records of a journal",
 			Description: `Returns up to limit records (default and maximum 1000) of the named journal starting at record from (default 1), each with its number, hashes and event. Every record up to the last returned is verified first; a bad record fails with "integrity".
 Example: {"name": "deployments", "from": 20, "limit": 10}`,

@@ -66,6 +66,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	err := kernel.AddTool(b, kernel.Policy{Name: "state_replace", MaxInputBytes: o.MaxInputBytes, Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.StateWrite,
+			Title:   "Replace state file",
 			Summary: "Atomically replace (or create) a private state file with new content",
 			Description: `Replaces the whole content of a state file atomically: after any crash the file holds the old or the new content, never a mix. Creates the file if it does not exist (private: mode 0600); an existing file keeps its permissions. Replacing an existing file follows the file tools' rule: the session must have read it with read_file, and it must not have changed since (else "conflict", nothing written). A path that is a symbolic link, directory or special file is refused. The content is bounded by this tool's input limit.
 Example: {"path": "state/progress.json", "content": "{\"step\": 3}"}`,
@@ -79,6 +80,7 @@ Example: {"path": "state/progress.json", "content": "{\"step\": 3}"}`,
 	return kernel.AddTool(b, kernel.Policy{Name: "dir_publish", Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.StateWrite,
+			Title:   "Publish directory",
 			Summary: "Publish a staged directory under a new name, complete or not at all; never replaces",
 			Description: `Renames a fully staged directory to its final name in one atomic step, after flushing its files to disk. The destination must not exist ("conflict" otherwise; nothing is replaced) and must be in the same parent directory as the staging directory ("invalid_input" otherwise).
 Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
