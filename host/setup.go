@@ -279,6 +279,12 @@ func (h *Host) Sessions(actor string) (func(context.Context) (*kernel.Session, e
 	}, nil
 }
 
+// Instructions are what a model serving session ks is told when it starts:
+// its file roots, their modes, and how paths address them.
+func (h *Host) Instructions(ks *kernel.Session) string {
+	return tools.RootsText(tools.Roots(ks.Capabilities()))
+}
+
 // OnClose adds f to what Close runs (log files, catalogs' descriptors).
 func (h *Host) OnClose(f func() error) { h.closers = append(h.closers, f) }
 

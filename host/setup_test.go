@@ -268,3 +268,82 @@ func TestUnusedEffects(t *testing.T) {
 		t.Fatalf("%v", errs)
 	}
 }
+
+// TestRootsDiscoveryAndAddressing is the README's example, --root P
+// --read-only D: the model is told both roots and their modes (the
+// instructions and list_roots), relative paths start at P, and D/x by its
+// absolute path can be read but not written.
+func TestRootsDiscoveryAndAddressing(t *testing.T) {
+	dir := fixture(t)
+	p, d := filepath.Join(dir, "rw"), filepath.Join(dir, "ro")
+	cfg, err := config.FromFlags([]string{p}, []string{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	s, err := h.NewSession(config.DefaultActor, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"relative paths start at the first, " + p,
+		"- " + p + " (read-write)",
+		"- " + d + " (read-only",
+	}
+	res, err := call(t, s, tools.ListRoots, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{h.Instructions(s), res.Text} {
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%q lacks %q", text, w)
+			}
+		}
+	}
+	if !strings.Contains(string(res.Structured), `{"path":"`+d+`","mode":"read-only"}`) {
+		t.Errorf("list_roots structured: %s", res.Structured)
+	}
+	bx := filepath.Join(d, "b.txt")
+	if res, err := call(t, s, tools.ReadFile, `{"path":"`+bx+`"}`); err != nil || !strings.Contains(res.Text, "beta") {
+		t.Fatalf("read %s: %v", bx, err)
+	}
+	if res, err := call(t, s, tools.ReadFile, `{"path":"a.txt"}`); err != nil || !strings.Contains(res.Text, "alpha") {
+		t.Fatalf("relative a.txt (in %s): %v", p, err)
+	}
+	for _, args := range []string{
+		`{"path":"` + bx + `","content":"x"}`,
+		`{"path":"` + filepath.Join(d, "new.txt") + `","content":"x"}`,
+	} {
+		if _, err := call(t, s, tools.WriteFile, args); fault.CodeOf(err) != fault.Denied {
+			t.Errorf("write_file %s: %v, want denied", args, err)
+		}
+	}
+	if data, _ := os.ReadFile(bx); string(data) != "beta\n" {
+		t.Errorf("%s changed: %q", bx, data)
+	}
+}
+
+// TestEveryToolHasATitle: a client shows the title in place of the name.
+func TestEveryToolHasATitle(t *testing.T) {
+	dir := fixture(t)
+	h, err := New(load(t, dir, base+"[catalog.notes.entries]\na = \"rw/a.txt\"\n[script]\nenabled = true\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, e := range h.Runtime.Catalog().Entries() {
+		if e.Hints().Title == "" {
+			t.Errorf("%s has no title", e.Name)
+		}
+	}
+	for _, name := range []string{"notes", "run_script", "tool_search", tools.ListRoots} {
+		if _, _, ok := h.Runtime.Catalog().Lookup(name); !ok {
+			t.Errorf("%s is not registered: the test does not cover it", name)
+		}
+	}
+}

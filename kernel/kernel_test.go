@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -418,5 +419,30 @@ func TestConcurrentCallsRespectBudget(t *testing.T) {
 	wg.Wait()
 	if ok != 50 {
 		t.Fatalf("%d calls admitted, budget 50", ok)
+	}
+}
+
+// TestNarrowRoots: narrowing takes roots away and a later narrowing gives
+// back at most what the session was started with.
+func TestNarrowRoots(t *testing.T) {
+	f := newFixture(t)
+	c, err := capability.New("alice", []capability.Effect{capability.ReadFile}, capability.Scope{Roots: []string{"/p", "/d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.rt.NewSession("alice", []capability.Capability{c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.NarrowRoots([]string{"/p/sub"})
+	if got := s.Capabilities().Roots(capability.ReadFile); !slices.Equal(got, []string{"/p/sub"}) {
+		t.Fatalf("narrowed roots %v", got)
+	}
+	s.NarrowRoots([]string{"/"})
+	if got := s.Capabilities().Roots(capability.ReadFile); !slices.Equal(got, []string{"/p", "/d"}) {
+		t.Fatalf("re-narrowed roots %v, want the granted ones and no more", got)
+	}
+	if !s.Capabilities().Grants(capability.ReadFile) {
+		t.Fatal("narrowing took an effect")
 	}
 }

@@ -21,12 +21,15 @@ import (
 // counters, the tools discovery activated, and per-session state that
 // plugins keep with Local. It is safe for concurrent use.
 type Session struct {
-	id      uint64
-	rt      *Runtime
-	actor   string
-	caps    capability.Set
-	trusted bool
-	calls   []atomic.Int64
+	id    uint64
+	rt    *Runtime
+	actor string
+	caps  capability.Set
+	// narrowed, when set, is caps with fewer roots (NarrowRoots): what
+	// handlers see. Effects are caps' either way.
+	narrowed atomic.Pointer[capability.Set]
+	trusted  bool
+	calls    []atomic.Int64
 
 	mu        sync.Mutex
 	activated map[string]bool
@@ -38,9 +41,25 @@ type Session struct {
 // Actor is the session's actor.
 func (s *Session) Actor() string { return s.actor }
 
-// Capabilities are the capabilities the session holds. Callers must not
-// modify them.
-func (s *Session) Capabilities() capability.Set { return s.caps }
+// Capabilities are the capabilities the session holds, narrowed by
+// NarrowRoots if it was called. Callers must not modify them.
+func (s *Session) Capabilities() capability.Set {
+	if n := s.narrowed.Load(); n != nil {
+		return *n
+	}
+	return s.caps
+}
+
+// NarrowRoots restricts the roots of the session's capabilities to where
+// they meet within (absolute, cleaned directories; see
+// capability.Set.Narrow), from then on, for every call that starts later.
+// It always narrows the capabilities the session was started with, so
+// calling it again can give back what an earlier call took, never more;
+// effects, resources, budgets and activated tools are unchanged.
+func (s *Session) NarrowRoots(within []string) {
+	n := s.caps.Narrow(within)
+	s.narrowed.Store(&n)
+}
 
 // Trusted reports whether the session receives failure detail.
 func (s *Session) Trusted() bool { return s.trusted }

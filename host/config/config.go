@@ -10,6 +10,7 @@
 //
 //	audit_log = "/var/log/capkit/audit.jsonl"   # optional: one JSON line per call (actor, tool, outcome, bytes)
 //	log = "/var/log/capkit/capkit.log"          # optional: the trusted detail log
+//	client_roots = "narrow"        # optional: MCP clients' roots (roots/list) narrow the roots below; default "ignore"
 //
 //	[[root]]                       # one per directory; at least one for file tools
 //	path = "/home/me/project"      # absolute, or relative to the configuration file's directory
@@ -83,6 +84,12 @@ import (
 // chosen when several are configured and none is named.
 const DefaultActor = "assistant"
 
+// The values of Config.ClientRoots.
+const (
+	ClientRootsIgnore = "ignore"
+	ClientRootsNarrow = "narrow"
+)
+
 // Config is a validated configuration. Values returned by Load, Parse and
 // FromFlags have their roots resolved.
 type Config struct {
@@ -92,6 +99,11 @@ type Config struct {
 	// Log is the host's trusted detail log (JSON lines); empty leaves the
 	// choice to the caller. Absolute once resolved.
 	Log string `toml:"log"`
+	// ClientRoots says what an MCP client's own roots (roots/list) do:
+	// ClientRootsIgnore (the default, also "") leaves them unasked;
+	// ClientRootsNarrow lets them narrow each session's roots to where
+	// both meet, never beyond the roots configured here.
+	ClientRoots string `toml:"client_roots"`
 	// Roots are the directories file tools may reach.
 	Roots []Root `toml:"root"`
 	// Actors by name. Empty means one actor, DefaultActor, with the
@@ -297,6 +309,11 @@ func (c *Config) validate() error {
 		} else if strings.ContainsRune(f.path, 0) {
 			errs.add(c.Errorf(f.field, "path contains a NUL byte"))
 		}
+	}
+	switch c.ClientRoots {
+	case "", ClientRootsIgnore, ClientRootsNarrow:
+	default:
+		errs.add(c.Errorf("client_roots", "%q: want %q or %q", c.ClientRoots, ClientRootsIgnore, ClientRootsNarrow))
 	}
 	for _, r := range c.Roots {
 		switch {

@@ -15,13 +15,14 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/host/config"
+	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/serve/mcpserver"
 )
 
 func newServeCmd(env *Env) *cobra.Command {
 	var hf hostFlags
-	var httpAddr, tokenFile string
+	var httpAddr, tokenFile, clientRoots string
 	var allowHosts, allowOrigins []string
 	var hb httpBounds
 	cmd := &cobra.Command{
@@ -34,7 +35,10 @@ diagnostics go to standard error), or over Streamable HTTP at /mcp with
 budgets, its own record of the files it read.
 
 Without --config, --root DIR (repeatable) grants the file tools on DIR and
---read-only DIR only the reading ones (read_file, list_dir, glob, grep).
+--read-only DIR only the reading ones (read_file, list_dir, glob, grep,
+list_roots). The model is told every root and its mode in the server's
+instructions and by list_roots; relative paths start at the first writable
+root, and a file in any root is addressed by its absolute path.
 
 HTTP binds loopback addresses only, unless a --token-file is given; the
 Host and Origin headers of every request are checked against loopback names
@@ -72,7 +76,15 @@ A Claude Desktop entry (claude_desktop_config.json):
 			if err != nil {
 				return err
 			}
-			opts := &mcpserver.Options{Version: Version, Log: h.Log, BearerToken: token}
+			opts := &mcpserver.Options{Version: Version, Log: h.Log, BearerToken: token, SessionInstructions: h.Instructions}
+			if opts.ClientRoots, err = clientRootsMode(clientRoots, h.Config.ClientRoots); err != nil {
+				return err
+			}
+			if opts.ClientRoots {
+				opts.SessionInstructions = func(ks *kernel.Session) string {
+					return h.Instructions(ks) + "Your client's own roots may narrow these; list_roots lists the roots in effect.\n"
+				}
+			}
 			ctx := cmd.Context()
 			if httpAddr == "" {
 				if len(allowHosts)+len(allowOrigins) > 0 {
@@ -109,6 +121,7 @@ A Claude Desktop entry (claude_desktop_config.json):
 	}
 	hf.add(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on HOST:PORT (endpoint /mcp; port 0 picks a free one) instead of stdio")
+	cmd.Flags().StringVar(&clientRoots, "client-roots", "", `"narrow": an MCP client's roots (roots/list) narrow each session's roots to where both meet, never further; "ignore": not asked for (default: the configuration's client_roots, else ignore)`)
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --http: a file holding the bearer token every request must carry")
 	cmd.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
 	cmd.Flags().StringArrayVar(&allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
@@ -167,6 +180,22 @@ func (b *httpBounds) apply(cmd *cobra.Command, c config.HTTPConfig, opts *mcpser
 		return fault.New(fault.InvalidInput, "--body-timeout %v is outside (0, %v]", opts.BodyTimeout, limits.MCPHardMaxBodyTimeout)
 	}
 	return nil
+}
+
+// clientRootsMode is whether client roots narrow sessions: the flag's
+// value if given, else the configuration's.
+func clientRootsMode(flag, configured string) (bool, error) {
+	mode := configured
+	if flag != "" {
+		mode = flag
+	}
+	switch mode {
+	case "", config.ClientRootsIgnore:
+		return false, nil
+	case config.ClientRootsNarrow:
+		return true, nil
+	}
+	return false, fault.New(fault.InvalidInput, "--client-roots %q: want %q or %q", flag, config.ClientRootsNarrow, config.ClientRootsIgnore)
 }
 
 // stdioProcs runs the stdio server on one processor (GOMAXPROCS=1) unless

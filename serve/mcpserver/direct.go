@@ -85,8 +85,8 @@ func (d *directCalls) take(c *stdioConn, req *jsonrpc.Request) bool {
 		}
 		d.ss.Store(ss)
 	}
-	if ss.InitializeParams() == nil {
-		return false
+	if ss.InitializeParams() == nil || d.b.roots.pending() {
+		return false // the SDK's path lists the client's roots first
 	}
 	var p callParams
 	if jsonv2.Unmarshal(req.Params, &p) != nil || p.Name == nil || p.InputResponses != nil || p.RequestState != nil {

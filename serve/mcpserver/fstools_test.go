@@ -62,13 +62,17 @@ func newFileServer(t *testing.T) *fileServer {
 
 func (fs *fileServer) connectStdio(t *testing.T, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
+	return fs.dialStdio(t, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, copts), version)
+}
+
+func (fs *fileServer) dialStdio(t *testing.T, client *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- fs.srv.ServeStdio(ctx, sr, sw) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, copts).
-		Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -84,12 +88,16 @@ func (fs *fileServer) connectStdio(t *testing.T, copts *mcp.ClientOptions, versi
 
 func (fs *fileServer) connectHTTP(t *testing.T, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
+	return fs.dialHTTP(t, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, copts), version)
+}
+
+func (fs *fileServer) dialHTTP(t *testing.T, client *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
 	ts := httptest.NewServer(fs.srv.Handler())
 	t.Cleanup(ts.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, copts).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + mcpserver.Path, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + mcpserver.Path, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,11 @@
 // replaced the detail of io and internal failures with a generic message
 // for untrusted sessions.
 //
+// A session's instructions are Options.Instructions plus what
+// Options.SessionInstructions says for its kernel session (the host names
+// the roots there). With Options.ClientRoots, a client's own roots
+// (roots/list) narrow its session's roots, never widen them (roots.go).
+//
 // What the SDK does not do, or does slowly, this package does by hand,
 // kept small and checked against the SDK by tests:
 //
@@ -85,6 +90,15 @@ type Options struct {
 	Version string
 	// Instructions are offered to clients when a session starts.
 	Instructions string
+	// SessionInstructions, when set, adds what it returns for a session's
+	// kernel session to Instructions (the host tells the model its roots).
+	SessionInstructions func(*kernel.Session) string
+	// ClientRoots lets a client that declares the roots capability narrow
+	// each session's roots to its own (roots/list): the file tools then
+	// reach only where the granted roots and the client's roots meet, never
+	// further than granted (see clientRoots). Off, client roots are not
+	// asked for.
+	ClientRoots bool
 	// Log receives transport and protocol failures: malformed messages,
 	// refused HTTP requests, sessions that could not start. It never
 	// receives tool arguments or results. Nil discards.
@@ -213,6 +227,8 @@ type binding struct {
 	ms   *mcp.Server
 	fast *fastPath // nil unless the transport splices results
 
+	roots *clientRoots // nil unless Options.ClientRoots
+
 	mu     sync.Mutex
 	listed map[string]bool
 }
@@ -221,18 +237,37 @@ type binding struct {
 // and following its activations.
 func (s *Server) bind(ks *kernel.Session, fast *fastPath) *binding {
 	b := &binding{srv: s, ks: ks, fast: fast, listed: map[string]bool{}}
-	b.ms = mcp.NewServer(s.impl, &mcp.ServerOptions{
-		Instructions: s.opts.Instructions,
+	opts := &mcp.ServerOptions{
+		Instructions: s.instructions(ks),
 		Logger:       s.log,
 		// Tools only; no logging capability (the SDK's historical default).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// The tool list is this session's: no shared cache may serve it.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
-	})
+	}
+	if s.opts.ClientRoots {
+		b.roots = newClientRoots(ks, s.log)
+		opts.RootsListChangedHandler = func(context.Context, *mcp.RootsListChangedRequest) { b.roots.changed() }
+	}
+	b.ms = mcp.NewServer(s.impl, opts)
 	b.ms.AddReceivingMiddleware(b.route)
 	b.sync()
 	ks.OnToolsChanged(b.sync)
 	return b
+}
+
+// instructions are what a session's client is told when it starts.
+func (s *Server) instructions(ks *kernel.Session) string {
+	text := s.opts.Instructions
+	if s.opts.SessionInstructions != nil {
+		if more := s.opts.SessionInstructions(ks); more != "" {
+			if text != "" {
+				text += "\n\n"
+			}
+			text += more
+		}
+	}
+	return text
 }
 
 // sync adds to the MCP tool list what the kernel session now offers. The
@@ -290,6 +325,7 @@ func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 	}
+	b.roots.refresh(ctx, req.Session)
 	res, failed, err := b.call(ctx, p.Name, p.Arguments)
 	switch {
 	case err != nil:
