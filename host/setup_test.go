@@ -315,6 +315,12 @@ func TestRootsDiscoveryAndAddressing(t *testing.T) {
 	if res, err := call(t, s, tools.ReadFile, `{"path":"a.txt"}`); err != nil || !strings.Contains(res.Text, "alpha") {
 		t.Fatalf("relative a.txt (in %s): %v", p, err)
 	}
+	// The README's trap: docs/x relative is looked for in P; the failure
+	// says so and names D.
+	if _, err := call(t, s, tools.ReadFile, `{"path":"b.txt"}`); fault.CodeOf(err) != fault.NotFound ||
+		!strings.Contains(err.Error(), "relative paths start at the first writable root, "+p) || !strings.Contains(err.Error(), d+" (read-only)") {
+		t.Errorf("relative b.txt: %v", err)
+	}
 	for _, args := range []string{
 		`{"path":"` + bx + `","content":"x"}`,
 		`{"path":"` + filepath.Join(d, "new.txt") + `","content":"x"}`,

@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
@@ -64,4 +66,25 @@ type request struct {
 	session   files.Session
 	caps      capability.Set
 	maxOutput int64
+}
+
+// where adds to a not_found failure for the relative path p the root it
+// was looked for in and the other roots, so a model that meant a file in
+// another root learns how to name it. Other failures pass unchanged.
+func where(err error, caps capability.Set, p string, t target) error {
+	fe := fault.As(err)
+	if fe.Code != fault.NotFound || filepath.IsAbs(p) {
+		return err
+	}
+	var others []string
+	for _, r := range Roots(caps) {
+		if r.Path != t.root {
+			others = append(others, r.Path+" ("+r.Mode+")")
+		}
+	}
+	msg := fmt.Sprintf("%s; relative paths start at the first writable root, %s", fe.Public(), t.root)
+	if len(others) > 0 {
+		msg += "; a file in another root is named by its absolute path (other roots: " + strings.Join(others, ", ") + ")"
+	}
+	return &fault.Error{Code: fault.NotFound, Message: msg, Err: fe.Err}
 }

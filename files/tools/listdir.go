@@ -68,7 +68,7 @@ func (x *executor) listDir(ctx context.Context, req request, in ListArgs) (ListR
 	}
 	entries, total, err := x.provider.ReadDir(ctx, t.root, t.name, offset+limit)
 	if err != nil {
-		return ListResult{}, err
+		return ListResult{}, where(err, req.caps, p, t)
 	}
 	entries = entries[min(offset, len(entries)):]
 	// Names and types come from the directory itself; a stat per entry

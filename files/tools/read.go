@@ -105,7 +105,7 @@ func (x *executor) readFile(ctx context.Context, req request, in ReadArgs) (Read
 	}
 	f, err := x.provider.Open(ctx, t.root, t.name)
 	if err != nil {
-		return ReadResult{}, err
+		return ReadResult{}, where(err, req.caps, in.Path, t)
 	}
 	defer f.Close()
 	if res, ok, err := x.readImage(ctx, req, t, f); ok || err != nil {
