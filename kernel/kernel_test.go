@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 	"time"
 
 	"github.com/capkit/capkit/capability"
@@ -444,5 +446,34 @@ func TestNarrowRoots(t *testing.T) {
 	}
 	if !s.Capabilities().Grants(capability.ReadFile) {
 		t.Fatal("narrowing took an effect")
+	}
+}
+
+// TestRawJSONSchemas: a typed tool's encoded JSON fields (in and out) take
+// any JSON value; inferred as byte slices they refused every object.
+func TestRawJSONSchemas(t *testing.T) {
+	type io struct {
+		V jsontext.Value  `json:"v"`
+		R json.RawMessage `json:"r"`
+	}
+	b := NewBuilder(nil)
+	err := AddTool(b, Policy{Name: "raw"}, Meta{Effect: capability.Parse, Description: "Raw."},
+		func(_ context.Context, _ *Call, in io) (io, error) { return in, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ := rt.Catalog().Lookup("raw")
+	for _, schema := range []json.RawMessage{e.InputSchemaJSON(), e.OutputSchemaJSON()} {
+		if strings.Contains(string(schema), `"array"`) || strings.Contains(string(schema), `"null"`) {
+			t.Errorf("raw JSON fields are typed: %s", schema)
+		}
+	}
+	s := session(t, rt, false, capability.Parse)
+	if _, err := s.Call(context.Background(), "raw", json.RawMessage(`{"v":{"a":1},"r":"x"}`)); err != nil {
+		t.Fatalf("an object for a raw field: %v", err)
 	}
 }

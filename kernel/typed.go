@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/fault"
@@ -29,13 +30,13 @@ type TypedHandler[In, Out any] func(ctx context.Context, call *Call, in In) (Out
 // Out is a struct. Arguments are validated against the schema (which
 // rejects unknown and duplicate members) before they are decoded.
 func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[In, Out]) error {
-	in, err := jsonschema.For[In](nil)
+	in, err := jsonschema.For[In](schemaOpts)
 	if err != nil {
 		return fmt.Errorf("kernel: tool %q: input schema: %w", policy.Name, err)
 	}
 	var out *jsonschema.Schema
 	if t := reflect.TypeFor[Out](); t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-		if out, err = jsonschema.For[Out](nil); err != nil {
+		if out, err = jsonschema.For[Out](schemaOpts); err != nil {
 			return fmt.Errorf("kernel: tool %q: output schema: %w", policy.Name, err)
 		}
 	}
@@ -66,6 +67,15 @@ func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[I
 		return encode(&v, nil)
 	})
 }
+
+// schemaOpts infer the schemas of typed tools. Encoded JSON values
+// (jsontext.Value, json.RawMessage) are any JSON value: inferred as Go
+// types they would be byte slices (an array of numbers, or null), a schema
+// that clients checking results against it reject for every value.
+var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[jsontext.Value]():  {Description: "any JSON value"},
+	reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+}}
 
 // Encode turns a typed value into a Result: structured content is its JSON
 // encoding; the text is its ToolText when it is a Texter, else the same JSON.

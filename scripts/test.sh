@@ -10,6 +10,16 @@ export GOFLAGS="${GOFLAGS:--mod=readonly}"
 
 bash scripts/need-postgres.sh
 
+echo "== MCP clients for the end-to-end suite (TypeScript SDK, Inspector)"
+# Under CI=true the suite fails without them; elsewhere it skips.
+if node_cache=$(bash scripts/need-node-sdk.sh); then
+	export CAPKIT_NODE_MODULES="$node_cache/node_modules"
+elif [ "${CI:-}" = true ]; then
+	exit 1
+else
+	echo "scripts/need-node-sdk.sh failed: the TypeScript client tests will skip"
+fi
+
 echo "== go vet"
 go vet ./...
 

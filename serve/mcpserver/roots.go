@@ -50,7 +50,11 @@ func newClientRoots(ks *kernel.Session, log *slog.Logger) *clientRoots {
 func (r *clientRoots) pending() bool { return r != nil && r.stale.Load() }
 
 // changed marks the roots to be listed again (notifications/roots/list_changed).
-func (r *clientRoots) changed() { r.stale.Store(true) }
+func (r *clientRoots) changed() {
+	if r != nil {
+		r.stale.Store(true)
+	}
+}
 
 // refresh lists the client's roots if they are stale and narrows the
 // session to them.

@@ -361,6 +361,10 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				}
 			case "notifications/cancelled":
 				c.direct.cancelled(req.Params)
+			case "notifications/roots/list_changed":
+				// Now, not when the SDK gets to it: the next call must not
+				// take the direct path with the roots of before.
+				c.direct.b.roots.changed()
 			}
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok {

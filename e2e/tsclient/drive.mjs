@@ -1,0 +1,102 @@
+// Drives capkit with the MCP TypeScript SDK's client, the one Claude
+// Desktop, Claude Code and the Inspector use, and prints what it saw as one
+// JSON object, for the Go test that runs it (e2e/tsclient_test.go) to check.
+//
+// It reads a plan as JSON on standard input:
+//   {"transport": "stdio", "command": "...", "args": [...], "cwd": "..."}
+//   or {"transport": "http", "url": "http://127.0.0.1:PORT/mcp"},
+//   "roots": ["file:///..."]   (optional: the client then offers roots),
+//   "steps": [{"op": ...}, ...]
+// and runs the steps in order, one at a time, as a model's client does:
+//   list                    tools/list (this arms the SDK's output-schema check)
+//   call {tool, args}       tools/call; the result, or what callTool threw
+//   cancel {tool, args, after_ms}  tools/call aborted through an AbortSignal
+//   changes {min}           how many tools/list_changed arrived, waiting
+//                           (10 s at most) until there are at least min
+//   set_roots {roots}       new roots, announced with roots/list_changed
+//   session                 the HTTP session id
+//   terminate               ends the HTTP session (DELETE)
+// The output: {"instructions", "server", "results": [one per step]}.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ListRootsRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const plan = JSON.parse(await readStdin());
+let roots = (plan.roots || []).map((uri) => ({ uri }));
+const capabilities = plan.roots ? { roots: { listChanged: true } } : {};
+const client = new Client({ name: 'capkit-e2e-ts', version: '1' }, { capabilities });
+let listChanged = 0;
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged++; });
+if (plan.roots) {
+  client.setRequestHandler(ListRootsRequestSchema, () => ({ roots }));
+}
+
+const transport = plan.transport === 'http'
+  ? new StreamableHTTPClientTransport(new URL(plan.url))
+  : new StdioClientTransport({ command: plan.command, args: plan.args, cwd: plan.cwd, stderr: 'ignore' });
+await client.connect(transport);
+
+const results = [];
+for (const step of plan.steps) {
+  results.push({ op: step.op, tool: step.tool, ...(await run(step)) });
+}
+const out = { instructions: client.getInstructions() ?? '', server: client.getServerVersion(), results };
+await client.close();
+process.stdout.write(JSON.stringify(out) + '\n');
+
+async function run(step) {
+  switch (step.op) {
+    case 'list': {
+      const { tools } = await client.listTools();
+      return { tools: tools.map((t) => ({ name: t.name, title: t.title ?? '', output_schema: !!t.outputSchema })) };
+    }
+    case 'call':
+      return call(step, {});
+    case 'cancel': {
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(), step.after_ms ?? 100);
+      return call(step, { signal: ac.signal });
+    }
+    case 'changes': {
+      const until = Date.now() + 10000; // a hang guard, not a timing check
+      while (listChanged < (step.min ?? 0) && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      return { list_changed: listChanged };
+    }
+    case 'set_roots':
+      roots = step.roots.map((uri) => ({ uri }));
+      await client.sendRootsListChanged();
+      return {};
+    case 'session':
+      return { session_id: transport.sessionId ?? '' };
+    case 'terminate':
+      await transport.terminateSession();
+      return { session_id: transport.sessionId ?? '' };
+  }
+  return { thrown: { message: `unknown op ${step.op}` } };
+}
+
+// call runs one tools/call. What it returns carries the result as the SDK
+// gave it, or, when callTool threw (a protocol error, an output-schema
+// mismatch, an abort), the error's code and message.
+async function call(step, options) {
+  try {
+    const r = await client.callTool({ name: step.tool, arguments: step.args ?? {} }, undefined, options);
+    const text = (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+    return { is_error: !!r.isError, text, meta: r._meta ?? null, structured: r.structuredContent ?? null };
+  } catch (e) {
+    return { thrown: { code: e.code ?? null, name: e.name ?? '', message: String(e.message ?? e) } };
+  }
+}
+
+function readStdin() {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (c) => { data += c; });
+    process.stdin.on('end', () => resolve(data));
+    process.stdin.on('error', reject);
+  });
+}
