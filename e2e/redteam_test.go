@@ -293,7 +293,8 @@ func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args m
 	}
 	// Host paths: anything under the test directory the caller did not
 	// itself send (echoing the caller's own path is no leak).
-	if leak := hostPathLeak(o.text, w.dir, own); leak != "" {
+	// The granted roots are no leak: the model is told them.
+	if leak := hostPathLeak(o.text, w.dir, append(own, w.rw, w.ro)); leak != "" {
 		t.Errorf("%s %.200v: host path %q leaked: %.400s", tool, args, leak, o.text)
 	}
 	if o.code != "" {
@@ -305,7 +306,8 @@ func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args m
 }
 
 // hostPathLeak returns a path under dir that text names and no argument
-// contains (a caller's own path echoed back is no leak), or "".
+// contains (a caller's own path echoed back is no leak), or "". A path
+// ends at a quote, space or punctuation that cannot end a root's name.
 func hostPathLeak(text, dir string, args []string) string {
 	for i := 0; ; {
 		j := strings.Index(text[i:], dir)
@@ -314,7 +316,7 @@ func hostPathLeak(text, dir string, args []string) string {
 		}
 		start := i + j
 		end := start + len(dir)
-		for end < len(text) && !strings.ContainsRune("\"' :,}]\n\\", rune(text[end])) {
+		for end < len(text) && !strings.ContainsRune("\"' :;,()}]\n\\", rune(text[end])) {
 			end++
 		}
 		token := text[start:end]
@@ -1018,7 +1020,7 @@ effects = ["read_file", "write_file", "list", "tool_search"]
 		t.Fatal(err)
 	}
 	for _, tl := range res.Tools {
-		if !slices.Contains([]string{"read_file", "write_file", "list_dir", "glob", "tool_search", "file_digest", "file_copy", "tree_stamp", "tree_list", "text_validate"}, tl.Name) {
+		if !slices.Contains([]string{"read_file", "write_file", "list_dir", "glob", "list_roots", "tool_search", "file_digest", "file_copy", "tree_stamp", "tree_list", "text_validate"}, tl.Name) {
 			t.Errorf("listed %s", tl.Name)
 		}
 	}
