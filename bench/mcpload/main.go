@@ -40,6 +40,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// tsDriver is the TypeScript client's script (-ts), or "" for the Go one.
+var tsDriver string
+
 type serverFlag struct {
 	kind string // capkit or reference
 	cmd  []string
@@ -74,6 +77,7 @@ func main() {
 	notes := flag.String("notes", "", "a markdown file appended to the report (analysis kept beside the script)")
 	command := flag.String("command", "", "the command line to print in the report")
 	only := flag.String("only", "", "comma-separated scenarios to run (default all)")
+	flag.StringVar(&tsDriver, "ts", "", "drive the servers with the TypeScript SDK client: the path of tsclient.mjs, beside a node_modules holding the SDK (default: the Go SDK client)")
 	flag.Parse()
 	if len(servers) == 0 || *dir == "" {
 		flag.Usage()
@@ -301,6 +305,9 @@ func measure(s serverFlag, sc scenario, n int, dir string, tick float64) (row, e
 			return r, err
 		}
 	}
+	if tsDriver != "" {
+		return measureTS(r, s, sc, n, dir, tick)
+	}
 	args := expand(s.cmd, dir)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stderr = os.Stderr
@@ -381,6 +388,78 @@ func measure(s serverFlag, sc scenario, n int, dir string, tick float64) (row, e
 	slices.Sort(lat)
 	r.p50 = lat[(n-1)*50/100]
 	r.p99 = lat[(n-1)*99/100]
+	return r, nil
+}
+
+// measureTS is measure with the TypeScript SDK client: tsclient.mjs
+// makes the same calls (setup, warm-up, measured) and reports the server's
+// CPU and memory and each call's latency.
+func measureTS(r row, s serverFlag, sc scenario, n int, dir string, tick float64) (row, error) {
+	type call [2]any
+	var plan struct {
+		Command []string `json:"command"`
+		Setup   []call   `json:"setup"`
+		Warmup  []call   `json:"warmup"`
+		Calls   []call   `json:"calls"`
+	}
+	plan.Command = expand(s.cmd, dir)
+	plan.Setup, plan.Warmup, plan.Calls = []call{}, []call{}, []call{}
+	for _, f := range sc.setup[s.kind] {
+		tool, a := f()
+		plan.Setup = append(plan.Setup, call{tool, a})
+	}
+	for i := range sc.warmup {
+		tool, a := sc.call[s.kind](n + i)
+		plan.Warmup = append(plan.Warmup, call{tool, a})
+	}
+	for i := range n {
+		tool, a := sc.call[s.kind](i)
+		plan.Calls = append(plan.Calls, call{tool, a})
+	}
+	in, err := json.Marshal(plan)
+	if err != nil {
+		return r, err
+	}
+	// The plan goes in a file: node reads a pipe on its standard input
+	// without waiting (EAGAIN) when the data is not there yet.
+	f, err := os.CreateTemp("", "mcpload-plan-*.json")
+	if err != nil {
+		return r, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(in); err != nil {
+		f.Close()
+		return r, err
+	}
+	if err := f.Close(); err != nil {
+		return r, err
+	}
+	cmd := exec.Command("node", tsDriver, f.Name())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return r, fmt.Errorf("tsclient.mjs: %w", err)
+	}
+	var res struct {
+		Tool      string  `json:"tool"`
+		CPUTicks  int64   `json:"cpu_ticks"`
+		HWM       int64   `json:"hwm_bytes"`
+		LatNS     []int64 `json:"lat_ns"`
+		ElapsedNS int64   `json:"elapsed_ns"`
+		RespBytes int     `json:"resp_bytes"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.LatNS) != n {
+		return r, fmt.Errorf("tsclient.mjs printed %.300s: %v", out, err)
+	}
+	lat := make([]time.Duration, n)
+	for i, v := range res.LatNS {
+		lat[i] = time.Duration(v)
+	}
+	slices.Sort(lat)
+	r.tool, r.hwm, r.respBytes = res.Tool, res.HWM, res.RespBytes
+	r.elapsed = time.Duration(res.ElapsedNS)
+	r.cpu = time.Duration(float64(res.CPUTicks) / tick * float64(time.Second))
+	r.p50, r.p99 = lat[(n-1)*50/100], lat[(n-1)*99/100]
 	return r, nil
 }
 

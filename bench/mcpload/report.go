@@ -19,10 +19,14 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 	if command != "" {
 		fmt.Fprintf(&b, "Produced by:\n\n```\n%s\n```\n\n", command)
 	}
-	fmt.Fprintf(&b, "Measured %s on %s/%s, %d CPUs. Same client for both servers: the Go MCP SDK over stdio, protocol 2025-11-25, one call at a time; "+
+	client := "the Go MCP SDK over stdio, protocol 2025-11-25"
+	if tsDriver != "" {
+		client = "the MCP TypeScript SDK's client (bench/mcpload/tsclient.mjs; Claude Code's and Claude Desktop's) over stdio, protocol 2025-11-25, tools listed first"
+	}
+	fmt.Fprintf(&b, "Measured %s on %s/%s, %d CPUs. Same client for both servers: %s, one call at a time; "+
 		"each scenario on a fresh server process, after warm-up calls. Server CPU is utime+stime of the server process (/proc/PID/stat) over the measured calls; "+
 		"peak RSS is its VmHWM (/proc/PID/status).\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), client)
 
 	b.WriteString("Workload (each server's natural equivalent of each step):\n\n")
 	b.WriteString("| scenario | what | capkit | reference |\n|---|---|---|---|\n")

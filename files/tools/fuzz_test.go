@@ -122,7 +122,7 @@ func TestEditDiffBound(t *testing.T) {
 // applied is m applied to content.
 func applied(t *testing.T, m editMatch, content string) []byte {
 	t.Helper()
-	out, err := m.apply(context.Background(), []byte(content), int(m.size(len(content))))
+	out, err := m.apply(context.Background(), make([]byte, 0, m.size(len(content))), []byte(content))
 	if err != nil {
 		t.Fatal(err)
 	}
