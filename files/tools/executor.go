@@ -86,5 +86,5 @@ func where(err error, caps capability.Set, p string, t target) error {
 	if len(others) > 0 {
 		msg += "; a file in another root is named by its absolute path (other roots: " + strings.Join(others, ", ") + ")"
 	}
-	return &fault.Error{Code: fault.NotFound, Message: msg, Err: fe.Err}
+	return fault.Wrap(fault.NotFound, fe.Err, "%s", msg)
 }
