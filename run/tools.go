@@ -124,6 +124,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	err := kernel.AddTool(b, r.policy("run_shell", max),
 		kernel.Meta{
 			Effect:  capability.RunShell,
+			Title:   "Run shell command",
 			Summary: "Run a shell command in a container over the granted roots",
 			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, no network, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends.
 Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out. A command past its time limit fails with "limit".
@@ -210,6 +211,7 @@ func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[
 		kernel.Meta{
 			Effect:  effect,
 			Hot:     hot,
+			Title:   "Run " + kind + " command",
 			Summary: fmt.Sprintf("Run the %s command the host declared, contained, and read its result", kind),
 			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, no network, .git and capkit.toml read-only). The declared commands:
 %s

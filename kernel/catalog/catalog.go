@@ -123,13 +123,28 @@ func (e *Entry) InputSchemaJSON() json.RawMessage { return e.inputJSON }
 // OutputSchemaJSON is the output schema encoded as JSON, or nil.
 func (e *Entry) OutputSchemaJSON() json.RawMessage { return e.outputJSON }
 
-// Hints returns the entry's annotations, derived from its effect if unset.
+// Hints returns the entry's annotations, derived from its effect if unset;
+// their Title, when they name none, is derived from the name.
 func (e *Entry) Hints() Annotations {
 	a := AnnotationsFor(e.Effect)
 	if e.Annotations != nil {
 		a = *e.Annotations
 	}
+	if a.Title == "" {
+		a.Title = titleOf(e.Name)
+	}
 	return a
+}
+
+// titleOf is the title of a tool registered without one: its name as
+// words, the first capitalized ("zip_list" is "Zip list"), so every tool a
+// client lists has one.
+func titleOf(name string) string {
+	t := strings.ReplaceAll(name, "_", " ")
+	if t == "" {
+		return t
+	}
+	return strings.ToUpper(t[:1]) + t[1:]
 }
 
 func (e *Entry) discoveryText() string {

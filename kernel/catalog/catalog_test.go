@@ -170,3 +170,19 @@ func TestHintsAndSchemas(t *testing.T) {
 		t.Error("lookup of an unknown name")
 	}
 }
+
+func TestTitles(t *testing.T) {
+	c, err := New([]Entry{
+		{Name: "zip_list", Effect: capability.ReadFile, Description: "d", InputSchema: obj()},
+		{Name: "read_file", Annotations: &Annotations{Title: "Read file"}, Effect: capability.ReadFile, Description: "d", InputSchema: obj()},
+		{Name: "grep", Annotations: &Annotations{ReadOnly: true}, Effect: capability.ReadFile, Description: "d", InputSchema: obj()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"zip_list": "Zip list", "read_file": "Read file", "grep": "Grep"} {
+		if e, _, _ := c.Lookup(name); e.Hints().Title != want {
+			t.Errorf("%s: title %q, want %q", name, e.Hints().Title, want)
+		}
+	}
+}

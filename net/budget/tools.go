@@ -34,7 +34,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	bud := opts.Budget
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "budget_status", MaxInputBytes: limits.KiB},
-		kernel.Meta{Effect: capability.BudgetRead, Summary: "Show the network budget's use, window, spacing and cooldown.", Description: statusDescription},
+		kernel.Meta{Effect: capability.BudgetRead, Title: "Network budget status", Summary: "Show the network budget's use, window, spacing and cooldown.", Description: statusDescription},
 		func(ctx context.Context, _ *kernel.Call, _ StatusArgs) (Status, error) {
 			st, err := bud.Status(ctx)
 			if err != nil {

@@ -64,7 +64,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	return kernel.AddTool(b,
 		kernel.Policy{Name: "net_fetch", MaxInputBytes: limits.FetchToolMaxInputBytes, MaxOutputBytes: limits.FetchToolMaxOutputBytes, Timeout: limits.FetchMaxDeadline + limits.FetchSettleTimeout},
-		kernel.Meta{Effect: capability.NetFetch, Summary: "Fetch a public https URL under the host's network policy and budget; returns the body and a receipt.", Description: fetchDescription},
+		kernel.Meta{Effect: capability.NetFetch, Title: "Fetch URL", Summary: "Fetch a public https URL under the host's network policy and budget; returns the body and a receipt.", Description: fetchDescription},
 		func(ctx context.Context, call *kernel.Call, in FetchArgs) (FetchResult, error) {
 			o := base
 			if in.Expect != "" {
