@@ -1,7 +1,8 @@
 // Package e2e drives the real capkit binary: TestMain builds it once, and
-// the tests talk to `capkit serve` with the MCP Go SDK's client over stdio
-// and Streamable HTTP, and run `capkit call` and `capkit tools` as a user
-// would, checking exit codes.
+// the tests talk to `capkit serve` with the MCP Go SDK's client and with
+// the TypeScript SDK's (tsclient_test.go, through Node) over stdio and
+// Streamable HTTP, run the Inspector CLI against it, and run `capkit call`
+// and `capkit tools` as a user would, checking exit codes.
 package e2e
 
 import (
