@@ -212,7 +212,7 @@ func hexSHA(s string) string {
 func discovery() []tsStep {
 	var steps []tsStep
 	for _, q := range []string{
-		"move copy digest stamp tree", "state publish zip", "journal",
+		"move copy digest stamp tree", "several info create directory", "state publish zip", "journal",
 		"json text csv validate canonical", "html feed sniff", "notes script",
 	} {
 		steps = append(steps, tsStep{Op: "call", Tool: "tool_search", Args: map[string]any{"query": q, "limit": 12}})
@@ -258,10 +258,21 @@ func (w *tsWorld) toolCalls() []tsStep {
 		c("grep", "invalid_input", m{"pattern": "(unclosed"}),
 		c("grep", "not_found", m{"pattern": "x", "path": "nope"}),
 		c("list_roots", "", m{}),
-		c("move_file", "", m{"from": "move-me.txt", "to": "moved.txt"}),
-		c("move_file", "conflict", m{"from": "moved.txt", "to": "notes.txt"}),
-		c("move_file", "not_found", m{"from": "missing.txt", "to": "x.txt"}),
-		c("move_file", "denied", m{"from": "moved.txt", "to": filepath.Join(w.ro, "moved.txt")}),
+		c("move_file", "", m{"source": "move-me.txt", "destination": "moved.txt"}),
+		c("move_file", "conflict", m{"source": "moved.txt", "destination": "notes.txt"}),
+		c("move_file", "not_found", m{"source": "missing.txt", "destination": "x.txt"}),
+		c("move_file", "denied", m{"source": "moved.txt", "destination": filepath.Join(w.ro, "moved.txt")}),
+		c("read_files", "", m{"files": []m{{"path": "notes.txt"}, {"path": roRef}}}),
+		c("read_files", "invalid_input", m{"files": []m{}}),
+		c("dir_tree", "", m{}),
+		c("dir_tree", "not_found", m{"path": "missing"}),
+		c("dir_tree", "denied", m{"path": filepath.Join(w.dir, "cat")}),
+		c("file_info", "", m{"path": "notes.txt"}),
+		c("file_info", "not_found", m{"path": "missing.txt"}),
+		c("create_directory", "", m{"path": "made/deeper"}),
+		c("create_directory", "denied", m{"path": filepath.Join(w.ro, "made")}),
+		c("create_directory", "invalid_input", m{"path": "notes.txt"}),
+		c("create_directory", "not_found", m{"path": "notes.txt/x"}),
 		c("text_validate", "", m{"text": "hello\n"}),
 		c("text_validate", "invalid_input", m{}),
 		c("text_validate", "not_found", m{"path": "missing.txt"}),
