@@ -30,7 +30,17 @@ go build -o "$cache/capkit" ./cmd/capkit
 go build -o "$cache/mcpload" ./bench/mcpload
 
 fixture=$(mktemp -d)
-trap 'rm -rf "$fixture"' EXIT
+config=$(mktemp --suffix=.toml)
+trap 'rm -rf "$fixture" "$config"' EXIT
+# read_4mib reads the whole file: read_file's default output bound is
+# token-sized (a window of about 100 KiB), so the host raises it, as a
+# host that wants whole files would.
+cat >"$config" <<TOML
+[[root]]
+path = "$fixture"
+[tool.read_file]
+max_output_bytes = 8388608
+TOML
 
 command="${SCALE:+SCALE=$SCALE }${STARTUPS:+STARTUPS=$STARTUPS }${CLIENTS:+CLIENTS=\"$CLIENTS\" }${ONLY:+ONLY=$ONLY }bash bench/mcp-vs-reference.sh"
 section="MCP server vs reference filesystem server"
@@ -50,7 +60,7 @@ for client in ${CLIENTS:-go ts}; do
 		echo "CLIENTS: unknown client $client (go or ts)" >&2; exit 2 ;;
 	esac
 	"$cache/mcpload" -dir "$fixture" "${flags[@]}" \
-		-server "capkit=$PWD/$cache/capkit serve --root {dir}" \
+		-server "capkit=$PWD/$cache/capkit --config $config serve" \
 		-server "reference=node $PWD/$ref/dist/index.js {dir}"
 	echo "bench/RESULTS.md: section for the $client client written"
 done
