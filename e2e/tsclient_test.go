@@ -212,7 +212,7 @@ func hexSHA(s string) string {
 func discovery() []tsStep {
 	var steps []tsStep
 	for _, q := range []string{
-		"move copy digest stamp tree", "several info create directory", "state publish zip", "journal",
+		"move copy digest stamp tree", "several info create directory passages literal", "state publish zip", "journal",
 		"json text csv validate canonical", "html feed sniff", "notes script",
 	} {
 		steps = append(steps, tsStep{Op: "call", Tool: "tool_search", Args: map[string]any{"query": q, "limit": 12}})
@@ -257,6 +257,9 @@ func (w *tsWorld) toolCalls() []tsStep {
 		c("grep", "", m{"pattern": "one"}),
 		c("grep", "invalid_input", m{"pattern": "(unclosed"}),
 		c("grep", "not_found", m{"pattern": "x", "path": "nope"}),
+		c("passages_find", "", m{"path": "notes.txt", "query": "one"}),
+		c("passages_find", "not_found", m{"path": "missing.txt", "query": "one"}),
+		c("passages_find", "denied", m{"path": filepath.Join(w.dir, "cat", "a.txt"), "query": "a"}),
 		c("list_roots", "", m{}),
 		c("move_file", "", m{"source": "move-me.txt", "destination": "moved.txt"}),
 		c("move_file", "conflict", m{"source": "moved.txt", "destination": "notes.txt"}),

@@ -126,6 +126,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	err := kernel.AddTool(b, kernel.Policy{Name: "lexindex_update", MaxInputBytes: limits.LexToolInputBytes, Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
+			Title:   "Update full-text index",
 			Summary: "Add, replace or remove documents of a full-text index, all or none",
 			Description: fmt.Sprintf(`Applies a batch of mutations to a full-text index (a SQLite database) in one transaction: after a crash the index holds the state before or after the batch, never a mix.
 A put stores text (at most %d bytes of UTF-8) under an opaque ref with a digest (default: the text's hex SHA-256); a put whose digest the index already holds is left unchanged. With expect_digest, the index must hold that digest for the ref now, else the whole batch fails with "conflict" (another writer changed it: re-read its status). Removing a ref the index does not hold is "not_found".
@@ -145,6 +146,7 @@ Example: {"db": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The qu
 	err = kernel.AddTool(b, kernel.Policy{Name: "lexindex_scope", Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
+			Title:   "Full-text index scope",
 			Summary: "Set or remove a named scope (a set of refs) a full-text search can be restricted to",
 			Description: `Stores a named scope in the index: the set of refs given, replacing what the scope held. A search restricted to the scope filters before it ranks and cuts, so documents outside the scope never take the places of those inside. With remove, deletes the scope ("not_found" if there is none).
 Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`,
@@ -166,6 +168,7 @@ Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`
 	err = kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
+			Title:   "Full-text index status",
 			Summary: "Which refs a full-text index holds, at which digests, and which are stale",
 			Description: fmt.Sprintf(`Reports for each ref whether the index holds it and at which digest; given the caller's current digest, also whether the indexed copy is stale. Without refs, lists the indexed refs in order, at most %d per call; continue with "after".
 Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs),
@@ -184,6 +187,7 @@ Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "s
 	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_search", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
+			Title:   "Full-text search",
 			Summary: "Ranked full-text search (BM25) over an index's documents, optionally within a scope",
 			Description: fmt.Sprintf(`Searches a full-text index and returns refs ranked by BM25 over the whole index (score: higher is better), at most %d (default %d).
 Modes: "terms" (default) requires every word; "phrase" requires the words in order; "fts" takes SQLite FTS5 query syntax (AND, OR, NOT, "phrases", prefix*, NEAR(a b, 5), body:term, ^first); a malformed query fails with "invalid_input" naming the character where it goes wrong. With scope, only that stored scope's documents are ranked.

@@ -54,6 +54,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	return kernel.AddTool(b, kernel.Policy{Name: "passages_find", MaxOutputBytes: limits.PassagesToolOutputBytes, Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.Search,
+			Title:   "Find literal passages",
 			Summary: "Every exact occurrence of a literal in one text file, with character offsets and context, optionally per page",
 			Description: fmt.Sprintf(`Finds every occurrence of query in one UTF-8 text file (at most %d bytes), exactly as written: no normalisation of spaces, punctuation or accents; ignore_case folds case (Unicode simple folding; the result says which matching ran). Matches are leftmost and non-overlapping; offsets are characters (Unicode code points) from the start of the file, [start, end).
 With regions (non-overlapping character ranges such as pages), only matches lying inside one region count, and each match names its region (its index in the list) and shows context that never crosses the region's edge. At most %d matches are returned (default %d); "total" always counts them all. Context: up to %d characters on each side, exactly as in the file.

@@ -218,6 +218,7 @@ func registerAdd(b *kernel.Builder, l *modelLoader, _, long time.Duration) error
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_add", Timeout: long, MaxInputBytes: addMaxInputBytes},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
+			Title:   "Add to semantic index",
 			Summary: "Add or replace a source in a semantic index, by meaning (chunked and embedded)",
 			Description: fmt.Sprintf(`Indexes the complete text (at most %d bytes of UTF-8) under ref, replacing what ref held, in one transaction: after a crash the index holds the old or the new state. The text is cut into chunks of whole words of at most %d word pieces, each embedded with the host's pinned model. With expect_digest, the replace happens only if ref is indexed at that digest now ("conflict" otherwise). Creates the index if it does not exist. A missing model is "unavailable".
 Example: {"index": "work/sem.db", "ref": "doc-1", "text": "The quick brown fox."}`, limits.SemSourceMaxBytes, limits.SemChunkPieces),
@@ -237,6 +238,7 @@ func registerRemove(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) e
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_remove", Timeout: short},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
+			Title:   "Remove from semantic index",
 			Summary: "Remove a ref and its chunks from a semantic index",
 			Description: `Removes ref from the index in one transaction ("not_found" if it is not indexed). With expect_digest, only if ref is indexed at that digest now ("conflict" otherwise).
 Example: {"index": "work/sem.db", "ref": "doc-1"}`,
@@ -252,6 +254,7 @@ func registerScope(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) er
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_scope", Timeout: short},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
+			Title:   "Semantic index scope",
 			Summary: "Define a named scope (a set of refs) stored in a semantic index",
 			Description: fmt.Sprintf(`Sets scope name to exactly refs (at most %d per call; they need not be indexed yet), replacing its members, in one transaction. A search restricted to the scope filters before its limit.
 Example: {"index": "work/sem.db", "name": "team-a", "refs": ["doc-1", "doc-2"]}`, limits.SemScopeMaxRefs),
@@ -267,6 +270,7 @@ func registerSearch(b *kernel.Builder, l *modelLoader, short, _ time.Duration) e
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_search", Timeout: short},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
+			Title:   "Semantic search",
 			Summary: "Search a semantic index by meaning: exact cosine over every chunk, ranked spans",
 			Description: fmt.Sprintf(`Embeds query (at most %d word pieces) and scores every chunk in scope by exact cosine similarity, with no candidate or scan ceiling; returns the best hits (default %d, at most %d) as spans: ref, start and end in Unicode characters of the source, score. A scope filters before the limit; an unknown scope is "not_found".
 Example: {"index": "work/sem.db", "query": "a fast animal", "limit": 5}`, limits.SemChunkPieces, limits.SemSearchDefaultHits, limits.SemSearchMaxHits),
@@ -286,6 +290,7 @@ func registerStatus(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) e
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_status", Timeout: short},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
+			Title:   "Semantic index status",
 			Summary: "Readiness of a semantic index from its metadata (not a full audit)",
 			Description: `Reports the model digest, counts, and for the given refs (default all) whether each is indexed, at which digest, and whether a current digest you give says it is stale. Answers from metadata only: semindex_audit is the full check.
 Example: {"index": "work/sem.db", "current": {"doc-1": "sha256-of-doc-1"}}`,
@@ -301,6 +306,7 @@ func registerAudit(b *kernel.Builder, l *modelLoader, _, long time.Duration) err
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_audit", Timeout: long},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
+			Title:   "Audit semantic index",
 			Summary: "Full check of a semantic index: recompute every chunk and vector and compare",
 			Description: `The full check: SQLite's integrity check, then every stored source's digest, chunking and vectors recomputed with the host's model and compared. It reads and re-embeds everything, so it is slow on large indexes; semindex_status answers readiness from metadata.
 Example: {"index": "work/sem.db"}`,
