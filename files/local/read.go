@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	iofs "io/fs"
-	"math"
 	"os"
 	"path"
 	"slices"
@@ -273,39 +272,7 @@ func (p *Provider) openDir(ctx context.Context, root, name string) (*atfile.Dir,
 // it is (atfile.Walk: it descends only by opening a name inside an open
 // directory with O_NOFOLLOW, checking it is the directory it examined).
 func (p *Provider) Walk(ctx context.Context, root, name string, fn files.WalkFunc) error {
-	d, err := p.openDir(ctx, root, name)
-	if fault.CodeOf(err) == fault.NotFound || errors.Is(err, atfile.ErrNotDir) {
-		return p.walkFile(ctx, root, name, fn)
-	}
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	st, err := atfile.Fstat(d.File())
-	if err != nil {
-		return err
-	}
-	if err := fn(infoOf(name, st)); err != nil {
-		if err == iofs.SkipDir || err == iofs.SkipAll {
-			err = nil
-		}
-		return err
-	}
-	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth}
-	err = atfile.Walk(ctx, d, bounds, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
-		switch err := fn(infoOf(join(name, rel), st)); err {
-		case nil:
-			return st.Mode.IsDir(), nil
-		case iofs.SkipDir:
-			return false, nil
-		default:
-			return false, err
-		}
-	})
-	if err == iofs.SkipAll {
-		err = nil
-	}
-	return err
+	return p.WalkOpen(ctx, root, name, func(info files.Info, _ func(string) (files.File, error)) error { return fn(info) })
 }
 
 // walkFile is Walk of a name that is not a directory: a regular file is

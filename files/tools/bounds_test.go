@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,8 +41,9 @@ func TestGrepFileAndIgnoreBounds(t *testing.T) {
 	writeFile(t, filepath.Join(root, "past.txt"), at+"x")
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
 	text := mustCall(t, s, Grep, obj{"pattern": "needle"})
-	if !strings.Contains(text, "at.txt:1:needle") || strings.Contains(text, "past.txt") || !strings.Contains(text, "1 files not searched") {
-		t.Fatalf("file bound:\n%s", text)
+	if !strings.Contains(text, "at.txt:1:needle") || !strings.Contains(text, "past.txt:1:needle") || strings.Contains(text, "not searched") ||
+		!strings.Contains(text, fmt.Sprintf("2 lines longer than %d KiB were searched in pieces", limits.GrepChunkBytes/limits.KiB)) {
+		t.Fatalf("files of any size are searched, long lines reported:\n%s", text)
 	}
 	os.Remove(filepath.Join(root, "at.txt"))
 	os.Remove(filepath.Join(root, "past.txt"))
@@ -52,7 +54,7 @@ func TestGrepFileAndIgnoreBounds(t *testing.T) {
 	writeFile(t, filepath.Join(root, "b", ".gitignore"), pad(limits.GitignoreMaxBytes+1))
 	writeFile(t, filepath.Join(root, "b", "f.skip"), "needle\n")
 	text = mustCall(t, s, Grep, obj{"pattern": "needle"})
-	if strings.Contains(text, "a/f.skip") || !strings.Contains(text, "b/f.skip") || !strings.Contains(text, "1 .gitignore files over 1 MiB were not honoured") {
+	if strings.Contains(text, "a/f.skip") || !strings.Contains(text, "b/f.skip") || !strings.Contains(text, "1 .gitignore files or rules were not honoured") {
 		t.Fatalf("gitignore bound:\n%s", text)
 	}
 }
@@ -66,7 +68,7 @@ func TestGrepMatchesAtBound(t *testing.T) {
 	if out.Shown != limits.GrepMaxMatches || out.NotShown != 0 {
 		t.Fatalf("%+v", out)
 	}
-	json.Unmarshal(mustResult(t, s, Grep, obj{"pattern": "match", "max_results": limits.GrepMaxMatches}).Structured, &out)
+	json.Unmarshal(mustResult(t, s, Grep, obj{"pattern": "match", "head_limit": limits.GrepMaxMatches}).Structured, &out)
 	if out.Shown != limits.GrepMaxMatches {
 		t.Fatalf("%+v", out)
 	}

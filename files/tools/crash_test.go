@@ -69,7 +69,7 @@ func TestCrashLeavesOldOrNew(t *testing.T) {
 			{ListDir, obj{}},
 			{Glob, obj{"pattern": "**"}},
 			{Glob, obj{"pattern": ".*"}},
-			{Grep, obj{"pattern": "a", "max_results": 1}},
+			{Grep, obj{"pattern": "a", "head_limit": 1}},
 		} {
 			if text := mustCall(t, s, c.tool, c.args); strings.Contains(text, files.TempPrefix) {
 				t.Fatalf("%s served a staging file:\n%s", c.tool, text)

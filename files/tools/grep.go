@@ -1,287 +1,281 @@
 package tools
 
 import (
-	"bytes"
 	"context"
-	iofs "io/fs"
-	"path"
+	"fmt"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
-	"unicode/utf8"
-
-	"github.com/bmatcuk/doublestar/v4"
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/limits"
 )
 
-const grepDescription = `Searches file contents line by line for a regular expression (RE2 syntax, as Go's regexp; ^ and $ match at line boundaries), or for literal text with literal=true; ignore_case=true ignores case. path is a file or directory (default: the first writable root, where relative paths start; a path in any root may be given absolute); glob filters the files searched (e.g. "**/*.go"; a glob without / matches file names). Directories named .git and paths ignored by .gitignore files are skipped, as are binary files and files over 16 MiB. Shows at most max_results matching lines (default and at most 500) as path:line:text, lines cut at 500 characters; the result says how many more matched.
-Example: {"pattern": "func (\\w+)Handler", "path": "src", "glob": "**/*.go"}`
+var grepDescription = fmt.Sprintf(`Searches file contents for a regular expression (RE2 syntax, as Go's regexp; ^ and $ match at line boundaries), or for literal text with literal=true. A match lies within one line unless multiline=true, where . also matches a newline and a match may span lines (files up to %d MiB).
+path is a file or directory (default: the first writable root, where relative paths start; a path in any root may be given absolute); glob filters the files searched (e.g. "**/*.go"; a glob without / matches file names); type filters by file type (%s). Directories named .git, paths ignored by .gitignore files, and binary files are skipped. Files of any size are searched.
+output_mode: "content" (default) shows matching lines as path:line:text (context lines as path-line-text, with -A/-B/-C up to %d lines, groups apart separated by --), "files_with_matches" the paths of files with a match, "count" path:count per file. Entries are in path order, then line order; head_limit (default %d, at most %d) entries are shown from offset (default 0), and the result says the offset of the next page. Lines are cut at %d characters.
+Example: {"pattern": "func (\\w+)Handler", "path": "src", "type": "go", "-C": 2}`,
+	limits.GrepMultilineMaxFileBytes/limits.MiB, strings.Join(fileTypeNames(), ", "), limits.GrepMaxContextLines,
+	limits.GrepMaxMatches, limits.GrepMaxHeadLimit, limits.GrepMaxLineRunes)
 
-// GrepArgs are grep's arguments.
+// GrepArgs are grep's arguments. The short names are those of ripgrep's
+// flags, which models know from Claude Code's Grep tool.
 type GrepArgs struct {
 	Pattern    string `json:"pattern" jsonschema:"an RE2 regular expression, or literal text when literal is true"`
 	Path       string `json:"path,omitempty" jsonschema:"a file or directory to search: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
 	Glob       string `json:"glob,omitempty" jsonschema:"only search files whose path matches this glob, e.g. **/*.go"`
+	Type       string `json:"type,omitempty" jsonschema:"only search files of this type, e.g. go, py, js, ts, rust, md"`
+	OutputMode string `json:"output_mode,omitempty" jsonschema:"content (default), files_with_matches or count"`
 	Literal    bool   `json:"literal,omitempty" jsonschema:"match pattern as plain text"`
-	IgnoreCase bool   `json:"ignore_case,omitempty" jsonschema:"ignore upper and lower case"`
-	MaxResults int    `json:"max_results,omitempty" jsonschema:"most matching lines to show (default and at most 500)"`
+	IgnoreCase bool   `json:"-i,omitempty" jsonschema:"ignore upper and lower case"`
+	After      int    `json:"-A,omitempty" jsonschema:"context lines to show after each match (content mode)"`
+	Before     int    `json:"-B,omitempty" jsonschema:"context lines to show before each match (content mode)"`
+	Context    int    `json:"-C,omitempty" jsonschema:"context lines to show before and after each match (content mode)"`
+	LineNumber *bool  `json:"-n,omitempty" jsonschema:"show line numbers in content mode (default true)"`
+	Multiline  bool   `json:"multiline,omitempty" jsonschema:"let . match newlines and matches span lines"`
+	HeadLimit  int    `json:"head_limit,omitempty" jsonschema:"most entries to show (lines, files or counts, by output_mode)"`
+	Offset     int    `json:"offset,omitempty" jsonschema:"entries to skip before the first one shown, to page"`
 }
 
-// GrepResult reports a search; the matching lines are its text.
+// GrepResult reports a search; the entries are its text.
 type GrepResult struct {
-	Shown         int `json:"shown"`
-	NotShown      int `json:"not_shown"`
+	// Total counts the entries (matching lines, or files with a match,
+	// by output mode); Shown of them are in the text from Offset on,
+	// and NextOffset is where the next page starts (0: none).
+	Total      int `json:"total"`
+	Shown      int `json:"shown"`
+	NotShown   int `json:"not_shown"`
+	Offset     int `json:"offset"`
+	NextOffset int `json:"next_offset,omitempty"`
+	// FilesMatched counts the files with a match.
+	FilesMatched  int `json:"files_matched"`
 	FilesSearched int `json:"files_searched"`
-	// FilesSkipped counts binary files, files over limits.GrepMaxFileBytes
-	// and files that could not be read.
-	FilesSkipped int  `json:"files_skipped"`
-	DirsSkipped  int  `json:"skipped_dirs"`
-	Stopped      bool `json:"stopped"`
+	// FilesSkipped counts binary files, files that could not be read and
+	// (multiline) files over limits.GrepMultilineMaxFileBytes.
+	FilesSkipped int `json:"files_skipped"`
+	// LongLines counts lines longer than limits.GrepChunkBytes, searched
+	// in pieces of that size (a match across two pieces is not found).
+	LongLines   int  `json:"long_lines,omitempty"`
+	DirsSkipped int  `json:"skipped_dirs"`
+	Stopped     bool `json:"stopped"`
+	// IgnoreSkipped counts .gitignore files and rules not honoured (over
+	// limits.GitignoreMaxBytes, past limits.GitignoreMaxRules in force,
+	// or not valid).
+	IgnoreSkipped int `json:"ignore_skipped,omitempty"`
 
 	text string
 }
 
 func (r GrepResult) ToolText() string { return r.text }
 
+// grepPlan is a validated grep call.
+type grepPlan struct {
+	scan      scanOpts
+	head      int
+	offset    int
+	glob      *globFilter
+	types     []string
+	context   bool
+	numbered  bool
+	maxOutput int
+}
+
 func (x *executor) grep(ctx context.Context, req request, in GrepArgs) (GrepResult, error) {
-	if len(in.Pattern) > limits.GrepMaxPatternBytes {
-		return GrepResult{}, fault.LimitExceeded("pattern bytes", limits.GrepMaxPatternBytes, int64(len(in.Pattern)))
-	}
-	if len(in.Glob) > limits.GrepMaxPatternBytes {
-		return GrepResult{}, fault.LimitExceeded("glob bytes", limits.GrepMaxPatternBytes, int64(len(in.Glob)))
-	}
-	maxResults := in.MaxResults
-	switch {
-	case maxResults < 0:
-		return GrepResult{}, fault.New(fault.InvalidInput, "max_results must not be negative")
-	case maxResults == 0:
-		maxResults = limits.GrepMaxMatches
-	case maxResults > limits.GrepMaxMatches:
-		return GrepResult{}, fault.LimitExceeded("max_results", limits.GrepMaxMatches, int64(maxResults))
-	}
-	if in.Pattern == "" {
-		return GrepResult{}, fault.New(fault.InvalidInput, "pattern is empty")
-	}
-	expr := in.Pattern
-	if in.Literal {
-		expr = regexp.QuoteMeta(expr)
-	}
-	flags := "(?m)"
-	if in.IgnoreCase {
-		flags = "(?mi)"
-	}
-	re, err := regexp.Compile(flags + expr)
+	plan, err := planGrep(in, req.maxOutput)
 	if err != nil {
-		return GrepResult{}, fault.New(fault.InvalidInput, "pattern is not a valid RE2 regular expression: %s (set literal=true to search for plain text)", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
-	}
-	if in.Glob != "" && !doublestar.ValidatePattern(in.Glob) {
-		return GrepResult{}, fault.New(fault.InvalidInput, "glob %q is not a valid pattern", in.Glob)
+		return GrepResult{}, err
 	}
 	dir := in.Path
 	if dir == "" {
 		dir = "."
 	}
-	caps := req.caps
-	t, err := resolve(caps, capability.Search, dir)
+	t, err := resolve(req.caps, capability.Search, dir)
 	if err != nil {
 		return GrepResult{}, err
 	}
-	s := &search{
-		x: x, ctx: ctx, re: re, root: t.root, roots: caps.Roots(capability.Search), glob: in.Glob,
-		max: maxResults, w: walker{base: t.name},
-	}
-	if err := s.loadParentIgnores(t.name); err != nil {
+	g := newGrepRun(x, plan, t, req.caps.Roots(capability.Search))
+	if err := g.run(ctx); err != nil {
 		return GrepResult{}, err
 	}
-	if err := x.provider.Walk(ctx, t.root, t.name, s.visit); err != nil {
-		return GrepResult{}, err
-	}
-	s.res.Stopped = s.w.stopped
-	s.out.WriteString(summary(s.res.Shown, s.res.NotShown, "matching lines", s.res.DirsSkipped, s.res.Stopped))
-	if s.res.FilesSkipped > 0 {
-		s.out.WriteString("(")
-		s.out.WriteString(strconv.Itoa(s.res.FilesSkipped))
-		s.out.WriteString(" files not searched: binary, over 16 MiB, or unreadable)\n")
-	}
-	if s.ignoreTooBig > 0 {
-		s.out.WriteString("(")
-		s.out.WriteString(strconv.Itoa(s.ignoreTooBig))
-		s.out.WriteString(" .gitignore files over 1 MiB were not honoured)\n")
-	}
-	s.res.text = s.out.String()
-	return s.res, nil
+	return g.result(), nil
 }
 
-// search is one grep run.
-type search struct {
-	x            *executor
-	ctx          context.Context
-	re           *regexp.Regexp
-	root         string
-	roots        []string
-	glob         string
-	max          int
-	w            walker
-	ignore       []gitignore.Pattern
-	ignoreTooBig int
-	res          GrepResult
-	out          strings.Builder
-}
-
-// loadParentIgnores reads the .gitignore files of the directories above
-// the search base, inside the root, so a search of a subdirectory honours
-// them too.
-func (s *search) loadParentIgnores(base string) error {
-	if base == "." {
-		return nil
+func planGrep(in GrepArgs, maxOutput int64) (*grepPlan, error) {
+	if len(in.Pattern) > limits.GrepMaxPatternBytes {
+		return nil, fault.LimitExceeded("pattern bytes", limits.GrepMaxPatternBytes, int64(len(in.Pattern)))
 	}
-	parts := strings.Split(base, "/")
-	for i := range parts {
-		if err := s.loadIgnore(path.Join(parts[:i]...)); err != nil {
-			return err
+	if in.Pattern == "" {
+		return nil, fault.New(fault.InvalidInput, "pattern is empty")
+	}
+	p := &grepPlan{numbered: in.LineNumber == nil || *in.LineNumber}
+	var err error
+	if p.head, err = bounded("head_limit", in.HeadLimit, limits.GrepMaxMatches, limits.GrepMaxHeadLimit); err != nil {
+		return nil, err
+	}
+	if p.offset, err = bounded("offset", in.Offset, 0, limits.GrepMaxOffset); err != nil {
+		return nil, err
+	}
+	if err := p.setMode(in.OutputMode); err != nil {
+		return nil, err
+	}
+	if err := p.setContext(in); err != nil {
+		return nil, err
+	}
+	if p.glob, err = newGlobFilter("glob", in.Glob); err != nil {
+		return nil, err
+	}
+	if in.Type != "" {
+		if p.types = fileTypes[in.Type]; p.types == nil {
+			return nil, fault.New(fault.InvalidInput, "type %q is not known; known types: %s", in.Type, strings.Join(fileTypeNames(), ", "))
 		}
 	}
-	return nil
+	m, err := compilePattern(in)
+	if err != nil {
+		return nil, err
+	}
+	p.scan.m, p.scan.multiline = m, in.Multiline
+	p.maxOutput = outputBudget(maxOutput)
+	return p, nil
 }
 
-// loadIgnore reads dir/.gitignore, if there is one.
-func (s *search) loadIgnore(dir string) error {
-	if dir == "" {
-		dir = "."
+// bounded checks an optional count: 0 means def, negative is invalid,
+// past most is a limit.
+func bounded(name string, v, def, most int) (int, error) {
+	switch {
+	case v < 0:
+		return 0, fault.New(fault.InvalidInput, "%s must not be negative", name)
+	case v > most:
+		return 0, fault.LimitExceeded(name, int64(most), int64(v))
+	case v == 0:
+		return def, nil
 	}
-	data, _, err := s.x.provider.ReadAll(s.ctx, s.root, path.Join(dir, ".gitignore"), limits.GitignoreMaxBytes)
-	switch fault.CodeOf(err) {
-	case "":
-	case fault.Limit:
-		s.ignoreTooBig++
-		return nil
-	case fault.Unavailable:
-		return err
+	return v, nil
+}
+
+func (p *grepPlan) setMode(mode string) error {
+	switch mode {
+	case "", "content":
+		p.scan.mode = modeContent
+	case "files_with_matches":
+		p.scan.mode = modeFiles
+	case "count":
+		p.scan.mode = modeCount
 	default:
-		return nil // no .gitignore, or not a regular file: nothing to honour
-	}
-	var domain []string
-	if dir != "." {
-		domain = strings.Split(dir, "/")
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		s.ignore = append(s.ignore, gitignore.ParsePattern(line, domain))
+		return fault.New(fault.InvalidInput, "output_mode %q is not one of content, files_with_matches, count", mode)
 	}
 	return nil
 }
 
-func (s *search) ignored(name string, isDir bool) bool {
-	if len(s.ignore) == 0 || name == "." {
-		return false
-	}
-	return gitignore.NewMatcher(s.ignore).Match(strings.Split(name, "/"), isDir)
-}
-
-func (s *search) visit(info files.Info) error {
-	rel, depth, skip := s.w.visit(info)
-	if skip != nil {
-		return skip
-	}
-	if s.ignored(info.Name, info.IsDir()) {
-		if info.IsDir() {
-			return iofs.SkipDir
-		}
-		return nil
-	}
-	if info.IsDir() {
-		if depth >= limits.WalkMaxDepth {
-			s.res.DirsSkipped++
-			return iofs.SkipDir
-		}
-		return s.loadIgnore(info.Name)
-	}
-	if !info.IsRegular() {
-		return nil
-	}
-	if s.glob != "" && rel != "" {
-		subject := rel
-		if !strings.Contains(s.glob, "/") {
-			subject = path.Base(rel)
-		}
-		if ok, _ := doublestar.Match(s.glob, subject); !ok {
-			return nil
-		}
-	}
-	if info.Size > limits.GrepMaxFileBytes {
-		s.res.FilesSkipped++
-		return nil
-	}
-	data, _, err := s.x.provider.ReadAll(s.ctx, s.root, info.Name, limits.GrepMaxFileBytes)
-	if err != nil {
-		if c := fault.CodeOf(err); c == fault.Unavailable || s.ctx.Err() != nil {
+func (p *grepPlan) setContext(in GrepArgs) error {
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"-A", in.After}, {"-B", in.Before}, {"-C", in.Context}} {
+		if _, err := bounded(c.name, c.v, 0, limits.GrepMaxContextLines); err != nil {
 			return err
 		}
-		s.res.FilesSkipped++ // changed or vanished since it was listed
-		return nil
 	}
-	if bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
-		s.res.FilesSkipped++
-		return nil
+	p.scan.before, p.scan.after = in.Context, in.Context
+	if in.Before > 0 {
+		p.scan.before = in.Before
 	}
-	s.res.FilesSearched++
-	s.file(display(s.roots, s.root, info.Name), data)
+	if in.After > 0 {
+		p.scan.after = in.After
+	}
+	if p.scan.mode != modeContent {
+		p.scan.before, p.scan.after = 0, 0
+	}
+	p.context = p.scan.before > 0 || p.scan.after > 0
 	return nil
 }
 
-// file reports each line of data that has a match, once.
-func (s *search) file(name string, data []byte) {
-	line, lineAt := 1, 0
-	for pos := 0; pos <= len(data); {
-		loc := s.re.FindIndex(data[pos:])
-		if loc == nil {
-			return
-		}
-		at := pos + loc[0]
-		start := bytes.LastIndexByte(data[:at], '\n') + 1
-		end := bytes.IndexByte(data[at:], '\n')
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += at
-		}
-		line += bytes.Count(data[lineAt:start], []byte{'\n'})
-		lineAt = start
-		if s.res.Shown < s.max {
-			s.res.Shown++
-			s.writeMatch(name, line, data[start:end])
-		} else {
-			s.res.NotShown++
-		}
-		pos = end + 1
+// compilePattern compiles the pattern with its flags and builds its
+// matcher.
+func compilePattern(in GrepArgs) (*matcher, error) {
+	expr := in.Pattern
+	if in.Literal {
+		expr = regexp.QuoteMeta(expr)
 	}
+	flags := "m"
+	if in.IgnoreCase {
+		flags += "i"
+	}
+	if in.Multiline {
+		flags += "s"
+	}
+	expr = "(?" + flags + ")" + expr
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fault.New(fault.InvalidInput, "pattern is not a valid RE2 regular expression: %s (set literal=true to search for plain text)", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	return newMatcher(re, expr, in.IgnoreCase), nil
 }
 
-func (s *search) writeMatch(name string, line int, text []byte) {
-	text = bytes.TrimSuffix(text, []byte{'\r'})
-	s.out.WriteString(name)
-	s.out.WriteByte(':')
-	s.out.WriteString(strconv.Itoa(line))
-	s.out.WriteByte(':')
-	cut := false
-	if i := runeIndex(text, limits.GrepMaxLineRunes); i >= 0 {
-		text, cut = text[:i], true
+// outputBudget is the bytes the entries may take: the call's output bound
+// less room for the summary lines.
+func outputBudget(maxOutput int64) int {
+	const summaryRoom = 2 * limits.KiB
+	if maxOutput <= 0 || maxOutput > limits.HardMaxOutputBytes {
+		maxOutput = limits.HardMaxOutputBytes
 	}
-	if utf8.Valid(text) {
-		s.out.Write(text)
-	} else {
-		s.out.WriteString(strings.ToValidUTF8(string(text), "\uFFFD"))
+	return max(int(maxOutput)-summaryRoom, 0)
+}
+
+// fileTypes maps a type name to the file names it covers: "*.ext" by
+// suffix, others exactly. The table is a small subset of ripgrep's.
+var fileTypes = map[string][]string{
+	"c":          {"*.c", "*.h"},
+	"cpp":        {"*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.hxx", "*.h"},
+	"cs":         {"*.cs"},
+	"css":        {"*.css", "*.scss", "*.sass", "*.less"},
+	"docker":     {"Dockerfile", "*.dockerfile"},
+	"go":         {"*.go"},
+	"html":       {"*.html", "*.htm"},
+	"java":       {"*.java"},
+	"js":         {"*.js", "*.mjs", "*.cjs", "*.jsx"},
+	"json":       {"*.json", "*.jsonl"},
+	"kotlin":     {"*.kt", "*.kts"},
+	"make":       {"Makefile", "makefile", "GNUmakefile", "*.mk"},
+	"md":         {"*.md", "*.markdown", "*.mdx"},
+	"php":        {"*.php"},
+	"proto":      {"*.proto"},
+	"py":         {"*.py", "*.pyi"},
+	"rb":         {"*.rb", "Gemfile", "Rakefile"},
+	"rust":       {"*.rs"},
+	"sh":         {"*.sh", "*.bash", "*.zsh"},
+	"sql":        {"*.sql"},
+	"swift":      {"*.swift"},
+	"toml":       {"*.toml"},
+	"ts":         {"*.ts", "*.tsx", "*.mts", "*.cts"},
+	"txt":        {"*.txt"},
+	"xml":        {"*.xml"},
+	"yaml":       {"*.yaml", "*.yml"},
+	"starlark":   {"*.star", "*.bzl", "BUILD", "BUILD.bazel", "WORKSPACE"},
+	"typescript": {"*.ts", "*.tsx", "*.mts", "*.cts"},
+	"python":     {"*.py", "*.pyi"},
+	"markdown":   {"*.md", "*.markdown", "*.mdx"},
+}
+
+func fileTypeNames() []string {
+	names := make([]string, 0, len(fileTypes))
+	for n := range fileTypes {
+		names = append(names, n)
 	}
-	if cut {
-		s.out.WriteString(" … [cut]")
+	slices.Sort(names)
+	return names
+}
+
+// typeMatches reports whether base is one of the names of a type.
+func typeMatches(types []string, base string) bool {
+	for _, t := range types {
+		if ext, ok := strings.CutPrefix(t, "*"); ok {
+			if strings.HasSuffix(base, ext) {
+				return true
+			}
+		} else if base == t {
+			return true
+		}
 	}
-	s.out.WriteByte('\n')
+	return false
 }

@@ -14,9 +14,12 @@
 // the tools never import it.
 //
 // Written by hand: the windowed numbering, the edit matcher and its diff
-// are specific to these tools; globbing is github.com/bmatcuk/doublestar,
-// .gitignore matching is go-git's plumbing/format/gitignore, and regular
-// expressions are the standard library's RE2.
+// are specific to these tools. Globs and .gitignore rules are compiled
+// here to the standard library's RE2, which matches in linear time:
+// doublestar's and go-git's matchers backtrack, exponentially on hostile
+// patterns, inside calls no context can interrupt. grep's literal
+// prefilter, streaming scanner and worker pool are here too; regular
+// expressions are RE2.
 package tools
 
 import (
@@ -155,12 +158,12 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 		}, adapt(x.listDir)),
 		kernel.AddTool(b, policy(Glob), kernel.Meta{
 			Effect: capability.List, Hot: true, Title: "Find files by pattern",
-			Summary:     "Find files by name pattern (** for any depth).",
+			Summary:     "Find files by name pattern (** for any depth), newest first.",
 			Description: globDescription,
 		}, adapt(x.glob)),
 		kernel.AddTool(b, policy(Grep), kernel.Meta{
 			Effect: capability.Search, Hot: true, Title: "Search file contents",
-			Summary:     "Search file contents with a regular expression or literal text.",
+			Summary:     "Search file contents (regexp or literal) as lines, files or counts.",
 			Description: grepDescription,
 		}, adapt(x.grep)),
 		kernel.AddTool(b, policy(ListRoots), kernel.Meta{

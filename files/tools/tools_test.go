@@ -339,6 +339,7 @@ func TestGlob(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
+			c.args["sort"] = "path"
 			res, err := testkit.Call(t, s, Glob, c.args)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
@@ -408,16 +409,16 @@ func TestGrep(t *testing.T) {
 		code fault.Code
 	}{
 		{"regexp", obj{"pattern": "hel+o"}, []string{"b.txt:1:hello world", "keep/!important.x:1:hello negated", "sub/c.go:1:// hello from sub"}, ""},
-		{"ignore case", obj{"pattern": "hello", "ignore_case": true}, []string{"a.go:2:func Hello() {}", "b.txt:1:hello world", "b.txt:2:HELLO again", "keep/!important.x:1:hello negated", "sub/c.go:1:// hello from sub"}, ""},
+		{"ignore case", obj{"pattern": "hello", "-i": true}, []string{"a.go:2:func Hello() {}", "b.txt:1:hello world", "b.txt:2:HELLO again", "keep/!important.x:1:hello negated", "sub/c.go:1:// hello from sub"}, ""},
 		{"literal", obj{"pattern": "a.b", "literal": true}, []string{"a.go:3:var x = \"a.b\""}, ""},
 		{"regexp dot", obj{"pattern": "a.b"}, []string{"a.go:3:var x = \"a.b\"", "b.txt:3:axb"}, ""},
-		{"glob filter", obj{"pattern": "hello", "ignore_case": true, "glob": "*.go"}, []string{"a.go:2:func Hello() {}", "sub/c.go:1:// hello from sub"}, ""},
+		{"glob filter", obj{"pattern": "hello", "-i": true, "glob": "*.go"}, []string{"a.go:2:func Hello() {}", "sub/c.go:1:// hello from sub"}, ""},
 		{"path", obj{"pattern": "hello", "path": "sub"}, []string{"sub/c.go:1:// hello from sub"}, ""},
 		{"single file", obj{"pattern": "HELLO", "path": "b.txt"}, []string{"b.txt:2:HELLO again"}, ""},
 		{"anchors per line", obj{"pattern": "^axb$"}, []string{"b.txt:3:axb"}, ""},
 		{"bad regexp", obj{"pattern": "a("}, nil, fault.InvalidInput},
 		{"empty", obj{"pattern": ""}, nil, fault.InvalidInput},
-		{"max results past bound", obj{"pattern": "x", "max_results": limits.GrepMaxMatches + 1}, nil, fault.Limit},
+		{"head limit past bound", obj{"pattern": "x", "head_limit": limits.GrepMaxHeadLimit + 1}, nil, fault.Limit},
 		{"pattern past bound", obj{"pattern": strings.Repeat("a", limits.GrepMaxPatternBytes+1)}, nil, fault.Limit},
 	}
 	for _, c := range cases {
@@ -446,7 +447,7 @@ func TestGrepBound(t *testing.T) {
 	if out.Shown != limits.GrepMaxMatches || out.NotShown != 4 || !strings.Contains(res.Text, "4 not shown") {
 		t.Fatalf("%+v", out)
 	}
-	res = mustResult(t, s, Grep, obj{"pattern": "z+match", "max_results": 1})
+	res = mustResult(t, s, Grep, obj{"pattern": "z+match", "head_limit": 1})
 	if !strings.Contains(res.Text, " … [cut]") || strings.Count(res.Text, "z") != limits.GrepMaxLineRunes {
 		t.Fatalf("long line not cut: %.100s", res.Text)
 	}

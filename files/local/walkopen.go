@@ -1,0 +1,72 @@
+package local
+
+import (
+	"context"
+	"errors"
+	iofs "io/fs"
+	"math"
+	"path"
+	"strings"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/limits"
+)
+
+var _ files.OpenWalker = (*Provider)(nil)
+
+// WalkOpen is Walk with an opener relative to the directory being walked
+// (atfile.Dir.OpenRegular: no symlink, no special file, no staging name,
+// no pseudo-filesystem, no swap between look and open).
+func (p *Provider) WalkOpen(ctx context.Context, root, name string, fn files.WalkOpenFunc) error {
+	d, err := p.openDir(ctx, root, name)
+	if fault.CodeOf(err) == fault.NotFound || errors.Is(err, atfile.ErrNotDir) {
+		return p.walkFile(ctx, root, name, func(info files.Info) error { return fn(info, nil) })
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	st, err := atfile.Fstat(d.File())
+	if err != nil {
+		return err
+	}
+	if err := fn(infoOf(name, st), nil); err != nil {
+		if err == iofs.SkipDir || err == iofs.SkipAll {
+			err = nil
+		}
+		return err
+	}
+	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth}
+	err = atfile.Walk(ctx, d, bounds, func(rel string, _ int, st atfile.Stat, parent *atfile.Dir, _ string) (bool, error) {
+		full := join(name, rel)
+		open := func(base string) (files.File, error) { return openIn(parent, path.Dir(full), base) }
+		switch err := fn(infoOf(full, st), open); err {
+		case nil:
+			return st.Mode.IsDir(), nil
+		case iofs.SkipDir:
+			return false, nil
+		default:
+			return false, err
+		}
+	})
+	if err == iofs.SkipAll {
+		err = nil
+	}
+	return err
+}
+
+// openIn opens the regular file base of the open directory d, named
+// dir/base in results.
+func openIn(d *atfile.Dir, dir, base string) (files.File, error) {
+	name := join(dir, base)
+	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
+		return nil, fault.New(fault.InvalidInput, "%q is not a file name in %s", base, dir)
+	}
+	f, st, err := d.OpenRegular(base, name)
+	if err != nil {
+		return nil, err
+	}
+	return &file{f: f, info: infoOf(name, st), hash: files.NewVersionHash()}, nil
+}

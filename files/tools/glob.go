@@ -1,0 +1,169 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	iofs "io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/limits"
+)
+
+var globDescription = fmt.Sprintf(`Finds files whose path matches a glob pattern, relative to path (default: the first writable root, where relative paths start; a directory in any root may be given absolute): * matches within one path element, ** any number of elements, ? one character, [abc] [a-z] [!abc] and {a,b} as usual. Directories named .git are skipped; symbolic links are not followed.
+Paths are sorted by modification time, newest first (ties by path), or by path with sort="path". limit (default and at most %d) paths are shown from offset (default 0); the result says the offset of the next page. The modification-time order changes when files do, so its pages are stable only while the files are.
+Example: {"pattern": "**/*_test.go", "path": "src"}`, limits.GlobMaxLimit)
+
+// GlobArgs are glob's arguments.
+type GlobArgs struct {
+	Pattern string `json:"pattern" jsonschema:"the glob, e.g. **/*.go"`
+	Path    string `json:"path,omitempty" jsonschema:"the directory to search: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
+	Sort    string `json:"sort,omitempty" jsonschema:"modified (default: newest first) or path"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"most paths to show"`
+	Offset  int    `json:"offset,omitempty" jsonschema:"paths to skip before the first one shown, to page"`
+}
+
+// GlobResult reports a glob; the paths are its text.
+type GlobResult struct {
+	// Total paths matched; Shown of them from Offset on; NextOffset is
+	// where the next page starts (0: none).
+	Total      int `json:"total"`
+	Shown      int `json:"shown"`
+	NotShown   int `json:"not_shown"`
+	Offset     int `json:"offset"`
+	NextOffset int `json:"next_offset,omitempty"`
+	// Skipped counts directories not searched (deeper than
+	// limits.WalkMaxDepth) and Stopped reports a walk that reached
+	// limits.WalkMaxFiles entries.
+	Skipped int  `json:"skipped_dirs"`
+	Stopped bool `json:"stopped"`
+
+	text string
+}
+
+func (r GlobResult) ToolText() string { return r.text }
+
+// globMatch is one path found.
+type globMatch struct {
+	name    string
+	modTime time.Time
+}
+
+func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (GlobResult, error) {
+	if len(in.Pattern) > limits.GrepMaxPatternBytes {
+		return GlobResult{}, fault.LimitExceeded("pattern bytes", limits.GrepMaxPatternBytes, int64(len(in.Pattern)))
+	}
+	limit, err := bounded("limit", in.Limit, limits.GlobMaxResults, limits.GlobMaxLimit)
+	if err != nil {
+		return GlobResult{}, err
+	}
+	offset, err := bounded("offset", in.Offset, 0, limits.GrepMaxOffset)
+	if err != nil {
+		return GlobResult{}, err
+	}
+	if in.Sort != "" && in.Sort != "modified" && in.Sort != "path" {
+		return GlobResult{}, fault.New(fault.InvalidInput, "sort %q is not one of modified, path", in.Sort)
+	}
+	base, pattern := globBase(in.Pattern)
+	re, err := compileGlob(pattern, doublestarSyntax)
+	if in.Pattern == "" || strings.HasPrefix(in.Pattern, "/") || err != nil {
+		return GlobResult{}, fault.New(fault.InvalidInput, "pattern %q is not a valid relative glob (e.g. **/*.go); give the directory in path", in.Pattern)
+	}
+	dir := in.Path
+	if dir == "" {
+		dir = "."
+	}
+	if base != "." {
+		dir = path.Join(dir, base)
+	}
+	t, err := resolve(req.caps, capability.List, dir)
+	if err != nil {
+		return GlobResult{}, err
+	}
+	maxDepth := limits.WalkMaxDepth
+	if !strings.Contains(pattern, "**") {
+		maxDepth = min(maxDepth, strings.Count(pattern, "/")+1)
+	}
+	var res GlobResult
+	var found []globMatch
+	w := walker{base: t.name}
+	err = x.provider.Walk(ctx, t.root, t.name, func(info files.Info) error {
+		rel, depth, skip := w.visit(info)
+		if skip != nil {
+			return skip
+		}
+		if info.IsDir() {
+			if depth >= maxDepth {
+				if depth >= limits.WalkMaxDepth {
+					res.Skipped++
+				}
+				return iofs.SkipDir
+			}
+			return nil
+		}
+		if info.IsRegular() && rel != "" && re.MatchString(rel) {
+			found = append(found, globMatch{name: info.Name, modTime: info.ModTime})
+		}
+		return nil
+	})
+	if err != nil {
+		return GlobResult{}, err
+	}
+	if in.Sort != "path" {
+		sortNewestFirst(found)
+	}
+	res.Stopped = w.stopped
+	res.text = globPage(&res, found, offset, limit, t, req.caps.Roots(capability.List))
+	return res, nil
+}
+
+// sortNewestFirst orders by modification time, newest first, then by
+// name (the walk's order), so equal times page stably.
+func sortNewestFirst(found []globMatch) {
+	slices.SortStableFunc(found, func(a, b globMatch) int {
+		return b.modTime.Compare(a.modTime)
+	})
+}
+
+// globPage writes the page [offset, offset+limit) of found and the
+// summary.
+func globPage(res *GlobResult, found []globMatch, offset, limit int, t target, roots []string) string {
+	res.Total, res.Offset = len(found), offset
+	page := found[min(offset, len(found)):min(offset+limit, len(found))]
+	var b strings.Builder
+	for _, m := range page {
+		b.WriteString(t.child(roots, m.name))
+		b.WriteByte('\n')
+	}
+	res.Shown = len(page)
+	res.NotShown = res.Total - res.Shown
+	if offset+res.Shown < res.Total {
+		res.NextOffset = offset + res.Shown
+	}
+	b.WriteString("(")
+	b.WriteString(strconv.Itoa(res.Total))
+	b.WriteString(" paths match")
+	if res.Shown > 0 && res.NotShown > 0 {
+		fmt.Fprintf(&b, "; showing %d–%d", offset+1, offset+res.Shown)
+	}
+	if res.NotShown > 0 {
+		fmt.Fprintf(&b, "; %d not shown", res.NotShown)
+		if res.NextOffset > 0 {
+			fmt.Fprintf(&b, ": the next page is offset=%d", res.NextOffset)
+		}
+	}
+	if res.Skipped > 0 {
+		fmt.Fprintf(&b, "; %d directories deeper than %d levels not searched", res.Skipped, limits.WalkMaxDepth)
+	}
+	if res.Stopped {
+		fmt.Fprintf(&b, "; the search stopped after %d entries: search a subdirectory", limits.WalkMaxFiles)
+	}
+	b.WriteString(")\n")
+	return b.String()
+}

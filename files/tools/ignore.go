@@ -1,0 +1,237 @@
+package tools
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// ignoreRule is one line of a .gitignore, compiled once.
+type ignoreRule struct {
+	negate  bool
+	dirOnly bool
+	// anchored rules match the path relative to the declaring directory;
+	// the others match the base name.
+	anchored bool
+	// exact is set for a rule without metacharacters, which is compared
+	// as a string, suffix for a rule *suffix; re otherwise.
+	exact  string
+	suffix string
+	re     *regexp.Regexp
+}
+
+// ignoreFile is the compiled rules of one directory's .gitignore.
+type ignoreFile struct {
+	dir   string // root-relative; "." for the root
+	rules []ignoreRule
+	// exact indexes the rules without metacharacters by their text
+	// (anchored ones prefixed with /), so most rules cost a map lookup;
+	// globs lists the others' indexes.
+	exact map[string][]int
+	globs []int
+}
+
+// parseIgnore compiles the rules of data, declared in dir. Rules longer
+// than limits.GitignoreMaxRuleBytes or that do not parse are not kept and
+// are counted in dropped. It stops, with f nil, at the first rule past
+// room: a file is honoured whole or not at all.
+func parseIgnore(dir string, data []byte, room int) (f *ignoreFile, dropped int) {
+	if countRules(data) > room {
+		return nil, 0 // decided before compiling any
+	}
+	f = &ignoreFile{dir: dir}
+	for len(data) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		r, ok, valid := parseIgnoreLine(line)
+		switch {
+		case !valid:
+			dropped++
+		case ok:
+			f.add(r)
+		}
+	}
+	return f, dropped
+}
+
+// countRules counts the lines of data that are neither blank nor
+// comments: at least the rules it declares.
+func countRules(data []byte) int {
+	n := 0
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		line = bytes.TrimRight(line, " \r")
+		if len(line) > 0 && line[0] != '#' {
+			n++
+		}
+	}
+	return n
+}
+
+// parseIgnoreLine compiles one line; ok is false for blanks and comments,
+// valid false for a rule that is not honoured.
+func parseIgnoreLine(line []byte) (r ignoreRule, ok, valid bool) {
+	s := strings.TrimSuffix(string(line), "\r")
+	s = trimUnescapedSpace(s)
+	if s == "" || s[0] == '#' {
+		return r, false, true
+	}
+	if len(s) > limits.GitignoreMaxRuleBytes {
+		return r, false, false
+	}
+	if s[0] == '!' {
+		r.negate, s = true, s[1:]
+	}
+	if strings.HasSuffix(s, "/") && !escaped(s, len(s)-1) {
+		r.dirOnly, s = true, strings.TrimRight(s, "/")
+	}
+	if s == "" {
+		return r, false, true
+	}
+	if strings.Contains(s, "/") {
+		r.anchored, s = true, strings.TrimPrefix(s, "/")
+	}
+	if !strings.ContainsAny(s, `*?[\`) {
+		r.exact = s
+		return r, true, true
+	}
+	if ext, ok := strings.CutPrefix(s, "*"); ok && !r.anchored && !strings.ContainsAny(ext, `*?[\`) {
+		r.suffix = ext // *.ext: the commonest glob rule, compared as a string
+		return r, true, true
+	}
+	re, err := compileGlob(s, gitignoreSyntax)
+	if err != nil {
+		return r, false, false
+	}
+	r.re = re
+	return r, true, true
+}
+
+// trimUnescapedSpace drops trailing spaces unless escaped with \.
+func trimUnescapedSpace(s string) string {
+	for strings.HasSuffix(s, " ") && !escaped(s, len(s)-1) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func (f *ignoreFile) add(r ignoreRule) {
+	i := len(f.rules)
+	f.rules = append(f.rules, r)
+	if r.re != nil || r.suffix != "" {
+		f.globs = append(f.globs, i)
+		return
+	}
+	if f.exact == nil {
+		f.exact = map[string][]int{}
+	}
+	key := r.exact
+	if r.anchored {
+		key = "/" + key
+	}
+	f.exact[key] = append(f.exact[key], i)
+}
+
+// match reports whether the rules decide rel (relative to f.dir): decided
+// is false when no rule matches, ignored is the last matching rule's say.
+func (f *ignoreFile) match(rel string, isDir bool) (ignored, decided bool) {
+	base := rel[strings.LastIndexByte(rel, '/')+1:]
+	best := max(f.lastExact(base, isDir), f.lastExact("/"+rel, isDir))
+	for j := len(f.globs) - 1; j >= 0 && f.globs[j] > best; j-- {
+		r := &f.rules[f.globs[j]]
+		if r.dirOnly && !isDir {
+			continue
+		}
+		subject := base
+		if r.anchored {
+			subject = rel
+		}
+		if r.re == nil && strings.HasSuffix(subject, r.suffix) || r.re != nil && r.re.MatchString(subject) {
+			best = f.globs[j]
+			break
+		}
+	}
+	if best < 0 {
+		return false, false
+	}
+	return !f.rules[best].negate, true
+}
+
+// lastExact returns the index of the last exact rule for key that applies,
+// or -1.
+func (f *ignoreFile) lastExact(key string, isDir bool) int {
+	idx := f.exact[key]
+	for j := len(idx) - 1; j >= 0; j-- {
+		if !f.rules[idx[j]].dirOnly || isDir {
+			return idx[j]
+		}
+	}
+	return -1
+}
+
+// ignoreStack is the .gitignore files in force during a walk: those of
+// the directories above the current entry, deepest last. Rules are
+// scoped to their directory: leaving it drops them.
+type ignoreStack struct {
+	files []*ignoreFile
+	rules int // the rules in force, at most limits.GitignoreMaxRules
+}
+
+// enter drops the files of directories that are not above name.
+func (s *ignoreStack) enter(name string) {
+	for n := len(s.files); n > 0; n-- {
+		dir := s.files[n-1].dir
+		if dir == "." || strings.HasPrefix(name, dir+"/") {
+			return
+		}
+		s.rules -= len(s.files[n-1].rules)
+		s.files[n-1] = nil
+		s.files = s.files[:n-1]
+	}
+}
+
+// checked reports whether dir's .gitignore is loaded (dir is the
+// deepest directory in force, entered after its parents).
+func (s *ignoreStack) checked(dir string) bool {
+	return len(s.files) > 0 && s.files[len(s.files)-1].dir == dir
+}
+
+// room is how many more rules may be in force.
+func (s *ignoreStack) room() int { return limits.GitignoreMaxRules - s.rules }
+
+// push puts f's rules in force (parseIgnore kept them within room); an
+// empty f records that its directory was checked.
+func (s *ignoreStack) push(f *ignoreFile) {
+	s.files = append(s.files, f)
+	s.rules += len(f.rules)
+}
+
+// ignored reports whether the root-relative name is ignored: the deepest
+// directory with a matching rule decides.
+func (s *ignoreStack) ignored(name string, isDir bool) bool {
+	for i := len(s.files) - 1; i >= 0; i-- {
+		f := s.files[i]
+		rel := name
+		if f.dir != "." {
+			if !strings.HasPrefix(name, f.dir+"/") {
+				continue
+			}
+			rel = name[len(f.dir)+1:]
+		}
+		if ig, ok := f.match(rel, isDir); ok {
+			return ig
+		}
+	}
+	return false
+}

@@ -1,0 +1,255 @@
+package tools
+
+import (
+	"bytes"
+	"regexp"
+	"regexp/syntax"
+	"unicode/utf8"
+)
+
+// matcher finds the lines that match a grep pattern. Go's regexp has no
+// DFA and is slow over large texts, so a matcher first looks for a
+// literal every match must contain (found by walking the parsed pattern)
+// with bytes.Index or bytes.IndexByte, which are vectorised, and runs the
+// regexp only on the lines that contain it.
+type matcher struct {
+	re *regexp.Regexp
+	// pre finds candidate positions: every match contains one. nil means
+	// every line is a candidate.
+	pre prefilter
+	// pure is set when a prefilter hit is a match (the pattern is its
+	// literal), so the regexp need not run.
+	pure bool
+	// required is a literal every match contains (case-sensitive), used to
+	// skip a whole multiline file; nil when there is none.
+	required []byte
+}
+
+// prefilter finds the next candidate position in b, or -1.
+type prefilter interface {
+	next(b []byte) int
+}
+
+// newMatcher builds a matcher for a compiled pattern and its source
+// (flags included, as it was compiled).
+func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
+	m := &matcher{re: re}
+	flags := syntax.Perl
+	if fold {
+		flags |= syntax.FoldCase
+	}
+	parsed, err := syntax.Parse(expr, flags)
+	if err != nil {
+		return m
+	}
+	parsed = parsed.Simplify()
+	lit, litFold, whole := requiredLiteral(parsed)
+	if len(lit) == 0 {
+		return m
+	}
+	b := []byte(string(lit))
+	if !litFold {
+		// A line never holds a newline, so a literal with one is only a
+		// candidate there (multiline mode skips the line filter).
+		m.pre, m.pure, m.required = exactPrefilter{b}, whole && !bytes.Contains(b, []byte{'\n'}), b
+		return m
+	}
+	if p, ok := newFoldPrefilter(b); ok {
+		m.pre = p
+	}
+	return m
+}
+
+// requiredLiteral returns the longest literal every match of re contains,
+// whether it is case-folded, and whether re is exactly that literal.
+func requiredLiteral(re *syntax.Regexp) (lit []rune, fold, whole bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return re.Rune, re.Flags&syntax.FoldCase != 0, true
+	case syntax.OpCapture:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpPlus:
+		lit, fold, _ = requiredLiteral(re.Sub[0])
+		return lit, fold, false
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			lit, fold, _ = requiredLiteral(re.Sub[0])
+		}
+		return lit, fold, false
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			l, f, _ := requiredLiteral(sub)
+			if len(l) > len(lit) || (len(l) == len(lit) && fold && !f) {
+				lit, fold = l, f
+			}
+		}
+		return lit, fold, false
+	}
+	return nil, false, false
+}
+
+// exactPrefilter finds a case-sensitive literal.
+type exactPrefilter struct{ lit []byte }
+
+func (p exactPrefilter) next(b []byte) int { return bytes.Index(b, p.lit) }
+
+// foldPrefilter finds a case-insensitive literal by one of its bytes: the
+// rarest ASCII byte whose case folding stays within ASCII (not k or s,
+// which fold to the Kelvin sign and the long s), in either case, so every
+// match contains it; when the whole literal folds within ASCII the window
+// around a hit is compared with EqualFold.
+type foldPrefilter struct {
+	lower, upper byte
+	at           int    // offset of the byte in lit
+	lit          []byte // compared when verify
+	verify       bool
+}
+
+func newFoldPrefilter(lit []byte) (foldPrefilter, bool) {
+	best, bestRank := -1, 1<<30
+	verify := true
+	for i, c := range lit {
+		if !asciiFoldSafe(c) {
+			verify = false
+			continue
+		}
+		if r := byteRank(c); r < bestRank {
+			best, bestRank = i, r
+		}
+	}
+	if best < 0 {
+		return foldPrefilter{}, false
+	}
+	c := lit[best]
+	p := foldPrefilter{lower: toLower(c), upper: toUpper(c), at: best, lit: lit, verify: verify}
+	return p, true
+}
+
+// asciiFoldSafe reports whether c is ASCII and all its case variants are.
+func asciiFoldSafe(c byte) bool {
+	if c >= utf8.RuneSelf {
+		return false
+	}
+	l := toLower(c)
+	return l != 'k' && l != 's'
+}
+
+func toLower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func toUpper(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
+}
+
+func (p foldPrefilter) next(b []byte) int {
+	c := foldCursor{p: &p, lo: -1, up: -1}
+	return c.next(b, 0)
+}
+
+// foldCursor remembers where each case of the byte occurs next in one
+// text, so that a search through it scans each byte once per case.
+type foldCursor struct {
+	p      *foldPrefilter
+	lo, up int // next positions (len(b) when none), -1 when not yet known
+}
+
+func (c *foldCursor) next(b []byte, from int) int {
+	p := c.p
+	for from < len(b) {
+		c.lo = nextByte(b, from, p.lower, c.lo)
+		if p.upper != p.lower {
+			c.up = nextByte(b, from, p.upper, c.up)
+		} else {
+			c.up = c.lo
+		}
+		i := min(c.lo, c.up)
+		if i >= len(b) {
+			return -1
+		}
+		if !p.verify || p.matchesAt(b, i-p.at) {
+			return i
+		}
+		from = i + 1
+	}
+	return -1
+}
+
+// nextByte returns the first position >= from of c in b (len(b) if none),
+// reusing known when it is still ahead.
+func nextByte(b []byte, from int, c byte, known int) int {
+	if known >= from {
+		return known
+	}
+	if i := bytes.IndexByte(b[from:], c); i >= 0 {
+		return from + i
+	}
+	return len(b)
+}
+
+func (p foldPrefilter) matchesAt(b []byte, start int) bool {
+	if start < 0 || start+len(p.lit) > len(b) {
+		return false
+	}
+	for i, c := range p.lit {
+		if toLower(b[start+i]) != toLower(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// byteRank orders bytes by how common they are in source and text (lower
+// is rarer), so a prefilter stops on few false candidates.
+func byteRank(c byte) int {
+	const common = " etaoinsrlcdhumpfgybw.,_()=;\"'vkx/-:0{}1*2#<>"
+	if i := bytes.IndexByte([]byte(common), toLower(c)); i >= 0 {
+		return 100 + i
+	}
+	return 0
+}
+
+// lines calls hit with the bounds of each line of data (no newline) that
+// has a match, in order, until hit returns false.
+func (m *matcher) lines(data []byte, hit func(start, end int) bool) {
+	pos := 0
+	var fold *foldCursor
+	if p, ok := m.pre.(foldPrefilter); ok {
+		fold = &foldCursor{p: &p, lo: -1, up: -1}
+	}
+	for pos < len(data) {
+		at := -1
+		switch {
+		case fold != nil:
+			at = fold.next(data, pos)
+		case m.pre != nil:
+			if i := m.pre.next(data[pos:]); i >= 0 {
+				at = pos + i
+			}
+		default:
+			if loc := m.re.FindIndex(data[pos:]); loc != nil {
+				at = pos + loc[0]
+			}
+		}
+		if at < 0 {
+			return
+		}
+		start := pos + bytes.LastIndexByte(data[pos:at], '\n') + 1
+		end := len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i
+		}
+		if m.pure || m.re.Match(data[start:end]) {
+			if !hit(start, end) {
+				return
+			}
+		}
+		pos = end + 1
+	}
+}

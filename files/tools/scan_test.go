@@ -1,0 +1,106 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// refGrep is the reference: every line of data matched alone, context
+// lines as grep -A/-B print them, entries [from, to) kept.
+func refGrep(re *regexp.Regexp, data []byte, before, after int) (count int, text string) {
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	var b strings.Builder
+	last, afterLeft := 0, 0
+	for i, l := range lines {
+		n := i + 1
+		if re.MatchString(l) {
+			count++
+			for c := max(last+1, n-before); c < n; c++ {
+				b.WriteString(string(appendLine(nil, "f", c, []byte(lines[c-1]), '-')))
+			}
+			b.WriteString(string(appendLine(nil, "f", n, []byte(l), ':')))
+			last, afterLeft = n, after
+			continue
+		}
+		if afterLeft > 0 {
+			afterLeft--
+			b.WriteString(string(appendLine(nil, "f", n, []byte(l), '-')))
+			last = n
+		}
+	}
+	return count, b.String()
+}
+
+// TestScannerAgreesWithReference streams random texts through buffers of
+// a few bytes (so lines and context cross every chunk boundary) and
+// compares counts, line numbers and context with the reference.
+func TestScannerAgreesWithReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	patterns := []struct {
+		expr string
+		fold bool
+	}{{"ab", false}, {"(?i)ab", true}, {"^b", false}, {"a.c", false}, {"[xy]+z?", false}, {"(?i)context", true}, {"b$", false}}
+	for iter := range 400 {
+		p := patterns[iter%len(patterns)]
+		var sb strings.Builder
+		for range rng.IntN(40) {
+			for range rng.IntN(12) {
+				sb.WriteByte("abcABxyz ContEXT"[rng.IntN(16)])
+			}
+			sb.WriteByte('\n')
+		}
+		if rng.IntN(2) == 0 {
+			sb.WriteString("ab") // no final newline
+		}
+		data := []byte(sb.String())
+		before, after := rng.IntN(3), rng.IntN(3)
+		re := regexp.MustCompile("(?m)" + p.expr)
+		wantCount, wantText := refGrep(re, data, before, after)
+		size := 80 + rng.IntN(48) // half holds the context lines: none dropped
+		sc := &scanner{buf: make([]byte, size)}
+		o := &scanOpts{m: newMatcher(re, "(?m)"+p.expr, p.fold), before: before, after: after, keepTo: 1 << 30, maxKeepBytes: 1 << 30}
+		res := &fileResult{name: "f"}
+		if err := sc.search(context.Background(), bytes.NewReader(data), o, res); err != nil {
+			t.Fatal(err)
+		}
+		if res.count != wantCount || string(res.text) != wantText {
+			t.Fatalf("pattern %q -B%d -A%d buffer %d over %q:\ngot %d\n%s\nwant %d\n%s", p.expr, before, after, size, data, res.count, res.text, wantCount, wantText)
+		}
+	}
+}
+
+// TestScannerKeepsWindow: entries outside [keepFrom, keepTo) are counted
+// but not kept, and a byte bound stops keeping (full).
+func TestScannerKeepsWindow(t *testing.T) {
+	var sb strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&sb, "match %d\n", i)
+	}
+	re := regexp.MustCompile("(?m)match")
+	for _, c := range []struct {
+		from, to, maxBytes int
+		wantKept           int
+		wantFull           bool
+	}{{0, 10, 1 << 20, 10, false}, {95, 200, 1 << 20, 5, false}, {0, 100, 30, 3, true}} {
+		sc := &scanner{buf: make([]byte, 64)}
+		o := &scanOpts{m: newMatcher(re, "(?m)match", false), keepFrom: c.from, keepTo: c.to, maxKeepBytes: c.maxBytes}
+		res := &fileResult{name: "f"}
+		if err := sc.search(context.Background(), strings.NewReader(sb.String()), o, res); err != nil {
+			t.Fatal(err)
+		}
+		if res.count != 100 || len(res.entries) != c.wantKept || res.full != c.wantFull {
+			t.Fatalf("%+v: count %d kept %d full %v", c, res.count, len(res.entries), res.full)
+		}
+		if c.from > 0 && !strings.HasPrefix(string(res.text), fmt.Sprintf("f:%d:match %d\n", c.from+1, c.from)) {
+			t.Fatalf("%+v: %q", c, res.text)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package limits
+
+// grep and glob (files/tools).
+const (
+	// GrepMaxHeadLimit bounds grep's head_limit: the entries one page
+	// shows (matching lines, files or counts); GrepMaxMatches is the
+	// default. The call's output bound may stop a page earlier, and the
+	// result then says where the next page starts.
+	GrepMaxHeadLimit = 5_000
+	// GrepMaxOffset bounds grep's and glob's offset.
+	GrepMaxOffset = WalkMaxFiles * 10
+	// GrepMaxContextLines bounds the context lines shown before and after
+	// each match (-A, -B, -C).
+	GrepMaxContextLines = 100
+	// GrepChunkBytes is the read buffer of one grep worker: files are
+	// streamed through it, so a file of any size is searched in bounded
+	// memory. A line longer than this is searched in pieces of this size,
+	// and the result says how many such lines there were.
+	GrepChunkBytes = 1 * MiB
+	// GrepMultilineMaxFileBytes bounds a file searched with multiline,
+	// which needs the whole file at once; larger ones are skipped and
+	// counted.
+	GrepMultilineMaxFileBytes = GrepMaxFileBytes
+	// GrepMaxWorkers bounds the files searched at once.
+	GrepMaxWorkers = 8
+	// GitignoreMaxRules bounds the ignore rules in force at once (those
+	// of the directories above the entry being searched). A .gitignore
+	// whose rules would pass the bound is not honoured, and grep says so.
+	GitignoreMaxRules = 4_096
+	// GitignoreMaxRuleBytes bounds one ignore rule; a longer rule is not
+	// honoured, and grep says so.
+	GitignoreMaxRuleBytes = PathMaxBytes
+
+	// GlobMaxLimit bounds glob's limit; GlobMaxResults is the default.
+	GlobMaxLimit = GlobMaxResults
+)
+
+// GrepKeepBytes bounds the output text one grep worker keeps of a file
+// while the files before it are still being searched; entries past it are
+// found again by a second search when the page reaches them.
+const GrepKeepBytes = 256 * KiB
