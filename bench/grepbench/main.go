@@ -3,7 +3,8 @@
 // process start does not dominate: it registers the file tools, starts
 // one session granted search on -root, makes -warm unmeasured calls and
 // then -reps measured ones, and prints the median wall seconds of one
-// call and the entries found.
+// call, the median CPU seconds (user+system, getrusage) of one call, and
+// the entries found.
 //
 //	grepbench -root DIR -args '{"pattern":"func","output_mode":"count"}'
 package main
@@ -16,6 +17,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/capkit/capkit/capability"
@@ -69,16 +71,17 @@ func run(root, args string, reps, warm int) error {
 	if err != nil {
 		return err
 	}
-	var times []float64
+	var times, cpus []float64
 	var total int
 	for i := range warm + reps {
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuSeconds()
 		res, err := s.Call(context.Background(), tools.Grep, json.RawMessage(args))
 		if err != nil {
 			return err
 		}
 		if i >= warm {
 			times = append(times, time.Since(start).Seconds())
+			cpus = append(cpus, cpuSeconds()-cpu0)
 		}
 		var out tools.GrepResult
 		if err := json.Unmarshal(res.Structured, &out); err != nil {
@@ -87,6 +90,15 @@ func run(root, args string, reps, warm int) error {
 		total = out.Total
 	}
 	slices.Sort(times)
-	fmt.Printf("%.4f %d\n", times[len(times)/2], total)
+	slices.Sort(cpus)
+	fmt.Printf("%.4f %.4f %d\n", times[len(times)/2], cpus[len(cpus)/2], total)
 	return nil
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

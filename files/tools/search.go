@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"math"
 	"path"
 	"regexp"
 	"runtime"
@@ -348,8 +347,9 @@ func (g *grepRun) streamFile(ctx context.Context, sc *scanner, j grepJob, o *sca
 	}
 	defer f.Close()
 	// Through ReadAt: a search needs no version, and Read would hash
-	// every byte to compute one.
-	return sc.search(ctx, io.NewSectionReader(f, 0, math.MaxInt64), o, fr)
+	// every byte to compute one. The file is searched as long as it was
+	// when opened, which also spares the read that would find its end.
+	return sc.search(ctx, io.NewSectionReader(f, 0, f.Info().Size), o, fr)
 }
 
 func (g *grepRun) searchWholeFile(ctx context.Context, j grepJob, o *scanOpts, fr *fileResult) error {

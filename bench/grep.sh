@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Side-by-side: capkit grep vs ripgrep vs GNU grep, five searches on a
+# large tree (the Go module cache, or $TREE) and on one 1 GiB file of Go
+# source (made from the tree's .go files, in bench/.cache).
+#
+# capkit is measured in process, through the kernel (admission, bounds,
+# audit) as `capkit serve` calls it: bench/grepbench, so that process start
+# does not count (its cost is measured once, in BENCH_START). rg and grep
+# are separate processes (their start is ~1 ms). Each command runs $REPS
+# times, alternating, after one warm-up; the median wall time and the
+# median CPU time (user+system) are kept. Ratios are capkit's time / the
+# other's (< 1: capkit is faster; the goal is <= 2 against rg and < 1
+# against grep).
+#
+# What each searches: everything under the tree, binary files skipped (rg
+# -uu; LC_ALL=C grep -rI, since in a UTF-8 locale GNU grep takes a file
+# with an invalid sequence for binary; capkit skips files with a NUL in
+# their first 8000 bytes, and honours .gitignore files).
+# capkit's content mode formats at most head_limit (500) lines but counts
+# every match; rg and grep print every line (to /dev/null).
+#
+# Usage: bash bench/grep.sh        (from the repository root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-5}
+TREE=${TREE:-$(go env GOMODCACHE)}
+cache=bench/.cache
+mkdir -p "$cache"
+if ! command -v rg >/dev/null; then
+	apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null
+fi
+go build -o "$cache/grepbench" ./bench/grepbench
+big=$cache/grep-1g.go
+if [ "$(stat -c %s "$big" 2>/dev/null || echo 0)" != 1073741824 ]; then
+	: >"$big.tmp"
+	while [ "$(stat -c %s "$big.tmp")" -lt 1073741824 ]; do
+		# without NUL bytes, so that no tool takes it for binary
+		find "$TREE" -name '*.go' -type f -print0 | xargs -0 cat | tr -d '\000' >>"$big.tmp"
+	done
+	truncate -s 1073741824 "$big.tmp"
+	mv "$big.tmp" "$big"
+fi
+cat "$big" >/dev/null
+find "$TREE" -type f -print0 | xargs -0 cat >/dev/null 2>&1 || true # warm the page cache
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# ext_time CMD...: "wall cpu" of one run of an external command
+ext_time() {
+	/usr/bin/time -f "%e %U %S" -o "$cache/time.out" "$@" >/dev/null 2>&1 || true
+	awk '{printf "%s %.3f\n", $1, $2 + $3}' "$cache/time.out"
+}
+
+# run_case WHERE NAME CAPKIT_ARGS PATH RG_ARGS... -- GREP_ARGS...
+# capkit's root is PATH, or PATH's directory when PATH is a file.
+run_case() {
+	local where=$1 name=$2 capargs=$3 path=$4 root=$4
+	shift 4
+	if [ -f "$path" ]; then
+		root=$(dirname "$path")
+		capargs="${capargs%\}},\"path\":\"$(basename "$path")\"}"
+	fi
+	local rgargs=() grepargs=()
+	while [ "$1" != "--" ]; do rgargs+=("$1"); shift; done
+	shift
+	grepargs=("$@")
+	local cw=() cc=() rw=() rc=() gw=() gc=()
+	"$cache/grepbench" -root "$root" -args "$capargs" -reps 1 -warm 1 >/dev/null
+	for _ in $(seq "$REPS"); do
+		read -r w c _ < <("$cache/grepbench" -root "$root" -args "$capargs" -reps 1 -warm 0)
+		cw+=("$w"); cc+=("$c")
+		read -r w c < <(ext_time rg -uu "${rgargs[@]}" "$path")
+		rw+=("$w"); rc+=("$c")
+		read -r w c < <(LC_ALL=C ext_time grep -rI "${grepargs[@]}" "$path")
+		gw+=("$w"); gc+=("$c")
+	done
+	local m=()
+	for arr in cw cc rw rc gw gc; do
+		local -n a=$arr
+		m+=("$(printf '%s\n' "${a[@]}" | median)")
+	done
+	awk -v where="$where" -v name="$name" -v cw="${m[0]}" -v cc="${m[1]}" -v rw="${m[2]}" -v rc="${m[3]}" -v gw="${m[4]}" -v gc="${m[5]}" 'BEGIN {
+		printf "| %s | %s | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %.2f / %.2f | %.2f / %.2f |\n",
+			where, name, cw, cc, rw, rc, gw, gc, cw / rw, cc / rc, cw / gw, cc / gc }'
+}
+
+cases() {
+	local where=$1 path=$2
+	run_case "$where" "literal" '{"pattern":"ErrShortBuffer","literal":true}' "$path" -n -F ErrShortBuffer -- -n -F ErrShortBuffer
+	run_case "$where" "case-insensitive literal" '{"pattern":"context","literal":true,"-i":true}' "$path" -n -F -i context -- -n -F -i context
+	run_case "$where" "regex, literal prefix" '{"pattern":"func [A-Z][a-zA-Z]*Handler"}' "$path" -n 'func [A-Z][a-zA-Z]*Handler' -- -n -E 'func [A-Z][a-zA-Z]*Handler'
+	run_case "$where" "regex, no literal" '{"pattern":"[A-Z][a-z]+[0-9]{3}[a-z]"}' "$path" -n '[A-Z][a-z]+[0-9]{3}[a-z]' -- -n -E '[A-Z][a-z]+[0-9]{3}[a-z]'
+	run_case "$where" "files_with_matches" '{"pattern":"context","output_mode":"files_with_matches"}' "$path" -l context -- -l context
+}
+
+files=$(find "$TREE" -type f | wc -l)
+bytes=$(du -sb "$TREE" | cut -f1)
+echo "tree: $TREE, $files files, $((bytes / 1048576)) MiB; big file: $big, 1 GiB; $(nproc) cores; REPS=$REPS"
+echo
+echo "| input | search | capkit wall / CPU s | rg wall / CPU s | grep wall / CPU s | capkit÷rg wall / CPU | capkit÷grep wall / CPU |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+cases tree "$TREE"
+cases "1 GiB file" "$(cd "$(dirname "$big")" && pwd)/$(basename "$big")"

@@ -1,0 +1,50 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+)
+
+// goSourceText is source-like text: 8 MiB of lines of Go.
+func goSourceText() []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < 8<<20; i++ {
+		fmt.Fprintf(&b, "func (s *server%d) handle(ctx context.Context, req *Request) error {\n", i)
+		fmt.Fprintf(&b, "\tif err := s.check(req.ID%d); err != nil {\n\t\treturn fmt.Errorf(\"check: %%w\", err)\n\t}\n", i)
+		b.WriteString("\treturn nil\n}\n\n")
+	}
+	return b.Bytes()
+}
+
+// BenchmarkScan streams 8 MiB through one scanner, counting matching
+// lines, for each kind of pattern the prefilter treats differently.
+func BenchmarkScan(b *testing.B) {
+	data := goSourceText()
+	for _, c := range []struct {
+		name, expr string
+		fold       bool
+	}{
+		{"literal", "ErrShortBuffer", false},
+		{"literal-common", "context", false},
+		{"fold-literal", "(?i)CONTEXT", true},
+		{"regex-prefix", `func \(s \*server\d+\) handle`, false},
+		{"regex-no-literal", `[A-Z][a-z]+[0-9]{4}\b`, false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			expr := "(?m)" + c.expr
+			re := regexp.MustCompile(expr)
+			sc := newScanner()
+			o := &scanOpts{m: newMatcher(re, expr, c.fold), mode: modeCount}
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				res := &fileResult{}
+				if err := sc.search(context.Background(), bytes.NewReader(data), o, res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
