@@ -47,7 +47,9 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # ext_time CMD...: "wall cpu" of one run of an external command
 ext_time() {
 	/usr/bin/time -f "%e %U %S" -o "$cache/time.out" "$@" >/dev/null 2>&1 || true
-	awk '{printf "%s %.3f\n", $1, $2 + $3}' "$cache/time.out"
+	# the last line: time writes "Command exited with non-zero status 1"
+	# first when nothing matched
+	tail -n 1 "$cache/time.out" | awk '{printf "%s %.3f\n", $1, $2 + $3}'
 }
 
 # run_case WHERE NAME CAPKIT_ARGS PATH RG_ARGS... -- GREP_ARGS...
@@ -78,9 +80,11 @@ run_case() {
 		local -n a=$arr
 		m+=("$(printf '%s\n' "${a[@]}" | median)")
 	done
-	awk -v where="$where" -v name="$name" -v cw="${m[0]}" -v cc="${m[1]}" -v rw="${m[2]}" -v rc="${m[3]}" -v gw="${m[4]}" -v gc="${m[5]}" 'BEGIN {
-		printf "| %s | %s | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %.2f / %.2f | %.2f / %.2f |\n",
-			where, name, cw, cc, rw, rc, gw, gc, cw / rw, cc / rc, cw / gw, cc / gc }'
+	awk -v where="$where" -v name="$name" -v cw="${m[0]}" -v cc="${m[1]}" -v rw="${m[2]}" -v rc="${m[3]}" -v gw="${m[4]}" -v gc="${m[5]}" '
+		function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "n/a" }
+		BEGIN {
+		printf "| %s | %s | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %s / %s | %s / %s |\n",
+			where, name, cw, cc, rw, rc, gw, gc, ratio(cw, rw), ratio(cc, rc), ratio(cw, gw), ratio(cc, gc) }'
 }
 
 cases() {

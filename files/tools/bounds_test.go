@@ -42,7 +42,7 @@ func TestGrepFileAndIgnoreBounds(t *testing.T) {
 	s := newSession(t, newRuntime(t, nil), allEffects, root)
 	text := mustCall(t, s, Grep, obj{"pattern": "needle"})
 	if !strings.Contains(text, "at.txt:1:needle") || !strings.Contains(text, "past.txt:1:needle") || strings.Contains(text, "not searched") ||
-		!strings.Contains(text, fmt.Sprintf("2 lines longer than %d KiB were searched in pieces", limits.GrepChunkBytes/limits.KiB)) {
+		!strings.Contains(text, fmt.Sprintf("2 lines longer than %s were searched in pieces", limits.Bytes(limits.GrepChunkBytes))) {
 		t.Fatalf("files of any size are searched, long lines reported:\n%s", text)
 	}
 	os.Remove(filepath.Join(root, "at.txt"))

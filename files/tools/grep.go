@@ -12,11 +12,11 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var grepDescription = fmt.Sprintf(`Searches file contents for a regular expression (RE2 syntax, as Go's regexp; ^ and $ match at line boundaries), or for literal text with literal=true. A match lies within one line unless multiline=true, where . also matches a newline and a match may span lines (files up to %d MiB).
+var grepDescription = fmt.Sprintf(`Searches file contents for a regular expression (RE2 syntax, as Go's regexp; ^ and $ match at line boundaries), or for literal text with literal=true. A match lies within one line unless multiline=true, where . also matches a newline and a match may span lines (files up to %s).
 path is a file or directory (default: the first writable root, where relative paths start; a path in any root may be given absolute); glob filters the files searched (e.g. "**/*.go"; a glob without / matches file names); type filters by file type (%s). Directories named .git, paths ignored by .gitignore files, and binary files are skipped. Files of any size are searched.
 output_mode: "content" (default) shows matching lines as path:line:text (context lines as path-line-text, with -A/-B/-C up to %d lines, groups apart separated by --), "files_with_matches" the paths of files with a match, "count" path:count per file. Entries are in path order, then line order; head_limit (default %d, at most %d) entries are shown from offset (default 0), and the result says the offset of the next page. Lines are cut at %d characters.
 Example: {"pattern": "func (\\w+)Handler", "path": "src", "type": "go", "-C": 2}`,
-	limits.GrepMultilineMaxFileBytes/limits.MiB, strings.Join(fileTypeNames(), ", "), limits.GrepMaxContextLines,
+	limits.Bytes(limits.GrepMultilineMaxFileBytes), strings.Join(fileTypeNames(), ", "), limits.GrepMaxContextLines,
 	limits.GrepMaxMatches, limits.GrepMaxHeadLimit, limits.GrepMaxLineRunes)
 
 // GrepArgs are grep's arguments. The short names are those of ripgrep's

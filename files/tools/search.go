@@ -431,15 +431,15 @@ func (g *grepRun) notes(b *strings.Builder, res *GrepResult) {
 	if res.FilesSkipped > 0 {
 		fmt.Fprintf(b, "(%d files not searched: binary or unreadable", res.FilesSkipped)
 		if g.plan.scan.multiline {
-			fmt.Fprintf(b, ", or over %d MiB for multiline", limits.GrepMultilineMaxFileBytes/limits.MiB)
+			fmt.Fprintf(b, ", or over %s for multiline", limits.Bytes(limits.GrepMultilineMaxFileBytes))
 		}
 		b.WriteString(")\n")
 	}
 	if res.LongLines > 0 {
-		fmt.Fprintf(b, "(%d lines longer than %d KiB were searched in pieces of that size; a match across two pieces is not found)\n", res.LongLines, limits.GrepChunkBytes/limits.KiB)
+		fmt.Fprintf(b, "(%d lines longer than %s were searched in pieces of that size; a match across two pieces is not found)\n", res.LongLines, limits.Bytes(limits.GrepChunkBytes))
 	}
 	if res.IgnoreSkipped > 0 {
-		fmt.Fprintf(b, "(%d .gitignore files or rules were not honoured: a file over %d MiB, rules past %d in force at once, or a rule over %d bytes or not valid)\n",
-			res.IgnoreSkipped, limits.GitignoreMaxBytes/limits.MiB, limits.GitignoreMaxRules, limits.GitignoreMaxRuleBytes)
+		fmt.Fprintf(b, "(%d .gitignore files or rules were not honoured: a file over %s, rules past %s in force at once, or a rule over %s or not valid)\n",
+			res.IgnoreSkipped, limits.Bytes(limits.GitignoreMaxBytes), limits.Count(limits.GitignoreMaxRules), limits.Bytes(limits.GitignoreMaxRuleBytes))
 	}
 }
