@@ -17,7 +17,7 @@
 # with an invalid sequence for binary; capkit skips files with a NUL in
 # their first 8000 bytes, and honours .gitignore files).
 # capkit's content mode formats at most head_limit (500) lines but counts
-# every match; rg and grep print every line (to /dev/null).
+# every match; rg and grep write every line (to a file).
 #
 # Usage: bash bench/grep.sh        (from the repository root)
 set -euo pipefail
@@ -30,7 +30,7 @@ if ! command -v rg >/dev/null; then
 	apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null
 fi
 go build -o "$cache/grepbench" ./bench/grepbench
-big=$cache/grep-1g.go
+big=$cache/grep-1g.txt # Go source, not named .go: gofmt and vet walk folders
 if [ "$(stat -c %s "$big" 2>/dev/null || echo 0)" != 1073741824 ]; then
 	: >"$big.tmp"
 	while [ "$(stat -c %s "$big.tmp")" -lt 1073741824 ]; do
@@ -46,7 +46,9 @@ find "$TREE" -type f -print0 | xargs -0 cat >/dev/null 2>&1 || true # warm the p
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # ext_time CMD...: "wall cpu" of one run of an external command
 ext_time() {
-	/usr/bin/time -f "%e %U %S" -o "$cache/time.out" "$@" >/dev/null 2>&1 || true
+	# into a file: GNU grep stops at the first match when its output is
+	# /dev/null
+	/usr/bin/time -f "%e %U %S" -o "$cache/time.out" "$@" >"$cache/grep.out" 2>/dev/null || true
 	# the last line: time writes "Command exited with non-zero status 1"
 	# first when nothing matched
 	tail -n 1 "$cache/time.out" | awk '{printf "%s %.3f\n", $1, $2 + $3}'

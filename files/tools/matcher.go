@@ -2,9 +2,10 @@ package tools
 
 import (
 	"bytes"
-	"strings"
+	"context"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -288,15 +289,23 @@ func byteRank(c byte) int {
 	return 0
 }
 
+// checkEvery is how many candidate lines a search takes between checks
+// of its context: a regexp on a long or hostile line is slow, and a
+// buffer holds thousands of lines.
+const checkEvery = 256
+
 // lines calls hit with the bounds of each line of data (no newline) that
-// has a match, in order, until hit returns false.
-func (m *matcher) lines(data []byte, hit func(start, end int) bool) {
-	pos := 0
+// has a match, in order, until hit returns false or ctx ends.
+func (m *matcher) lines(ctx context.Context, data []byte, hit func(start, end int) bool) {
+	pos, n := 0, 0
 	var fold *foldCursor
 	if p, ok := m.pre.(foldPrefilter); ok {
 		fold = &foldCursor{p: &p, lo: -1, up: -1}
 	}
 	for pos < len(data) {
+		if n++; n%checkEvery == 0 && ctx.Err() != nil {
+			return
+		}
 		at := -1
 		switch {
 		case fold != nil:
@@ -306,7 +315,7 @@ func (m *matcher) lines(data []byte, hit func(start, end int) bool) {
 				at = pos + i
 			}
 		default:
-			at = m.nextLine(data, pos)
+			at = m.nextLine(ctx, data, pos)
 		}
 		if at < 0 {
 			return
@@ -329,8 +338,11 @@ func (m *matcher) lines(data []byte, hit func(start, end int) bool) {
 // regexp matches, or -1. Line by line: on short inputs Go's regexp uses
 // its backtracker, several times faster than the NFA it runs over a
 // large text.
-func (m *matcher) nextLine(data []byte, pos int) int {
-	for pos < len(data) {
+func (m *matcher) nextLine(ctx context.Context, data []byte, pos int) int {
+	for n := 1; pos < len(data); n++ {
+		if n%checkEvery == 0 && ctx.Err() != nil {
+			return -1
+		}
 		end := len(data)
 		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
 			end = pos + i

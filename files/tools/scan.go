@@ -124,7 +124,7 @@ func (sc *scanner) search(ctx context.Context, r io.Reader, o *scanOpts, res *fi
 				inLong = true
 			}
 		}
-		st.segment(buf[:end], scanFrom)
+		st.segment(ctx, buf[:end], scanFrom)
 		st.flushAfter(buf[:end], end)
 		if st.stop || (eof && end == n) {
 			return nil
@@ -171,9 +171,9 @@ func (st *fileState) countTo(buf []byte, at int) {
 
 // segment searches the whole lines data[from:] (data[:from] is retained
 // context).
-func (st *fileState) segment(data []byte, from int) {
+func (st *fileState) segment(ctx context.Context, data []byte, from int) {
 	seg := data[from:]
-	st.o.m.lines(seg, func(start, end int) bool {
+	st.o.m.lines(ctx, seg, func(start, end int) bool {
 		st.hit(data, from+start, from+end)
 		return !st.stop
 	})
