@@ -59,6 +59,11 @@ type scanOpts struct {
 	maxKeepBytes int
 }
 
+// binaryProbeBytes is the first read of a file: enough to see the NUL
+// that marks it binary (in its first 8000 bytes, as git and GNU grep
+// look), without reading a whole buffer of a large binary.
+const binaryProbeBytes = 64 * 1024
+
 // scanner searches files through one reused buffer.
 type scanner struct {
 	buf []byte
@@ -95,7 +100,11 @@ func (sc *scanner) search(ctx context.Context, r io.Reader, o *scanOpts, res *fi
 			return fault.As(err)
 		}
 		if !eof && n < len(buf) {
-			m, err := io.ReadFull(r, buf[n:])
+			limit := len(buf)
+			if first {
+				limit = min(limit, binaryProbeBytes) // most binary files end here
+			}
+			m, err := io.ReadFull(r, buf[n:limit])
 			n += m
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
 				eof = true
@@ -108,6 +117,9 @@ func (sc *scanner) search(ctx context.Context, r io.Reader, o *scanOpts, res *fi
 			if bytes.IndexByte(buf[:min(n, 8000)], 0) >= 0 {
 				res.skipped = "binary"
 				return nil
+			}
+			if !eof {
+				continue // fill the buffer before searching
 			}
 		}
 		end := n
