@@ -27,7 +27,6 @@ func TestWalkOpen(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, "d", files.TempPrefix+"x"), []byte("staged"), 0o644)
 	p := New()
-	defer p.Close()
 	got := map[string]fault.Code{}
 	var content string
 	err := p.WalkOpen(context.Background(), root, "d", func(info files.Info, open func(string) (files.File, error)) error {
