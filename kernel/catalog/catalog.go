@@ -75,7 +75,8 @@ type Entry struct {
 	nameWords, textWords []string
 }
 
-// Validate checks that e is complete and its schemas resolve.
+// Validate checks that e is complete and its schemas resolve, and keeps
+// the resolved input schema.
 func (e *Entry) Validate() error {
 	if !namePattern.MatchString(e.Name) {
 		return fmt.Errorf("catalog: tool name %q must match %s", e.Name, namePattern)
@@ -89,9 +90,11 @@ func (e *Entry) Validate() error {
 	if e.InputSchema == nil || e.InputSchema.Type != "object" {
 		return fmt.Errorf("catalog: tool %q: input schema must be an object schema", e.Name)
 	}
-	if _, err := e.InputSchema.Resolve(nil); err != nil {
+	resolved, err := e.InputSchema.Resolve(nil)
+	if err != nil {
 		return fmt.Errorf("catalog: tool %q: input schema: %w", e.Name, err)
 	}
+	e.resolved = resolved
 	if e.OutputSchema != nil {
 		if e.OutputSchema.Type != "object" {
 			return fmt.Errorf("catalog: tool %q: output schema must be an object schema", e.Name)
@@ -173,9 +176,6 @@ func New(entries []Entry) (*Catalog, error) {
 			return nil, fmt.Errorf("catalog: duplicate tool name %q", e.Name)
 		}
 		var err error
-		if e.resolved, err = e.InputSchema.Resolve(nil); err != nil {
-			return nil, err
-		}
 		e.fast, _ = jsonvalid.Compile(e.InputSchema)
 		if e.inputJSON, err = json.Marshal(e.InputSchema); err != nil {
 			return nil, fmt.Errorf("catalog: tool %q: %w", e.Name, err)
