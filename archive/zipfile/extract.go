@@ -183,36 +183,17 @@ func match(a *archive, expect Expect) ([]member, error) {
 
 func hasKey(e Expect, k string) bool { _, ok := e[k]; return ok }
 
+// extractInto extracts into parent/leaf: it checks the archive against
+// expect, inflates the members into a staging directory, makes the tree
+// durable and publishes it under leaf without replacing anything.
 func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string, expect Expect, o ExtractOptions) (_ *Extracted, err error) {
 	lim, err := o.Limits.resolve()
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExpect(expect, lim); err != nil {
-		return nil, err
-	}
-	st, err := src.Stat()
-	if err != nil {
-		return nil, fault.As(err)
-	}
-	a, err := openArchive(ctx, src, st.Size(), lim)
+	a, files, err := plan(ctx, src, parent, leaf, expect, lim)
 	if err != nil {
 		return nil, err
-	}
-	files, err := match(a, expect)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := parent.Lstat(leaf); err == nil {
-		return nil, fault.New(fault.Conflict, "the destination already exists; extraction needs a new directory")
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fault.As(err)
-	}
-
-	for _, m := range files {
-		if atfile.HasStagingElement(m.name) {
-			return nil, atfile.Reserved(m.name)
-		}
 	}
 	pd, err := atfile.OpenDirIn(parent, ".")
 	if err != nil {
@@ -235,7 +216,59 @@ func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string
 			parent.RemoveAll(staging)
 		}
 	}()
+	dirList, err := makeDirs(stage, files)
+	if err != nil {
+		return nil, err
+	}
+	mt := &meter{max: lim.MaxTotalBytes, total: a.total, progress: o.Progress}
+	digests, err := inflateAll(ctx, stage, files, expect, mt)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncTree(stage, dirList); err != nil {
+		return nil, err
+	}
+	if err := noreplace.Rename(pd.File(), staging, leaf); err != nil {
+		return nil, err
+	}
+	return result(files, digests), nil
+}
 
+// plan opens the archive and checks it before anything is written: the
+// expectation is well formed, the members match it exactly, the
+// destination is new and no member uses the staging namespace.
+func plan(ctx context.Context, src *os.File, parent *os.Root, leaf string, expect Expect, lim Limits) (*archive, []member, error) {
+	if err := checkExpect(expect, lim); err != nil {
+		return nil, nil, err
+	}
+	st, err := src.Stat()
+	if err != nil {
+		return nil, nil, fault.As(err)
+	}
+	a, err := openArchive(ctx, src, st.Size(), lim)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := match(a, expect)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := parent.Lstat(leaf); err == nil {
+		return nil, nil, fault.New(fault.Conflict, "the destination already exists; extraction needs a new directory")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fault.As(err)
+	}
+	for _, m := range files {
+		if atfile.HasStagingElement(m.name) {
+			return nil, nil, atfile.Reserved(m.name)
+		}
+	}
+	return a, files, nil
+}
+
+// makeDirs creates in stage every directory the members need and returns
+// them sorted, parents before children.
+func makeDirs(stage *os.Root, files []member) ([]string, error) {
 	dirs := map[string]bool{}
 	for _, m := range files {
 		for d := path.Dir(m.name); d != "." && !dirs[d]; d = path.Dir(d) {
@@ -243,60 +276,73 @@ func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string
 		}
 	}
 	dirList := slices.Sorted(maps.Keys(dirs))
-	for _, d := range dirList { // sorted: parents before children
+	for _, d := range dirList {
 		if err := stage.Mkdir(d, 0o700); err != nil {
 			return nil, fault.Wrap(fault.IO, err, "creating directory %q failed", d)
 		}
 	}
+	return dirList, nil
+}
 
-	mt := &meter{max: lim.MaxTotalBytes, total: a.total, progress: o.Progress}
+// inflateAll writes every member into stage on up to maxWorkers workers
+// and returns their digests, in the order of files.
+func inflateAll(ctx context.Context, stage *os.Root, files []member, expect Expect, mt *meter) ([]Digest, error) {
 	digests := make([]Digest, len(files))
 	idx := make([]int, len(files))
 	for i := range idx {
 		idx[i] = i
 	}
 	workers := min(runtime.GOMAXPROCS(0), maxWorkers)
-	err = forEach(ctx, workers, idx, func(ctx context.Context, i int) error {
-		m := files[i]
-		out, err := stage.OpenFile(m.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-		if err != nil {
-			return fault.Wrap(fault.IO, err, "creating member %q failed", m.name)
-		}
-		d, err := inflate(ctx, m, out, mt)
-		if err == nil && d != expect[m.name] {
-			err = memberFault(fault.Integrity, m.name, ErrDigest, "member %q does not match its expected SHA-256 (got %x)", m.name, d[:])
-		}
-		if err == nil {
-			if serr := out.Sync(); serr != nil {
-				err = fault.Wrap(fault.IO, serr, "syncing member %q failed", m.name)
-			}
-		}
-		if cerr := out.Close(); err == nil && cerr != nil {
-			err = fault.Wrap(fault.IO, cerr, "closing member %q failed", m.name)
-		}
+	err := forEach(ctx, workers, idx, func(ctx context.Context, i int) error {
+		d, err := inflateMember(ctx, stage, files[i], expect[files[i].name], mt)
 		digests[i] = d
 		return err
 	})
+	return digests, err
+}
+
+// inflateMember writes one member to a new file in stage, checks its
+// digest against want and makes it durable.
+func inflateMember(ctx context.Context, stage *os.Root, m member, want Digest, mt *meter) (Digest, error) {
+	out, err := stage.OpenFile(m.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return nil, err
+		return Digest{}, fault.Wrap(fault.IO, err, "creating member %q failed", m.name)
 	}
-	// Directory entries must be durable before the tree is published:
-	// deepest first, then the staging directory itself.
-	for _, d := range slices.Backward(append([]string{"."}, dirList...)) {
-		if err := syncDir(stage, d); err != nil {
-			return nil, err
+	d, err := inflate(ctx, m, out, mt)
+	if err == nil && d != want {
+		err = memberFault(fault.Integrity, m.name, ErrDigest, "member %q does not match its expected SHA-256 (got %x)", m.name, d[:])
+	}
+	if err == nil {
+		if serr := out.Sync(); serr != nil {
+			err = fault.Wrap(fault.IO, serr, "syncing member %q failed", m.name)
 		}
 	}
-	if err := noreplace.Rename(pd.File(), staging, leaf); err != nil {
-		return nil, err
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = fault.Wrap(fault.IO, cerr, "closing member %q failed", m.name)
 	}
+	return d, err
+}
+
+// syncTree makes the directory entries durable before the tree is
+// published: deepest first, then the staging directory itself.
+func syncTree(stage *os.Root, dirList []string) error {
+	for _, d := range slices.Backward(append([]string{"."}, dirList...)) {
+		if err := syncDir(stage, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// result reports the extracted members sorted by name.
+func result(files []member, digests []Digest) *Extracted {
 	res := &Extracted{Files: len(files), Members: make([]MemberInfo, len(files))}
 	for i, m := range files {
 		res.Bytes += m.size
 		res.Members[i] = MemberInfo{Name: m.name, Size: m.size, SHA256: hex.EncodeToString(digests[i][:])}
 	}
 	slices.SortFunc(res.Members, func(x, y MemberInfo) int { return strings.Compare(x.Name, y.Name) })
-	return res, nil
+	return res
 }
 
 func syncDir(r *os.Root, name string) error {

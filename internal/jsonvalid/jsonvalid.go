@@ -295,9 +295,31 @@ func (st *state) value(n *node) error {
 	case '[':
 		return st.array(n)
 	}
+	sc, err := st.scalar(n, k)
+	if err != nil {
+		return err
+	}
+	if n.types&sc.k == 0 {
+		return st.fail("want %s, got %s", typeNames(n.types), typeNames(sc.k))
+	}
+	if n.enum != nil && !slices.ContainsFunc(n.enum, sc.equal) {
+		return st.fail("value is not one of the allowed values")
+	}
+	switch sc.k {
+	case kString:
+		return st.checkString(n, sc.s)
+	case kInteger, kNumber:
+		return st.checkNumber(n, sc.f)
+	}
+	return nil
+}
+
+// scalar reads the scalar of kind k; a string is unquoted only when n has
+// a keyword that looks at it.
+func (st *state) scalar(n *node, k jsontext.Kind) (scalar, error) {
 	raw, err := st.dec.ReadValue()
 	if err != nil {
-		return syntax(err)
+		return scalar{}, syntax(err)
 	}
 	var sc scalar
 	switch k {
@@ -310,7 +332,7 @@ func (st *state) value(n *node) error {
 		if n.enum != nil || n.pattern != nil || n.minLen != nil || n.maxLen != nil {
 			st.scratch, err = jsontext.AppendUnquote(st.scratch[:0], raw)
 			if err != nil {
-				return syntax(err)
+				return scalar{}, syntax(err)
 			}
 			sc.s = string(st.scratch)
 		}
@@ -318,44 +340,43 @@ func (st *state) value(n *node) error {
 		sc.k = kNumber
 		sc.f, err = strconv.ParseFloat(string(raw), 64)
 		if err != nil || math.IsInf(sc.f, 0) {
-			return st.fail("number out of range")
+			return scalar{}, st.fail("number out of range")
 		}
 		if sc.f == math.Trunc(sc.f) {
 			sc.k = kInteger
 		}
 	}
-	if n.types&sc.k == 0 {
-		return st.fail("want %s, got %s", typeNames(n.types), typeNames(sc.k))
+	return sc, nil
+}
+
+// checkString applies n's length and pattern keywords to s.
+func (st *state) checkString(n *node, s string) error {
+	if n.minLen != nil || n.maxLen != nil {
+		l := utf8.RuneCountInString(s)
+		if n.minLen != nil && l < *n.minLen {
+			return st.fail("shorter than %d characters", *n.minLen)
+		}
+		if n.maxLen != nil && l > *n.maxLen {
+			return st.fail("longer than %d characters", *n.maxLen)
+		}
 	}
-	if n.enum != nil && !slices.ContainsFunc(n.enum, sc.equal) {
-		return st.fail("value is not one of the allowed values")
+	if n.pattern != nil && !n.pattern.MatchString(s) {
+		return st.fail("does not match the pattern %s", n.pattern)
 	}
-	switch sc.k {
-	case kString:
-		if n.minLen != nil || n.maxLen != nil {
-			l := utf8.RuneCountInString(sc.s)
-			if n.minLen != nil && l < *n.minLen {
-				return st.fail("shorter than %d characters", *n.minLen)
-			}
-			if n.maxLen != nil && l > *n.maxLen {
-				return st.fail("longer than %d characters", *n.maxLen)
-			}
-		}
-		if n.pattern != nil && !n.pattern.MatchString(sc.s) {
-			return st.fail("does not match the pattern %s", n.pattern)
-		}
-	case kInteger, kNumber:
-		f := sc.f
-		switch {
-		case n.min != nil && f < *n.min:
-			return st.fail("less than the minimum %v", *n.min)
-		case n.max != nil && f > *n.max:
-			return st.fail("greater than the maximum %v", *n.max)
-		case n.exMin != nil && f <= *n.exMin:
-			return st.fail("not greater than %v", *n.exMin)
-		case n.exMax != nil && f >= *n.exMax:
-			return st.fail("not less than %v", *n.exMax)
-		}
+	return nil
+}
+
+// checkNumber applies n's numeric bounds to f.
+func (st *state) checkNumber(n *node, f float64) error {
+	switch {
+	case n.min != nil && f < *n.min:
+		return st.fail("less than the minimum %v", *n.min)
+	case n.max != nil && f > *n.max:
+		return st.fail("greater than the maximum %v", *n.max)
+	case n.exMin != nil && f <= *n.exMin:
+		return st.fail("not greater than %v", *n.exMin)
+	case n.exMax != nil && f >= *n.exMax:
+		return st.fail("not less than %v", *n.exMax)
 	}
 	return nil
 }
