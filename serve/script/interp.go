@@ -64,100 +64,41 @@ func (e *callFailure) Error() string {
 
 // execute runs src to completion or to the first failure, within b. It is
 // the same in process and in a worker.
+// execution is one run of a script: its thread, its bounds, and why it is
+// being stopped.
+type execution struct {
+	ctx     context.Context
+	b       bounds
+	call    caller
+	print   func(string)
+	thread  *starlark.Thread
+	stopped atomic.Pointer[fault.Error]
+	printed int64
+	base    int64 // heap bytes at the start
+	calls   int
+}
+
 func execute(ctx context.Context, src []byte, b bounds, call caller, print func(string)) (out outcome, err error) {
 	if len(src) > limits.ScriptMaxSourceBytes {
 		return out, fault.LimitExceeded("script source bytes", limits.ScriptMaxSourceBytes, int64(len(src)))
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
-
-	thread := &starlark.Thread{Name: b.Filename}
-	// stop records why the script is being stopped (the first reason wins)
-	// and cancels the thread; the interpreter notices at its next step.
-	var stopped atomic.Pointer[fault.Error]
-	stop := func(f *fault.Error) {
-		stopped.CompareAndSwap(nil, f)
-		thread.Cancel(f.Message)
-	}
-	defer context.AfterFunc(ctx, func() {
-		if ctx.Err() == context.DeadlineExceeded {
-			stop(fault.New(fault.Limit, "script: time limit of %v exceeded", b.Timeout))
-		} else {
-			stop(fault.New(fault.Unavailable, "script: canceled"))
-		}
-	})()
-
-	thread.Load = func(*starlark.Thread, string) (starlark.StringDict, error) {
+	e := &execution{ctx: ctx, b: b, call: call, print: print, thread: &starlark.Thread{Name: b.Filename}}
+	defer context.AfterFunc(ctx, e.expire)()
+	e.thread.Load = func(*starlark.Thread, string) (starlark.StringDict, error) {
 		return nil, errors.New("load is not available to scripts")
 	}
-	var printed int64
-	thread.Print = func(_ *starlark.Thread, msg string) {
-		printed += int64(len(msg)) + 1
-		if printed > limits.ScriptMaxPrintBytes {
-			stop(fault.LimitExceeded("script print bytes", limits.ScriptMaxPrintBytes, printed))
-			return
-		}
-		if print != nil {
-			print(msg)
-		}
-	}
-
+	e.thread.Print = e.onPrint
 	// The step hook fires every ScriptMemoryCheckSteps steps: it ends the
 	// script at MaxSteps and samples the heap in between.
-	base := heapBytes()
-	thread.SetMaxExecutionSteps(min(b.MaxSteps, limits.ScriptMemoryCheckSteps))
-	thread.OnMaxSteps = func(th *starlark.Thread) {
-		if th.Steps >= b.MaxSteps {
-			stop(fault.New(fault.Limit, "script: step limit of %d exceeded", b.MaxSteps))
-			return
-		}
-		if grown := heapBytes() - base; grown > b.MaxMemoryBytes {
-			stop(fault.New(fault.Limit, "script: memory limit of %d bytes exceeded", b.MaxMemoryBytes))
-			return
-		}
-		th.SetMaxExecutionSteps(min(b.MaxSteps, th.Steps+limits.ScriptMemoryCheckSteps))
-	}
+	e.base = heapBytes()
+	e.thread.SetMaxExecutionSteps(min(b.MaxSteps, limits.ScriptMemoryCheckSteps))
+	e.thread.OnMaxSteps = e.onSteps
 
-	calls := 0
-	toolCall := func(th *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		var name string
-		var arg starlark.Value = starlark.None
-		var text bool
-		if err := starlark.UnpackArgs(fn.Name(), args, kwargs, "name", &name, "arg?", &arg, "text?", &text); err != nil {
-			return nil, err
-		}
-		encoded, err := encodeArg(arg)
-		if err != nil {
-			return nil, err
-		}
-		calls++
-		res, err := call(ctx, name, encoded)
-		if err != nil {
-			fe := fault.As(err)
-			if f := stopped.Load(); f != nil {
-				fe = f // the call failed because the script is being stopped
-			}
-			return nil, &callFailure{tool: name, f: fe}
-		}
-		if text || len(res.Structured) == 0 {
-			return starlark.String(res.Text), nil
-		}
-		return fromJSON(res.Structured)
-	}
-	predeclared := starlark.StringDict{
-		"tool": &starlarkstruct.Module{Name: "tool", Members: starlark.StringDict{
-			"call": starlark.NewBuiltin("tool.call", toolCall),
-		}},
-		"json": starjson.Module,
-		"math": math.Module,
-	}
-	if b.AllowTime {
-		predeclared["time"] = startime.Module
-	}
-
-	globals, err := starlark.ExecFileOptions(fileOptions, thread, b.Filename, src, predeclared)
-	out.Steps, out.Calls = thread.ExecutionSteps(), calls
-	if f := stopped.Load(); f != nil {
+	globals, err := starlark.ExecFileOptions(fileOptions, e.thread, b.Filename, src, e.predeclared())
+	out.Steps, out.Calls = e.thread.ExecutionSteps(), e.calls
+	if f := e.stopped.Load(); f != nil {
 		return out, f
 	}
 	if err != nil {
@@ -173,6 +114,91 @@ func execute(ctx context.Context, src []byte, b bounds, call caller, print func(
 	}
 	out.Value = value
 	return out, nil
+}
+
+// stop records why the script is being stopped (the first reason wins)
+// and cancels the thread; the interpreter notices at its next step.
+func (e *execution) stop(f *fault.Error) {
+	e.stopped.CompareAndSwap(nil, f)
+	e.thread.Cancel(f.Message)
+}
+
+// expire stops the script when its context ends.
+func (e *execution) expire() {
+	if e.ctx.Err() == context.DeadlineExceeded {
+		e.stop(fault.New(fault.Limit, "script: time limit of %v exceeded", e.b.Timeout))
+	} else {
+		e.stop(fault.New(fault.Unavailable, "script: canceled"))
+	}
+}
+
+// onPrint passes a printed line on within the print bound.
+func (e *execution) onPrint(_ *starlark.Thread, msg string) {
+	e.printed += int64(len(msg)) + 1
+	if e.printed > limits.ScriptMaxPrintBytes {
+		e.stop(fault.LimitExceeded("script print bytes", limits.ScriptMaxPrintBytes, e.printed))
+		return
+	}
+	if e.print != nil {
+		e.print(msg)
+	}
+}
+
+// onSteps ends the script at its step or memory bound, or sets the next
+// check.
+func (e *execution) onSteps(th *starlark.Thread) {
+	if th.Steps >= e.b.MaxSteps {
+		e.stop(fault.New(fault.Limit, "script: step limit of %d exceeded", e.b.MaxSteps))
+		return
+	}
+	if grown := heapBytes() - e.base; grown > e.b.MaxMemoryBytes {
+		e.stop(fault.New(fault.Limit, "script: memory limit of %d bytes exceeded", e.b.MaxMemoryBytes))
+		return
+	}
+	th.SetMaxExecutionSteps(min(e.b.MaxSteps, th.Steps+limits.ScriptMemoryCheckSteps))
+}
+
+// predeclared is what a script sees: tool.call, json, math and, when
+// allowed, time.
+func (e *execution) predeclared() starlark.StringDict {
+	d := starlark.StringDict{
+		"tool": &starlarkstruct.Module{Name: "tool", Members: starlark.StringDict{
+			"call": starlark.NewBuiltin("tool.call", e.toolCall),
+		}},
+		"json": starjson.Module,
+		"math": math.Module,
+	}
+	if e.b.AllowTime {
+		d["time"] = startime.Module
+	}
+	return d
+}
+
+// toolCall is tool.call(name, arg=None, text=False).
+func (e *execution) toolCall(th *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var name string
+	var arg starlark.Value = starlark.None
+	var text bool
+	if err := starlark.UnpackArgs(fn.Name(), args, kwargs, "name", &name, "arg?", &arg, "text?", &text); err != nil {
+		return nil, err
+	}
+	encoded, err := encodeArg(arg)
+	if err != nil {
+		return nil, err
+	}
+	e.calls++
+	res, err := e.call(e.ctx, name, encoded)
+	if err != nil {
+		fe := fault.As(err)
+		if f := e.stopped.Load(); f != nil {
+			fe = f // the call failed because the script is being stopped
+		}
+		return nil, &callFailure{tool: name, f: fe}
+	}
+	if text || len(res.Structured) == 0 {
+		return starlark.String(res.Text), nil
+	}
+	return fromJSON(res.Structured)
 }
 
 // encodeArg turns tool.call's argument into the call's JSON: None is no

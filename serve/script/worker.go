@@ -127,19 +127,49 @@ func ServeWorker(ctx context.Context) error {
 
 // runWorker is the parent side.
 func runWorker(ctx context.Context, sess *kernel.Session, src []byte, b bounds, o Options) (outcome, error) {
+	w, err := startWorker(o)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer w.toChild.Close()
+	defer w.fromChild.Close()
+	// The child stops itself at the deadline; it is killed after a grace
+	// period, or at once when ctx is canceled.
+	deadline, cancel := context.WithTimeout(ctx, b.Timeout+limits.ScriptWorkerGrace)
+	defer cancel()
+	stopKill := context.AfterFunc(deadline, func() { w.cmd.Process.Kill() })
+	defer stopKill()
+	defer w.reap()
+
+	enc := json.NewEncoder(w.toChild)
+	if err := enc.Encode(workerStart{Source: src, Bounds: b, Print: o.Print != nil}); err != nil {
+		return outcome{}, fault.Wrap(fault.Unavailable, err, "script worker could not start")
+	}
+	return w.serve(ctx, deadline, sess, b, o, enc)
+}
+
+// worker is one running worker process and its two pipes.
+type worker struct {
+	cmd                *exec.Cmd
+	toChild, fromChild *os.File
+	diag               *boundedBuffer
+	waited             bool
+}
+
+// startWorker starts o.Worker's command with an empty environment (unless
+// one is given), the root as its directory, and the two pipes as its
+// descriptors 3 and 4.
+func startWorker(o Options) (*worker, error) {
 	childIn, toChild, err := os.Pipe()
 	if err != nil {
-		return outcome{}, fault.Wrap(fault.Unavailable, err, "script worker could not start")
+		return nil, fault.Wrap(fault.Unavailable, err, "script worker could not start")
 	}
 	fromChild, childOut, err := os.Pipe()
 	if err != nil {
 		childIn.Close()
 		toChild.Close()
-		return outcome{}, fault.Wrap(fault.Unavailable, err, "script worker could not start")
+		return nil, fault.Wrap(fault.Unavailable, err, "script worker could not start")
 	}
-	defer toChild.Close()
-	defer fromChild.Close()
-
 	cmd := exec.Command(o.Worker.Command[0], o.Worker.Command[1:]...)
 	cmd.Env = o.Worker.Env
 	if cmd.Env == nil {
@@ -155,34 +185,38 @@ func runWorker(ctx context.Context, sess *kernel.Session, src []byte, b bounds, 
 	childIn.Close()
 	childOut.Close()
 	if err != nil {
-		return outcome{}, fault.Wrap(fault.Unavailable, err, "script worker could not start")
+		toChild.Close()
+		fromChild.Close()
+		return nil, fault.Wrap(fault.Unavailable, err, "script worker could not start")
 	}
-	// The child stops itself at the deadline; it is killed after a grace
-	// period, or at once when ctx is canceled.
-	deadline, cancel := context.WithTimeout(ctx, b.Timeout+limits.ScriptWorkerGrace)
-	defer cancel()
-	stopKill := context.AfterFunc(deadline, func() { cmd.Process.Kill() })
-	defer stopKill()
-	waited := false
-	defer func() {
-		if !waited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
+	return &worker{cmd: cmd, toChild: toChild, fromChild: fromChild, diag: diag}, nil
+}
 
-	enc, dec := json.NewEncoder(toChild), json.NewDecoder(fromChild)
-	if err := enc.Encode(workerStart{Source: src, Bounds: b, Print: o.Print != nil}); err != nil {
-		return outcome{}, fault.Wrap(fault.Unavailable, err, "script worker could not start")
+// reap kills and waits for the worker unless it has been waited for.
+func (w *worker) reap() {
+	if !w.waited {
+		w.cmd.Process.Kill()
+		w.cmd.Wait()
 	}
+}
+
+// died waits for the worker after its pipe failed and says why it ended.
+func (w *worker) died(ctx, deadline context.Context, b bounds) error {
+	w.waited = true
+	werr := w.cmd.Wait()
+	return workerDied(ctx, deadline, b, werr, w.diag.String())
+}
+
+// serve answers the worker's tool calls and prints until it reports its
+// outcome.
+func (w *worker) serve(ctx, deadline context.Context, sess *kernel.Session, b bounds, o Options, enc *json.Encoder) (outcome, error) {
+	dec := json.NewDecoder(w.fromChild)
 	callCtx, cancelCalls := context.WithTimeout(ctx, b.Timeout)
 	defer cancelCalls()
 	for {
 		var m workerMsg
 		if err := dec.Decode(&m); err != nil {
-			waited = true
-			werr := cmd.Wait()
-			return outcome{}, workerDied(ctx, deadline, b, werr, diag.String())
+			return outcome{}, w.died(ctx, deadline, b)
 		}
 		switch {
 		case m.Call != nil:
@@ -193,9 +227,7 @@ func runWorker(ctx context.Context, sess *kernel.Session, src []byte, b bounds, 
 				r.Text, r.Structured = res.Text, res.Structured
 			}
 			if err := enc.Encode(r); err != nil {
-				waited = true
-				werr := cmd.Wait()
-				return outcome{}, workerDied(ctx, deadline, b, werr, diag.String())
+				return outcome{}, w.died(ctx, deadline, b)
 			}
 		case m.Print != nil:
 			if o.Print != nil {
