@@ -75,10 +75,20 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	if opts != nil {
 		o = *opts
 	}
-	policy := func(name string) kernel.Policy {
-		return kernel.Policy{Name: name, MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes}
+	for _, register := range []func(*kernel.Builder, ToolOptions) error{registerTextValidate, registerJSONValidate, registerJSONCanonical} {
+		if err := register(b, o); err != nil {
+			return err
+		}
 	}
-	err := kernel.AddTool(b, policy("text_validate"), kernel.Meta{
+	return nil
+}
+
+func (o ToolOptions) policy(name string) kernel.Policy {
+	return kernel.Policy{Name: name, MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes}
+}
+
+func registerTextValidate(b *kernel.Builder, o ToolOptions) error {
+	return kernel.AddTool(b, o.policy("text_validate"), kernel.Meta{
 		Effect:  capability.Parse,
 		Title:   "Validate text",
 		Summary: "Check that a file or text is valid UTF-8 and count its bytes, characters and lines.",
@@ -98,16 +108,18 @@ Example: {"path": "notes/readme.txt"}`, limits.TextDefaultBytes/limits.MiB, limi
 		_, info, err := DecodeText(data, &TextOptions{MaxBytes: max})
 		return TextResult{info}, err
 	})
-	if err != nil {
-		return err
-	}
-	jsonDesc := func(what string) string {
-		return fmt.Sprintf(`%s
+}
+
+// jsonDesc is what the JSON tools share in their descriptions.
+func jsonDesc(what string) string {
+	return fmt.Sprintf(`%s
 Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %d MiB (%d bytes), at most %d MiB; nesting depth at most %d.
 Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the 64-bit float range, invalid UTF-8, a byte order mark and trailing data are rejected with invalid_input naming line, column and byte offset; numbers keep their exact digits.`,
-			what, limits.JSONDefaultBytes/limits.MiB, limits.JSONDefaultBytes, limits.JSONMaxBytes/limits.MiB, limits.JSONMaxDepth)
-	}
-	err = kernel.AddTool(b, policy("json_validate"), kernel.Meta{
+		what, limits.JSONDefaultBytes/limits.MiB, limits.JSONDefaultBytes, limits.JSONMaxBytes/limits.MiB, limits.JSONMaxDepth)
+}
+
+func registerJSONValidate(b *kernel.Builder, o ToolOptions) error {
+	return kernel.AddTool(b, o.policy("json_validate"), kernel.Meta{
 		Effect:      capability.Parse,
 		Title:       "Validate JSON",
 		Summary:     "Strictly validate a JSON file or text: duplicate keys, non-finite numbers, depth; errors with line and column.",
@@ -127,10 +139,10 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 		}
 		return JSONResult{Valid: true, Stats: st}, nil
 	})
-	if err != nil {
-		return err
-	}
-	return kernel.AddTool(b, policy("json_canonical"), kernel.Meta{
+}
+
+func registerJSONCanonical(b *kernel.Builder, o ToolOptions) error {
+	return kernel.AddTool(b, o.policy("json_canonical"), kernel.Meta{
 		Effect:  capability.Parse,
 		Title:   "Canonical JSON",
 		Summary: "Validate JSON strictly and return its canonical form (sorted keys, no whitespace, exact numbers).",

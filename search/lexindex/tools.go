@@ -116,14 +116,26 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	if opts != nil {
 		timeout = opts.Timeout
 	}
-	open := func(ctx context.Context, call *kernel.Call, e capability.Effect, db string) (*Index, error) {
-		path, err := ResolveDB(call.Session.Capabilities().Roots(e), db, e == capability.IndexWrite)
-		if err != nil {
-			return nil, err
+	for _, register := range []func(*kernel.Builder, time.Duration) error{registerUpdate, registerScope, registerStatus, registerSearch} {
+		if err := register(b, timeout); err != nil {
+			return err
 		}
-		return Open(ctx, path, &Options{Create: e == capability.IndexWrite})
 	}
-	err := kernel.AddTool(b, kernel.Policy{Name: "lexindex_update", MaxInputBytes: limits.LexToolInputBytes, Timeout: timeout},
+	return nil
+}
+
+// openIndex opens the index db inside a root the session's capabilities
+// grant e on; a writer creates it when missing.
+func openIndex(ctx context.Context, call *kernel.Call, e capability.Effect, db string) (*Index, error) {
+	path, err := ResolveDB(call.Session.Capabilities().Roots(e), db, e == capability.IndexWrite)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, path, &Options{Create: e == capability.IndexWrite})
+}
+
+func registerUpdate(b *kernel.Builder, timeout time.Duration) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_update", MaxInputBytes: limits.LexToolInputBytes, Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
 			Title:   "Update full-text index",
@@ -133,17 +145,17 @@ A put stores text (at most %d bytes of UTF-8) under an opaque ref with a digest 
 Example: {"db": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The quarterly report…", "digest": "sha256:ab12…"}, {"ref": "doc-3", "remove": true}]}`, limits.LexMaxDocumentBytes),
 		},
 		func(ctx context.Context, call *kernel.Call, in UpdateArgs) (Applied, error) {
-			ix, err := open(ctx, call, capability.IndexWrite, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB)
 			if err != nil {
 				return Applied{}, err
 			}
 			defer ix.Close()
 			return ix.Apply(ctx, in.Mutations)
 		})
-	if err != nil {
-		return err
-	}
-	err = kernel.AddTool(b, kernel.Policy{Name: "lexindex_scope", Timeout: timeout},
+}
+
+func registerScope(b *kernel.Builder, timeout time.Duration) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_scope", Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
 			Title:   "Full-text index scope",
@@ -152,7 +164,7 @@ Example: {"db": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The qu
 Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in ScopeArgs) (ScopeResult, error) {
-			ix, err := open(ctx, call, capability.IndexWrite, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB)
 			if err != nil {
 				return ScopeResult{}, err
 			}
@@ -162,10 +174,10 @@ Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`
 			}
 			return ScopeResult{Name: in.Name, Refs: len(in.Refs)}, ix.SetScope(ctx, in.Name, in.Refs)
 		})
-	if err != nil {
-		return err
-	}
-	err = kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
+}
+
+func registerStatus(b *kernel.Builder, timeout time.Duration) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
 			Title:   "Full-text index status",
@@ -174,16 +186,16 @@ Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`
 Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs),
 		},
 		func(ctx context.Context, call *kernel.Call, in StatusArgs) (Status, error) {
-			ix, err := open(ctx, call, capability.IndexRead, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB)
 			if err != nil {
 				return Status{}, err
 			}
 			defer ix.Close()
 			return deref(ix.Status(ctx, StatusRequest{Refs: in.Refs, After: in.After, Limit: in.Limit}))
 		})
-	if err != nil {
-		return err
-	}
+}
+
+func registerSearch(b *kernel.Builder, timeout time.Duration) error {
 	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_search", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
@@ -194,7 +206,7 @@ Modes: "terms" (default) requires every word; "phrase" requires the words in ord
 Example: {"db": "index/docs.db", "query": "quarterly revenue", "scope": "team-a", "snippets": true}`, limits.LexMaxHits, limits.LexDefaultHits),
 		},
 		func(ctx context.Context, call *kernel.Call, in SearchArgs) (Result, error) {
-			ix, err := open(ctx, call, capability.IndexRead, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB)
 			if err != nil {
 				return Result{}, err
 			}
