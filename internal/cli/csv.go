@@ -21,14 +21,17 @@ func newCSVCmd(env *Env) *cobra.Command {
 	return cmd
 }
 
+// csvScan holds csv scan's flags.
+type csvScan struct {
+	columns              string
+	where                []string
+	maxRows, offset, max int64
+	dialect, format      string
+	rowsOnly             bool
+}
+
 func newCSVScanCmd(env *Env) *cobra.Command {
-	var (
-		columns              string
-		where                []string
-		maxRows, offset, max int64
-		dialect, format      string
-		rowsOnly             bool
-	)
+	var c csvScan
 	cmd := &cobra.Command{
 		Use:   "scan FILE",
 		Short: "Print the rows of a table, optionally only some columns and matching rows",
@@ -50,59 +53,76 @@ Limits: compressed input %d MiB, CSV text %d MiB (expanded), %d columns,
 			limits.TabularMaxRecordBytes/limits.MiB, limits.TabularDefaultRows, limits.TabularHardRows),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := &tabular.Options{MaxRows: maxRows, Offset: offset, MaxScanRows: max}
-			var err error
-			if opts.Dialect, err = tabular.ParseDialect(dialect); err != nil {
-				return err
-			}
-			if opts.Format, err = tabular.ParseFormat(format); err != nil {
-				return err
-			}
-			if columns != "" {
-				opts.Columns = strings.Split(columns, ",")
-			}
-			for _, w := range where {
-				c, err := tabular.ParseCondition(w)
-				if err != nil {
-					return err
-				}
-				opts.Filter = append(opts.Filter, c)
-			}
-			data, err := readDocArg(env, args[0], limits.TabularMaxExpandedBytes)
-			if err != nil {
-				return err
-			}
-			res, err := tabular.Scan(cmd.Context(), data, opts)
-			if err != nil {
-				return err
-			}
-			if env.JSON {
-				return env.Print(res, "")
-			}
-			w := csv.NewWriter(env.Stdout)
-			w.Write(res.Columns)
-			w.WriteAll(res.Rows)
-			if err := w.Error(); err != nil {
-				return fault.Wrap(fault.IO, err, "writing the rows failed")
-			}
-			if !rowsOnly {
-				// The summary is part of the result: standard output, after
-				// a blank line (standard error is for failures).
-				fmt.Fprintf(env.Stdout, "\n%s\n", summaryText(&res.Summary))
-			}
-			return nil
+			return c.run(cmd, env, args[0])
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&columns, "columns", "", "comma-separated header names of the columns to print, in order")
-	f.StringArrayVar(&where, "where", nil, "keep rows where COLUMN=VALUE (!= differs, *= contains); repeatable")
-	f.Int64Var(&maxRows, "max-rows", 0, "print at most N matched rows; the rest are counted and reported as truncated")
-	f.Int64Var(&offset, "offset", 0, "skip N matched rows first (to continue after a truncated scan)")
-	f.Int64Var(&max, "max-scan-rows", 0, fmt.Sprintf("data rows to read before failing with limit (default %d)", limits.TabularDefaultRows))
-	f.StringVar(&dialect, "dialect", "", "comma, pipe or tab (default: detected)")
-	f.StringVar(&format, "format", "", "csv, gzip or zip (default: detected from the signature)")
-	f.BoolVar(&rowsOnly, "rows-only", false, "print the rows alone, without the summary after them (for piping the CSV on)")
+	c.flags(cmd)
 	return cmd
+}
+
+func (c *csvScan) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.columns, "columns", "", "comma-separated header names of the columns to print, in order")
+	f.StringArrayVar(&c.where, "where", nil, "keep rows where COLUMN=VALUE (!= differs, *= contains); repeatable")
+	f.Int64Var(&c.maxRows, "max-rows", 0, "print at most N matched rows; the rest are counted and reported as truncated")
+	f.Int64Var(&c.offset, "offset", 0, "skip N matched rows first (to continue after a truncated scan)")
+	f.Int64Var(&c.max, "max-scan-rows", 0, fmt.Sprintf("data rows to read before failing with limit (default %d)", limits.TabularDefaultRows))
+	f.StringVar(&c.dialect, "dialect", "", "comma, pipe or tab (default: detected)")
+	f.StringVar(&c.format, "format", "", "csv, gzip or zip (default: detected from the signature)")
+	f.BoolVar(&c.rowsOnly, "rows-only", false, "print the rows alone, without the summary after them (for piping the CSV on)")
+}
+
+// options turns the flags into the scan's options.
+func (c *csvScan) options() (*tabular.Options, error) {
+	opts := &tabular.Options{MaxRows: c.maxRows, Offset: c.offset, MaxScanRows: c.max}
+	var err error
+	if opts.Dialect, err = tabular.ParseDialect(c.dialect); err != nil {
+		return nil, err
+	}
+	if opts.Format, err = tabular.ParseFormat(c.format); err != nil {
+		return nil, err
+	}
+	if c.columns != "" {
+		opts.Columns = strings.Split(c.columns, ",")
+	}
+	for _, w := range c.where {
+		cond, err := tabular.ParseCondition(w)
+		if err != nil {
+			return nil, err
+		}
+		opts.Filter = append(opts.Filter, cond)
+	}
+	return opts, nil
+}
+
+func (c *csvScan) run(cmd *cobra.Command, env *Env, file string) error {
+	opts, err := c.options()
+	if err != nil {
+		return err
+	}
+	data, err := readDocArg(env, file, limits.TabularMaxExpandedBytes)
+	if err != nil {
+		return err
+	}
+	res, err := tabular.Scan(cmd.Context(), data, opts)
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return env.Print(res, "")
+	}
+	w := csv.NewWriter(env.Stdout)
+	w.Write(res.Columns)
+	w.WriteAll(res.Rows)
+	if err := w.Error(); err != nil {
+		return fault.Wrap(fault.IO, err, "writing the rows failed")
+	}
+	if !c.rowsOnly {
+		// The summary is part of the result: standard output, after a
+		// blank line (standard error is for failures).
+		fmt.Fprintf(env.Stdout, "\n%s\n", summaryText(&res.Summary))
+	}
+	return nil
 }
 
 // summaryText states the counts and any truncation.
