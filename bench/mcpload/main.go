@@ -321,74 +321,91 @@ func measure(s serverFlag, sc scenario, n int, dir string, tick float64) (row, e
 		cs.Close()
 		cmd.Wait()
 	}()
-	pid := cmd.Process.Pid
-	callTool := func(tool string, a map[string]any) (int, error) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
-		if err != nil {
-			return 0, err
-		}
-		size := 0
-		for _, c := range res.Content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				size += len(t.Text)
-			}
-		}
-		if res.IsError {
-			text := ""
-			if len(res.Content) > 0 {
-				if t, ok := res.Content[0].(*mcp.TextContent); ok {
-					text = t.Text
-				}
-			}
-			return size, fmt.Errorf("%s failed: %.300s", tool, text)
-		}
-		return size, nil
+	if err := prime(ctx, cs, s.kind, sc, n); err != nil {
+		return r, err
 	}
-	for _, f := range sc.setup[s.kind] {
+	err = timeCalls(ctx, cs, cmd.Process.Pid, sc.call[s.kind], n, tick, &r)
+	return r, err
+}
+
+// callTool calls tool and returns the bytes of its text content; a tool
+// error is an error.
+func callTool(ctx context.Context, cs *mcp.ClientSession, tool string, a map[string]any) (int, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+	if err != nil {
+		return 0, err
+	}
+	size := 0
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			size += len(t.Text)
+		}
+	}
+	if res.IsError {
+		text := ""
+		if len(res.Content) > 0 {
+			if t, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = t.Text
+			}
+		}
+		return size, fmt.Errorf("%s failed: %.300s", tool, text)
+	}
+	return size, nil
+}
+
+// prime runs the scenario's setup calls for server kind, then its warm-up
+// calls.
+func prime(ctx context.Context, cs *mcp.ClientSession, kind string, sc scenario, n int) error {
+	for _, f := range sc.setup[kind] {
 		tool, a := f()
-		if _, err := callTool(tool, a); err != nil {
-			return r, err
+		if _, err := callTool(ctx, cs, tool, a); err != nil {
+			return err
 		}
 	}
-	call := sc.call[s.kind]
 	// Warm-up calls use the indices after the measured ones, so that edits
 	// never repeat a marker.
 	for i := range sc.warmup {
-		tool, a := call(n + i)
-		if _, err := callTool(tool, a); err != nil {
-			return r, err
+		tool, a := sc.call[kind](n + i)
+		if _, err := callTool(ctx, cs, tool, a); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// timeCalls makes the n measured calls and records in r their latencies,
+// the server's CPU time and its peak memory.
+func timeCalls(ctx context.Context, cs *mcp.ClientSession, pid int, call func(int) (string, map[string]any), n int, tick float64, r *row) error {
 	lat := make([]time.Duration, n)
 	cpu0, err := cpuTicks(pid)
 	if err != nil {
-		return r, err
+		return err
 	}
 	start := time.Now()
 	for i := range n {
 		tool, a := call(i)
 		r.tool = tool
 		t0 := time.Now()
-		size, err := callTool(tool, a)
+		size, err := callTool(ctx, cs, tool, a)
 		lat[i] = time.Since(t0)
 		if err != nil {
-			return r, err
+			return err
 		}
 		r.respBytes = size
 	}
 	r.elapsed = time.Since(start)
 	cpu1, err := cpuTicks(pid)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.cpu = time.Duration(float64(cpu1-cpu0) / tick * float64(time.Second))
 	if r.hwm, err = peakRSS(pid); err != nil {
-		return r, err
+		return err
 	}
 	slices.Sort(lat)
 	r.p50 = lat[(n-1)*50/100]
 	r.p99 = lat[(n-1)*99/100]
-	return r, nil
+	return nil
 }
 
 // measureTS is measure with the TypeScript SDK client: tsclient.mjs

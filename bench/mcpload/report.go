@@ -19,11 +19,23 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 	if command != "" {
 		fmt.Fprintf(&b, "Produced by:\n\n```\n%s\n```\n\n", command)
 	}
+	writeMeasured(&b, rows)
+	writeRatios(&b, rows)
+	if len(starts) > 0 {
+		writeStartups(&b, starts)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeMeasured writes how the figures were taken, the workload and one
+// row per scenario and server.
+func writeMeasured(b *strings.Builder, rows []row) {
 	client := "the Go MCP SDK over stdio, protocol 2025-11-25"
 	if tsDriver != "" {
 		client = "the MCP TypeScript SDK's client (bench/mcpload/tsclient.mjs; Claude Code's and Claude Desktop's) over stdio, protocol 2025-11-25, tools listed first"
 	}
-	fmt.Fprintf(&b, "Measured %s on %s/%s, %d CPUs. Same client for both servers: %s, one call at a time; "+
+	fmt.Fprintf(b, "Measured %s on %s/%s, %d CPUs. Same client for both servers: %s, one call at a time; "+
 		"each scenario on a fresh server process, after warm-up calls. Server CPU is utime+stime of the server process (/proc/PID/stat) over the measured calls; "+
 		"peak RSS is its VmHWM (/proc/PID/status).\n\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), client)
@@ -31,7 +43,7 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 	b.WriteString("Workload (each server's natural equivalent of each step):\n\n")
 	b.WriteString("| scenario | what | capkit | reference |\n|---|---|---|---|\n")
 	for _, w := range workload {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", w[0], w[1], w[2], w[3])
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", w[0], w[1], w[2], w[3])
 	}
 	b.WriteString("\nThe servers' answers differ in form: capkit's read_file numbers the lines (cat -n style, a few more bytes) and sends the text once, with a small " +
 		"structured summary; the reference sends the file's text twice (as text content and again as structured content). capkit's grep searches file " +
@@ -41,11 +53,15 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 	b.WriteString("| scenario | server | tool | calls | calls/s | p50 ms | p99 ms | server CPU/call ms | peak RSS MiB | response text KiB |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f | %s | %s | %s | %.1f | %.1f |\n",
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %.1f | %s | %s | %s | %.1f | %.1f |\n",
 			r.scenario, r.server, r.tool, r.calls, float64(r.calls)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99),
 			ms(r.cpu/time.Duration(r.calls)), float64(r.hwm)/(1<<20), float64(r.respBytes)/1024)
 	}
+}
 
+// writeRatios writes capkit's figures over the reference's for each
+// scenario both servers ran.
+func writeRatios(b *strings.Builder, rows []row) {
 	type pair struct{ c, r *row }
 	var order []string
 	pairs := map[string]*pair{}
@@ -91,18 +107,15 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 	if ratioRows > 0 {
 		b.WriteString(rb.String())
 	}
+}
 
-	if len(starts) == 0 {
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
+// writeStartups writes each server's start-up times.
+func writeStartups(b *strings.Builder, starts []startup) {
 	b.WriteString("\nStart-up, from starting the process to reading its response to `initialize` (goal for capkit: under 50 ms):\n\n")
 	b.WriteString("| server | median ms | max ms |\n|---|---:|---:|\n")
 	for _, s := range starts {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.server, ms(s.median), ms(s.max))
+		fmt.Fprintf(b, "| %s | %s | %s |\n", s.server, ms(s.median), ms(s.max))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // workload describes the scenarios for the report.
