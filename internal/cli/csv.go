@@ -46,11 +46,11 @@ as one JSON object.
 --where COLUMN=VALUE keeps rows whose field equals VALUE exactly; != means
 differs, *= means contains; repeat it to require several conditions.
 
-Limits: compressed input %d MiB, CSV text %d MiB (expanded), %d columns,
-%d MiB per record, %d data rows unless --max-scan-rows raises it (at most
+Limits: compressed input %s, CSV text %s (expanded), %d columns,
+%s per record, %d data rows unless --max-scan-rows raises it (at most
 %d). Over a limit: exit 6. Ragged rows, bad quoting, invalid UTF-8: exit 2.`,
-			limits.TabularMaxCompressedBytes/limits.MiB, limits.TabularMaxExpandedBytes/limits.MiB, limits.TabularMaxColumns,
-			limits.TabularMaxRecordBytes/limits.MiB, limits.TabularDefaultRows, limits.TabularHardRows),
+			limits.Bytes(limits.TabularMaxCompressedBytes), limits.Bytes(limits.TabularMaxExpandedBytes), limits.TabularMaxColumns,
+			limits.Bytes(limits.TabularMaxRecordBytes), limits.TabularDefaultRows, limits.TabularHardRows),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.run(cmd, env, args[0])

@@ -33,9 +33,9 @@ sharing an id or link are reported as duplicates or conflicts; a date that
 names no instant is reported, never replaced.
 
 DTDs are refused (only the RSS 0.91 DOCTYPE is accepted, never read): exit 2.
-Limits (exit 6): %d MiB, %d nodes, depth %d. FILE "-" reads standard input;
+Limits (exit 6): %s, %d nodes, depth %d. FILE "-" reads standard input;
 --json prints the whole feed as JSON.`,
-			limits.FeedMaxEntries, limits.FeedMaxBytes/limits.MiB, limits.FeedMaxNodes, limits.FeedMaxDepth),
+			limits.FeedMaxEntries, limits.Bytes(limits.FeedMaxBytes), limits.FeedMaxNodes, limits.FeedMaxDepth),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readDocArg(env, args[0], limits.FeedMaxBytes)

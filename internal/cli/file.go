@@ -28,7 +28,7 @@ func newFileReadCmd(env *Env) *cobra.Command {
 	var maxBytes int64
 	cmd := &cobra.Command{
 		Use:   "read PATH",
-		Short: "Write a whole file to standard output (at most 128 MiB)",
+		Short: "Write a whole file to standard output (at most " + limits.Bytes(limits.FileBufferedMaxBytes) + ")",
 		Long: `Write a whole regular file to standard output, unchanged. A file larger than
 --max-bytes fails with exit code 6 (limit) before anything is written. With
 --json the result is {"size": N, "content": "<base64>"}.`,
@@ -52,7 +52,7 @@ func newFileReadCmd(env *Env) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().Int64Var(&maxBytes, "max-bytes", limits.FileBufferedMaxBytes, "fail instead of reading a larger file (at most 128 MiB)")
+	cmd.Flags().Int64Var(&maxBytes, "max-bytes", limits.FileBufferedMaxBytes, "fail instead of reading a larger file (at most "+limits.Bytes(limits.FileBufferedMaxBytes)+")")
 	return cmd
 }
 

@@ -32,9 +32,9 @@ identified (element, size, link density) and must be prose, else exit 2.
 
 Login walls, cookie/consent walls, bot challenges, paywalls and error pages
 are refused with exit 9 (integrity): the bytes are not the document. Limits
-(exit 6): %d MiB, %d nodes, depth %d, %d attributes per element. FILE "-"
+(exit 6): %s, %d nodes, depth %d, %d attributes per element. FILE "-"
 reads standard input; --json prints the whole document as JSON.`,
-			limits.HTMLMaxBytes/limits.MiB, limits.HTMLMaxNodes, limits.HTMLMaxDepth, limits.HTMLMaxAttributes),
+			limits.Bytes(limits.HTMLMaxBytes), limits.HTMLMaxNodes, limits.HTMLMaxDepth, limits.HTMLMaxAttributes),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readDocArg(env, args[0], limits.HTMLMaxBytes)

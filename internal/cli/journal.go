@@ -16,11 +16,12 @@ func newJournalCmd(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "journal",
 		Short: "Append JSON events to hash-chained journals and verify them",
-		Long: `A journal is an append-only file of JSON events (ROOT/NAME.jsonl) in which
+		Long: fmt.Sprintf(`A journal is an append-only file of JSON events (ROOT/NAME.jsonl) in which
 every record carries the hash of its content and of the record before it, so
 edits, deletions and reordering are detected by "verify" (exit 9, naming the
 record, line and byte offset). ROOT must be a private directory (mode 0700).
-Events are at most 64 KiB in canonical form; a journal at most 32 MiB.`,
+Events are at most %s in canonical form; a journal at most %s.`,
+			limits.Bytes(limits.JournalMaxEventBytes), limits.Bytes(limits.JournalMaxJournalBytes)),
 	}
 	cmd.AddCommand(newJournalAppendCmd(env), newJournalVerifyCmd(env), newJournalReadCmd(env), newJournalRepairCmd(env))
 	return cmd

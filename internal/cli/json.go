@@ -19,9 +19,9 @@ func newJSONCmd(env *Env) *cobra.Command {
 		Long: fmt.Sprintf(`Strict JSON: duplicate member names at any depth, NaN/Infinity and numbers
 beyond the 64-bit float range, invalid UTF-8, a byte order mark and data after
 the value are refused (exit 2) with line, column and byte offset; nesting
-deeper than %d and input over --max-bytes (default %d MiB, at most %d MiB)
+deeper than %d and input over --max-bytes (default %s, at most %s)
 are refused with exit 6. Numbers keep their exact digits. FILE "-" reads
-standard input.`, limits.JSONMaxDepth, limits.JSONDefaultBytes/limits.MiB, limits.JSONMaxBytes/limits.MiB),
+standard input.`, limits.JSONMaxDepth, limits.Bytes(limits.JSONDefaultBytes), limits.Bytes(limits.JSONMaxBytes)),
 	}
 	cmd.AddCommand(newJSONValidateCmd(env), newJSONCanonicalCmd(env))
 	return cmd

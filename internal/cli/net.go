@@ -71,11 +71,11 @@ disguise (2130706433, 0x7f.1) and ports other than 443 are refused (exit 5)
 unless the policy reviews them in ("private_destinations", "ports").
 No proxies (HTTP_PROXY is ignored), cookies, credentials or retries.
 
-Bounds (the policy may narrow them): %d MiB on the wire and %d MiB
+Bounds (the policy may narrow them): %s on the wire and %s
 expanded, %d requests, %d redirects, %d s in all (exit 6). HTTP 4xx/5xx
 exit 11, TLS failures exit 12. With --budget, each request is admitted
 durably first; a spent or cooling-down budget exits 8 with the wait.`,
-			limits.FetchMaxResponseBytes/limits.MiB, limits.FetchMaxExpandedBytes/limits.MiB,
+			limits.Bytes(limits.FetchMaxResponseBytes), limits.Bytes(limits.FetchMaxExpandedBytes),
 			limits.FetchMaxRequests, limits.FetchMaxRedirects, int(limits.FetchMaxDeadline.Seconds())),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -85,8 +85,8 @@ Example (todo.star):
 		},
 	}
 	hf.add(run)
-	run.Flags().DurationVar(&timeout, "timeout", 0, "wall-clock bound (default [script] timeout, else 30s)")
-	run.Flags().Uint64Var(&maxSteps, "max-steps", 0, "Starlark step bound (default [script] max_steps, else 10000000)")
+	run.Flags().DurationVar(&timeout, "timeout", 0, "wall-clock bound (default [script] timeout, else "+limits.Duration(limits.ScriptDefaultTimeout)+")")
+	run.Flags().Uint64Var(&maxSteps, "max-steps", 0, fmt.Sprintf("Starlark step bound (default [script] max_steps, else %d)", limits.ScriptDefaultSteps))
 	cmd.AddCommand(run)
 	cmd.AddCommand(&cobra.Command{
 		Use:    "worker",

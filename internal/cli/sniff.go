@@ -24,8 +24,8 @@ status 200) are refused with exit 9 (integrity).
 
 PDF is recognised by its %%PDF- signature only: it is not parsed, no text is
 extracted and no OCR is done. JSON, feeds and CSV are classified here, not
-validated: use capkit json, feed and csv for that. At most %d MiB (exit 6).
-FILE "-" reads standard input; --json prints the report as JSON.`, limits.SniffMaxBytes/limits.MiB),
+validated: use capkit json, feed and csv for that. At most %s (exit 6).
+FILE "-" reads standard input; --json prints the report as JSON.`, limits.Bytes(limits.SniffMaxBytes)),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := sniff.ParseFormat(expect)

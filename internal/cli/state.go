@@ -23,7 +23,7 @@ func newStateCmd(env *Env) *cobra.Command {
 func newStateReplaceCmd(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "replace PATH",
-		Short: "Replace PATH's content with standard input, atomically (at most 128 MiB)",
+		Short: "Replace PATH's content with standard input, atomically (at most " + limits.Bytes(limits.StateMaxBytes) + ")",
 		Long: `Replace the content of the state file PATH with standard input, atomically:
 after a crash at any moment PATH holds the old or the new content, never a mix.
 PATH is created if missing and ends up private (mode 0600). A PATH that is a

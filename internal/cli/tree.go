@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/files/tree"
+	"github.com/capkit/capkit/limits"
 )
 
 func newTreeCmd(env *Env) *cobra.Command {
@@ -61,8 +62,8 @@ fails with exit code 6 (limit) instead of printing a shorter list.`,
 			return env.Print(l, l.Text())
 		},
 	}
-	cmd.Flags().IntVar(&o.MaxEntries, "max-entries", 0, "fail on a tree with more names (default 10000, at most 1000000)")
-	cmd.Flags().Int64Var(&o.MaxBytes, "max-bytes", 0, "fail on a tree whose files hold more bytes (default 1 GiB)")
-	cmd.Flags().IntVar(&o.MaxDepth, "max-depth", 0, "fail on a tree deeper than this (default 64, at most 256)")
+	cmd.Flags().IntVar(&o.MaxEntries, "max-entries", 0, fmt.Sprintf("fail on a tree with more names (default %d, at most %d)", limits.TreeDefaultEntries, limits.TreeHardEntries))
+	cmd.Flags().Int64Var(&o.MaxBytes, "max-bytes", 0, "fail on a tree whose files hold more bytes (default "+limits.Bytes(limits.TreeDefaultBytes)+")")
+	cmd.Flags().IntVar(&o.MaxDepth, "max-depth", 0, fmt.Sprintf("fail on a tree deeper than this (default %d, at most %d)", limits.TreeDefaultDepth, limits.TreeHardDepth))
 	return cmd
 }

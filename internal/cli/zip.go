@@ -11,19 +11,22 @@ import (
 
 	"github.com/capkit/capkit/archive/zipfile"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
 )
 
 func newZipCmd(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "zip",
 		Short: "Create ZIP archives from chosen files; extract only archives whose members you know by SHA-256",
-		Long: `Create an archive from explicitly chosen files, or extract one into a new
+		Long: fmt.Sprintf(`Create an archive from explicitly chosen files, or extract one into a new
 directory given every member's SHA-256 (a manifest as sha256sum prints it).
 Extraction refuses unexpected, missing or mismatching members (exit 9),
 encrypted members, symlinks and other special files, unsafe or colliding names
-(exit 2) and archives past the bounds (exit 6: 10,000 members, 128 MiB per
-member, 1 GiB in all, 4 MiB central directory, 64 path elements); the
+(exit 2) and archives past the bounds (exit 6: %s members, %s per
+member, %s in all, %s central directory, %d path elements); the
 directory appears only when every member was written and verified.`,
+			limits.Count(limits.ZipMaxFiles), limits.Bytes(limits.ZipMaxMemberBytes), limits.Bytes(limits.ZipMaxTotalBytes),
+			limits.Bytes(limits.ZipMaxCentralDirectory), limits.ZipMaxPathDepth),
 	}
 	cmd.AddCommand(newZipCreateCmd(env), newZipExtractCmd(env), newZipListCmd(env), newZipVerifyCmd(env))
 	return cmd

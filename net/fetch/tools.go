@@ -45,10 +45,10 @@ func (r FetchResult) ToolText() string {
 
 var fetchDescription = fmt.Sprintf(`Fetch a public https URL (GET) and return the body with a receipt: final URL, redirects, status, selected headers, media type, byte counts, SHA-256, timings and budget charges.
 Only https on port 443 (or ports the host's policy allows); no credentials, cookies, proxies or retries. Private, loopback, link-local (cloud metadata), multicast, documentation and other special-purpose addresses are refused (denied) wherever a name or redirect leads, unless the host's policy names them.
-Limits: a body of at most %d MiB after decoding (limit), at most %d redirects and %ds in all (or less, as the host's policy says). HTTP 4xx/5xx fail (http) with the status; certificate problems fail (tls); an exhausted or cooling-down budget fails (deferred) with the time to wait.
+Limits: a body of at most %s after decoding (limit), at most %d redirects and %ds in all (or less, as the host's policy says). HTTP 4xx/5xx fail (http) with the status; certificate problems fail (tls); an exhausted or cooling-down budget fails (deferred) with the time to wait.
 A body that is not UTF-8 is not shown; its size and SHA-256 are in the receipt. Give expect to check the format and refuse login walls and other access screens.
 Example: {"url": "https://example.org/data.json", "expect": "json"}`,
-	limits.FetchToolMaxBodyBytes/limits.MiB, limits.FetchMaxRedirects, int(limits.FetchMaxDeadline.Seconds()))
+	limits.Bytes(limits.FetchToolMaxBodyBytes), limits.FetchMaxRedirects, int(limits.FetchMaxDeadline.Seconds()))
 
 // RegisterTools registers net_fetch (effect net_fetch, deferred) when
 // opts carries a policy.

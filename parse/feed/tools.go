@@ -25,7 +25,7 @@ type ParseArgs struct {
 	Text  string `json:"text,omitempty" jsonschema:"the feed's XML itself; give text or path"`
 	Path  string `json:"path,omitempty" jsonschema:"path of a feed file in a readable root; give text or path"`
 	URL   string `json:"url" jsonschema:"absolute http(s) URL the feed came from; relative links are resolved against it"`
-	Limit int    `json:"limit" jsonschema:"how many entries to return, 1 to 1000; the rest are checked and counted as omitted"`
+	Limit int    `json:"limit" jsonschema:"how many entries to return, from 1 to the entries limit in the tool description; the rest are checked and counted as omitted"`
 }
 
 // ParseResult is feed_parse's result: the entries are in the text the
@@ -49,10 +49,10 @@ func (r ParseResult) ToolText() string { return r.text }
 var _ kernel.Texter = ParseResult{}
 
 var parseDescription = fmt.Sprintf(`Read an RSS (0.90, 0.91, 0.92, 2.0), RSS 1.0 (RDF) or Atom (1.0, 0.3) feed: title, then each entry's title, link (resolved against url and xml:base), dates (original text and UTC; a date that names no instant is reported, never replaced), authors and summary as text.
-Returns at most limit entries in document order; the rest are still checked and reported as omitted. Entries sharing an id or link are reported as duplicates, and as conflicting when their content differs.
+Returns at most limit entries (1 to %s) in document order; the rest are still checked and reported as omitted. Entries sharing an id or link are reported as duplicates, and as conflicting when their content differs.
 XML that is not well-formed (a bare &, an HTML entity without a DTD, a mismatched end tag) is repaired as a lenient reader would, and every repair is a warning with its line and column. DTDs and entity declarations are refused (only the RSS 0.91 DOCTYPE is accepted, never read). Limits: %s, %s nodes, depth %d, %s entries; the result must fit the tool's output bound (limit, never truncated).
 Example: {"path": "feeds/news.xml", "url": "https://example.org/feed.xml", "limit": 20}`,
-	limits.Bytes(limits.FeedMaxBytes), limits.Count(limits.FeedMaxNodes), limits.FeedMaxDepth, limits.Count(limits.FeedMaxEntries))
+	limits.Count(limits.FeedMaxEntries), limits.Bytes(limits.FeedMaxBytes), limits.Count(limits.FeedMaxNodes), limits.FeedMaxDepth, limits.Count(limits.FeedMaxEntries))
 
 // RegisterTools registers feed_parse (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {

@@ -1,6 +1,8 @@
 package htmldoc
 
 import (
+	"fmt"
+
 	"context"
 
 	"github.com/capkit/capkit/capability"
@@ -45,11 +47,12 @@ func (r ExtractResult) ToolText() string { return r.text }
 
 var _ kernel.Texter = ExtractResult{}
 
-const extractDescription = `Read an HTML page as text: title, headings, paragraphs, list items, quotes, preformatted blocks and table rows, then its links.
+var extractDescription = fmt.Sprintf(`Read an HTML page as text: title, headings, paragraphs, list items, quotes, preformatted blocks and table rows, then its links.
 select "text" returns every visible block; "article" returns only the main article, identified (element, size, link density) and checked to be prose, and fails on index pages and pages without one.
 Login walls, cookie/consent walls, bot challenges, paywalls and error pages fail (integrity) instead of being returned as content. Warnings say when tables were flattened, hidden text was left out or the content needs scripts to render (the HTML does not hold it).
-Limits: 4 MiB of HTML, 50,000 nodes, nesting depth 128, 1,000 attributes per element; the result must fit the tool's output bound (limit, never truncated).
-Example: {"path": "pages/post.html", "select": "article", "base_url": "https://example.org/blog/post"}`
+Limits: %s of HTML, %s nodes, nesting depth %s, %s attributes per element; the result must fit the tool's output bound (limit, never truncated).
+Example: {"path": "pages/post.html", "select": "article", "base_url": "https://example.org/blog/post"}`,
+	limits.Bytes(limits.HTMLMaxBytes), limits.Count(limits.HTMLMaxNodes), limits.Count(limits.HTMLMaxDepth), limits.Count(limits.HTMLMaxAttributes))
 
 // RegisterTools registers html_extract (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {

@@ -1,6 +1,8 @@
 package sniff
 
 import (
+	"fmt"
+
 	"context"
 
 	"github.com/capkit/capkit/capability"
@@ -27,11 +29,12 @@ type CheckArgs struct {
 	MediaType string `json:"media_type,omitempty" jsonschema:"the Content-Type the body was served with, if known"`
 }
 
-const checkDescription = `Check that a response body is the format you expect before reading it: returns what it is (json, rss, atom, rdf, html, pdf, text, gzip, zip, binary...) and warnings (mismatched or generic media type, non-UTF-8 charset, script-rendered HTML, a JSON error object).
+var checkDescription = fmt.Sprintf(`Check that a response body is the format you expect before reading it: returns what it is (json, rss, atom, rdf, html, pdf, text, gzip, zip, binary...) and warnings (mismatched or generic media type, non-UTF-8 charset, script-rendered HTML, a JSON error object).
 Rejects (integrity) an empty body, a wrong-format body (HTML where JSON or a feed was expected) and access screens in any format: login walls, cookie/consent walls, bot challenges, paywalls, error pages served with status 200.
-PDF is recognised by its %PDF- signature only: not parsed, no text extraction, no OCR. JSON, feeds and CSV are classified, not validated (use their readers).
-Limits: 128 MiB by path; HTML is checked for access screens within the HTML reader's 4 MiB.
-Example: {"path": "downloads/report.json", "expect": "json", "media_type": "application/json; charset=utf-8"}`
+PDF is recognised by its %%PDF- signature only: not parsed, no text extraction, no OCR. JSON, feeds and CSV are classified, not validated (use their readers).
+Limits: %s by path; HTML is checked for access screens within the HTML reader's %s.
+Example: {"path": "downloads/report.json", "expect": "json", "media_type": "application/json; charset=utf-8"}`,
+	limits.Bytes(limits.SniffMaxBytes), limits.Bytes(limits.HTMLMaxBytes))
 
 // RegisterTools registers sniff (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {

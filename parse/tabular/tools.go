@@ -38,7 +38,7 @@ type ScanArgs struct {
 	Filter      []Condition `json:"filter,omitempty" jsonschema:"conditions that must all hold for a row to be returned"`
 	MaxRows     int64       `json:"max_rows,omitempty" jsonschema:"row budget: return at most this many matched rows; the rest are counted and reported as truncated"`
 	Offset      int64       `json:"offset,omitempty" jsonschema:"skip this many matched rows first (to continue after a truncated result)"`
-	MaxScanRows int64       `json:"max_scan_rows,omitempty" jsonschema:"scan budget: data rows read before failing with limit; default 1000000"`
+	MaxScanRows int64       `json:"max_scan_rows,omitempty" jsonschema:"scan budget: data rows read before failing with limit; default and maximum in the tool description"`
 	Dialect     string      `json:"dialect,omitempty" jsonschema:"comma, pipe or tab; default detected"`
 	Format      string      `json:"format,omitempty" jsonschema:"csv, gzip or zip; default detected from the file's signature"`
 }
@@ -73,10 +73,10 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 		Description: fmt.Sprintf(`Scans a delimited table (comma, tab or pipe; detected unless dialect is given) from path (a CSV, a ZIP holding exactly one CSV, or a GZIP'd CSV) or inline text. The first row is the header.
 Returns the header, then matched rows (optionally only the named columns) as JSON arrays of strings, one per line, with exact counts: rows scanned, matched, skipped, returned. With max_rows, matched rows past the budget are counted and the result says truncated and where to continue (offset).
 filter: [{"column": "state", "op": "eq", "value": "CA"}]; op is eq (default), ne or contains; exact, case-sensitive string comparison; all conditions must hold.
-Limits: compressed input %d MiB, CSV text %d MiB (expanded), %d columns, %d MiB per record, scan budget %d rows by default (max_scan_rows up to %d); over a limit fails with limit, never a partial answer. Ragged rows, bad quoting, invalid UTF-8 and UTF-16 fail with invalid_input naming the line; a UTF-8 BOM is removed.
+Limits: compressed input %s, CSV text %s (expanded), %d columns, %s per record, scan budget %d rows by default (max_scan_rows up to %d); over a limit fails with limit, never a partial answer. Ragged rows, bad quoting, invalid UTF-8 and UTF-16 fail with invalid_input naming the line; a UTF-8 BOM is removed.
 A result larger than the output limit fails with limit: pass max_rows or fewer columns.
 Example: {"path": "data/orders.csv.gz", "columns": ["id", "total"], "filter": [{"column": "status", "value": "open"}], "max_rows": 50}`,
-			limits.TabularMaxCompressedBytes/limits.MiB, limits.TabularMaxExpandedBytes/limits.MiB, limits.TabularMaxColumns, limits.TabularMaxRecordBytes/limits.MiB,
+			limits.Bytes(limits.TabularMaxCompressedBytes), limits.Bytes(limits.TabularMaxExpandedBytes), limits.TabularMaxColumns, limits.Bytes(limits.TabularMaxRecordBytes),
 			limits.TabularDefaultRows, limits.TabularHardRows),
 	}, func(ctx context.Context, call *kernel.Call, in ScanArgs) (ScanResult, error) {
 		dialect, err := ParseDialect(in.Dialect)

@@ -93,9 +93,9 @@ func registerTextValidate(b *kernel.Builder, o ToolOptions) error {
 		Title:   "Validate text",
 		Summary: "Check that a file or text is valid UTF-8 and count its bytes, characters and lines.",
 		Description: fmt.Sprintf(`Checks that the input is valid UTF-8 text and counts bytes, characters and lines.
-Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %d MiB (%d bytes), at most %d MiB; a larger input fails with limit.
+Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %s (%d bytes), at most %s; a larger input fails with limit.
 Invalid UTF-8 fails with invalid_input naming the byte offset, line and column of the first bad byte.
-Example: {"path": "notes/readme.txt"}`, limits.TextDefaultBytes/limits.MiB, limits.TextDefaultBytes, limits.TextMaxBytes/limits.MiB),
+Example: {"path": "notes/readme.txt"}`, limits.Bytes(limits.TextDefaultBytes), limits.TextDefaultBytes, limits.Bytes(limits.TextMaxBytes)),
 	}, func(ctx context.Context, call *kernel.Call, in SourceArgs) (TextResult, error) {
 		max, err := maxBytes("text", in.MaxBytes, limits.TextDefaultBytes, limits.TextMaxBytes)
 		if err != nil {
@@ -113,9 +113,9 @@ Example: {"path": "notes/readme.txt"}`, limits.TextDefaultBytes/limits.MiB, limi
 // jsonDesc is what the JSON tools share in their descriptions.
 func jsonDesc(what string) string {
 	return fmt.Sprintf(`%s
-Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %d MiB (%d bytes), at most %d MiB; nesting depth at most %d.
+Input: path (a file under a readable root) or text (inline). Limit: max_bytes, default %s (%d bytes), at most %s; nesting depth at most %d.
 Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the 64-bit float range, invalid UTF-8, a byte order mark and trailing data are rejected with invalid_input naming line, column and byte offset; numbers keep their exact digits.`,
-		what, limits.JSONDefaultBytes/limits.MiB, limits.JSONDefaultBytes, limits.JSONMaxBytes/limits.MiB, limits.JSONMaxDepth)
+		what, limits.Bytes(limits.JSONDefaultBytes), limits.JSONDefaultBytes, limits.Bytes(limits.JSONMaxBytes), limits.JSONMaxDepth)
 }
 
 func registerJSONValidate(b *kernel.Builder, o ToolOptions) error {
