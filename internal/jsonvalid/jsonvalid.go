@@ -295,31 +295,9 @@ func (st *state) value(n *node) error {
 	case '[':
 		return st.array(n)
 	}
-	sc, err := st.scalar(n, k)
-	if err != nil {
-		return err
-	}
-	if n.types&sc.k == 0 {
-		return st.fail("want %s, got %s", typeNames(n.types), typeNames(sc.k))
-	}
-	if n.enum != nil && !slices.ContainsFunc(n.enum, sc.equal) {
-		return st.fail("value is not one of the allowed values")
-	}
-	switch sc.k {
-	case kString:
-		return st.checkString(n, sc.s)
-	case kInteger, kNumber:
-		return st.checkNumber(n, sc.f)
-	}
-	return nil
-}
-
-// scalar reads the scalar of kind k; a string is unquoted only when n has
-// a keyword that looks at it.
-func (st *state) scalar(n *node, k jsontext.Kind) (scalar, error) {
 	raw, err := st.dec.ReadValue()
 	if err != nil {
-		return scalar{}, syntax(err)
+		return syntax(err)
 	}
 	var sc scalar
 	switch k {
@@ -332,7 +310,7 @@ func (st *state) scalar(n *node, k jsontext.Kind) (scalar, error) {
 		if n.enum != nil || n.pattern != nil || n.minLen != nil || n.maxLen != nil {
 			st.scratch, err = jsontext.AppendUnquote(st.scratch[:0], raw)
 			if err != nil {
-				return scalar{}, syntax(err)
+				return syntax(err)
 			}
 			sc.s = string(st.scratch)
 		}
@@ -340,13 +318,31 @@ func (st *state) scalar(n *node, k jsontext.Kind) (scalar, error) {
 		sc.k = kNumber
 		sc.f, err = strconv.ParseFloat(string(raw), 64)
 		if err != nil || math.IsInf(sc.f, 0) {
-			return scalar{}, st.fail("number out of range")
+			return st.fail("number out of range")
 		}
 		if sc.f == math.Trunc(sc.f) {
 			sc.k = kInteger
 		}
 	}
-	return sc, nil
+	if n.types&sc.k == 0 {
+		return st.fail("want %s, got %s", typeNames(n.types), typeNames(sc.k))
+	}
+	if n.enum != nil && !slices.ContainsFunc(n.enum, sc.equal) {
+		return st.fail("value is not one of the allowed values")
+	}
+	// The checks are called only when a keyword needs them: value runs
+	// for every argument of every call.
+	switch sc.k {
+	case kString:
+		if n.minLen != nil || n.maxLen != nil || n.pattern != nil {
+			return st.checkString(n, sc.s)
+		}
+	case kInteger, kNumber:
+		if n.min != nil || n.max != nil || n.exMin != nil || n.exMax != nil {
+			return st.checkNumber(n, sc.f)
+		}
+	}
+	return nil
 }
 
 // checkString applies n's length and pattern keywords to s.
