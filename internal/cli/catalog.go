@@ -10,6 +10,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/fixedfiles"
 	"github.com/capkit/capkit/host/config"
+	"github.com/capkit/capkit/limits"
 )
 
 // catalogReport is what `capkit catalog check` prints for one catalog.
@@ -41,7 +42,7 @@ files are opened once at setup; the model names entries, never paths.`,
 	cmd.AddCommand(&cobra.Command{
 		Use:   "check FILE",
 		Short: "Validate a configuration's catalogs and report each entry's size and state",
-		Long: `check reads the configuration FILE, then opens and reads every catalog entry
+		Long: fmt.Sprintf(`check reads the configuration FILE, then opens and reads every catalog entry
 as the catalog tool would: a regular file, within max_file_bytes, valid
 UTF-8. It prints each entry's size and state ("ok" or the failure code with
 the reason) and exits with the first failure's code when any entry cannot
@@ -49,9 +50,10 @@ be served (2 invalid_input, 3 not_found, 6 limit, 9 integrity, 10 io).
 
 Example:
   capkit catalog check capkit.toml
-  catalog release_notes: 2 entries, at most 64 entries of 65536 bytes
+  catalog release_notes: 2 entries, at most %d entries of %d bytes
     changelog      1834 bytes  ok         /srv/app/CHANGELOG.md
     release.notes  0 bytes     not_found  catalog entry "release.notes": cannot open ...`,
+			limits.CatalogDefaultEntries, limits.CatalogDefaultFileBytes),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(args[0])
