@@ -75,23 +75,36 @@ func (r CopyResult) ToolText() string { return fmt.Sprintf("copied %d bytes", r.
 // opened through an os.Root, so no path leads out of a granted root.
 // opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	budget := opts.budget()
-	var timeout time.Duration
-	var events *files.Events
+	t := toolSetup{budget: opts.budget()}
 	if opts != nil {
-		timeout, events = opts.Timeout, opts.Events
+		t.timeout, t.events = opts.Timeout, opts.Events
 	}
-	err := kernel.AddTool(b, kernel.Policy{Name: "file_digest", Timeout: timeout},
+	if err := t.registerDigest(b); err != nil {
+		return err
+	}
+	return t.registerCopy(b)
+}
+
+// toolSetup is what the file tools share: their deadline, the seam's
+// events and the largest file they read.
+type toolSetup struct {
+	timeout time.Duration
+	events  *files.Events
+	budget  int64
+}
+
+func (t toolSetup) registerDigest(b *kernel.Builder) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "file_digest", Timeout: t.timeout},
 		kernel.Meta{
 			Effect:  capability.ReadFile,
 			Title:   "File digest",
 			Summary: "SHA-256 digest of one regular file, streamed, without reading it into the conversation",
 			Description: fmt.Sprintf(`Computes the SHA-256 digest of one regular file and returns it with the file's size.
 Symbolic links are never followed; directories, FIFOs and devices are refused. A file larger than max_bytes (default and maximum %d bytes) fails with "limit" before it is read. A file that changes while it is read fails with "integrity": retry when it is stable.
-Example: {"path": "dist/app.tar.gz"}`, budget),
+Example: {"path": "dist/app.tar.gz"}`, t.budget),
 		},
 		func(ctx context.Context, call *kernel.Call, in DigestArgs) (DigestResult, error) {
-			maxBytes, err := modelBudget(in.MaxBytes, budget)
+			maxBytes, err := modelBudget(in.MaxBytes, t.budget)
 			if err != nil {
 				return DigestResult{}, err
 			}
@@ -108,54 +121,57 @@ Example: {"path": "dist/app.tar.gz"}`, budget),
 			s, err := digest(ctx, f, maxBytes, nil)
 			return DigestResult(s), err
 		})
-	if err != nil {
-		return err
-	}
-	return kernel.AddTool(b, kernel.Policy{Name: "file_copy", Timeout: timeout},
+}
+
+func (t toolSetup) registerCopy(b *kernel.Builder) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "file_copy", Timeout: t.timeout},
 		kernel.Meta{
 			Effect:  capability.WriteFile,
 			Title:   "Copy file",
 			Summary: "Copy one regular file to a new file; never overwrites",
 			Description: fmt.Sprintf(`Copies one regular file to a new file, creating missing parent directories of the destination (as write_file does). The destination must not exist: an existing destination fails with "conflict" and is left untouched. The copy appears only when complete and is private (mode 0600).
 The source must be in a readable root and the destination in a writable root. Symbolic links are never followed; directories, FIFOs and devices are refused. A source larger than max_bytes (default and maximum %d bytes) fails with "limit" before anything is written; a source that changes while it is copied fails with "integrity" and nothing is created.
-Example: {"source": "report.pdf", "destination": "archive/report-2024.pdf"}`, budget),
+Example: {"source": "report.pdf", "destination": "archive/report-2024.pdf"}`, t.budget),
 		},
-		func(ctx context.Context, call *kernel.Call, in CopyArgs) (CopyResult, error) {
-			maxBytes, err := modelBudget(in.MaxBytes, budget)
-			if err != nil {
-				return CopyResult{}, err
-			}
-			caps := call.Session.Capabilities()
-			sd, sname, _, err := atfile.ResolveParent(caps.Roots(capability.ReadFile), in.Source)
-			if err != nil {
-				return CopyResult{}, err
-			}
-			defer sd.Close()
-			// Only a source that can be copied creates the destination's
-			// parents (bad input changes nothing).
-			src, err := openAt(sd, sname, "source")
-			if err != nil {
-				return CopyResult{}, err
-			}
-			size := src.Size()
-			src.Close()
-			if size > maxBytes {
-				return CopyResult{}, fault.LimitExceeded("source bytes", maxBytes, size)
-			}
-			if err := makeParents(caps.Roots(capability.WriteFile), in.Destination); err != nil {
-				return CopyResult{}, err
-			}
-			dd, dname, _, err := atfile.ResolveParent(caps.Roots(capability.WriteFile), in.Destination)
-			if err != nil {
-				return CopyResult{}, err
-			}
-			defer dd.Close()
-			if err := expectCreate(ctx, events, call.Session, caps.Roots(capability.WriteFile), in.Destination); err != nil {
-				return CopyResult{}, err
-			}
-			n, err := copyAt(ctx, sd, sname, dd, dname, maxBytes, nil)
-			return CopyResult{Bytes: n}, err
-		})
+		t.handleCopy)
+}
+
+// handleCopy is file_copy's handler.
+func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArgs) (CopyResult, error) {
+	maxBytes, err := modelBudget(in.MaxBytes, t.budget)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	caps := call.Session.Capabilities()
+	sd, sname, _, err := atfile.ResolveParent(caps.Roots(capability.ReadFile), in.Source)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	defer sd.Close()
+	// Only a source that can be copied creates the destination's
+	// parents (bad input changes nothing).
+	src, err := openAt(sd, sname, "source")
+	if err != nil {
+		return CopyResult{}, err
+	}
+	size := src.Size()
+	src.Close()
+	if size > maxBytes {
+		return CopyResult{}, fault.LimitExceeded("source bytes", maxBytes, size)
+	}
+	if err := makeParents(caps.Roots(capability.WriteFile), in.Destination); err != nil {
+		return CopyResult{}, err
+	}
+	dd, dname, _, err := atfile.ResolveParent(caps.Roots(capability.WriteFile), in.Destination)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	defer dd.Close()
+	if err := expectCreate(ctx, t.events, call.Session, caps.Roots(capability.WriteFile), in.Destination); err != nil {
+		return CopyResult{}, err
+	}
+	n, err := copyAt(ctx, sd, sname, dd, dname, maxBytes, nil)
+	return CopyResult{Bytes: n}, err
 }
 
 // expectCreate offers the creation of the file p names to ev's write gate.
