@@ -29,6 +29,11 @@ Scripts are bounded in steps, time, memory and result size (exit 6, limit).
 With [script] enabled = true in capkit.toml, capkit serve also offers the
 run_script tool, so a model can run a bounded workflow as one call.`,
 	}
+	cmd.AddCommand(newScriptRunCmd(env), newScriptWorkerCmd())
+	return cmd
+}
+
+func newScriptRunCmd(env *Env) *cobra.Command {
 	var hf hostFlags
 	var timeout time.Duration
 	var maxSteps uint64
@@ -87,8 +92,12 @@ Example (todo.star):
 	hf.add(run)
 	run.Flags().DurationVar(&timeout, "timeout", 0, "wall-clock bound (default [script] timeout, else "+limits.Duration(limits.ScriptDefaultTimeout)+")")
 	run.Flags().Uint64Var(&maxSteps, "max-steps", 0, fmt.Sprintf("Starlark step bound (default [script] max_steps, else %d)", limits.ScriptDefaultSteps))
-	cmd.AddCommand(run)
-	cmd.AddCommand(&cobra.Command{
+	return run
+}
+
+// newScriptWorkerCmd is the hidden command a script's worker process runs.
+func newScriptWorkerCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:    "worker",
 		Short:  "Serve one script to a parent capkit process (internal)",
 		Hidden: true,
@@ -96,8 +105,7 @@ Example (todo.star):
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return script.ServeWorker(cmd.Context())
 		},
-	})
-	return cmd
+	}
 }
 
 func readScript(path string) ([]byte, error) {
