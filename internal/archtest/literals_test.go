@@ -28,11 +28,12 @@ var literalSkip = map[string]bool{"internal/cli/serve.go": true}
 // boundLiteral matches a number typed as a bound: a count of a unit, a
 // duration, or a number after words that introduce a bound. Numbers that
 // are not bounds (SHA-256, UTF-8, RFC 8785, port 443, HTTP 429, exit codes,
-// mode 0600, an example's arguments) match none of these.
+// mode 0600, an example's arguments, a start position "default 0" or
+// "default 1") match none of these.
 var boundLiteral = regexp.MustCompile(`(?i)` +
 	`\b\d[\d,_.]*\s*(KiB|MiB|GiB|bytes?|entries|members|rows|columns|nodes|attributes|path elements|elements|items|refs|hits|word pieces|levels|characters|calls|requests|names|files|records|steps|redirects)\b` +
 	`|\b\d+(ms|s|m|h)\b` +
-	`|\b(default|at most|up to|maximum|limit of|depth|deeper than|more than|fewer than|at least)\s+\d`)
+	`|\b(default|at most|up to|maximum|limit of|depth|deeper than|more than|fewer than|at least)\s+(\d{2,}|[2-9])\b`)
 
 // TestNoTypedBounds fails when a tool description, a tool's schema
 // description (jsonschema struct tag) or CLI help (cobra Short/Long, flag
@@ -80,6 +81,8 @@ func TestTypedBoundsDetected(t *testing.T) {
 		{`var _ = M{Description: "UTF-8, RFC 8785, port 443, status 429, exit 6, mode 0600; Example: {\"limit\": 20}"}`, 0},
 		{`var _ = M{Description: fmt.Sprintf("at most %d bytes", limits.X)}`, 0},
 		{`func f() string { return "at most 4 MiB" }`, 0}, // not a description
+		{"type A struct{ O int `json:\"o\" jsonschema:\"first line, 1-based (default 1); offset (default 0)\"` }", 0},
+		{"type A struct{ L int `json:\"l\" jsonschema:\"records to return; default and maximum 1000\"` }", 1},
 		{"var _ = M{Long: `Example:\n  capkit run --timeout 2m -- go vet\n  done: 2 entries\nAt most 3 entries.`}", 1},
 	} {
 		got := typedBounds(t, "x.go", []byte("package x\n"+c.src))
