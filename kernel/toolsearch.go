@@ -13,7 +13,7 @@ import (
 
 type toolSearchArgs struct {
 	Query string `json:"query" jsonschema:"words to look for in tool names, titles and summaries (whole words), e.g. \"move rename file\""`
-	Limit int    `json:"limit,omitempty" jsonschema:"most tools to return, 1 to 12 (default 5); a number outside is brought into that range"`
+	Limit int    `json:"limit,omitempty" jsonschema:"most tools to return; a number outside the range the description states is brought into it"`
 }
 
 // ToolMatch is one tool found by tool_search.

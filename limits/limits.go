@@ -244,6 +244,11 @@ const (
 	JournalMaxInputBytes = 4 * JournalMaxEventBytes
 	// JournalMaxDepth bounds the nesting of an event.
 	JournalMaxDepth = 128
+	// JournalMaxReadRecords bounds the records journal_read returns in one
+	// call (also its default).
+	JournalMaxReadRecords = 1000
+	// JournalReadOutputBytes bounds journal_read's result.
+	JournalReadOutputBytes = 4 * MiB
 )
 
 // MCP server (package mcpserver).

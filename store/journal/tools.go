@@ -43,7 +43,7 @@ type ReadArgs struct {
 	Dir   string `json:"dir,omitempty" jsonschema:"private directory holding the journal, inside a root granted journal_read; default: the first such root"`
 	Name  string `json:"name" jsonschema:"journal name"`
 	From  uint64 `json:"from,omitempty" jsonschema:"first record number to return; default 1"`
-	Limit int    `json:"limit,omitempty" jsonschema:"most records to return; default and maximum 1000"`
+	Limit int    `json:"limit,omitempty" jsonschema:"most records to return (the description states the default and maximum)"`
 }
 
 // AppendResult is journal_append's result.
@@ -57,7 +57,7 @@ type ReadResult struct {
 	Records []Record `json:"records"`
 }
 
-const maxReadRecords = 1000
+const maxReadRecords = limits.JournalMaxReadRecords
 
 // RegisterTools registers journal_append (effect journal_write) and
 // journal_verify and journal_read (effect journal_read), all deferred. The
@@ -135,13 +135,13 @@ Example: {"name": "deployments"}`,
 		return err
 	}
 
-	return kernel.AddTool(b, kernel.Policy{Name: "journal_read", Timeout: o.Timeout, MaxOutputBytes: 4 * limits.MiB},
+	return kernel.AddTool(b, kernel.Policy{Name: "journal_read", Timeout: o.Timeout, MaxOutputBytes: limits.JournalReadOutputBytes},
 		kernel.Meta{
 			Effect:  capability.JournalRead,
 			Title:   "Read journal",
 			Summary: "Read verified records of a journal",
-			Description: `Returns up to limit records (default and maximum 1000) of the named journal starting at record from (default 1), each with its number, hashes and event. Every record up to the last returned is verified first; a bad record fails with "integrity".
-Example: {"name": "deployments", "from": 20, "limit": 10}`,
+			Description: fmt.Sprintf(`Returns up to limit records (default and maximum %s) of the named journal starting at record from (default 1), each with its number, hashes and event. Every record up to the last returned is verified first; a bad record fails with "integrity".
+Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxReadRecords)),
 		}, func(ctx context.Context, call *kernel.Call, a ReadArgs) (ReadResult, error) {
 			limit := a.Limit
 			if limit == 0 {
