@@ -21,7 +21,6 @@ var literalDirs = []string{
 	"search", "net", "run", "internal/cli",
 }
 
-
 // boundLiteral matches a number typed as a bound: a count of a unit, a
 // duration, or a number after words that introduce a bound. Numbers that
 // are not bounds (SHA-256, UTF-8, RFC 8785, port 443, HTTP 429, exit codes,
