@@ -70,8 +70,16 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 		o = *opts
 	}
 	o.Options.Progress = nil
-	bounds := fmt.Sprintf("events of at most %d bytes in canonical form, journals of at most %d bytes", limits.JournalMaxEventBytes, limits.JournalMaxJournalBytes)
+	bounds := fmt.Sprintf("events of at most %s in canonical form, journals of at most %s", limits.Bytes(limits.JournalMaxEventBytes), limits.Bytes(limits.JournalMaxJournalBytes))
+	for _, register := range []func(*kernel.Builder, ToolOptions, string) error{registerAppend, registerVerify, registerRead} {
+		if err := register(b, o, bounds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
+func registerAppend(b *kernel.Builder, o ToolOptions, bounds string) error {
 	in, err := jsonschema.For[AppendArgs](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[jsontext.Value](): {Description: "any JSON value"},
 	}})
@@ -82,7 +90,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	if err != nil {
 		return err
 	}
-	err = b.Register(kernel.Policy{Name: "journal_append", Timeout: o.Timeout, MaxInputBytes: limits.JournalMaxInputBytes + 4*limits.KiB},
+	return b.Register(kernel.Policy{Name: "journal_append", Timeout: o.Timeout, MaxInputBytes: limits.JournalMaxInputBytes + 4*limits.KiB},
 		kernel.Meta{
 			Effect:  capability.JournalWrite,
 			Title:   "Append to journal",
@@ -107,11 +115,10 @@ Example: {"name": "deployments", "event": {"service": "api", "version": "1.4.2",
 			}
 			return kernel.Encode(AppendResult{Seq: r.Seq, Hash: r.Hash})
 		})
-	if err != nil {
-		return err
-	}
+}
 
-	err = kernel.AddTool(b, kernel.Policy{Name: "journal_verify", Timeout: o.Timeout},
+func registerVerify(b *kernel.Builder, o ToolOptions, bounds string) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "journal_verify", Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.JournalRead,
 			Title:   "Verify journal",
@@ -131,10 +138,9 @@ Example: {"name": "deployments"}`,
 			}
 			return *rep, nil
 		})
-	if err != nil {
-		return err
-	}
+}
 
+func registerRead(b *kernel.Builder, o ToolOptions, _ string) error {
 	return kernel.AddTool(b, kernel.Policy{Name: "journal_read", Timeout: o.Timeout, MaxOutputBytes: limits.JournalReadOutputBytes},
 		kernel.Meta{
 			Effect:  capability.JournalRead,
