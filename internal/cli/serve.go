@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/host"
 	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
@@ -21,10 +22,7 @@ import (
 )
 
 func newServeCmd(env *Env) *cobra.Command {
-	var hf hostFlags
-	var httpAddr, tokenFile, clientRoots string
-	var allowHosts, allowOrigins []string
-	var hb httpBounds
+	sc := &serveCmd{env: env}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the tools to an MCP client (stdio, or Streamable HTTP)",
@@ -56,77 +54,110 @@ Examples:
 A Claude Desktop entry (claude_desktop_config.json):
   {"mcpServers": {"capkit": {"command": "capkit", "args": ["serve", "--root", "/home/me/project"]}}}`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if tokenFile != "" && httpAddr == "" {
-				return fault.New(fault.InvalidInput, "--token-file applies to --http only")
-			}
-			var token string
-			if tokenFile != "" {
-				var err error
-				if token, err = readToken(env, tokenFile); err != nil {
-					return err
-				}
-			}
-			h, actor, err := hf.open(env, env.Stderr)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			sessions, err := h.Sessions(actor)
-			if err != nil {
-				return err
-			}
-			opts := &mcpserver.Options{Version: Version, Log: h.Log, BearerToken: token, SessionInstructions: h.Instructions}
-			if opts.ClientRoots, err = clientRootsMode(clientRoots, h.Config.ClientRoots); err != nil {
-				return err
-			}
-			if opts.ClientRoots {
-				opts.SessionInstructions = func(ks *kernel.Session) string {
-					return h.Instructions(ks) + "Your client's own roots may narrow these; list_roots lists the roots in effect.\n"
-				}
-			}
-			ctx := cmd.Context()
-			if httpAddr == "" {
-				if len(allowHosts)+len(allowOrigins) > 0 {
-					return fault.New(fault.InvalidInput, "--allow-host and --allow-origin apply to --http only")
-				}
-				fmt.Fprintf(env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
-				stdioProcs()
-				return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).ServeStdio(ctx, env.Stdin, env.Stdout))
-			}
-			opts.AllowedHosts, opts.AllowedOrigins = allowHosts, allowOrigins
-			if err := hb.apply(cmd, h.Config.HTTP, opts); err != nil {
-				return err
-			}
-			host, _, err := net.SplitHostPort(httpAddr)
-			if err != nil {
-				return fault.New(fault.InvalidInput, "--http %s: want HOST:PORT, e.g. 127.0.0.1:8931", httpAddr)
-			}
-			if !mcpserver.IsLoopbackHost(host) {
-				if token == "" {
-					return fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file (and TLS in front)", httpAddr)
-				}
-				opts.AllowNonLoopback = true
-				if host != "" && !net.ParseIP(host).IsUnspecified() {
-					opts.AllowedHosts = append(opts.AllowedHosts, host)
-				}
-			}
-			ln, err := net.Listen("tcp", httpAddr)
-			if err != nil {
-				return fault.Wrap(fault.Unavailable, err, "cannot listen on %s", httpAddr)
-			}
-			fmt.Fprintf(env.Stderr, "capkit: serving MCP on http://%s%s as actor %s\n", ln.Addr(), mcpserver.Path, actor)
-			return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).Serve(ctx, ln))
-		},
+		RunE: sc.run,
 	}
-	hf.add(cmd)
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on HOST:PORT (endpoint /mcp; port 0 picks a free one) instead of stdio")
-	cmd.Flags().StringVar(&clientRoots, "client-roots", "", `"narrow": an MCP client's roots (roots/list) narrow each session's roots to where both meet, never further; "ignore": not asked for (default: the configuration's client_roots, else ignore)`)
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --http: a file holding the bearer token every request must carry")
-	cmd.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
-	cmd.Flags().StringArrayVar(&allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
-	hb.add(cmd)
+	sc.hf.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&sc.httpAddr, "http", "", "serve Streamable HTTP on HOST:PORT (endpoint /mcp; port 0 picks a free one) instead of stdio")
+	f.StringVar(&sc.clientRoots, "client-roots", "", `"narrow": an MCP client's roots (roots/list) narrow each session's roots to where both meet, never further; "ignore": not asked for (default: the configuration's client_roots, else ignore)`)
+	f.StringVar(&sc.tokenFile, "token-file", "", "with --http: a file holding the bearer token every request must carry")
+	f.StringArrayVar(&sc.allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
+	f.StringArrayVar(&sc.allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
+	sc.hb.add(cmd)
 	return cmd
+}
+
+// serveCmd is serve's flags and its steps.
+type serveCmd struct {
+	env                              *Env
+	hf                               hostFlags
+	hb                               httpBounds
+	httpAddr, tokenFile, clientRoots string
+	allowHosts, allowOrigins         []string
+}
+
+func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
+	if sc.httpAddr == "" && sc.tokenFile != "" {
+		return fault.New(fault.InvalidInput, "--token-file applies to --http only")
+	}
+	if sc.httpAddr == "" && len(sc.allowHosts)+len(sc.allowOrigins) > 0 {
+		return fault.New(fault.InvalidInput, "--allow-host and --allow-origin apply to --http only")
+	}
+	var token string
+	if sc.tokenFile != "" {
+		var err error
+		if token, err = readToken(sc.env, sc.tokenFile); err != nil {
+			return err
+		}
+	}
+	h, actor, err := sc.hf.open(sc.env, sc.env.Stderr)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	sessions, err := h.Sessions(actor)
+	if err != nil {
+		return err
+	}
+	opts, err := sc.options(h, token)
+	if err != nil {
+		return err
+	}
+	srv := mcpserver.New(h.Runtime, sessions, opts)
+	ctx := cmd.Context()
+	if sc.httpAddr == "" {
+		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
+		stdioProcs()
+		return stopped(ctx, srv.ServeStdio(ctx, sc.env.Stdin, sc.env.Stdout))
+	}
+	if err := sc.hb.apply(cmd, h.Config.HTTP, opts); err != nil {
+		return err
+	}
+	ln, err := sc.listen(opts, token)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on http://%s%s as actor %s\n", ln.Addr(), mcpserver.Path, actor)
+	return stopped(ctx, srv.Serve(ctx, ln))
+}
+
+// options are the MCP server's options for host h.
+func (sc *serveCmd) options(h *host.Host, token string) (*mcpserver.Options, error) {
+	opts := &mcpserver.Options{Version: Version, Log: h.Log, BearerToken: token, SessionInstructions: h.Instructions,
+		AllowedHosts: sc.allowHosts, AllowedOrigins: sc.allowOrigins}
+	var err error
+	if opts.ClientRoots, err = clientRootsMode(sc.clientRoots, h.Config.ClientRoots); err != nil {
+		return nil, err
+	}
+	if opts.ClientRoots {
+		opts.SessionInstructions = func(ks *kernel.Session) string {
+			return h.Instructions(ks) + "Your client's own roots may narrow these; list_roots lists the roots in effect.\n"
+		}
+	}
+	return opts, nil
+}
+
+// listen opens the --http address: loopback, or beyond it with a token
+// (then the address is an allowed Host too).
+func (sc *serveCmd) listen(opts *mcpserver.Options, token string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(sc.httpAddr)
+	if err != nil {
+		return nil, fault.New(fault.InvalidInput, "--http %s: want HOST:PORT, e.g. 127.0.0.1:8931", sc.httpAddr)
+	}
+	if !mcpserver.IsLoopbackHost(host) {
+		if token == "" {
+			return nil, fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file (and TLS in front)", sc.httpAddr)
+		}
+		opts.AllowNonLoopback = true
+		if host != "" && !net.ParseIP(host).IsUnspecified() {
+			opts.AllowedHosts = append(opts.AllowedHosts, host)
+		}
+	}
+	ln, err := net.Listen("tcp", sc.httpAddr)
+	if err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "cannot listen on %s", sc.httpAddr)
+	}
+	return ln, nil
 }
 
 // httpBounds are serve's flags for the HTTP bounds; each overrides the
