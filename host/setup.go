@@ -49,7 +49,7 @@ import (
 // seam the file policy (read before edit) is attached to.
 var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, h *Host) error {
-		return tools.RegisterTools(b, &tools.Options{Provider: h.files, Events: h.events})
+		return tools.RegisterTools(b, &tools.ToolOptions{Provider: h.files, Events: h.events})
 	},
 	func(b *kernel.Builder, h *Host) error {
 		return textjson.RegisterTools(b, &textjson.ToolOptions{Files: h.files})

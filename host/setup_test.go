@@ -256,7 +256,7 @@ func TestUnusedEffects(t *testing.T) {
 	dir := fixture(t)
 	cfg := load(t, dir, base+"[actor.a]\neffects = [\"read_file\", \"run_shell\"]\n")
 	b := kernel.NewBuilder(nil)
-	if err := tools.RegisterTools(b, &tools.Options{DisableGate: true}); err != nil {
+	if err := tools.RegisterTools(b, &tools.ToolOptions{DisableGate: true}); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := b.Build()

@@ -41,7 +41,7 @@ func helper(t testing.TB) []string {
 
 func runtimeWith(t *testing.T, cfg Config) *kernel.Runtime {
 	return testkit.Runtime(t, func(b *kernel.Builder, o *ToolOptions) error {
-		if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
+		if err := tools.RegisterTools(b, &tools.ToolOptions{Events: policy.NewEvents()}); err != nil {
 			return err
 		}
 		return RegisterTools(b, o)

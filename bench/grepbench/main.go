@@ -54,10 +54,14 @@ func main() {
 }
 
 func run(root, args string, reps, warm int) error {
-	b := kernel.NewBuilder(nil)
-	pol := kernel.Policy{MaxCalls: limits.HardMaxCalls, Timeout: limits.HardMaxTimeout, MaxOutputBytes: limits.HardMaxOutputBytes}
+	b := kernel.NewBuilder(&kernel.Options{PolicyOverride: func(p kernel.Policy) kernel.Policy {
+		if p.Name == tools.Grep {
+			p = kernel.Policy{Name: p.Name, MaxCalls: limits.HardMaxCalls, Timeout: limits.HardMaxTimeout, MaxOutputBytes: limits.HardMaxOutputBytes}
+		}
+		return p
+	}})
 	// grep only reads: no gate is needed.
-	if err := tools.RegisterTools(b, &tools.Options{Policies: map[string]kernel.Policy{tools.Grep: pol}, DisableGate: true}); err != nil {
+	if err := tools.RegisterTools(b, &tools.ToolOptions{DisableGate: true}); err != nil {
 		return err
 	}
 	rt, err := b.Build()

@@ -58,7 +58,7 @@ func TestAllocationBoundedByLimits(t *testing.T) {
 		t.Skip("moves a few hundred MiB")
 	}
 	b := kernel.NewBuilder(nil)
-	for _, err := range []error{tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}), fileio.RegisterTools(b, nil), tree.RegisterTools(b, nil)} {
+	for _, err := range []error{tools.RegisterTools(b, &tools.ToolOptions{Events: policy.NewEvents()}), fileio.RegisterTools(b, nil), tree.RegisterTools(b, nil)} {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func newBenchEnv(b *testing.B, file, content string) *benchEnv {
 	root := testkit.TempDir(b)
 	writeFile(b, filepath.Join(root, file), content)
 	big := kernel.Policy{MaxCalls: limits.HardMaxCalls}
-	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxCalls: limits.HardMaxCalls, MaxOutputBytes: limits.FileToolsReadOutputBytes}, EditFile: big}})
+	rt := newRuntimePolicies(b, nil, map[string]kernel.Policy{ReadFile: {MaxCalls: limits.HardMaxCalls, MaxOutputBytes: limits.FileToolsReadOutputBytes}, EditFile: big})
 	s := newSession(b, rt, allEffects, root)
 	ev := files.NewEvents()
 	if err := policy.Attach(ev); err != nil {
@@ -170,7 +170,7 @@ func benchTree(b *testing.B, files int) string {
 // kernel (walk, .gitignore lookups, read, RE2 search, 500 lines shown).
 func BenchmarkGrep2000Files(b *testing.B) {
 	root := benchTree(b, 2000)
-	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{Grep: {MaxCalls: limits.HardMaxCalls}}})
+	rt := newRuntimePolicies(b, nil, map[string]kernel.Policy{Grep: {MaxCalls: limits.HardMaxCalls}})
 	s := newSession(b, rt, allEffects, root)
 	args := json.RawMessage(`{"pattern":"func F\\d+"}`)
 	ctx := context.Background()
@@ -189,7 +189,7 @@ func BenchmarkListDir1000(b *testing.B) {
 	for i := range 1000 {
 		writeFile(b, filepath.Join(root, fmt.Sprintf("f%04d.txt", i)), "x")
 	}
-	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{ListDir: {MaxCalls: limits.HardMaxCalls}}})
+	rt := newRuntimePolicies(b, nil, map[string]kernel.Policy{ListDir: {MaxCalls: limits.HardMaxCalls}})
 	s := newSession(b, rt, allEffects, root)
 	args := json.RawMessage(`{}`)
 	ctx := context.Background()
@@ -223,7 +223,7 @@ func largeLog(b *testing.B, size int64) (dir string) {
 // lines of a 256 MiB log: the cost is the window's, not the file's.
 func BenchmarkReadWindowOfLargeLog(b *testing.B) {
 	root := largeLog(b, 256<<20)
-	rt := newRuntime(b, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxCalls: limits.HardMaxCalls}}})
+	rt := newRuntimePolicies(b, nil, map[string]kernel.Policy{ReadFile: {MaxCalls: limits.HardMaxCalls}})
 	s := newSession(b, rt, allEffects, root)
 	ctx := context.Background()
 	for _, c := range []struct{ name, args string }{

@@ -20,7 +20,7 @@ func TestConcurrentEditsLoseNothing(t *testing.T) {
 			root := testkit.TempDir(t)
 			file := filepath.Join(root, "shared.txt")
 			writeFile(t, file, "header\nEND\n")
-			rt := newRuntime(t, &Options{DisableGate: disable})
+			rt := newRuntime(t, &ToolOptions{DisableGate: disable})
 			const sessions, editsEach, attempts = 12, 3, 200
 			var (
 				mu        sync.Mutex

@@ -308,7 +308,7 @@ func TestSwapDuringCalls(t *testing.T) {
 	j := newJail(t)
 	writeFile(t, filepath.Join(j.outside, "f.txt"), outsideMarker)
 	before := j.snapshot(t)
-	s := newSession(t, newRuntime(t, &Options{DisableGate: true}), allEffects, j.root)
+	s := newSession(t, newRuntime(t, &ToolOptions{DisableGate: true}), allEffects, j.root)
 	flip := filepath.Join(j.root, "flip")
 	saved := filepath.Join(j.root, "flip-saved")
 	var stop atomic.Bool

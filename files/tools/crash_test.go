@@ -25,7 +25,7 @@ func TestCrashWriterProcess(t *testing.T) {
 	if root == "" {
 		t.Skip("helper process of TestCrashLeavesOldOrNew")
 	}
-	s := newSession(t, newRuntime(t, &Options{DisableGate: true}), allEffects, root)
+	s := newSession(t, newRuntime(t, &ToolOptions{DisableGate: true}), allEffects, root)
 	for i := 0; ; i++ {
 		mustCall(t, s, WriteFile, obj{"path": "f.txt", "content": crashContents[i%2]})
 	}

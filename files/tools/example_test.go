@@ -22,7 +22,7 @@ func ExampleRegisterTools() {
 	os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello\nworld\n"), 0o644)
 
 	b := kernel.NewBuilder(nil)
-	if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
+	if err := tools.RegisterTools(b, &tools.ToolOptions{Events: policy.NewEvents()}); err != nil {
 		panic(err)
 	}
 	rt, _ := b.Build()

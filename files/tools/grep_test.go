@@ -141,7 +141,7 @@ func TestGrepDeepPageOfBigFile(t *testing.T) {
 func TestGrepOutputBound(t *testing.T) {
 	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f.txt"), strings.Repeat("match "+strings.Repeat("z", 90)+"\n", 400))
-	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{Grep: {MaxOutputBytes: 8 * limits.KiB}}})
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{Grep: {MaxOutputBytes: 8 * limits.KiB}})
 	s := newSession(t, rt, allEffects, root)
 	res := mustResult(t, s, Grep, obj{"pattern": "match"})
 	var out GrepResult

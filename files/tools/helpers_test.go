@@ -21,9 +21,9 @@ var allEffects = []capability.Effect{
 // newRuntime registers the file tools with opts and builds a runtime.
 // newRuntime registers the tools with opts; without Events (and without
 // DisableGate) it attaches the file policy, as a host does.
-func newRuntime(t testing.TB, opts *Options) *kernel.Runtime {
+func newRuntime(t testing.TB, opts *ToolOptions) *kernel.Runtime {
 	t.Helper()
-	var o Options
+	var o ToolOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -31,6 +31,35 @@ func newRuntime(t testing.TB, opts *Options) *kernel.Runtime {
 		o.Events = policy.NewEvents()
 	}
 	return testkit.Runtime(t, RegisterTools, &o)
+}
+
+// newRuntimePolicies is newRuntime with the host's policy overrides: each
+// tool named in policies gets that policy (zero fields mean the kernel's
+// defaults), as kernel.Options.PolicyOverride applies it.
+func newRuntimePolicies(t testing.TB, opts *ToolOptions, policies map[string]kernel.Policy) *kernel.Runtime {
+	t.Helper()
+	var o ToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Events == nil && !o.DisableGate {
+		o.Events = policy.NewEvents()
+	}
+	b := kernel.NewBuilder(&kernel.Options{PolicyOverride: func(p kernel.Policy) kernel.Policy {
+		if q, ok := policies[p.Name]; ok {
+			q.Name = p.Name
+			return q
+		}
+		return p
+	}})
+	if err := RegisterTools(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
 
 // newSession starts a session granted effects on roots.

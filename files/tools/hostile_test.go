@@ -85,7 +85,7 @@ func TestAbandonedCallsStopUsingCPU(t *testing.T) {
 	big := strings.Repeat(strings.Repeat("word ", 15)+"\n", 100_000)
 	writeFile(t, filepath.Join(root, "big.txt"), big)
 	short := kernel.Policy{Timeout: 50 * time.Millisecond}
-	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{Glob: short, Grep: short}})
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{Glob: short, Grep: short})
 	s := newSession(t, rt, allEffects, root)
 	calls := []struct {
 		tool string

@@ -74,7 +74,7 @@ func TestReadUTF8AcrossChunks(t *testing.T) {
 		{"ASCII chunk then invalid line", strings.Repeat("a\n", chunk/2) + "é\xffz\n", chunk + 2},
 		{"non-ASCII chunk, valid", strings.Repeat("é\n", chunk/3) + "end\n", -1},
 	}
-	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 4 << 20}}})
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 4 << 20}})
 	s := newSession(t, rt, allEffects, root)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -25,8 +25,6 @@ package tools
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/files"
@@ -54,18 +52,16 @@ const (
 // toolNames are every tool RegisterTools registers.
 var toolNames = []string{ReadFile, ReadFiles, WriteFile, EditFile, ListDir, DirTree, FileInfo, MakeDir, Glob, Grep, MoveFile, ListRoots}
 
-// Options configure RegisterTools.
-type Options struct {
+// ToolOptions configure RegisterTools. Policies are the host's to
+// override (kernel.Options.PolicyOverride); DefaultPolicy is each tool's
+// own.
+type ToolOptions struct {
 	// Provider does the IO; nil means a new local provider (files/local).
 	Provider files.Provider
 	// Events is the policy seam the tools dispatch on, with the host's
 	// gates attached (the host attaches files/policy: read before edit,
 	// no lost update). Required unless DisableGate is set.
 	Events *files.Events
-	// Policies override the default policy of a tool, by tool name. The
-	// Name field is set from the key; zero fields mean the kernel's
-	// defaults (not DefaultPolicy's).
-	Policies map[string]kernel.Policy
 	// DisableGate lets the tools run on a seam with no gate when Events
 	// is nil. Risk: the tools then overwrite and edit files the session
 	// never read and files that changed since it read them (by the user,
@@ -75,9 +71,9 @@ type Options struct {
 	DisableGate bool
 }
 
-// ErrNoGate is returned by RegisterTools when Options.Events is nil and
+// ErrNoGate is returned by RegisterTools when ToolOptions.Events is nil and
 // DisableGate is not set.
-var ErrNoGate = errors.New("file tools: no file policy: pass Options.Events with files/policy attached, or set DisableGate")
+var ErrNoGate = errors.New("file tools: no file policy: pass ToolOptions.Events with files/policy attached, or set DisableGate")
 
 // DefaultPolicy is the policy a tool gets when Options.Policies has none:
 // bounds that suit `capkit serve`. The tools that show file content or
@@ -108,8 +104,8 @@ func DefaultPolicy(tool string) kernel.Policy {
 // edit_file, list_dir, glob, grep and list_roots are hot; read_files, dir_tree,
 // file_info, create_directory and move_file are deferred (found through
 // tool_search).
-func RegisterTools(b *kernel.Builder, opts *Options) error {
-	var o Options
+func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	var o ToolOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -123,18 +119,7 @@ func RegisterTools(b *kernel.Builder, opts *Options) error {
 		}
 		x.events = files.NewEvents()
 	}
-	policy := func(name string) kernel.Policy {
-		if p, ok := o.Policies[name]; ok {
-			p.Name = name
-			return p
-		}
-		return DefaultPolicy(name)
-	}
-	for name := range o.Policies {
-		if !slices.Contains(toolNames, name) {
-			return fmt.Errorf("file tools: policy for unknown tool %q", name)
-		}
-	}
+	policy := DefaultPolicy
 	regs := []error{
 		kernel.AddTool(b, policy(ReadFile), kernel.Meta{
 			Effect: capability.ReadFile, Hot: true, Title: "Read file",

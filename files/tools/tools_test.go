@@ -118,7 +118,7 @@ func TestReadInvalidUTF8Offset(t *testing.T) {
 	root := testkit.TempDir(t)
 	content := strings.Repeat("a", 70_000) + "\nab\xfe\n"
 	writeFile(t, filepath.Join(root, "f"), content)
-	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 1 << 20}}})
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 1 << 20}})
 	s := newSession(t, rt, allEffects, root)
 	err := wantCode(t, s, ReadFile, obj{"path": "f", "offset": 2}, fault.InvalidInput)
 	want := fmt.Sprintf("offset %d (line 2)", strings.Index(content, "\xfe"))
@@ -250,7 +250,7 @@ func TestEditFileSizeBound(t *testing.T) {
 	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "at.txt"), strings.Repeat("a", limits.EditMaxFileBytes-1)+"b")
 	writeFile(t, filepath.Join(root, "past.txt"), strings.Repeat("a", limits.EditMaxFileBytes)+"b")
-	rt := newRuntime(t, &Options{DisableGate: true})
+	rt := newRuntime(t, &ToolOptions{DisableGate: true})
 	s := newSession(t, rt, allEffects, root)
 	mustCall(t, s, EditFile, obj{"path": "at.txt", "old_string": "b", "new_string": "c"})
 	wantCode(t, s, EditFile, obj{"path": "past.txt", "old_string": "b", "new_string": "c"}, fault.Limit)
@@ -260,7 +260,7 @@ func TestEditFileSizeBound(t *testing.T) {
 func TestDisableGate(t *testing.T) {
 	root := testkit.TempDir(t)
 	writeFile(t, filepath.Join(root, "f"), "abc")
-	s := newSession(t, newRuntime(t, &Options{DisableGate: true}), allEffects, root)
+	s := newSession(t, newRuntime(t, &ToolOptions{DisableGate: true}), allEffects, root)
 	mustCall(t, s, EditFile, obj{"path": "f", "old_string": "b", "new_string": "B"})
 	mustCall(t, s, WriteFile, obj{"path": "f", "content": "overwritten unread"})
 	if got := readFile(t, filepath.Join(root, "f")); got != "overwritten unread" {
@@ -483,11 +483,7 @@ func TestMoveFileIsDeferredAndNeverReplaces(t *testing.T) {
 }
 
 func TestRegisterToolsOptions(t *testing.T) {
-	b := kernel.NewBuilder(nil)
-	if err := RegisterTools(b, &Options{Policies: map[string]kernel.Policy{"nope": {}}}); err == nil {
-		t.Fatal("policy for an unknown tool accepted")
-	}
-	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{Grep: {MaxCalls: 1}}})
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{Grep: {MaxCalls: 1}})
 	if p, _ := rt.Policy(Grep); p.MaxCalls != 1 {
 		t.Fatalf("override not applied: %+v", p)
 	}

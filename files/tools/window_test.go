@@ -118,9 +118,9 @@ func TestReadFitsTheOutputBound(t *testing.T) {
 	if next.StartLine != out.EndLine+1 {
 		t.Fatalf("continued at %d", next.StartLine)
 	}
-	rt := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 2 * limits.KiB}}})
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 2 * limits.KiB}})
 	wantCode(t, newSession(t, rt, allEffects, root), ReadFile, obj{"path": "wide"}, fault.Limit)
-	rt = newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 8 * limits.MiB}}})
+	rt = newRuntimePolicies(t, nil, map[string]kernel.Policy{ReadFile: {MaxOutputBytes: 8 * limits.MiB}})
 	if out := decode[ReadResult](t, mustResult(t, newSession(t, rt, allEffects, root), ReadFile, obj{"path": "wide"})); out.EndLine != limits.ReadDefaultLines {
 		t.Fatalf("a raised bound: %+v", out)
 	}
@@ -354,7 +354,7 @@ func TestReadFiles(t *testing.T) {
 	mustCall(t, s, ReadFiles, obj{"files": paths[:limits.ReadFilesMaxPaths]})
 	wantCode(t, s, ReadFiles, obj{"files": paths}, fault.Limit)
 	wantCode(t, s, ReadFiles, obj{"files": []obj{}}, fault.InvalidInput)
-	small := newRuntime(t, &Options{Policies: map[string]kernel.Policy{ReadFiles: {MaxOutputBytes: 8 * limits.KiB}}})
+	small := newRuntimePolicies(t, nil, map[string]kernel.Policy{ReadFiles: {MaxOutputBytes: 8 * limits.KiB}})
 	wantCode(t, newSession(t, small, allEffects, root), ReadFiles, obj{"files": paths[:limits.ReadFilesMaxPaths]}, fault.Limit)
 	// Each file read counts as a read for edit_file.
 	mustCall(t, s, EditFile, obj{"path": "a", "old_string": "line 10\n", "new_string": "line ten\n"})

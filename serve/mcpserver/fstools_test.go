@@ -33,7 +33,7 @@ type fileServer struct {
 func newFileServer(t *testing.T) *fileServer {
 	t.Helper()
 	b := kernel.NewBuilder(nil)
-	if err := tools.RegisterTools(b, &tools.Options{Events: policy.NewEvents()}); err != nil {
+	if err := tools.RegisterTools(b, &tools.ToolOptions{Events: policy.NewEvents()}); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := b.Build()
