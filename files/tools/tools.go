@@ -75,7 +75,7 @@ type ToolOptions struct {
 // DisableGate is not set.
 var ErrNoGate = errors.New("file tools: no file policy: pass ToolOptions.Events with files/policy attached, or set DisableGate")
 
-// DefaultPolicy is the policy a tool gets when Options.Policies has none:
+// DefaultPolicy is each tool's own policy (the host may override it):
 // bounds that suit `capkit serve`. The tools that show file content or
 // listings return at most limits.ToolTextBytes (a window that would exceed
 // it ends on a whole line and says where to go on; a host raises it per
