@@ -18,6 +18,9 @@ const (
 	// SemScopeMaxRefs bounds the refs one scope call names (a scope may
 	// grow across calls without a ceiling).
 	SemScopeMaxRefs = 100_000
+	// SemBlockVectors is how many chunk vectors one stored block holds:
+	// a search reads and scores a block per SQL function call.
+	SemBlockVectors = 512
 )
 
 // Model files. A model is validated against these before anything sized by

@@ -31,14 +31,16 @@ func fillVectors(b *testing.B, ix *Index, n int) {
 				return err
 			}
 			id, _ := res.LastInsertId()
-			for c := range min(200, n-ref*200) {
+			rows := make([]chunkRow, min(200, n-ref*200))
+			for c := range rows {
 				v := make([]float32, benchDim)
 				for i := range v {
 					v[i] = float32(r.NormFloat64())
 				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(ref_id, cstart, cend, pieces, vec) VALUES(?, ?, ?, 1, ?)`, id, c, c+1, encodeVector(v)); err != nil {
-					return err
-				}
+				rows[c] = chunkRow{start: c, end: c + 1, pieces: 1, vec: v}
+			}
+			if err := storeChunks(ctx, tx, id, rows); err != nil {
+				return err
 			}
 		}
 		return nil

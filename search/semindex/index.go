@@ -39,7 +39,7 @@ import (
 )
 
 // Format is the schema version this package writes.
-const Format = "1"
+const Format = "2"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -57,8 +57,15 @@ CREATE TABLE IF NOT EXISTS chunks(
 	cstart INTEGER NOT NULL,
 	cend INTEGER NOT NULL,
 	pieces INTEGER NOT NULL,
-	vec BLOB NOT NULL);
+	block_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_ref ON chunks(ref_id);
+CREATE INDEX IF NOT EXISTS chunks_block ON chunks(block_id);
+CREATE TABLE IF NOT EXISTS vec_blocks(
+	id INTEGER PRIMARY KEY,
+	n INTEGER NOT NULL,
+	ids BLOB NOT NULL,
+	vecs BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS vec_blocks_n ON vec_blocks(n);
 CREATE TABLE IF NOT EXISTS scopes(name TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS scope_refs(
 	name TEXT NOT NULL REFERENCES scopes(name) ON DELETE CASCADE,
@@ -147,6 +154,9 @@ func (ix *Index) init(ctx context.Context) error {
 	if err == nil && f == Format {
 		return nil
 	}
+	if err == nil {
+		return formatMismatch(f)
+	}
 	return ix.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return dbFault(err, "creating the index schema")
@@ -161,10 +171,14 @@ func (ix *Index) init(ctx context.Context) error {
 			return dbFault(err, "reading the index metadata")
 		}
 		if f != Format {
-			return fault.New(fault.InvalidInput, "the database is a semantic index of format %q; this capkit reads format %q", f, Format)
+			return formatMismatch(f)
 		}
 		return nil
 	})
+}
+
+func formatMismatch(f string) error {
+	return fault.New(fault.InvalidInput, "the database is a semantic index of format %q; this capkit reads only format %q: build a new index (add the sources again) and remove the old file", f, Format)
 }
 
 // Close closes the database.
