@@ -18,6 +18,19 @@ import (
 // Every chunk row names its block; a mutation rewrites the blocks it
 // touches in its own transaction.
 
+// blockVectors is how many vectors a mutation puts in one block: the
+// limit, smaller only in tests of block boundaries.
+var blockVectors = limits.SemBlockVectors
+
+// blockCap is how many vectors of dim one block holds: at most
+// blockVectors, and few enough that the row fits one database page, so
+// that SQLite keeps it in its page cache (an overflow chain would be read
+// from the file on every scan). The margin covers the cell and record
+// headers.
+func blockCap(dim int) int {
+	return max(1, min(blockVectors, (limits.SemPageBytes-64)/(8+4*dim)))
+}
+
 // block is one decoded vec_blocks row.
 type block struct {
 	id   int64
@@ -38,9 +51,9 @@ func checkShape(ids, vecs []byte, dim int) error {
 }
 
 // openBlock returns the fullest block that has room, or a new empty one.
-func openBlock(ctx context.Context, tx *sql.Tx) (*block, error) {
+func openBlock(ctx context.Context, tx *sql.Tx, capacity int) (*block, error) {
 	b := &block{}
-	err := tx.QueryRowContext(ctx, `SELECT id, ids, vecs FROM vec_blocks WHERE n < ? ORDER BY n DESC, id LIMIT 1`, limits.SemBlockVectors).Scan(&b.id, &b.ids, &b.vecs)
+	err := tx.QueryRowContext(ctx, `SELECT id, ids, vecs FROM vec_blocks WHERE n < ? ORDER BY n DESC, id LIMIT 1`, capacity).Scan(&b.id, &b.ids, &b.vecs)
 	if err == nil || err != sql.ErrNoRows {
 		return b, dbFault(err, "reading a vector block")
 	}
@@ -77,11 +90,12 @@ func storeChunks(ctx context.Context, tx *sql.Tx, refID int64, rows []chunkRow) 
 	}
 	defer st.Close()
 	for len(rows) > 0 {
-		b, err := openBlock(ctx, tx)
+		capacity := blockCap(len(rows[0].vec))
+		b, err := openBlock(ctx, tx, capacity)
 		if err != nil {
 			return err
 		}
-		k := min(limits.SemBlockVectors-b.n(), len(rows))
+		k := min(capacity-b.n(), len(rows))
 		for _, c := range rows[:k] {
 			r, err := st.ExecContext(ctx, refID, c.start, c.end, c.pieces, b.id)
 			if err != nil {

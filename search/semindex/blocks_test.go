@@ -70,6 +70,14 @@ func blockStats(t *testing.T, ix *Index) (perBlock []int, total int) {
 	return perBlock, total
 }
 
+// smallBlocks makes blocks of 4 vectors for the test, so that boundaries
+// are crossed by a few chunks.
+func smallBlocks(t *testing.T) int {
+	blockVectors = 4
+	t.Cleanup(func() { blockVectors = limits.SemBlockVectors })
+	return blockVectors
+}
+
 // manyChunks is a text of about n chunks for the tiny model.
 func manyChunks(n int, word string) string {
 	return strings.Repeat(word+" ", n*limits.SemChunkPieces)
@@ -87,24 +95,25 @@ func TestBlocksFillAndSpan(t *testing.T) {
 	ctx := context.Background()
 	m := tiny(t)
 	ix, _ := openTemp(t)
+	bv := smallBlocks(t)
 	// Single-chunk refs up to a block boundary and one past it.
-	for i := range limits.SemBlockVectors + 1 {
+	for i := range bv + 1 {
 		if _, err := ix.Add(ctx, m, fmt.Sprint("one", i), fmt.Sprint("short text ", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	per, total := blockStats(t, ix)
-	if len(per) != 2 || per[0] != limits.SemBlockVectors || per[1] != 1 || total != limits.SemBlockVectors+1 {
-		t.Fatalf("blocks %v after %d single-chunk refs", per, limits.SemBlockVectors+1)
+	if len(per) != 2 || per[0] != bv || per[1] != 1 || total != bv+1 {
+		t.Fatalf("blocks %v after %d single-chunk refs", per, bv+1)
 	}
 	// A ref of many chunks fills the second block and spans into a third.
-	text := manyChunks(limits.SemBlockVectors, "fox")
+	text := manyChunks(bv, "fox")
 	r, err := ix.Add(ctx, m, "span", text, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	per, total = blockStats(t, ix)
-	if len(per) != 3 || per[1] != limits.SemBlockVectors || total != limits.SemBlockVectors+1+r.Chunks {
+	if len(per) != 3 || per[1] != bv || total != bv+1+r.Chunks {
 		t.Fatalf("blocks %v after a ref of %d chunks", per, r.Chunks)
 	}
 	res, err := ix.Search(ctx, m, "fox", &SearchOptions{Limit: limits.SemSearchMaxHits})
@@ -127,8 +136,9 @@ func TestBlocksRemoveReplace(t *testing.T) {
 	ctx := context.Background()
 	m := tiny(t)
 	ix, _ := openTemp(t)
+	bv := smallBlocks(t)
 	addDocs(t, ix, m)
-	big := manyChunks(limits.SemBlockVectors+100, "tokyo")
+	big := manyChunks(2*bv+1, "tokyo")
 	r, err := ix.Add(ctx, m, "big", big, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +189,7 @@ func TestScopeSmallerThanBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Scanned != 2 || len(res.Hits) != 2 {
-		t.Fatalf("scope of 2 refs in a block of %d: %+v", len(docs)+30, res)
+		t.Fatalf("scope of 2 refs among %d: %+v", len(docs)+30, res)
 	}
 	for _, h := range res.Hits {
 		if h.Ref != "cafe" && h.Ref != "number" {

@@ -79,6 +79,10 @@ CREATE TABLE IF NOT EXISTS scope_refs(
 type Index struct {
 	db  *sql.DB
 	dir *atfile.Dir // the held parent directory of an index opened in a root
+	// scan is the set of connections one search at a time splits its
+	// scan across, each always over the same range of blocks, so that
+	// each keeps its range in its page cache.
+	scan scanSet
 }
 
 // OpenOptions qualify Open and OpenIn. A nil *OpenOptions is valid.
@@ -131,7 +135,7 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 
 func open(ctx context.Context, path string, dir *atfile.Dir) (*Index, error) {
 	registerOnce()
-	dsn := "file:" + uriEscape(path) + "?_pragma=busy_timeout(10000)&_pragma=page_size(16384)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	dsn := "file:" + uriEscape(path) + fmt.Sprintf("?_pragma=busy_timeout(10000)&_pragma=page_size(%d)&_pragma=cache_size(-%d)&", limits.SemPageBytes, limits.SemPageCacheBytes/1024) + "_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, dbFault(err, "opening the index")
@@ -149,6 +153,14 @@ func uriEscape(p string) string {
 }
 
 func (ix *Index) init(ctx context.Context) error {
+	// WAL is set here, not among the connection's pragmas (which the
+	// driver runs in name order): it fixes the page size of a new
+	// database, so the page size pragma must come first. The mode is
+	// persistent; later connections open in it.
+	var mode string
+	if err := ix.db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
+		return dbFault(err, "opening the index")
+	}
 	var f string
 	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
 	if err == nil && f == Format {
@@ -164,7 +176,7 @@ func (ix *Index) init(ctx context.Context) error {
 		var f string
 		err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
 		if errors.Is(err, sql.ErrNoRows) {
-			_, err = tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('format', ?), ('window', ?)`, Format, fmt.Sprint(limits.SemWindow))
+			_, err = tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('format', ?), ('window', ?), ('generation', '0')`, Format, fmt.Sprint(limits.SemWindow))
 			return dbFault(err, "writing the index metadata")
 		}
 		if err != nil {
@@ -183,6 +195,7 @@ func formatMismatch(f string) error {
 
 // Close closes the database.
 func (ix *Index) Close() error {
+	ix.scan.close()
 	err := ix.db.Close()
 	if ix.dir != nil {
 		ix.dir.Close()
@@ -199,6 +212,12 @@ func (ix *Index) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
+	}
+	// Every mutation moves the generation, so that readers on several
+	// connections can tell they see one snapshot.
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'`); err != nil {
+		tx.Rollback()
+		return dbFault(err, "committing")
 	}
 	return dbFault(tx.Commit(), "committing")
 }

@@ -32,6 +32,7 @@ type activeQuery struct {
 	// members, when not nil, is the scope: the chunk ids that may be hits.
 	members map[int64]struct{}
 	top     topK
+	scanned int64
 	// damaged is the first block that does not hold whole vectors.
 	damaged error
 }
@@ -145,51 +146,62 @@ func (ix *Index) Search(ctx context.Context, m *bert.Model, query string, opts *
 	return res, nil
 }
 
-// rank scores every chunk in scope against qv inside SQLite, in one read
-// transaction: the scope, the scores and the hits' spans are one snapshot.
+// rank scores every chunk in scope against qv inside SQLite. The scan is
+// split by block id across the scan connections, all reading one
+// snapshot; the scope, the scores and the hits' spans come from it.
 func (ix *Index) rank(ctx context.Context, qv []float32, o *SearchOptions, limit int) (*SearchResult, error) {
-	conn, err := ix.db.Conn(ctx)
+	set, err := ix.scan.acquire(ctx, ix.db)
 	if err != nil {
-		return nil, dbFault(err, "searching")
+		return nil, err
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
-		return nil, dbFault(err, "searching")
+	var conns []*sql.Conn
+	if set != nil {
+		defer func() { ix.scan.release(conns) }()
+		conns = set
+	} else {
+		c, err := ix.db.Conn(ctx)
+		if err != nil {
+			return nil, dbFault(err, "searching")
+		}
+		defer c.Close()
+		defer func() {
+			for _, c := range conns {
+				endRead(c)
+			}
+		}()
+		conns = []*sql.Conn{c}
 	}
-	defer endRead(conn)
-	aq := &activeQuery{ctx: ctx, v: qv, norm: norm(qv), top: topK{k: limit}}
+	if conns, err = snapshot(ctx, conns); err != nil {
+		return nil, err
+	}
+	all := &activeQuery{v: qv, norm: norm(qv), top: topK{k: limit}}
 	blocks := ""
 	if o.Scope != "" {
-		if aq.members, blocks, err = scopeChunks(ctx, conn, o.Scope); err != nil {
+		if all.members, blocks, err = scopeChunks(ctx, conns[0], o.Scope); err != nil {
 			return nil, err
 		}
 	}
-	id := nextQuery.Add(1)
-	queries.Store(id, aq)
-	defer queries.Delete(id)
-	q := `SELECT coalesce(sum(` + blockFunc + `(ids, vecs, ?1)), 0) FROM vec_blocks`
-	if o.Scope != "" {
-		q += ` WHERE id IN (SELECT value FROM json_each(?2))`
-	}
-	res := &SearchResult{Hits: []Hit{}, Scope: o.Scope}
-	if err := conn.QueryRowContext(ctx, q, id, blocks).Scan(&res.Scanned); err != nil {
-		if aq.damaged != nil {
-			return nil, fault.Wrap(fault.Integrity, aq.damaged, "the index is damaged; run audit")
-		}
+	var lo, hi sql.NullInt64
+	if err := conns[0].QueryRowContext(ctx, `SELECT min(id), max(id) FROM vec_blocks`).Scan(&lo, &hi); err != nil {
 		return nil, dbFault(err, "searching")
 	}
-	if res.Hits, err = hitSpans(ctx, conn, aq.top.best(), o.WithText); err != nil {
+	res := &SearchResult{Hits: []Hit{}, Scope: o.Scope}
+	if lo.Valid {
+		parts, err := scanParts(ctx, conns, all, blocks, lo.Int64, hi.Int64)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
+			res.Scanned += p.scanned
+			for _, s := range p.top.kept {
+				all.top.offer(s.id, s.score)
+			}
+		}
+	}
+	if res.Hits, err = hitSpans(ctx, conns[0], all.top.best(), o.WithText); err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-// endRead ends the read transaction; a connection that cannot end it is
-// discarded rather than returned to the pool inside a transaction.
-func endRead(conn *sql.Conn) {
-	if _, err := conn.ExecContext(context.Background(), `ROLLBACK`); err != nil {
-		conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
 }
 
 // scopeChunks loads the chunk ids of scope name's indexed refs and the
