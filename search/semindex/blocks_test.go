@@ -263,3 +263,60 @@ func TestBlockShape(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchDuringWrites searches while another goroutine flips a ref
+// between two versions of different chunk counts: the scan is split
+// across connections, and every search must see one version whole.
+func TestSearchDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	m := tiny(t)
+	ix, _ := openTemp(t)
+	smallBlocks(t)
+	addDocs(t, ix, m)
+	ra, err := ix.Add(ctx, m, "doc", versionA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := ix.Add(ctx, m, "doc", versionB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		for i := range 20 {
+			text := versionA
+			if i%2 == 1 {
+				text = versionB
+			}
+			if _, err := ix.Add(ctx, m, "doc", text, nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for searching := true; searching; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			searching = false
+		default:
+		}
+		res, err := ix.Search(ctx, m, "version", &SearchOptions{Limit: limits.SemSearchMaxHits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, h := range res.Hits {
+			if h.Ref == "doc" {
+				n++
+			}
+		}
+		if n != ra.Chunks && n != rb.Chunks || res.Scanned != int64(n+len(docs)) {
+			t.Fatalf("a search saw %d chunks of doc (versions have %d and %d) and scanned %d", n, ra.Chunks, rb.Chunks, res.Scanned)
+		}
+	}
+	mustAudit(t, ix)
+}
