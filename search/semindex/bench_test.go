@@ -3,11 +3,13 @@ package semindex
 import (
 	"context"
 	"database/sql"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // benchChunks is the corpus of BenchmarkRank: CAPKIT_BENCH_SEM_CHUNKS
@@ -72,22 +74,28 @@ func BenchmarkRank(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	best := time.Duration(math.MaxInt64)
 	for b.Loop() {
+		t0 := time.Now()
 		res, err := ix.rank(context.Background(), q, o, 10)
 		if err != nil || res.Scanned != int64(n) {
 			b.Fatal(res, err)
 		}
+		best = min(best, time.Since(t0))
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "chunks/s")
+	// The fastest query, as bench/semantic.sh reports NumPy's fastest
+	// call: on a shared machine it is the one least disturbed.
+	b.ReportMetric(float64(best.Nanoseconds()), "best-ns/query")
 }
 
-func BenchmarkCosine(b *testing.B) {
-	v := encodeVector(make([]float32, benchDim))
+// BenchmarkBlockKernel scores one full block of 384-dimensional vectors.
+func BenchmarkBlockKernel(b *testing.B) {
+	n := blockCap(benchDim)
+	v := make([]byte, 4*benchDim*n)
 	q := make([]float32, benchDim)
-	for i := range q {
-		q[i] = 1
-	}
+	out := make([]float32, 2*n)
 	for b.Loop() {
-		cosine(v, q, 1)
+		dotNormBlock(v, q, out)
 	}
 }

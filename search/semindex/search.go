@@ -33,6 +33,7 @@ type activeQuery struct {
 	members map[int64]struct{}
 	top     topK
 	scanned int64
+	dots    [2 * limits.SemBlockVectors]float32 // scratch of scoreBlock
 	// damaged is the first block that does not hold whole vectors.
 	damaged error
 }
@@ -70,19 +71,21 @@ func (aq *activeQuery) scoreBlock(ids, vecs []byte) (int64, error) {
 		aq.damaged = err
 		return 0, err
 	}
-	stride := 4 * len(aq.v)
-	var n int64
-	for i := range len(ids) / 8 {
+	n := len(ids) / 8
+	dots := aq.dots[:2*n]
+	dotNormBlock(vecs, aq.v, dots)
+	var scored int64
+	for i := range n {
 		cid := int64(binary.LittleEndian.Uint64(ids[8*i:]))
 		if aq.members != nil {
 			if _, ok := aq.members[cid]; !ok {
 				continue
 			}
 		}
-		aq.top.offer(cid, cosine(vecs[i*stride:(i+1)*stride], aq.v, aq.norm))
-		n++
+		aq.top.offer(cid, score(dots[2*i], dots[2*i+1], aq.norm))
+		scored++
 	}
-	return n, nil
+	return scored, nil
 }
 
 // SearchOptions narrow a search. A nil *SearchOptions is valid.
