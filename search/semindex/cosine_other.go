@@ -2,5 +2,4 @@
 
 package semindex
 
-
 func dotNormBlock(v []byte, q []float32, out []float32) { dotNormBlockGo(v, q, out) }

@@ -7,6 +7,13 @@
 // approximate index and no ceiling on how many chunks are scanned. Hits are
 // spans: ref, character offsets, score.
 //
+// Vectors are stored in blocks (blocks.go), each one database page, that
+// the function scores a block per call; one search splits the blocks by id
+// across a few connections reading one snapshot, and each connection keeps
+// its blocks in SQLite's page cache (limits.SemPageCacheBytes), so a search
+// after the first reads no file. A mutation resets the other connections'
+// caches, as SQLite does: the next search reads the blocks again.
+//
 // Chunks are runs of whole words of at most limits.SemChunkPieces word
 // pieces, so that with [CLS] and [SEP] a chunk fills at most the model's
 // window of limits.SemWindow positions. Offsets are Unicode code points of
@@ -14,7 +21,8 @@
 //
 // Status answers from metadata only (model digest, counts, digests);
 // Audit is the full check: it re-chunks and re-embeds every stored source
-// and compares, and runs SQLite's integrity check.
+// and compares, checks every vector block against the chunks, and runs
+// SQLite's integrity check.
 package semindex
 
 import (
