@@ -11,7 +11,7 @@
 #    (BenchmarkEncode, GOMAXPROCS=2) vs torch (torch.set_num_threads(2),
 #    same forward written in torch, float32, inference mode).
 # 3. Cosine: 200,000 vectors of 384 float32 in a semantic index, stored in
-#    blocks of up to 42 vectors (one 64 KiB page each), every one scored by
+#    blocks of 512 vectors (one row each, on 64 KiB pages), every one scored by
 #    the registered SQL function a block per call, the scan split across
 #    GOMAXPROCS=2 connections, best 10 returned (BenchmarkRank), vs NumPy
 #    `m @ q` on the same numbers in memory (OpenBLAS, 2 threads), and

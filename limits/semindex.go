@@ -18,16 +18,12 @@ const (
 	// SemScopeMaxRefs bounds the refs one scope call names (a scope may
 	// grow across calls without a ceiling).
 	SemScopeMaxRefs = 100_000
-	// SemBlockVectors is the most chunk vectors one stored block holds:
-	// a search reads and scores a block per SQL function call. A block
-	// also stays within one database page (SemPageBytes), so fewer
-	// vectors of a large dimension fit.
+	// SemBlockVectors is how many chunk vectors one stored block holds:
+	// a search reads and scores a block per SQL function call.
 	SemBlockVectors = 512
-	// SemPageBytes is the index's database page size, SQLite's largest.
+	// SemPageBytes is the index's database page size, SQLite's largest:
+	// a block is read one page at a time.
 	SemPageBytes = 64 * KiB
-	// SemPageCacheBytes bounds the page cache of one open connection to a
-	// semantic index: the vectors a search reads stay in memory up to it.
-	SemPageCacheBytes = 512 * MiB
 	// SemScanParts bounds how many connections (and cores) one search
 	// splits its scan across.
 	SemScanParts = 4

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/capkit/capkit/limits"
 )
 
 // benchChunks is the corpus of BenchmarkRank: CAPKIT_BENCH_SEM_CHUNKS
@@ -70,7 +72,7 @@ func BenchmarkRank(b *testing.B) {
 		q[i] = float32(i%13) - 6
 	}
 	o := &SearchOptions{}
-	if _, err := ix.rank(context.Background(), q, o, 10); err != nil { // warm the page cache
+	if _, err := ix.rank(context.Background(), q, o, 10); err != nil { // warm the OS file cache
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -91,7 +93,7 @@ func BenchmarkRank(b *testing.B) {
 
 // BenchmarkBlockKernel scores one full block of 384-dimensional vectors.
 func BenchmarkBlockKernel(b *testing.B) {
-	n := blockCap(benchDim)
+	n := limits.SemBlockVectors
 	v := make([]byte, 4*benchDim*n)
 	q := make([]float32, benchDim)
 	out := make([]float32, 2*n)

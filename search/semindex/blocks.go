@@ -15,21 +15,16 @@ import (
 // vecs, with their chunk ids (little-endian int64) at the same positions in
 // ids. A search scores a whole block per SQL function call, so SQLite's
 // per-row and per-call costs are paid once per block, not once per chunk.
+// A block spans overflow pages, which SQLite reads from the file straight
+// into the function's argument (one read per page, no page cache), so a
+// search costs the same right after a write as later, and the index needs
+// no memory beyond one block per scanning connection.
 // Every chunk row names its block; a mutation rewrites the blocks it
 // touches in its own transaction.
 
 // blockVectors is how many vectors a mutation puts in one block: the
 // limit, smaller only in tests of block boundaries.
 var blockVectors = limits.SemBlockVectors
-
-// blockCap is how many vectors of dim one block holds: at most
-// blockVectors, and few enough that the row fits one database page, so
-// that SQLite keeps it in its page cache (an overflow chain would be read
-// from the file on every scan). The margin covers the cell and record
-// headers.
-func blockCap(dim int) int {
-	return max(1, min(blockVectors, (limits.SemPageBytes-64)/(8+4*dim)))
-}
 
 // block is one decoded vec_blocks row.
 type block struct {
@@ -90,12 +85,11 @@ func storeChunks(ctx context.Context, tx *sql.Tx, refID int64, rows []chunkRow) 
 	}
 	defer st.Close()
 	for len(rows) > 0 {
-		capacity := blockCap(len(rows[0].vec))
-		b, err := openBlock(ctx, tx, capacity)
+		b, err := openBlock(ctx, tx, blockVectors)
 		if err != nil {
 			return err
 		}
-		k := min(capacity-b.n(), len(rows))
+		k := min(blockVectors-b.n(), len(rows))
 		for _, c := range rows[:k] {
 			r, err := st.ExecContext(ctx, refID, c.start, c.end, c.pieces, b.id)
 			if err != nil {

@@ -7,12 +7,9 @@
 // approximate index and no ceiling on how many chunks are scanned. Hits are
 // spans: ref, character offsets, score.
 //
-// Vectors are stored in blocks (blocks.go), each one database page, that
-// the function scores a block per call; one search splits the blocks by id
-// across a few connections reading one snapshot, and each connection keeps
-// its blocks in SQLite's page cache (limits.SemPageCacheBytes), so a search
-// after the first reads no file. A mutation resets the other connections'
-// caches, as SQLite does: the next search reads the blocks again.
+// Vectors are stored in blocks (blocks.go) of up to limits.SemBlockVectors
+// that the function scores a block per call; one search splits the blocks
+// by id across a few connections reading one snapshot.
 //
 // Chunks are runs of whole words of at most limits.SemChunkPieces word
 // pieces, so that with [CLS] and [SEP] a chunk fills at most the model's
@@ -88,8 +85,7 @@ type Index struct {
 	db  *sql.DB
 	dir *atfile.Dir // the held parent directory of an index opened in a root
 	// scan is the set of connections one search at a time splits its
-	// scan across, each always over the same range of blocks, so that
-	// each keeps its range in its page cache.
+	// scan across.
 	scan scanSet
 }
 
@@ -143,7 +139,7 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 
 func open(ctx context.Context, path string, dir *atfile.Dir) (*Index, error) {
 	registerOnce()
-	dsn := "file:" + uriEscape(path) + fmt.Sprintf("?_pragma=busy_timeout(10000)&_pragma=page_size(%d)&_pragma=cache_size(-%d)&", limits.SemPageBytes, limits.SemPageCacheBytes/1024) + "_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	dsn := "file:" + uriEscape(path) + fmt.Sprintf("?_pragma=busy_timeout(10000)&_pragma=page_size(%d)&", limits.SemPageBytes) + "_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, dbFault(err, "opening the index")
