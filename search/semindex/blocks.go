@@ -15,10 +15,11 @@ import (
 // vecs, with their chunk ids (little-endian int64) at the same positions in
 // ids. A search scores a whole block per SQL function call, so SQLite's
 // per-row and per-call costs are paid once per block, not once per chunk.
-// A block spans overflow pages, which SQLite reads from the file straight
-// into the function's argument (one read per page, no page cache), so a
-// search costs the same right after a write as later, and the index needs
-// no memory beyond one block per scanning connection.
+// A full block spans overflow pages, which SQLite reads from the file
+// straight into the function's argument (one read per page, bypassing its
+// page cache, once the pages are checkpointed out of the WAL), so a search
+// costs the same right after a write as later and holds no vectors in
+// memory between searches.
 // Every chunk row names its block; a mutation rewrites the blocks it
 // touches in its own transaction.
 
