@@ -18,6 +18,15 @@ const (
 	// SemScopeMaxRefs bounds the refs one scope call names (a scope may
 	// grow across calls without a ceiling).
 	SemScopeMaxRefs = 100_000
+	// SemBlockVectors is how many chunk vectors one stored block holds:
+	// a search reads and scores a block per SQL function call.
+	SemBlockVectors = 512
+	// SemPageBytes is the index's database page size, SQLite's largest:
+	// a block is read one page at a time.
+	SemPageBytes = 64 * KiB
+	// SemScanParts bounds how many connections (and cores) one search
+	// splits its scan across.
+	SemScanParts = 4
 )
 
 // Model files. A model is validated against these before anything sized by

@@ -3,11 +3,15 @@ package semindex
 import (
 	"context"
 	"database/sql"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/capkit/capkit/limits"
 )
 
 // benchChunks is the corpus of BenchmarkRank: CAPKIT_BENCH_SEM_CHUNKS
@@ -31,14 +35,16 @@ func fillVectors(b *testing.B, ix *Index, n int) {
 				return err
 			}
 			id, _ := res.LastInsertId()
-			for c := range min(200, n-ref*200) {
+			rows := make([]chunkRow, min(200, n-ref*200))
+			for c := range rows {
 				v := make([]float32, benchDim)
 				for i := range v {
 					v[i] = float32(r.NormFloat64())
 				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(ref_id, cstart, cend, pieces, vec) VALUES(?, ?, ?, 1, ?)`, id, c, c+1, encodeVector(v)); err != nil {
-					return err
-				}
+				rows[c] = chunkRow{start: c, end: c + 1, pieces: 1, vec: v}
+			}
+			if err := storeChunks(ctx, tx, id, rows); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -66,26 +72,32 @@ func BenchmarkRank(b *testing.B) {
 		q[i] = float32(i%13) - 6
 	}
 	o := &SearchOptions{}
-	if _, err := ix.rank(context.Background(), q, o, 10); err != nil { // warm the page cache
+	if _, err := ix.rank(context.Background(), q, o, 10); err != nil { // warm the OS file cache
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	best := time.Duration(math.MaxInt64)
 	for b.Loop() {
+		t0 := time.Now()
 		res, err := ix.rank(context.Background(), q, o, 10)
 		if err != nil || res.Scanned != int64(n) {
 			b.Fatal(res, err)
 		}
+		best = min(best, time.Since(t0))
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "chunks/s")
+	// The fastest query, as bench/semantic.sh reports NumPy's fastest
+	// call: on a shared machine it is the one least disturbed.
+	b.ReportMetric(float64(best.Nanoseconds()), "best-ns/query")
 }
 
-func BenchmarkCosine(b *testing.B) {
-	v := encodeVector(make([]float32, benchDim))
+// BenchmarkBlockKernel scores one full block of 384-dimensional vectors.
+func BenchmarkBlockKernel(b *testing.B) {
+	n := limits.SemBlockVectors
+	v := make([]byte, 4*benchDim*n)
 	q := make([]float32, benchDim)
-	for i := range q {
-		q[i] = 1
-	}
+	out := make([]float32, 2*n)
 	for b.Loop() {
-		cosine(v, q, 1)
+		dotNormBlock(v, q, out)
 	}
 }

@@ -5,17 +5,19 @@ import (
 	"math"
 )
 
-// cosine is the exact cosine similarity of a stored vector (little-endian
-// float32 bytes) and q; a zero vector scores 0.
-func cosine(v []byte, q []float32, qnorm float64) float64 {
-	if len(v) != 4*len(q) || qnorm == 0 {
-		return 0
-	}
-	dot, vv := dotNorm(v, q)
-	if vv == 0 {
+// score is the exact cosine from a dot product and a squared norm.
+func score(dot, vv float32, qnorm float64) float64 {
+	if vv == 0 || qnorm == 0 {
 		return 0
 	}
 	return float64(dot) / (math.Sqrt(float64(vv)) * qnorm)
+}
+
+func dotNormBlockGo(v []byte, q []float32, out []float32) {
+	stride := 4 * len(q)
+	for i := range len(out) / 2 {
+		out[2*i], out[2*i+1] = dotNormGo(v[i*stride:(i+1)*stride], q)
+	}
 }
 
 func dotNormGo(v []byte, q []float32) (dot, vv float32) {

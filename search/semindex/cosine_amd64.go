@@ -6,21 +6,21 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// dotNorm8 (cosine_amd64.s) returns Σ v·q and Σ v·v over n values, n a
-// multiple of 8; v is little-endian float32 bytes, as amd64 stores them.
-//
-//go:noescape
-func dotNorm8(v, q unsafe.Pointer, n int) (dot, vv float32)
-
 var hasFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-func dotNorm(v []byte, q []float32) (dot, vv float32) {
-	n := len(q) &^ 7
-	if !hasFMA || n == 0 {
-		return dotNormGo(v, q)
+// dotNormBlock8 (cosine_amd64.s) is dotNormBlock for dim a multiple of 8.
+//
+//go:noescape
+func dotNormBlock8(v, q unsafe.Pointer, dim, n int, out unsafe.Pointer)
+
+// dotNormBlock writes Σ v·q and Σ v·v of each vector of the block v (whole
+// vectors of len(q) values, one after another) to out[2i] and out[2i+1].
+func dotNormBlock(v []byte, q []float32, out []float32) {
+	dim, n := len(q), len(out)/2
+	if !hasFMA || dim%8 != 0 || n == 0 {
+		dotNormBlockGo(v, q, out)
+		return
 	}
-	_ = v[4*len(q)-1]
-	dot, vv = dotNorm8(unsafe.Pointer(&v[0]), unsafe.Pointer(&q[0]), n)
-	d, w := dotNormGo(v[4*n:], q[n:])
-	return dot + d, vv + w
+	_, _ = v[4*dim*n-1], out[2*n-1]
+	dotNormBlock8(unsafe.Pointer(&v[0]), unsafe.Pointer(&q[0]), dim, n, unsafe.Pointer(&out[0]))
 }

@@ -1,18 +1,26 @@
 #include "textflag.h"
 
-// func dotNorm8(v, q unsafe.Pointer, n int) (dot, vv float32)
-// Two accumulator pairs of 8 lanes each; n is a multiple of 8.
-TEXT ·dotNorm8(SB), NOSPLIT, $0-32
+// func dotNormBlock8(v, q unsafe.Pointer, dim, n int, out unsafe.Pointer)
+// For each of n vectors of dim values (dim a multiple of 8, at least 8),
+// stored one after another at v, writes Σ v·q and Σ v·v to out[2i] and
+// out[2i+1].
+TEXT ·dotNormBlock8(SB), NOSPLIT, $0-40
 	MOVQ v+0(FP), SI
+	MOVQ dim+16(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ out+32(FP), R10
+	TESTQ R9, R9
+	JE done
+vec:
 	MOVQ q+8(FP), DI
-	MOVQ n+16(FP), CX
+	MOVQ R8, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	CMPQ CX, $16
-	JL tail
-loop16:
+	JL btail
+bloop16:
 	VMOVUPS (SI), Y4
 	VMOVUPS 32(SI), Y5
 	VFMADD231PS (DI), Y4, Y0
@@ -23,14 +31,15 @@ loop16:
 	ADDQ $64, DI
 	SUBQ $16, CX
 	CMPQ CX, $16
-	JGE loop16
-tail:
+	JGE bloop16
+btail:
 	TESTQ CX, CX
-	JE reduce
+	JE breduce
 	VMOVUPS (SI), Y4
 	VFMADD231PS (DI), Y4, Y0
 	VFMADD231PS Y4, Y4, Y2
-reduce:
+	ADDQ $32, SI
+breduce:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
 	VEXTRACTF128 $1, Y0, X1
@@ -41,7 +50,11 @@ reduce:
 	VADDPS X3, X2, X2
 	VHADDPS X2, X2, X2
 	VHADDPS X2, X2, X2
-	VMOVSS X0, dot+24(FP)
-	VMOVSS X2, vv+28(FP)
+	VMOVSS X0, (R10)
+	VMOVSS X2, 4(R10)
+	ADDQ $8, R10
+	DECQ R9
+	JNE vec
 	VZEROUPPER
+done:
 	RET

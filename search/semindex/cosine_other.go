@@ -2,4 +2,4 @@
 
 package semindex
 
-func dotNorm(v []byte, q []float32) (dot, vv float32) { return dotNormGo(v, q) }
+func dotNormBlock(v []byte, q []float32, out []float32) { dotNormBlockGo(v, q, out) }

@@ -7,6 +7,10 @@
 // approximate index and no ceiling on how many chunks are scanned. Hits are
 // spans: ref, character offsets, score.
 //
+// Vectors are stored in blocks (blocks.go) of up to limits.SemBlockVectors
+// that the function scores a block per call; one search splits the blocks
+// by id across a few connections reading one snapshot.
+//
 // Chunks are runs of whole words of at most limits.SemChunkPieces word
 // pieces, so that with [CLS] and [SEP] a chunk fills at most the model's
 // window of limits.SemWindow positions. Offsets are Unicode code points of
@@ -14,7 +18,8 @@
 //
 // Status answers from metadata only (model digest, counts, digests);
 // Audit is the full check: it re-chunks and re-embeds every stored source
-// and compares, and runs SQLite's integrity check.
+// and compares, checks every vector block against the chunks, and runs
+// SQLite's integrity check.
 package semindex
 
 import (
@@ -39,7 +44,7 @@ import (
 )
 
 // Format is the schema version this package writes.
-const Format = "1"
+const Format = "2"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -57,8 +62,15 @@ CREATE TABLE IF NOT EXISTS chunks(
 	cstart INTEGER NOT NULL,
 	cend INTEGER NOT NULL,
 	pieces INTEGER NOT NULL,
-	vec BLOB NOT NULL);
+	block_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_ref ON chunks(ref_id);
+CREATE INDEX IF NOT EXISTS chunks_block ON chunks(block_id);
+CREATE TABLE IF NOT EXISTS vec_blocks(
+	id INTEGER PRIMARY KEY,
+	n INTEGER NOT NULL,
+	ids BLOB NOT NULL,
+	vecs BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS vec_blocks_n ON vec_blocks(n);
 CREATE TABLE IF NOT EXISTS scopes(name TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS scope_refs(
 	name TEXT NOT NULL REFERENCES scopes(name) ON DELETE CASCADE,
@@ -72,6 +84,9 @@ CREATE TABLE IF NOT EXISTS scope_refs(
 type Index struct {
 	db  *sql.DB
 	dir *atfile.Dir // the held parent directory of an index opened in a root
+	// scan is the set of connections one search at a time splits its
+	// scan across.
+	scan scanSet
 }
 
 // OpenOptions qualify Open and OpenIn. A nil *OpenOptions is valid.
@@ -124,7 +139,7 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 
 func open(ctx context.Context, path string, dir *atfile.Dir) (*Index, error) {
 	registerOnce()
-	dsn := "file:" + uriEscape(path) + "?_pragma=busy_timeout(10000)&_pragma=page_size(16384)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	dsn := "file:" + uriEscape(path) + fmt.Sprintf("?_pragma=busy_timeout(10000)&_pragma=page_size(%d)&", limits.SemPageBytes) + "_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, dbFault(err, "opening the index")
@@ -142,10 +157,21 @@ func uriEscape(p string) string {
 }
 
 func (ix *Index) init(ctx context.Context) error {
+	// WAL is set here, not among the connection's pragmas (which the
+	// driver runs in name order): it fixes the page size of a new
+	// database, so the page size pragma must come first. The mode is
+	// persistent; later connections open in it.
+	var mode string
+	if err := ix.db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
+		return dbFault(err, "opening the index")
+	}
 	var f string
 	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
 	if err == nil && f == Format {
 		return nil
+	}
+	if err == nil {
+		return formatMismatch(f)
 	}
 	return ix.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
@@ -154,21 +180,26 @@ func (ix *Index) init(ctx context.Context) error {
 		var f string
 		err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
 		if errors.Is(err, sql.ErrNoRows) {
-			_, err = tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('format', ?), ('window', ?)`, Format, fmt.Sprint(limits.SemWindow))
+			_, err = tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('format', ?), ('window', ?), ('generation', '0')`, Format, fmt.Sprint(limits.SemWindow))
 			return dbFault(err, "writing the index metadata")
 		}
 		if err != nil {
 			return dbFault(err, "reading the index metadata")
 		}
 		if f != Format {
-			return fault.New(fault.InvalidInput, "the database is a semantic index of format %q; this capkit reads format %q", f, Format)
+			return formatMismatch(f)
 		}
 		return nil
 	})
 }
 
+func formatMismatch(f string) error {
+	return fault.New(fault.InvalidInput, "the database is a semantic index of format %q; this capkit reads only format %q: build a new index (add the sources again) and remove the old file", f, Format)
+}
+
 // Close closes the database.
 func (ix *Index) Close() error {
+	ix.scan.close()
 	err := ix.db.Close()
 	if ix.dir != nil {
 		ix.dir.Close()
@@ -185,6 +216,12 @@ func (ix *Index) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
+	}
+	// Every mutation moves the generation, so that readers on several
+	// connections can tell they see one snapshot.
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'`); err != nil {
+		tx.Rollback()
+		return dbFault(err, "committing")
 	}
 	return dbFault(tx.Commit(), "committing")
 }

@@ -293,9 +293,7 @@ func TestAudit(t *testing.T) {
 	if err != nil || !rep.OK || !rep.Full || rep.Refs != len(docs) || rep.Chunks != len(docs) {
 		t.Fatalf("clean audit: %+v %v", rep, err)
 	}
-	if _, err := ix.db.ExecContext(ctx, `UPDATE chunks SET vec = zeroblob(length(vec)) WHERE ref_id = (SELECT id FROM refs WHERE ref = 'fox')`); err != nil {
-		t.Fatal(err)
-	}
+	zeroVectors(t, ix, "fox")
 	if _, err := ix.db.ExecContext(ctx, `UPDATE chunks SET cend = cend - 1 WHERE ref_id = (SELECT id FROM refs WHERE ref = 'tokyo')`); err != nil {
 		t.Fatal(err)
 	}

@@ -122,8 +122,8 @@ func lookupRef(ctx context.Context, tx *sql.Tx, ref string) (id int64, digest st
 
 func storeRef(ctx context.Context, tx *sql.Tx, id int64, ref, text string, res *AddResult, chunks []bert.Chunk, vecs [][]float32) error {
 	if id != 0 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM refs WHERE id = ?`, id); err != nil {
-			return dbFault(err, "replacing the ref")
+		if err := deleteRef(ctx, tx, id); err != nil {
+			return err
 		}
 	}
 	r, err := tx.ExecContext(ctx, `INSERT INTO refs(ref, digest, text_sha256, chars, chunks) VALUES(?, ?, ?, ?, ?)`,
@@ -137,17 +137,11 @@ func storeRef(ctx context.Context, tx *sql.Tx, id int64, ref, text string, res *
 	if _, err := tx.ExecContext(ctx, `INSERT INTO sources(ref_id, text) VALUES(?, ?)`, id, text); err != nil {
 		return dbFault(err, "storing the source")
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO chunks(ref_id, cstart, cend, pieces, vec) VALUES(?, ?, ?, ?, ?)`)
-	if err != nil {
-		return dbFault(err, "storing chunks")
-	}
-	defer st.Close()
+	rows := make([]chunkRow, len(chunks))
 	for i, c := range chunks {
-		if _, err := st.ExecContext(ctx, id, c.Start, c.End, len(c.IDs), encodeVector(vecs[i])); err != nil {
-			return dbFault(err, "storing chunks")
-		}
+		rows[i] = chunkRow{start: c.Start, end: c.End, pieces: len(c.IDs), vec: vecs[i]}
 	}
-	return nil
+	return storeChunks(ctx, tx, id, rows)
 }
 
 // Remove deletes ref and its chunks; expectDigest, when set, must be the
@@ -168,9 +162,17 @@ func (ix *Index) Remove(ctx context.Context, ref, expectDigest string) error {
 		if id == 0 {
 			return fault.New(fault.NotFound, "ref %q is not indexed", clip.Text(ref))
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM refs WHERE id = ?`, id)
-		return dbFault(err, "removing the ref")
+		return deleteRef(ctx, tx, id)
 	})
+}
+
+// deleteRef removes ref id, its chunks and their vectors.
+func deleteRef(ctx context.Context, tx *sql.Tx, id int64) error {
+	if err := removeVectors(ctx, tx, id); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM refs WHERE id = ?`, id)
+	return dbFault(err, "removing the ref")
 }
 
 // checkModel refuses a model other than the one the index was built with.

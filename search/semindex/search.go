@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -16,15 +18,24 @@ import (
 	"github.com/capkit/capkit/search/semindex/bert"
 )
 
-// cosineFunc is the SQL function semindex_cosine(vec, query_id): the exact
-// cosine of a stored vector and a query registered under query_id for the
-// duration of one search.
-const cosineFunc = "semindex_cosine"
+// blockFunc is the SQL function semindex_block(ids, vecs, query_id): it
+// scores every vector of one block (the ids and vecs blobs of a vec_blocks
+// row) by exact cosine against the query registered under query_id for
+// the duration of one search, keeps the best in that query's bounded
+// top-k, and returns how many vectors it scored.
+const blockFunc = "semindex_block"
 
 type activeQuery struct {
-	v       []float32
-	norm    float64
-	scanned atomic.Int64
+	ctx  context.Context
+	v    []float32
+	norm float64
+	// members, when not nil, is the scope: the chunk ids that may be hits.
+	members map[int64]struct{}
+	top     topK
+	scanned int64
+	dots    [2 * limits.SemBlockVectors]float32 // scratch of scoreBlock
+	// damaged is the first block that does not hold whole vectors.
+	damaged error
 }
 
 var (
@@ -35,21 +46,46 @@ var (
 
 func registerOnce() {
 	register.Do(func() {
-		sqlite.MustRegisterFunction(cosineFunc, &sqlite.FunctionImpl{
-			NArgs: 2, Deterministic: true, VolatileArgs: true,
+		sqlite.MustRegisterFunction(blockFunc, &sqlite.FunctionImpl{
+			NArgs: 3, VolatileArgs: true,
 			Scalar: func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-				v, _ := args[0].([]byte)
-				id, _ := args[1].(int64)
+				ids, _ := args[0].([]byte)
+				vecs, _ := args[1].([]byte)
+				id, _ := args[2].(int64)
 				q, ok := queries.Load(id)
 				if !ok {
-					return nil, fmt.Errorf("%s: no active query %d", cosineFunc, id)
+					return nil, fmt.Errorf("%s: no active query %d", blockFunc, id)
 				}
-				aq := q.(*activeQuery)
-				aq.scanned.Add(1)
-				return cosine(v, aq.v, aq.norm), nil
+				return q.(*activeQuery).scoreBlock(ids, vecs)
 			},
 		})
 	})
+}
+
+// scoreBlock scores the vectors of one block that are in scope.
+func (aq *activeQuery) scoreBlock(ids, vecs []byte) (int64, error) {
+	if err := aq.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkShape(ids, vecs, len(aq.v)); err != nil {
+		aq.damaged = err
+		return 0, err
+	}
+	n := len(ids) / 8
+	dots := aq.dots[:2*n]
+	dotNormBlock(vecs, aq.v, dots)
+	var scored int64
+	for i := range n {
+		cid := int64(binary.LittleEndian.Uint64(ids[8*i:]))
+		if aq.members != nil {
+			if _, ok := aq.members[cid]; !ok {
+				continue
+			}
+		}
+		aq.top.offer(cid, score(dots[2*i], dots[2*i+1], aq.norm))
+		scored++
+	}
+	return scored, nil
 }
 
 // SearchOptions narrow a search. A nil *SearchOptions is valid.
@@ -113,34 +149,115 @@ func (ix *Index) Search(ctx context.Context, m *bert.Model, query string, opts *
 	return res, nil
 }
 
-// rank scores every chunk in scope against qv inside SQLite.
+// rank scores every chunk in scope against qv inside SQLite. The scan is
+// split by block id across the scan connections, all reading one
+// snapshot; the scope, the scores and the hits' spans come from it.
 func (ix *Index) rank(ctx context.Context, qv []float32, o *SearchOptions, limit int) (*SearchResult, error) {
-	aq := &activeQuery{v: qv, norm: norm(qv)}
-	id := nextQuery.Add(1)
-	queries.Store(id, aq)
-	defer queries.Delete(id)
-	rows, err := ix.db.QueryContext(ctx, searchSQL(o.Scope != "", o.WithText), searchArgs(id, o.Scope, limit)...)
+	set, err := ix.scan.acquire(ctx, ix.db)
 	if err != nil {
+		return nil, err
+	}
+	var conns []*sql.Conn
+	if set != nil {
+		defer func() { ix.scan.release(conns) }()
+		conns = set
+	} else {
+		c, err := ix.db.Conn(ctx)
+		if err != nil {
+			return nil, dbFault(err, "searching")
+		}
+		defer c.Close()
+		defer func() {
+			for _, c := range conns {
+				endRead(c)
+			}
+		}()
+		conns = []*sql.Conn{c}
+	}
+	if conns, err = snapshot(ctx, conns); err != nil {
+		return nil, err
+	}
+	all := &activeQuery{v: qv, norm: norm(qv), top: topK{k: limit}}
+	blocks := ""
+	if o.Scope != "" {
+		if all.members, blocks, err = scopeChunks(ctx, conns[0], o.Scope); err != nil {
+			return nil, err
+		}
+	}
+	var lo, hi sql.NullInt64
+	if err := conns[0].QueryRowContext(ctx, `SELECT min(id), max(id) FROM vec_blocks`).Scan(&lo, &hi); err != nil {
 		return nil, dbFault(err, "searching")
+	}
+	res := &SearchResult{Hits: []Hit{}, Scope: o.Scope}
+	if lo.Valid {
+		parts, err := scanParts(ctx, conns, all, blocks, lo.Int64, hi.Int64)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
+			res.Scanned += p.scanned
+			for _, s := range p.top.kept {
+				all.top.offer(s.id, s.score)
+			}
+		}
+	}
+	if res.Hits, err = hitSpans(ctx, conns[0], all.top.best(), o.WithText); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// scopeChunks loads the chunk ids of scope name's indexed refs and the
+// blocks that hold them (a JSON array for json_each).
+func scopeChunks(ctx context.Context, conn *sql.Conn, name string) (map[int64]struct{}, string, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT c.id, c.block_id FROM scope_refs sr JOIN refs r ON r.ref = sr.ref JOIN chunks c ON c.ref_id = r.id WHERE sr.name = ? ORDER BY c.block_id`, name)
+	if err != nil {
+		return nil, "", dbFault(err, "reading the scope")
 	}
 	defer rows.Close()
-	res := &SearchResult{Hits: []Hit{}, Scope: o.Scope}
+	members := map[int64]struct{}{}
+	var blocks []int64
 	for rows.Next() {
-		var h Hit
-		dst := []any{&h.Ref, &h.Start, &h.End, &h.Score}
-		if o.WithText {
-			dst = append(dst, &h.Text)
+		var id, bid int64
+		if err := rows.Scan(&id, &bid); err != nil {
+			return nil, "", dbFault(err, "reading the scope")
 		}
-		if err := rows.Scan(dst...); err != nil {
-			return nil, dbFault(err, "reading hits")
+		members[id] = struct{}{}
+		if len(blocks) == 0 || blocks[len(blocks)-1] != bid {
+			blocks = append(blocks, bid)
 		}
-		res.Hits = append(res.Hits, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbFault(err, "searching")
+		return nil, "", dbFault(err, "reading the scope")
 	}
-	res.Scanned = aq.scanned.Load()
-	return res, nil
+	js, err := json.Marshal(blocks)
+	return members, string(js), err
+}
+
+// hitSpans looks up the ref and span of each ranked chunk.
+func hitSpans(ctx context.Context, conn *sql.Conn, ranked []scored, withText bool) ([]Hit, error) {
+	q := `SELECT r.ref, c.cstart, c.cend FROM chunks c JOIN refs r ON r.id = c.ref_id WHERE c.id = ?`
+	if withText {
+		q = `SELECT r.ref, c.cstart, c.cend, substr(s.text, c.cstart + 1, c.cend - c.cstart) FROM chunks c JOIN refs r ON r.id = c.ref_id JOIN sources s ON s.ref_id = c.ref_id WHERE c.id = ?`
+	}
+	st, err := conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, dbFault(err, "reading hits")
+	}
+	defer st.Close()
+	hits := make([]Hit, len(ranked))
+	for i, r := range ranked {
+		h := &hits[i]
+		h.Score = r.score
+		dst := []any{&h.Ref, &h.Start, &h.End}
+		if withText {
+			dst = append(dst, &h.Text)
+		}
+		if err := st.QueryRowContext(ctx, r.id).Scan(dst...); err != nil {
+			return nil, dbFault(err, "reading hits")
+		}
+	}
+	return hits, nil
 }
 
 func hitLimit(n int) (int, error) {
@@ -153,28 +270,6 @@ func hitLimit(n int) (int, error) {
 		return 0, fault.LimitExceeded("hits", limits.SemSearchMaxHits, int64(n))
 	}
 	return n, nil
-}
-
-// searchSQL ranks the chunks alone (the refs of the winners are looked up
-// after the limit); a scope is the set of its refs' ids, filtered before
-// the limit.
-func searchSQL(scoped, withText bool) string {
-	inner := "SELECT id, ref_id, cstart, cend, " + cosineFunc + "(vec, ?1) AS score FROM chunks"
-	if scoped {
-		inner += " WHERE ref_id IN (SELECT r.id FROM refs r JOIN scope_refs sr ON sr.ref = r.ref WHERE sr.name = ?2)"
-	}
-	inner += " ORDER BY score DESC, id LIMIT ?3"
-	cols := "r.ref, t.cstart, t.cend, t.score"
-	from := " FROM (" + inner + ") t JOIN refs r ON r.id = t.ref_id"
-	if withText {
-		cols += ", substr(s.text, t.cstart + 1, t.cend - t.cstart)"
-		from += " JOIN sources s ON s.ref_id = t.ref_id"
-	}
-	return "SELECT " + cols + from + " ORDER BY t.score DESC, t.id"
-}
-
-func searchArgs(id int64, scope string, limit int) []any {
-	return []any{id, scope, limit}
 }
 
 // scopeExists is nil for a defined scope, not_found otherwise.

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/capkit/capkit/limits"
+
 	"github.com/capkit/capkit/search/semindex/bert"
 )
 
@@ -129,6 +131,7 @@ type AuditReport struct {
 	OK       bool           `json:"ok"`
 	Refs     int            `json:"refs"`
 	Chunks   int            `json:"chunks"`
+	Blocks   int            `json:"blocks"`
 	Problems []AuditProblem `json:"problems"`
 	Note     string         `json:"note"`
 }
@@ -146,8 +149,11 @@ func (ix *Index) Audit(ctx context.Context, m *bert.Model) (*AuditReport, error)
 	if err := ix.checkModel(ctx, m); err != nil {
 		return nil, err
 	}
-	rep := &AuditReport{Full: true, Problems: []AuditProblem{}, Note: "full check: SQLite integrity, every source digest, chunking and vector recomputed"}
+	rep := &AuditReport{Full: true, Problems: []AuditProblem{}, Note: "full check: SQLite integrity, every vector block, every source digest, chunking and vector recomputed"}
 	if err := ix.integrity(ctx, rep); err != nil {
+		return nil, err
+	}
+	if err := ix.auditBlocks(ctx, m.Dim(), rep); err != nil {
 		return nil, err
 	}
 	ids, err := ix.refIDs(ctx)
@@ -182,25 +188,30 @@ func (ix *Index) integrity(ctx context.Context, rep *AuditReport) error {
 }
 
 func (ix *Index) refIDs(ctx context.Context) ([]int64, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT id FROM refs ORDER BY id`)
+	return ix.ids(ctx, `SELECT id FROM refs ORDER BY id`)
+}
+
+// ids runs a query of one integer column.
+func (ix *Index) ids(ctx context.Context, q string, args ...any) ([]int64, error) {
+	rows, err := ix.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, dbFault(err, "listing refs")
+		return nil, dbFault(err, "auditing")
 	}
 	defer rows.Close()
 	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, dbFault(err, "listing refs")
+			return nil, dbFault(err, "auditing")
 		}
 		ids = append(ids, id)
 	}
-	return ids, dbFault(rows.Err(), "listing refs")
+	return ids, dbFault(rows.Err(), "auditing")
 }
 
 type storedChunk struct {
 	start, end, pieces int
-	vec                []byte
+	vec                []float32 // nil when its block does not hold it
 }
 
 func (ix *Index) auditRef(ctx context.Context, m *bert.Model, id int64, rep *AuditReport) error {
@@ -237,15 +248,19 @@ func (ix *Index) auditRef(ctx context.Context, m *bert.Model, id int64, rep *Aud
 			bad("chunk %d: stored [%d,%d) of %d pieces, recomputed [%d,%d) of %d", i, s.start, s.end, s.pieces, c.Start, c.End, len(c.IDs))
 			continue
 		}
-		if d := maxDiff(decodeVector(s.vec), vecs[i]); d > auditTolerance {
+		if s.vec == nil {
+			bad("chunk %d: its vector block does not hold its vector", i)
+		} else if d := maxDiff(s.vec, vecs[i]); d > auditTolerance {
 			bad("chunk %d: stored vector differs from the recomputed one by up to %.3g", i, d)
 		}
 	}
 	return nil
 }
 
+// storedChunks reads ref id's chunks in order, each with the vector its
+// block holds for it.
 func (ix *Index) storedChunks(ctx context.Context, id int64) ([]storedChunk, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT cstart, cend, pieces, vec FROM chunks WHERE ref_id = ? ORDER BY cstart, id`, id)
+	rows, err := ix.db.QueryContext(ctx, `SELECT c.id, c.cstart, c.cend, c.pieces, b.ids, b.vecs FROM chunks c LEFT JOIN vec_blocks b ON b.id = c.block_id WHERE c.ref_id = ? ORDER BY c.cstart, c.id`, id)
 	if err != nil {
 		return nil, dbFault(err, "reading chunks")
 	}
@@ -253,12 +268,83 @@ func (ix *Index) storedChunks(ctx context.Context, id int64) ([]storedChunk, err
 	var out []storedChunk
 	for rows.Next() {
 		var c storedChunk
-		if err := rows.Scan(&c.start, &c.end, &c.pieces, &c.vec); err != nil {
+		var cid int64
+		var b block
+		if err := rows.Scan(&cid, &c.start, &c.end, &c.pieces, &b.ids, &b.vecs); err != nil {
 			return nil, dbFault(err, "reading chunks")
 		}
+		c.vec = b.vector(cid)
 		out = append(out, c)
 	}
 	return out, dbFault(rows.Err(), "reading chunks")
+}
+
+// vector is the vector the block holds for chunk cid, nil if none.
+func (b *block) vector(cid int64) []float32 {
+	n := b.n()
+	if n == 0 || len(b.vecs)%(4*n) != 0 {
+		return nil
+	}
+	stride := len(b.vecs) / n
+	for i := range n {
+		if b.chunkID(i) == cid {
+			return decodeVector(b.vecs[i*stride : (i+1)*stride])
+		}
+	}
+	return nil
+}
+
+// auditBlocks checks that every block holds whole vectors of the model's
+// dimension, that its ids are exactly the chunks that name it, and that no
+// chunk names a missing block.
+func (ix *Index) auditBlocks(ctx context.Context, dim int, rep *AuditReport) error {
+	bids, err := ix.ids(ctx, `SELECT id FROM vec_blocks ORDER BY id`)
+	if err != nil {
+		return err
+	}
+	for _, bid := range bids {
+		var n, vecBytes int64
+		var ids []byte
+		if err := ix.db.QueryRowContext(ctx, `SELECT n, ids, length(vecs) FROM vec_blocks WHERE id = ?`, bid).Scan(&n, &ids, &vecBytes); err != nil {
+			return dbFault(err, "checking vector blocks")
+		}
+		naming, err := ix.ids(ctx, `SELECT id FROM chunks WHERE block_id = ? ORDER BY id`, bid)
+		if err != nil {
+			return err
+		}
+		rep.Blocks++
+		if p := blockProblem(&block{id: bid, ids: ids}, n, vecBytes, dim, naming); p != "" {
+			rep.Problems = append(rep.Problems, AuditProblem{Problem: fmt.Sprintf("vector block %d: %s", bid, p)})
+		}
+	}
+	var orphans int
+	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM chunks WHERE block_id NOT IN (SELECT id FROM vec_blocks)`).Scan(&orphans); err != nil {
+		return dbFault(err, "checking vector blocks")
+	}
+	if orphans != 0 {
+		rep.Problems = append(rep.Problems, AuditProblem{Problem: fmt.Sprintf("%d chunks name a vector block that does not exist", orphans)})
+	}
+	return nil
+}
+
+// blockProblem describes what is wrong with a block, "" if nothing.
+func blockProblem(b *block, n, vecBytes int64, dim int, naming []int64) string {
+	if int64(len(b.ids)) != 8*n || vecBytes != 4*int64(dim)*n || n < 1 || n > limits.SemBlockVectors {
+		return fmt.Sprintf("%d vectors recorded, %d id bytes, %d vector bytes (dimension %d)", n, len(b.ids), vecBytes, dim)
+	}
+	held := make(map[int64]bool, b.n())
+	for i := range b.n() {
+		held[b.chunkID(i)] = true
+	}
+	for _, id := range naming {
+		if !held[id] {
+			return fmt.Sprintf("chunk %d names this block, which does not hold it", id)
+		}
+	}
+	if len(naming) != b.n() || len(held) != b.n() {
+		return fmt.Sprintf("holds %d vectors (%d distinct chunks); %d chunks name it", b.n(), len(held), len(naming))
+	}
+	return ""
 }
 
 func maxDiff(a, b []float32) float64 {
