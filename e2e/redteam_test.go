@@ -309,6 +309,9 @@ func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args m
 // contains (a caller's own path echoed back is no leak), or "". A path
 // ends at a quote, space or punctuation that cannot end a root's name.
 func hostPathLeak(text, dir string, args []string) string {
+	// Match and snippet markers a tool puts around what it found are not
+	// part of a path.
+	text = strings.NewReplacer("⟦", "", "⟧", "", "«", "", "»", "").Replace(text)
 	for i := 0; ; {
 		j := strings.Index(text[i:], dir)
 		if j < 0 {
