@@ -402,8 +402,8 @@ func (w *world) slots() []slot {
 		{tool: "zip_create", name: "files", args: func(p string) map[string]any {
 			return map[string]any{"archive": "zf.zip", "files": []any{p}}
 		}},
-		one("zip_extract", "archive", false, map[string]any{"dest": "zx", "expect": expect}),
-		one("zip_extract", "dest", true, map[string]any{"archive": "good.zip", "expect": expect}),
+		one("zip_extract", "archive", false, map[string]any{"destination": "zx", "expect": expect}),
+		one("zip_extract", "destination", true, map[string]any{"archive": "good.zip", "expect": expect}),
 		one("zip_list", "archive", false, nil),
 		one("zip_verify", "archive", false, map[string]any{"expect": expect}),
 		one("journal_append", "dir", true, map[string]any{"name": "j", "event": map[string]any{"x": 1}}),
@@ -669,7 +669,7 @@ func TestRedTeamArchiveMembers(t *testing.T) {
 			expect[n] = sum(b)
 		}
 		dest := "x-" + strings.ReplaceAll(c.name, " ", "-")
-		o := probe(t, cs, w, "zip_extract", map[string]any{"archive": archive, "dest": dest, "expect": expect})
+		o := probe(t, cs, w, "zip_extract", map[string]any{"archive": archive, "destination": dest, "expect": expect})
 		if o.code == "" || o.code == "io" || o.code == "internal" {
 			t.Errorf("%s: extract %q: %.300s", c.name, o.code, o.text)
 		}
@@ -743,7 +743,7 @@ func TestRedTeamSwap(t *testing.T) {
 		call("state_replace", map[string]any{"path": "swap/secret.md", "content": "inside\n"})
 		call("file_digest", map[string]any{"path": "swap/secret.md"})
 		call("file_copy", map[string]any{"source": "swap/secret.md", "destination": "swap/c" + n})
-		call("zip_extract", map[string]any{"archive": "good.zip", "dest": "swap/x" + n, "expect": map[string]any{"a.txt": w.goodSum}})
+		call("zip_extract", map[string]any{"archive": "good.zip", "destination": "swap/x" + n, "expect": map[string]any{"a.txt": w.goodSum}})
 		call("zip_create", map[string]any{"archive": "swap/z" + n + ".zip", "dir": "swap", "files": []any{"secret.md"}})
 		call("journal_append", map[string]any{"dir": "swap", "name": "j", "event": i})
 		call("grep", map[string]any{"pattern": "REDTEAM", "path": "swap"})
@@ -786,8 +786,8 @@ func TestRedTeamNoHostPaths(t *testing.T) {
 		{"zip_create", map[string]any{"archive": "n.zip", "files": []any{"notes.txt"}}},
 		{"zip_list", map[string]any{"archive": "good.zip"}},
 		{"zip_verify", map[string]any{"archive": "good.zip", "expect": expect}},
-		{"zip_extract", map[string]any{"archive": "good.zip", "dest": "x", "expect": expect}},
-		{"zip_extract", map[string]any{"archive": "good.zip", "dest": "x", "expect": expect}},
+		{"zip_extract", map[string]any{"archive": "good.zip", "destination": "x", "expect": expect}},
+		{"zip_extract", map[string]any{"archive": "good.zip", "destination": "x", "expect": expect}},
 		{"journal_append", map[string]any{"dir": "jdir", "name": "ok", "event": 1}},
 		{"journal_append", map[string]any{"name": "ok", "event": 1}},
 		{"journal_read", map[string]any{"dir": "jdir", "name": "ok"}},

@@ -201,7 +201,7 @@ func TestStagingNamespaceAcrossTools(t *testing.T) {
 		{"html_extract", `{"path": ` + L + `, "select": "text"}`},
 		{"feed_parse", `{"path": ` + L + `, "url": "https://example.com/", "limit": 1}`},
 		{"sniff", `{"path": ` + L + `, "expect": "json"}`},
-		{"zip_extract", `{"archive": "planted.zip", "dest": "out", "expect": ` + plantZip(t, filepath.Join(dir, "rw", "planted.zip")) + `}`},
+		{"zip_extract", `{"archive": "planted.zip", "destination": "out", "expect": ` + plantZip(t, filepath.Join(dir, "rw", "planted.zip")) + `}`},
 	} {
 		refused(c.tool, c.args)
 	}

@@ -32,8 +32,8 @@ type MemberInfo struct {
 
 // Extracted is the result of Extract.
 type Extracted struct {
-	// Dest is the published directory.
-	Dest string `json:"dest"`
+	// Destination is the published directory.
+	Destination string `json:"destination"`
 	// Files and Bytes count the regular files written and their bytes.
 	Files   int          `json:"files"`
 	Bytes   int64        `json:"bytes"`
@@ -72,7 +72,7 @@ func Extract(ctx context.Context, archive, dest string, expect Expect, opts *Ext
 	if err != nil {
 		return nil, err
 	}
-	res.Dest = dest
+	res.Destination = dest
 	return res, nil
 }
 

@@ -35,9 +35,9 @@ type CreateArgs struct {
 
 // ExtractArgs are zip_extract's arguments.
 type ExtractArgs struct {
-	Archive string            `json:"archive" jsonschema:"the archive, inside a root granted archive_write"`
-	Dest    string            `json:"dest" jsonschema:"the new directory to create, inside a root granted archive_write; must not exist"`
-	Expect  map[string]string `json:"expect" jsonschema:"every member the archive must hold: name to SHA-256 (64 hex digits)"`
+	Archive     string            `json:"archive" jsonschema:"the archive, inside a root granted archive_write"`
+	Destination string            `json:"destination" jsonschema:"the new directory to create, inside a root granted archive_write; must not exist"`
+	Expect      map[string]string `json:"expect" jsonschema:"every member the archive must hold: name to SHA-256 (64 hex digits)"`
 }
 
 // ListArgs are zip_list's arguments.
@@ -61,9 +61,9 @@ type CreateResult struct {
 
 // ExtractResult is zip_extract's and zip_verify's result.
 type ExtractResult struct {
-	Dest  string `json:"dest,omitempty"`
-	Files int    `json:"files"`
-	Bytes int64  `json:"bytes"`
+	Destination string `json:"destination,omitempty"`
+	Files       int    `json:"files"`
+	Bytes       int64  `json:"bytes"`
 }
 
 // RegisterTools registers zip_create and zip_extract (effect archive_write)
@@ -164,7 +164,7 @@ func registerExtract(b *kernel.Builder, t toolSetup) error {
 		Description: `Extracts an archive into a new directory, given every member's SHA-256. The archive must hold exactly the expected members (an unexpected, missing or mismatching member fails with "integrity") and the directory appears only when every member was written and verified: on any failure nothing is left behind. The destination must not exist.
 Refused: encrypted members, symlinks and other special files, names that are absolute, contain ".." or backslashes, or collide (including by case or Unicode normalisation). Extracted files are private (0600; directories 0700).
 Bounds: ` + t.bounds + `.
-Example: {"archive": "downloads/data.zip", "dest": "work/data", "expect": {"data.csv": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}`,
+Example: {"archive": "downloads/data.zip", "destination": "work/data", "expect": {"data.csv": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}`,
 	}, func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
 		roots := call.Session.Capabilities().Roots(capability.ArchiveWrite)
 		expect, err := parseExpect(in.Expect)
@@ -176,7 +176,7 @@ Example: {"archive": "downloads/data.zip", "dest": "work/data", "expect": {"data
 			return ExtractResult{}, err
 		}
 		defer src.Close()
-		parent, leaf, closeAll, err := resolveParent(roots, in.Dest)
+		parent, leaf, closeAll, err := resolveParent(roots, in.Destination)
 		if err != nil {
 			return ExtractResult{}, err
 		}
@@ -185,7 +185,7 @@ Example: {"archive": "downloads/data.zip", "dest": "work/data", "expect": {"data
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		return ExtractResult{Dest: in.Dest, Files: res.Files, Bytes: res.Bytes}, nil
+		return ExtractResult{Destination: in.Destination, Files: res.Files, Bytes: res.Bytes}, nil
 	})
 }
 

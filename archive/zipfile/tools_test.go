@@ -65,7 +65,7 @@ func TestTools(t *testing.T) {
 	if _, err := call(t, s, "zip_verify", map[string]any{"archive": filepath.Join(work, "out.zip"), "expect": expect}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := call(t, s, "zip_extract", map[string]any{"archive": "out.zip", "dest": "x", "expect": expect}); err != nil {
+	if _, err := call(t, s, "zip_extract", map[string]any{"archive": "out.zip", "destination": "x", "expect": expect}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(work, "x", "sub", "b.txt")); string(b) != "beta" {
@@ -79,15 +79,15 @@ func TestTools(t *testing.T) {
 		code fault.Code
 	}{
 		{"archive outside roots", "zip_list", map[string]any{"archive": filepath.Join(other, "a.zip")}, fault.Denied},
-		{"dest climbing out", "zip_extract", map[string]any{"archive": "out.zip", "dest": "../y", "expect": expect}, fault.Denied},
-		{"dest through a symlink out of the root", "zip_extract", map[string]any{"archive": "out.zip", "dest": "escape/y", "expect": expect}, fault.Denied},
+		{"dest climbing out", "zip_extract", map[string]any{"archive": "out.zip", "destination": "../y", "expect": expect}, fault.Denied},
+		{"dest through a symlink out of the root", "zip_extract", map[string]any{"archive": "out.zip", "destination": "escape/y", "expect": expect}, fault.Denied},
 		{"source through a symlink out of the root", "zip_create", map[string]any{"archive": "o2.zip", "dir": "escape", "files": []string{"secret"}}, fault.Denied},
 		// A FIFO as the source directory: refused without blocking on its open.
 		{"source dir is a FIFO", "zip_create", map[string]any{"archive": "o4.zip", "dir": "fifo", "files": []string{"a.txt"}}, fault.NotFound},
-		{"dest parent is a FIFO", "zip_extract", map[string]any{"archive": "out.zip", "dest": "fifo/y", "expect": expect}, fault.NotFound},
+		{"dest parent is a FIFO", "zip_extract", map[string]any{"archive": "out.zip", "destination": "fifo/y", "expect": expect}, fault.NotFound},
 		{"unsafe member name", "zip_create", map[string]any{"archive": "o3.zip", "dir": "src", "files": []string{"../out.zip"}}, fault.InvalidInput},
-		{"dest is the root", "zip_extract", map[string]any{"archive": "out.zip", "dest": ".", "expect": expect}, fault.InvalidInput},
-		{"existing dest", "zip_extract", map[string]any{"archive": "out.zip", "dest": "x", "expect": expect}, fault.Conflict},
+		{"dest is the root", "zip_extract", map[string]any{"archive": "out.zip", "destination": ".", "expect": expect}, fault.InvalidInput},
+		{"existing dest", "zip_extract", map[string]any{"archive": "out.zip", "destination": "x", "expect": expect}, fault.Conflict},
 		{"bad digest", "zip_verify", map[string]any{"archive": "out.zip", "expect": map[string]string{"a.txt": "zz"}}, fault.InvalidInput},
 		{"wrong digest", "zip_verify", map[string]any{"archive": "out.zip", "expect": map[string]string{"a.txt": expect["sub/b.txt"], "sub/b.txt": expect["sub/b.txt"]}}, fault.Integrity},
 		{"existing archive", "zip_create", map[string]any{"archive": "out.zip", "dir": "src", "files": []string{"a.txt"}}, fault.Conflict},
@@ -105,7 +105,7 @@ func TestTools(t *testing.T) {
 	}
 
 	ro := toolSession(t, map[capability.Effect]string{capability.ArchiveRead: work})
-	if _, err := call(t, ro, "zip_extract", map[string]any{"archive": "out.zip", "dest": "z", "expect": expect}); fault.CodeOf(err) != fault.Denied {
+	if _, err := call(t, ro, "zip_extract", map[string]any{"archive": "out.zip", "destination": "z", "expect": expect}); fault.CodeOf(err) != fault.Denied {
 		t.Fatalf("read-only session extracted: %v", err)
 	}
 	if _, err := call(t, ro, "zip_list", map[string]any{"archive": "out.zip"}); err != nil {
