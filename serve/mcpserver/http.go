@@ -117,9 +117,9 @@ type httpHandler struct {
 
 	// stateless serves the 2026-07-28 protocol (Options.Stateless): every
 	// such request shares one kernel session, made on first use.
-	stateless     *mcp.StreamableHTTPHandler
-	statelessOnce sync.Once
-	statelessMS   *mcp.Server
+	stateless   *mcp.StreamableHTTPHandler
+	statelessMu sync.Mutex
+	statelessMS *mcp.Server
 
 	inFlight *semaphore.Weighted // bytes of request bodies held
 	port     atomic.Uint32       // the listener's port, once Serve knows it
@@ -165,16 +165,19 @@ func newHTTPHandler(s *Server) *httpHandler {
 }
 
 // statelessServer is the mcp.Server of the stateless protocol, bound to
-// one kernel session for all its requests (nil when it cannot start).
+// one kernel session for all its requests. When that session cannot start
+// the request is refused (nil) and the next one tries again.
 func (h *httpHandler) statelessServer(r *http.Request) *mcp.Server {
-	h.statelessOnce.Do(func() {
+	h.statelessMu.Lock()
+	defer h.statelessMu.Unlock()
+	if h.statelessMS == nil {
 		ks, err := h.s.startSession(context.WithoutCancel(r.Context()))
 		if err != nil {
 			h.s.log.Error("mcp: cannot start the stateless session", slog.String("error", err.Error()))
-			return
+			return nil
 		}
 		h.statelessMS = h.s.bind(ks, nil).ms
-	})
+	}
 	return h.statelessMS
 }
 

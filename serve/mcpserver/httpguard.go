@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -48,7 +47,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) (release 
 		h.refuse(w, r, http.StatusServiceUnavailable, "too many request bytes in flight; retry shortly")
 		return nil, false
 	}
-	body, err := readWithin(w, r, held, max, h.s.opts.BodyTimeout)
+	body, err := readWithin(w, r, r.ContentLength, max, h.s.opts.BodyTimeout)
 	if err != nil {
 		h.inFlight.Release(held)
 		h.refuseBody(w, r, err, max)
@@ -71,14 +70,18 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) (release 
 	return func() { h.inFlight.Release(held) }, true
 }
 
-// readWithin reads at most max bytes of r's body before timeout.
+// readWithin reads at most max bytes of r's body before timeout; size is
+// the declared length (negative when unknown: the buffer then grows with
+// what arrives, never to max up front).
 func readWithin(w http.ResponseWriter, r *http.Request, size, max int64, timeout time.Duration) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	// A handler mounted behind a writer without deadlines (tests, other
 	// servers) still reads bounded by max; the server decides the time.
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	var buf bytes.Buffer
-	buf.Grow(int(size))
+	if size > 0 {
+		buf.Grow(int(size))
+	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max)); err != nil {
 		// The deadline stays: the server must not wait for the rest of
 		// this body before it answers and closes the connection.
@@ -160,8 +163,8 @@ func (h *httpHandler) portAllowed(port, scheme string) bool {
 // isNewProtocol reports whether a request speaks the stateless protocol
 // (2026-07-28 or later), by its Mcp-Protocol-Version header.
 func isNewProtocol(r *http.Request) bool {
-	v := r.Header.Get("Mcp-Protocol-Version")
-	return v != "" && slices.Compare([]byte(v), []byte(StatelessVersion)) >= 0
+	// Versions are dates, YYYY-MM-DD: they order as strings.
+	return r.Header.Get("Mcp-Protocol-Version") >= StatelessVersion
 }
 
 // StatelessVersion is the first protocol version served without sessions.

@@ -3,14 +3,17 @@ package mcpserver
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -200,9 +203,30 @@ func TestHTTPStateless(t *testing.T) {
 			if !stateless && n != 1 {
 				t.Errorf("a session client holds %d session slots, want 1", n)
 			}
-			if v := cs.InitializeResult(); v != nil && stateless && v.ProtocolVersion < StatelessVersion {
-				t.Logf("negotiated %s", v.ProtocolVersion)
-			}
 		})
+	}
+}
+
+// TestStatelessSessionRetried: when the shared stateless session cannot
+// start, that request is refused and the next one starts it (the failure
+// is not kept for the life of the server).
+func TestStatelessSessionRetried(t *testing.T) {
+	rt := testRuntime(t)
+	ok := newSessionFunc(rt)
+	calls := 0
+	s := New(rt, func(ctx context.Context) (*kernel.Session, error) {
+		calls++
+		if calls == 1 {
+			return nil, errors.New("no session yet")
+		}
+		return ok(ctx)
+	}, &Options{Stateless: true})
+	req := httptest.NewRequest(http.MethodPost, Path, nil)
+	if s.http.statelessServer(req) != nil {
+		t.Fatal("a server without a session was returned")
+	}
+	first := s.http.statelessServer(req)
+	if first == nil || s.http.statelessServer(req) != first || calls != 2 {
+		t.Fatalf("the session was not started on retry, or started again (%d starts)", calls)
 	}
 }
