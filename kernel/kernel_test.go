@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/jsonschema-go/jsonschema"
 	"time"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -467,7 +469,11 @@ func TestRawJSONSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _, _ := rt.Catalog().Lookup("raw")
-	for _, schema := range []json.RawMessage{e.InputSchemaJSON(), e.OutputSchemaJSON()} {
+	in, out, err := e.SchemaJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []json.RawMessage{in, out} {
 		if strings.Contains(string(schema), `"array"`) || strings.Contains(string(schema), `"null"`) {
 			t.Errorf("raw JSON fields are typed: %s", schema)
 		}
@@ -475,5 +481,37 @@ func TestRawJSONSchemas(t *testing.T) {
 	s := session(t, rt, false, capability.Parse)
 	if _, err := s.Call(context.Background(), "raw", json.RawMessage(`{"v":{"a":1},"r":"x"}`)); err != nil {
 		t.Fatalf("an object for a raw field: %v", err)
+	}
+}
+
+// A tool whose schema does not resolve is the tool's defect: its call fails
+// as internal (not as the caller's invalid_input) and the handler never
+// runs; the other tools are unaffected.
+func TestUnresolvableSchemaFailsTheCall(t *testing.T) {
+	b := NewBuilder(&Options{DisableToolSearch: true})
+	ran := false
+	broken := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Type: "string", Pattern: "("}}}
+	err := b.Register(Policy{Name: "broken"}, Meta{Effect: capability.Parse, Description: "Broken."}, broken, nil,
+		func(context.Context, *Call) (*Result, error) { ran = true; return &Result{Text: "ran"}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AddTool(b, Policy{Name: "echo"}, Meta{Effect: capability.Parse, Description: "Echo."}, echo); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Catalog().Check(); !errors.Is(err, catalog.ErrSchema) {
+		t.Fatalf("Check: %v", err)
+	}
+	s := session(t, rt, true, capability.Parse)
+	_, err = s.Call(context.Background(), "broken", json.RawMessage(`{"x": "a"}`))
+	if codeOf(err) != fault.Internal || !errors.Is(err, catalog.ErrSchema) || ran {
+		t.Fatalf("call of a tool with a broken schema: %v (handler ran: %v)", err, ran)
+	}
+	if _, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text": "a"}`)); err != nil {
+		t.Fatalf("another tool: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -250,11 +251,17 @@ func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 // validate checks args against the entry's schema. Duplicate member names
 // are rejected, so no decoder downstream can pick a different value than
 // the one validated.
+// A schema that does not resolve is the tool's defect (internal), not the
+// caller's.
 func validate(entry *catalog.Entry, args json.RawMessage) error {
-	if err := entry.ValidateArgs(args); err != nil {
-		return fault.New(fault.InvalidInput, "tool %s: invalid arguments: %s", entry.Name, err.Error())
+	err := entry.ValidateArgs(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, catalog.ErrSchema):
+		return fault.Wrap(fault.Internal, err, "tool %s cannot be called", entry.Name)
 	}
-	return nil
+	return fault.New(fault.InvalidInput, "tool %s: invalid arguments: %s", entry.Name, err.Error())
 }
 
 // run calls the handler under the policy's deadline, on a worker

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/catalog"
 )
@@ -93,7 +94,11 @@ Examples:
 				case !all:
 					continue
 				}
-				specs = append(specs, specOf(h.Runtime.Policy, e, state))
+				spec, err := specOf(h.Runtime.Policy, e, state)
+				if err != nil {
+					return err
+				}
+				specs = append(specs, spec)
 				summary := e.Summary
 				if summary == "" {
 					summary, _, _ = strings.Cut(e.Description, "\n")
@@ -112,16 +117,21 @@ Examples:
 	return cmd
 }
 
-func specOf(policy func(string) (kernel.Policy, bool), e *catalog.Entry, state string) toolSpec {
+// specOf is e's spec; it fails (internal) when e's schemas do not resolve.
+func specOf(policy func(string) (kernel.Policy, bool), e *catalog.Entry, state string) (toolSpec, error) {
+	in, out, err := e.SchemaJSON()
+	if err != nil {
+		return toolSpec{}, fault.Wrap(fault.Internal, err, "tool %s cannot be listed", e.Name)
+	}
 	h := e.Hints()
 	p, _ := policy(e.Name)
 	return toolSpec{
 		Name: e.Name, State: state, Effect: string(e.Effect),
 		Summary: e.Summary, Description: e.Description,
-		InputSchema:  jsontext.Value(e.InputSchemaJSON()),
-		OutputSchema: jsontext.Value(e.OutputSchemaJSON()),
+		InputSchema:  jsontext.Value(in),
+		OutputSchema: jsontext.Value(out),
 		Annotations:  toolHints{ReadOnly: h.ReadOnly, Destructive: h.Destructive, Idempotent: h.Idempotent, OpenWorld: h.OpenWorld},
 		Policy: toolPolicy{MaxCalls: p.MaxCalls, MaxInputBytes: p.MaxInputBytes,
 			MaxOutputBytes: p.MaxOutputBytes, Timeout: p.Timeout.String()},
-	}
+	}, nil
 }

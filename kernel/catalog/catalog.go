@@ -10,11 +10,12 @@ package catalog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -27,7 +28,9 @@ import (
 // ToolSearchName is the discovery tool's name. Search never returns it.
 const ToolSearchName = "tool_search"
 
-var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+// ErrSchema marks a tool whose schemas do not resolve: a defect of the
+// tool's registration, reported when the tool is first listed or called.
+var ErrSchema = errors.New("catalog: schema does not resolve")
 
 // Annotations are the MCP behaviour hints of a tool.
 type Annotations struct {
@@ -64,22 +67,32 @@ type Entry struct {
 	// Annotations default to AnnotationsFor(Effect) when nil.
 	Annotations *Annotations
 
-	resolved *jsonschema.Resolved
-	// fast validates encoded arguments in one pass; nil when the schema
-	// uses keywords outside its subset.
-	fast *jsonvalid.Validator
-	// inputJSON and outputJSON are the schemas encoded once, for transports.
-	inputJSON, outputJSON json.RawMessage
+	// schemas resolves and encodes the schemas once, on the first
+	// validation or listing: most processes list or call a few of the
+	// tools, and resolving every schema was most of a host's set-up.
+	schemas func() (*schemas, error)
 	// nameWords and textWords are what Search matches: the words of the
 	// name, and those of the title and discovery text.
 	nameWords, textWords []string
 }
 
-// Validate checks that e is complete and its schemas resolve, and keeps
-// the resolved input schema.
+// schemas are an entry's schemas resolved and encoded.
+type schemas struct {
+	resolved *jsonschema.Resolved
+	// fast validates encoded arguments in one pass; nil when the schema
+	// uses keywords outside its subset.
+	fast *jsonvalid.Validator
+	// inputJSON and outputJSON are the schemas encoded, for transports.
+	inputJSON, outputJSON json.RawMessage
+}
+
+// Validate checks that e is complete: its name, effect, description, and
+// that its schemas are object schemas. Whether they resolve is checked
+// once, when the entry is first listed or called ([Entry.SchemaJSON],
+// [Entry.ValidateArgs]), or for every entry by [Catalog.Check].
 func (e *Entry) Validate() error {
-	if !namePattern.MatchString(e.Name) {
-		return fmt.Errorf("catalog: tool name %q must match %s", e.Name, namePattern)
+	if !validName(e.Name) {
+		return fmt.Errorf("catalog: tool name %q must match ^[a-z][a-z0-9_]{0,63}$", e.Name)
 	}
 	if !e.Effect.Valid() {
 		return fmt.Errorf("catalog: tool %q: unknown effect %q", e.Name, e.Effect)
@@ -90,41 +103,78 @@ func (e *Entry) Validate() error {
 	if e.InputSchema == nil || e.InputSchema.Type != "object" {
 		return fmt.Errorf("catalog: tool %q: input schema must be an object schema", e.Name)
 	}
-	resolved, err := e.InputSchema.Resolve(nil)
-	if err != nil {
-		return fmt.Errorf("catalog: tool %q: input schema: %w", e.Name, err)
-	}
-	e.resolved = resolved
-	if e.OutputSchema != nil {
-		if e.OutputSchema.Type != "object" {
-			return fmt.Errorf("catalog: tool %q: output schema must be an object schema", e.Name)
-		}
-		if _, err := e.OutputSchema.Resolve(nil); err != nil {
-			return fmt.Errorf("catalog: tool %q: output schema: %w", e.Name, err)
-		}
+	if e.OutputSchema != nil && e.OutputSchema.Type != "object" {
+		return fmt.Errorf("catalog: tool %q: output schema must be an object schema", e.Name)
 	}
 	return nil
 }
 
+// validName reports whether name matches ^[a-z][a-z0-9_]{0,63}$ (by hand:
+// a package-level regexp is compiled at every process start).
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// prepare resolves and encodes e's schemas. Its errors wrap ErrSchema.
+func (e *Entry) prepare() (*schemas, error) {
+	resolved, err := e.InputSchema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
+	}
+	s := &schemas{resolved: resolved}
+	s.fast, _ = jsonvalid.Compile(e.InputSchema)
+	if s.inputJSON, err = json.Marshal(e.InputSchema); err != nil {
+		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
+	}
+	if e.OutputSchema == nil {
+		return s, nil
+	}
+	if _, err := e.OutputSchema.Resolve(nil); err != nil {
+		return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
+	}
+	if s.outputJSON, err = json.Marshal(e.OutputSchema); err != nil {
+		return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
+	}
+	return s, nil
+}
+
 // ValidateArgs checks encoded arguments against the input schema: one JSON
 // object, no duplicate member names, valid against the schema. Entries must
-// come from a Catalog.
+// come from a Catalog. An error wrapping ErrSchema is the tool's defect,
+// not the arguments'.
 func (e *Entry) ValidateArgs(args []byte) error {
-	if e.fast != nil {
-		return e.fast.Validate(args)
+	s, err := e.schemas()
+	if err != nil {
+		return err
+	}
+	if s.fast != nil {
+		return s.fast.Validate(args)
 	}
 	var v any
 	if err := jsonv2.Unmarshal(args, &v); err != nil {
 		return err
 	}
-	return e.resolved.Validate(v)
+	return s.resolved.Validate(v)
 }
 
-// InputSchemaJSON is the input schema encoded as JSON.
-func (e *Entry) InputSchemaJSON() json.RawMessage { return e.inputJSON }
-
-// OutputSchemaJSON is the output schema encoded as JSON, or nil.
-func (e *Entry) OutputSchemaJSON() json.RawMessage { return e.outputJSON }
+// SchemaJSON returns the input schema and the output schema (nil when the
+// tool has none) encoded as JSON. It fails, wrapping ErrSchema, when they
+// do not resolve.
+func (e *Entry) SchemaJSON() (input, output json.RawMessage, err error) {
+	s, err := e.schemas()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.inputJSON, s.outputJSON, nil
+}
 
 // Hints returns the entry's annotations, derived from its effect if unset;
 // their Title, when they name none, is derived from the name.
@@ -175,22 +225,27 @@ func New(entries []Entry) (*Catalog, error) {
 		if _, dup := c.index[e.Name]; dup {
 			return nil, fmt.Errorf("catalog: duplicate tool name %q", e.Name)
 		}
-		var err error
-		e.fast, _ = jsonvalid.Compile(e.InputSchema)
-		if e.inputJSON, err = json.Marshal(e.InputSchema); err != nil {
-			return nil, fmt.Errorf("catalog: tool %q: %w", e.Name, err)
-		}
-		if e.OutputSchema != nil {
-			if e.outputJSON, err = json.Marshal(e.OutputSchema); err != nil {
-				return nil, fmt.Errorf("catalog: tool %q: %w", e.Name, err)
-			}
-		}
+		ep := &e
+		e.schemas = sync.OnceValues(ep.prepare)
 		e.nameWords = words(e.Name)
 		e.textWords = words(e.Hints().Title + " " + e.discoveryText())
 		c.index[e.Name] = len(c.entries)
-		c.entries = append(c.entries, &e)
+		c.entries = append(c.entries, ep)
 	}
 	return c, nil
+}
+
+// Check resolves every entry's schemas (what listing or calling each tool
+// would) and returns the failures joined. Tests call it to hold every
+// registered tool to schemas that resolve.
+func (c *Catalog) Check() error {
+	var errs []error
+	for _, e := range c.entries {
+		if _, err := e.schemas(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Len is the number of entries.

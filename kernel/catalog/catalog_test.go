@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -53,9 +54,8 @@ func TestNewValidates(t *testing.T) {
 		{"no schema", func(e *Entry) { e.InputSchema = nil }},
 		{"non-object schema", func(e *Entry) { e.InputSchema = &jsonschema.Schema{Type: "string"} }},
 		{"bad output schema", func(e *Entry) { e.OutputSchema = &jsonschema.Schema{Type: "array"} }},
-		{"unresolvable schema", func(e *Entry) {
-			e.InputSchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Ref: "#/nowhere"}}}
-		}},
+		{"name too long", func(e *Entry) { e.Name = "a" + strings.Repeat("b", 64) }},
+		{"name of a digit", func(e *Entry) { e.Name = "1a" }},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,6 +70,68 @@ func TestNewValidates(t *testing.T) {
 	es = append(es, es[1])
 	if _, err := New(es); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("duplicate: %v", err)
+	}
+}
+
+func TestNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"a": true, "read_file": true, "a" + strings.Repeat("9", 63): true, "z_": true,
+		"": false, "a" + strings.Repeat("9", 64): false, "_a": false, "9a": false, "A": false,
+		"read-file": false, "readFile": false, "read file": false, "é": false, "a\n": false,
+	} {
+		if got := validName(name); got != want {
+			t.Errorf("validName(%q) = %v", name, got)
+		}
+	}
+}
+
+// A schema that does not resolve is caught when the tool is first listed
+// or called, and by Check, never taken as valid.
+func TestUnresolvableSchema(t *testing.T) {
+	broken := map[string]func(*Entry){
+		"dangling ref": func(e *Entry) {
+			e.InputSchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Ref: "#/nowhere"}}}
+		},
+		"bad pattern": func(e *Entry) {
+			e.InputSchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Type: "string", Pattern: "("}}}
+		},
+		"type and types": func(e *Entry) {
+			e.InputSchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Type: "string", Types: []string{"null", "string"}}}}
+		},
+		"output ref": func(e *Entry) {
+			e.OutputSchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Ref: "#/nowhere"}}}
+		},
+	}
+	for name, edit := range broken {
+		t.Run(name, func(t *testing.T) {
+			es := entries()
+			edit(&es[0])
+			c, err := New(es)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Check(); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), `"read_file"`) {
+				t.Errorf("Check: %v", err)
+			}
+			e, _, _ := c.Lookup("read_file")
+			if in, out, err := e.SchemaJSON(); !errors.Is(err, ErrSchema) || in != nil || out != nil {
+				t.Errorf("SchemaJSON: %s %s %v", in, out, err)
+			}
+			if err := e.ValidateArgs([]byte(`{"x": "a"}`)); !errors.Is(err, ErrSchema) {
+				t.Errorf("ValidateArgs: %v", err)
+			}
+			other, _, _ := c.Lookup("write_file")
+			if err := other.ValidateArgs([]byte(`{"path": "a"}`)); err != nil {
+				t.Errorf("another tool: %v", err)
+			}
+		})
+	}
+	c, err := New(entries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Check(); err != nil {
+		t.Fatalf("Check of sound schemas: %v", err)
 	}
 }
 
@@ -160,8 +222,8 @@ func TestHintsAndSchemas(t *testing.T) {
 	if h := r.Hints(); !h.ReadOnly || h.Destructive || !h.Idempotent {
 		t.Errorf("read_file hints %+v", h)
 	}
-	if !strings.Contains(string(r.InputSchemaJSON()), `"path"`) {
-		t.Errorf("schema JSON %s", r.InputSchemaJSON())
+	if in, out, err := r.SchemaJSON(); err != nil || !strings.Contains(string(in), `"path"`) || out != nil {
+		t.Errorf("schema JSON %s, %s, %v", in, out, err)
 	}
 	if err := r.ValidateArgs([]byte(`{"path":1}`)); err == nil {
 		t.Error("type error accepted")

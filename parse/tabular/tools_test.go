@@ -89,7 +89,11 @@ func TestCSVScanCatalog(t *testing.T) {
 	if !ok || e.Effect != capability.Parse || e.Hot || !strings.Contains(e.Description, "Example:") {
 		t.Fatalf("%+v", e)
 	}
-	schema := string(e.InputSchemaJSON())
+	in, _, err := e.SchemaJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := string(in)
 	for _, p := range []string{`"path"`, `"text"`, `"columns"`, `"filter"`, `"max_rows"`, `"offset"`, `"max_scan_rows"`, `"dialect"`, `"format"`, `"op"`} {
 		if !strings.Contains(schema, p) {
 			t.Fatalf("schema lacks %s: %s", p, schema)

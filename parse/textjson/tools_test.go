@@ -85,7 +85,11 @@ func TestToolsCatalog(t *testing.T) {
 		if !strings.Contains(e.Description, "Example:") {
 			t.Fatalf("%s: description lacks an example", name)
 		}
-		schema := string(e.InputSchemaJSON())
+		in, _, err := e.SchemaJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := string(in)
 		for _, p := range []string{`"path"`, `"text"`, `"max_bytes"`} {
 			if !strings.Contains(schema, p) {
 				t.Fatalf("%s: schema %s lacks %s", name, schema, p)

@@ -271,7 +271,9 @@ func (s *Server) instructions(ks *kernel.Session) string {
 }
 
 // sync adds to the MCP tool list what the kernel session now offers. The
-// SDK announces additions with notifications/tools/list_changed.
+// SDK announces additions with notifications/tools/list_changed. A tool
+// whose schemas do not resolve (a defect of its registration) is left out
+// and logged as an error; calling it fails as an internal error.
 func (b *binding) sync() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -280,19 +282,28 @@ func (b *binding) sync() {
 			continue
 		}
 		b.listed[e.Name] = true
-		b.ms.AddTool(toolFor(e), b.handle)
+		t, err := toolFor(e)
+		if err != nil {
+			b.srv.log.Error("mcp: tool left out of the list", slog.String("tool", e.Name), slog.String("error", err.Error()))
+			continue
+		}
+		b.ms.AddTool(t, b.handle)
 	}
 }
 
 // toolFor describes an entry to MCP clients. The schemas are the ones the
 // catalog encoded once; annotations come from the entry's hints.
-func toolFor(e *catalog.Entry) *mcp.Tool {
+func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
+	in, out, err := e.SchemaJSON()
+	if err != nil {
+		return nil, err
+	}
 	h := e.Hints()
 	t := &mcp.Tool{
 		Name:        e.Name,
 		Title:       h.Title,
 		Description: e.Description,
-		InputSchema: e.InputSchemaJSON(),
+		InputSchema: in,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           h.Title,
 			ReadOnlyHint:    h.ReadOnly,
@@ -301,10 +312,10 @@ func toolFor(e *catalog.Entry) *mcp.Tool {
 			OpenWorldHint:   &h.OpenWorld,
 		},
 	}
-	if out := e.OutputSchemaJSON(); out != nil {
+	if out != nil {
 		t.OutputSchema = out
 	}
-	return t
+	return t, nil
 }
 
 // route sends every tools/call to the kernel, listed or not: the kernel,

@@ -1,0 +1,51 @@
+package host
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Schemas are resolved when a tool is first listed or called, not when the
+// host is built; this holds every tool this build registers (every group
+// configured) to schemas that resolve, so a broken one fails here rather
+// than on a model's first call.
+func TestEveryToolSchemaResolves(t *testing.T) {
+	dir := fixture(t)
+	for name, body := range map[string]string{
+		"http.json":   `{"format": 1}`,
+		"budget.json": `{"format": 1, "group": "g", "window_seconds": 60, "window_requests": 5, "window_bytes": 1000}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := New(load(t, dir, base+`
+[catalog.notes.entries]
+a = "rw/a.txt"
+[script]
+enabled = true
+[net]
+http_policy = "http.json"
+budget_policy = "budget.json"
+budget_root = "budget"
+[test]
+command = ["true"]
+[build]
+command = ["true"]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	cat := h.Runtime.Catalog()
+	if err := cat.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"read_file", "notes", "run_script", "net_fetch", "budget_status", "run_shell", "run_test", "run_build", "tool_search"} {
+		if _, _, ok := cat.Lookup(name); !ok {
+			t.Errorf("%s is not registered: the test does not cover it", name)
+		}
+	}
+	t.Logf("%d tools, every schema resolves", cat.Len())
+}
