@@ -67,7 +67,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -181,12 +180,6 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText writes the duration as time.Duration.String does.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-var (
-	toolNamePattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-	actorNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
-	resourcePattern  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$`)
-)
 
 // fileEffects are the defaults on a writable root; readEffects on a
 // read-only one. Both include parse: the document readers (JSON, CSV, HTML,

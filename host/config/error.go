@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	toml "github.com/pelletier/go-toml/v2"
 )
@@ -87,13 +88,13 @@ func decodeErrors(file string, err error) error {
 
 func keyPath(k toml.Key) string { return strings.Join(k, ".") }
 
-var typeMismatch = regexp.MustCompile(`^cannot decode TOML (\w+) into .* of type (.+)$`)
+var typeMismatch = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^cannot decode TOML (\w+) into .* of type (.+)$`) })
 
 // decodeMessage rewrites go-toml's messages for a person who has not read
 // this package's source: no Go type names.
 func decodeMessage(msg string) string {
 	msg = strings.TrimPrefix(msg, "toml: ")
-	if m := typeMismatch.FindStringSubmatch(msg); m != nil {
+	if m := typeMismatch().FindStringSubmatch(msg); m != nil {
 		want := m[2]
 		switch {
 		case strings.HasPrefix(want, "int"), strings.HasPrefix(want, "uint"):

@@ -2,7 +2,6 @@ package config
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -74,8 +73,6 @@ type DeclaredCommand struct {
 	Dir     string   `toml:"dir"`
 	Timeout Duration `toml:"timeout"`
 }
-
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // validateRun checks [run], [test] and [build].
 func (c *Config) validateRun(errs *errorList) {

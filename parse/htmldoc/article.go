@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"golang.org/x/net/html/atom"
@@ -32,8 +33,12 @@ const (
 )
 
 var (
-	positiveClass = regexp.MustCompile(`article|body|content|entry|main|page|post|text|blog|story`)
-	negativeClass = regexp.MustCompile(`comment|combx|contact|foot|masthead|media|meta|outbrain|promo|related|scroll|shoutbox|sidebar|sponsor|shopping|tags|tool|widget|nav|menu|share|social|advert|banner|cookie|consent|subscribe|paywall|newsletter|breadcrumb|pagination|popup|modal`)
+	positiveClass = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`article|body|content|entry|main|page|post|text|blog|story`)
+	})
+	negativeClass = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`comment|combx|contact|foot|masthead|media|meta|outbrain|promo|related|scroll|shoutbox|sidebar|sponsor|shopping|tags|tool|widget|nav|menu|share|social|advert|banner|cookie|consent|subscribe|paywall|newsletter|breadcrumb|pagination|popup|modal`)
+	})
 )
 
 // chooseArticle picks the element most likely to be the page's article and
@@ -129,10 +134,10 @@ func baseScore(n *node) float64 {
 		s = -5
 	}
 	if ic := n.idClass(); ic != "" {
-		if negativeClass.MatchString(ic) {
+		if negativeClass().MatchString(ic) {
 			s -= 25
 		}
-		if positiveClass.MatchString(ic) {
+		if positiveClass().MatchString(ic) {
 			s += 25
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/net/html/atom"
@@ -79,10 +80,16 @@ var phrases = []struct {
 }
 
 var (
-	titleChallenge = regexp.MustCompile(`just a moment|attention required|are you a robot|security check|ddos-guard|verify you are human|human verification|bot verification|captcha|access denied|one more step`)
-	titleLogin     = regexp.MustCompile(`(^|[\s|:–—-])(sign[ -]?in|log[ -]?in)([\s|:–—-]|$)`)
-	titleError     = regexp.MustCompile(`(^|\D)(400|401|403|404|405|410|429|500|502|503|504)(\D|$)|page not found|not found|internal server error|service unavailable|bad gateway|gateway time-?out|forbidden|too many requests|^error$|^oops`)
-	notFree        = regexp.MustCompile(`"isaccessibleforfree"\s*:\s*(false|"false")`)
+	titleChallenge = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`just a moment|attention required|are you a robot|security check|ddos-guard|verify you are human|human verification|bot verification|captcha|access denied|one more step`)
+	})
+	titleLogin = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(^|[\s|:–—-])(sign[ -]?in|log[ -]?in)([\s|:–—-]|$)`)
+	})
+	titleError = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(^|\D)(400|401|403|404|405|410|429|500|502|503|504)(\D|$)|page not found|not found|internal server error|service unavailable|bad gateway|gateway time-?out|forbidden|too many requests|^error$|^oops`)
+	})
+	notFree = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"isaccessibleforfree"\s*:\s*(false|"false")`) })
 )
 
 type screenEvidence struct {
@@ -138,13 +145,13 @@ func detectScreen(root *node, title string, blocks []Block, marked []bool) *Acce
 	collectMarkup(root, ev)
 	t := strings.ToLower(title)
 	if t != "" {
-		if titleChallenge.MatchString(t) {
+		if titleChallenge().MatchString(t) {
 			ev.add(true, ScreenChallenge, "the title names a browser check")
 		}
-		if titleLogin.MatchString(t) && utf8.RuneCountInString(t) < 80 {
+		if titleLogin().MatchString(t) && utf8.RuneCountInString(t) < 80 {
 			ev.add(true, ScreenLogin, "the title names a sign-in page")
 		}
-		if titleError.MatchString(t) {
+		if titleError().MatchString(t) {
 			ev.add(true, ScreenErrorPage, "the title names an error")
 		}
 	}
@@ -188,7 +195,7 @@ func isProseBlock(b Block, marked bool, ev *screenEvidence) bool {
 			}
 		}
 	}
-	if ev != nil && b.Kind == Heading && b.Level == 1 && titleError.MatchString(lower) && utf8.RuneCountInString(lower) < 80 {
+	if ev != nil && b.Kind == Heading && b.Level == 1 && titleError().MatchString(lower) && utf8.RuneCountInString(lower) < 80 {
 		ev.add(true, ScreenErrorPage, "the main heading names an error")
 	}
 	return !found && !marked && (b.Kind == Paragraph || b.Kind == Quote)
@@ -243,7 +250,7 @@ func collectMarkup(n *node, ev *screenEvidence) {
 			}
 			if typ, _ := k.attr("type"); k.a == atom.Script && strings.EqualFold(typ, "application/ld+json") {
 				for _, c := range k.kids {
-					if c.isText() && notFree.MatchString(strings.ToLower(c.text)) {
+					if c.isText() && notFree().MatchString(strings.ToLower(c.text)) {
 						ev.add(true, ScreenPaywall, "structured data marks the page not free to read")
 					}
 				}

@@ -64,7 +64,7 @@ type Options struct {
 	Progress func(done, total int64)
 }
 
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`) })
 
 // Journal is one named journal in a private directory. It is safe for
 // concurrent use; several Journals (in one process or many) may append to
@@ -124,7 +124,7 @@ func openIn(r *os.Root, name string, opts *Options) (*Journal, error) {
 	if opts != nil {
 		j.o = *opts
 	}
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return nil, fault.New(fault.InvalidInput, "journal name %q must match ^[a-z0-9][a-z0-9_.-]{0,127}$", name)
 	}
 	switch {
