@@ -94,11 +94,18 @@ Examples:
 				case !all:
 					continue
 				}
-				spec, err := specOf(h.Runtime.Policy, e, state)
-				if err != nil {
-					return err
+				if env.JSON {
+					spec, err := specOf(h.Runtime.Policy, e, state)
+					if err != nil {
+						return err
+					}
+					specs = append(specs, spec)
+					continue
 				}
-				specs = append(specs, spec)
+				// The text shows no schema: checked, not encoded.
+				if err := e.CheckSchemas(); err != nil {
+					return fault.Wrap(fault.Internal, err, "tool %s cannot be listed", e.Name)
+				}
 				summary := e.Summary
 				if summary == "" {
 					summary, _, _ = strings.Cut(e.Description, "\n")

@@ -67,24 +67,27 @@ type Entry struct {
 	// Annotations default to AnnotationsFor(Effect) when nil.
 	Annotations *Annotations
 
-	// schemas resolves and encodes the schemas once, on the first
-	// validation or listing: most processes list or call a few of the
-	// tools, and resolving every schema was most of a host's set-up.
+	// schemas resolves the schemas once, on the first validation or
+	// listing, and encoded encodes them once, for the first listing: most
+	// processes list or call a few of the tools, and resolving and
+	// encoding every schema was most of a host's set-up.
 	schemas func() (*schemas, error)
+	encoded func() (*encoded, error)
 	// nameWords and textWords are what Search matches: the words of the
 	// name, and those of the title and discovery text.
 	nameWords, textWords []string
 }
 
-// schemas are an entry's schemas resolved and encoded.
+// schemas are an entry's input schema resolved and compiled.
 type schemas struct {
 	resolved *jsonschema.Resolved
 	// fast validates encoded arguments in one pass; nil when the schema
 	// uses keywords outside its subset.
 	fast *jsonvalid.Validator
-	// inputJSON and outputJSON are the schemas encoded, for transports.
-	inputJSON, outputJSON json.RawMessage
 }
+
+// encoded are an entry's schemas encoded as JSON, for transports.
+type encoded struct{ input, output json.RawMessage }
 
 // Validate checks that e is complete: its name, effect, description, and
 // that its schemas are object schemas. Whether they resolve is checked
@@ -123,27 +126,46 @@ func validName(name string) bool {
 	return true
 }
 
-// prepare resolves and encodes e's schemas. Its errors wrap ErrSchema.
-func (e *Entry) prepare() (*schemas, error) {
+// resolve resolves e's schemas and compiles the input schema. Its errors
+// wrap ErrSchema.
+func (e *Entry) resolve() (*schemas, error) {
 	resolved, err := e.InputSchema.Resolve(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
 	}
+	if e.OutputSchema != nil {
+		if _, err := e.OutputSchema.Resolve(nil); err != nil {
+			return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
+		}
+	}
 	s := &schemas{resolved: resolved}
 	s.fast, _ = jsonvalid.Compile(e.InputSchema)
-	if s.inputJSON, err = json.Marshal(e.InputSchema); err != nil {
+	return s, nil
+}
+
+// encode encodes e's schemas once they resolve. Its errors wrap ErrSchema.
+func (e *Entry) encode() (*encoded, error) {
+	if _, err := e.schemas(); err != nil {
+		return nil, err
+	}
+	var enc encoded
+	var err error
+	if enc.input, err = json.Marshal(e.InputSchema); err != nil {
 		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
 	}
-	if e.OutputSchema == nil {
-		return s, nil
+	if e.OutputSchema != nil {
+		if enc.output, err = json.Marshal(e.OutputSchema); err != nil {
+			return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
+		}
 	}
-	if _, err := e.OutputSchema.Resolve(nil); err != nil {
-		return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
-	}
-	if s.outputJSON, err = json.Marshal(e.OutputSchema); err != nil {
-		return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
-	}
-	return s, nil
+	return &enc, nil
+}
+
+// CheckSchemas reports whether e's schemas resolve (an error wrapping
+// ErrSchema when they do not), for a listing that does not show them.
+func (e *Entry) CheckSchemas() error {
+	_, err := e.schemas()
+	return err
 }
 
 // ValidateArgs checks encoded arguments against the input schema: one JSON
@@ -169,11 +191,11 @@ func (e *Entry) ValidateArgs(args []byte) error {
 // tool has none) encoded as JSON. It fails, wrapping ErrSchema, when they
 // do not resolve.
 func (e *Entry) SchemaJSON() (input, output json.RawMessage, err error) {
-	s, err := e.schemas()
+	enc, err := e.encoded()
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.inputJSON, s.outputJSON, nil
+	return enc.input, enc.output, nil
 }
 
 // Hints returns the entry's annotations, derived from its effect if unset;
@@ -226,7 +248,8 @@ func New(entries []Entry) (*Catalog, error) {
 			return nil, fmt.Errorf("catalog: duplicate tool name %q", e.Name)
 		}
 		ep := &e
-		e.schemas = sync.OnceValues(ep.prepare)
+		e.schemas = sync.OnceValues(ep.resolve)
+		e.encoded = sync.OnceValues(ep.encode)
 		e.nameWords = words(e.Name)
 		e.textWords = words(e.Hints().Title + " " + e.discoveryText())
 		c.index[e.Name] = len(c.entries)
@@ -235,13 +258,13 @@ func New(entries []Entry) (*Catalog, error) {
 	return c, nil
 }
 
-// Check resolves every entry's schemas (what listing or calling each tool
-// would) and returns the failures joined. Tests call it to hold every
-// registered tool to schemas that resolve.
+// Check resolves and encodes every entry's schemas (what listing or
+// calling each tool would) and returns the failures joined. Tests call it
+// to hold every registered tool to schemas that resolve.
 func (c *Catalog) Check() error {
 	var errs []error
 	for _, e := range c.entries {
-		if _, err := e.schemas(); err != nil {
+		if _, err := e.encoded(); err != nil {
 			errs = append(errs, err)
 		}
 	}

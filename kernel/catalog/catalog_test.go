@@ -114,6 +114,9 @@ func TestUnresolvableSchema(t *testing.T) {
 				t.Errorf("Check: %v", err)
 			}
 			e, _, _ := c.Lookup("read_file")
+			if err := e.CheckSchemas(); !errors.Is(err, ErrSchema) {
+				t.Errorf("CheckSchemas: %v", err)
+			}
 			if in, out, err := e.SchemaJSON(); !errors.Is(err, ErrSchema) || in != nil || out != nil {
 				t.Errorf("SchemaJSON: %s %s %v", in, out, err)
 			}
@@ -132,6 +135,11 @@ func TestUnresolvableSchema(t *testing.T) {
 	}
 	if err := c.Check(); err != nil {
 		t.Fatalf("Check of sound schemas: %v", err)
+	}
+	for _, e := range c.Entries() {
+		if err := e.CheckSchemas(); err != nil {
+			t.Errorf("%s: %v", e.Name, err)
+		}
 	}
 }
 
