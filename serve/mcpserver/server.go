@@ -291,11 +291,12 @@ func (b *binding) sync() {
 	}
 }
 
-// toolFor describes an entry to MCP clients. The schemas are the ones the
-// catalog encoded once; annotations come from the entry's hints.
+// toolFor describes an entry to MCP clients, once its schemas resolve.
+// They go to the SDK as schemas, not encoded: it encodes them when it lists
+// the tools, and would decode encoded ones into maps at every AddTool (the
+// most of a session's set-up). Annotations come from the entry's hints.
 func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
-	in, out, err := e.SchemaJSON()
-	if err != nil {
+	if err := e.CheckSchemas(); err != nil {
 		return nil, err
 	}
 	h := e.Hints()
@@ -303,7 +304,7 @@ func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
 		Name:        e.Name,
 		Title:       h.Title,
 		Description: e.Description,
-		InputSchema: in,
+		InputSchema: e.InputSchema,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           h.Title,
 			ReadOnlyHint:    h.ReadOnly,
@@ -312,8 +313,8 @@ func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
 			OpenWorldHint:   &h.OpenWorld,
 		},
 	}
-	if out != nil {
-		t.OutputSchema = out
+	if e.OutputSchema != nil {
+		t.OutputSchema = e.OutputSchema
 	}
 	return t, nil
 }
