@@ -98,8 +98,12 @@ effects = ["read_file", "write_file", "edit_file", "move_file", "list", "search"
 			continue // a tool that needs more configuration than this host's
 		}
 		p, _ := h.Runtime.Policy(e.Name)
+		in, _, err := e.Schemas()
+		if err != nil {
+			t.Fatal(err)
+		}
 		var strs []string
-		for name, prop := range e.InputSchema.Properties {
+		for name, prop := range in.Properties {
 			if prop.Type == "string" {
 				strs = append(strs, name)
 			}
@@ -116,7 +120,7 @@ effects = ["read_file", "write_file", "edit_file", "move_file", "list", "search"
 				sizes = append(sizes, p.MaxInputBytes+1)
 			}
 			for _, size := range sizes {
-				args := sizedArgs(e.InputSchema, big, size)
+				args := sizedArgs(in, big, size)
 				runtime.GC()
 				before := liveHeap()
 				stop := heapSampler()

@@ -100,7 +100,14 @@ func NewBuilder(opts *Options) *Builder {
 
 // Register adds a tool whose arguments must satisfy input, an object schema.
 // It fails for a duplicate name, an invalid policy or entry, or after Build.
+// Whether the schemas resolve is checked when the tool is first listed or
+// called (see catalog.Entry.Validate).
 func (b *Builder) Register(policy Policy, meta Meta, input, output *jsonschema.Schema, h Handler) error {
+	return b.register(policy, meta, catalog.Entry{InputSchema: input, OutputSchema: output}, h)
+}
+
+// register adds a tool described by meta and e's schemas (or its Infer).
+func (b *Builder) register(policy Policy, meta Meta, e catalog.Entry, h Handler) error {
 	if b.built {
 		return ErrBuilt
 	}
@@ -120,16 +127,8 @@ func (b *Builder) Register(policy Policy, meta Meta, input, output *jsonschema.S
 	if err != nil {
 		return err
 	}
-	e := catalog.Entry{
-		Name:         p.Name,
-		Effect:       meta.Effect,
-		Hot:          meta.Hot,
-		Summary:      meta.Summary,
-		Description:  meta.Description,
-		InputSchema:  input,
-		OutputSchema: output,
-		Annotations:  meta.Annotations,
-	}
+	e.Name, e.Effect, e.Hot = p.Name, meta.Effect, meta.Hot
+	e.Summary, e.Description, e.Annotations = meta.Summary, meta.Description, meta.Annotations
 	if meta.Title != "" {
 		a := e.Hints()
 		a.Title = meta.Title

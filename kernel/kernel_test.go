@@ -515,3 +515,34 @@ func TestUnresolvableSchemaFailsTheCall(t *testing.T) {
 		t.Fatalf("another tool: %v", err)
 	}
 }
+
+// A typed tool's schemas are inferred on first use: arguments that are not
+// a struct are refused at registration, a type that cannot be inferred
+// fails the tool's calls (internal) and Check.
+func TestInferredSchemaFailures(t *testing.T) {
+	desc := Meta{Effect: capability.Parse, Description: "D."}
+	err := AddTool(NewBuilder(nil), Policy{Name: "str"}, desc,
+		func(_ context.Context, _ *Call, in string) (echoOut, error) { return echoOut{}, nil })
+	if err == nil || !strings.Contains(err.Error(), "not a struct") {
+		t.Fatalf("string arguments: %v", err)
+	}
+	type chanIn struct {
+		C chan int `json:"c"`
+	}
+	b := NewBuilder(&Options{DisableToolSearch: true})
+	if err := AddTool(b, Policy{Name: "chan"}, desc,
+		func(_ context.Context, _ *Call, in chanIn) (echoOut, error) { return echoOut{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Catalog().Check(); !errors.Is(err, catalog.ErrSchema) {
+		t.Fatalf("Check: %v", err)
+	}
+	s := session(t, rt, true, capability.Parse)
+	if _, err := s.Call(context.Background(), "chan", json.RawMessage(`{}`)); codeOf(err) != fault.Internal {
+		t.Fatalf("call: %v", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // Texter is implemented by typed results that render their own text for the
@@ -27,18 +28,13 @@ type TypedHandler[In, Out any] func(ctx context.Context, call *Call, in In) (Out
 
 // AddTool registers a typed tool. The input schema is inferred from In (a
 // struct with json and jsonschema tags) and the output schema from Out when
-// Out is a struct. Arguments are validated against the schema (which
-// rejects unknown and duplicate members) before they are decoded.
+// Out is a struct, on the tool's first listing or call (a schema that
+// cannot be inferred fails it then, and catalog.Catalog.Check in tests).
+// Arguments are validated against the schema (which rejects unknown and
+// duplicate members) before they are decoded.
 func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[In, Out]) error {
-	in, err := jsonschema.For[In](schemaOpts)
-	if err != nil {
-		return fmt.Errorf("kernel: tool %q: input schema: %w", policy.Name, err)
-	}
-	var out *jsonschema.Schema
-	if t := reflect.TypeFor[Out](); t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-		if out, err = jsonschema.For[Out](schemaOpts); err != nil {
-			return fmt.Errorf("kernel: tool %q: output schema: %w", policy.Name, err)
-		}
+	if t := reflect.TypeFor[In](); t.Kind() != reflect.Struct {
+		return fmt.Errorf("kernel: tool %q: arguments of type %v, not a struct", policy.Name, t)
 	}
 	// A struct result is encoded through a pointer, which spares the
 	// encoder a copy of the value to address it; only Out's own methods
@@ -47,7 +43,7 @@ func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[I
 	ot := reflect.TypeFor[Out]()
 	direct := ot.Kind() == reflect.Pointer || ot.Kind() == reflect.Interface
 	texter := ot.Implements(reflect.TypeFor[Texter]())
-	return b.Register(policy, meta, in, out, func(ctx context.Context, call *Call) (*Result, error) {
+	return b.register(policy, meta, catalog.Entry{Infer: inferSchemas[In, Out]}, func(ctx context.Context, call *Call) (*Result, error) {
 		// The kernel validated the arguments against In's schema (no unknown
 		// or duplicate members) before this runs.
 		var args In
@@ -66,6 +62,20 @@ func AddTool[In, Out any](b *Builder, policy Policy, meta Meta, h TypedHandler[I
 		}
 		return encode(&v, nil)
 	})
+}
+
+// inferSchemas infers the schemas of a typed tool taking In and returning
+// Out.
+func inferSchemas[In, Out any]() (in, out *jsonschema.Schema, err error) {
+	if in, err = jsonschema.For[In](schemaOpts); err != nil {
+		return nil, nil, fmt.Errorf("input schema: %w", err)
+	}
+	if t := reflect.TypeFor[Out](); t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		if out, err = jsonschema.For[Out](schemaOpts); err != nil {
+			return nil, nil, fmt.Errorf("output schema: %w", err)
+		}
+	}
+	return in, out, nil
 }
 
 // schemaOpts infer the schemas of typed tools. Encoded JSON values

@@ -103,7 +103,7 @@ Examples:
 					continue
 				}
 				// The text shows no schema: checked, not encoded.
-				if err := e.CheckSchemas(); err != nil {
+				if _, _, err := e.Schemas(); err != nil {
 					return fault.Wrap(fault.Internal, err, "tool %s cannot be listed", e.Name)
 				}
 				summary := e.Summary

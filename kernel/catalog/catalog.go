@@ -60,10 +60,17 @@ type Entry struct {
 	Hot bool
 	// Summary is the short discovery text; Description the full text the
 	// model reads (limits and an example).
-	Summary      string
-	Description  string
+	Summary     string
+	Description string
+	// InputSchema (an object schema) and OutputSchema (an object schema,
+	// or nil for none) are the tool's schemas, unless Infer is set; read
+	// them with Schemas.
 	InputSchema  *jsonschema.Schema
 	OutputSchema *jsonschema.Schema
+	// Infer, when set in place of the schemas, makes them on the tool's
+	// first listing or call (typed tools infer theirs from Go types, which
+	// was a third of a host's set-up).
+	Infer func() (input, output *jsonschema.Schema, err error)
 	// Annotations default to AnnotationsFor(Effect) when nil.
 	Annotations *Annotations
 
@@ -78,9 +85,11 @@ type Entry struct {
 	nameWords, textWords []string
 }
 
-// schemas are an entry's input schema resolved and compiled.
+// schemas are an entry's schemas, resolved, and the input schema
+// compiled.
 type schemas struct {
-	resolved *jsonschema.Resolved
+	input, output *jsonschema.Schema
+	resolved      *jsonschema.Resolved
 	// fast validates encoded arguments in one pass; nil when the schema
 	// uses keywords outside its subset.
 	fast *jsonvalid.Validator
@@ -90,8 +99,9 @@ type schemas struct {
 type encoded struct{ input, output json.RawMessage }
 
 // Validate checks that e is complete: its name, effect, description, and
-// that its schemas are object schemas. Whether they resolve is checked
-// once, when the entry is first listed or called ([Entry.SchemaJSON],
+// that its schemas are object schemas (or that Infer alone is set).
+// Inferred schemas, and whether any schema resolves, are checked once,
+// when the entry is first listed or called ([Entry.Schemas],
 // [Entry.ValidateArgs]), or for every entry by [Catalog.Check].
 func (e *Entry) Validate() error {
 	if !validName(e.Name) {
@@ -103,11 +113,23 @@ func (e *Entry) Validate() error {
 	if strings.TrimSpace(e.Description) == "" {
 		return fmt.Errorf("catalog: tool %q: empty description", e.Name)
 	}
-	if e.InputSchema == nil || e.InputSchema.Type != "object" {
-		return fmt.Errorf("catalog: tool %q: input schema must be an object schema", e.Name)
+	if e.Infer != nil {
+		if e.InputSchema != nil || e.OutputSchema != nil {
+			return fmt.Errorf("catalog: tool %q: schemas given and inferred", e.Name)
+		}
+		return nil
 	}
-	if e.OutputSchema != nil && e.OutputSchema.Type != "object" {
-		return fmt.Errorf("catalog: tool %q: output schema must be an object schema", e.Name)
+	return objectSchemas(e.Name, e.InputSchema, e.OutputSchema)
+}
+
+// objectSchemas checks that in is an object schema, and out when it is
+// not nil.
+func objectSchemas(name string, in, out *jsonschema.Schema) error {
+	if in == nil || in.Type != "object" {
+		return fmt.Errorf("catalog: tool %q: input schema must be an object schema", name)
+	}
+	if out != nil && out.Type != "object" {
+		return fmt.Errorf("catalog: tool %q: output schema must be an object schema", name)
 	}
 	return nil
 }
@@ -126,46 +148,60 @@ func validName(name string) bool {
 	return true
 }
 
-// resolve resolves e's schemas and compiles the input schema. Its errors
-// wrap ErrSchema.
+// resolve infers e's schemas if need be, resolves them and compiles the
+// input schema. Its errors wrap ErrSchema.
 func (e *Entry) resolve() (*schemas, error) {
-	resolved, err := e.InputSchema.Resolve(nil)
+	in, out := e.InputSchema, e.OutputSchema
+	if e.Infer != nil {
+		var err error
+		if in, out, err = e.Infer(); err != nil {
+			return nil, fmt.Errorf("%w: tool %q: %w", ErrSchema, e.Name, err)
+		}
+		if err := objectSchemas(e.Name, in, out); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSchema, err)
+		}
+	}
+	resolved, err := in.Resolve(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
 	}
-	if e.OutputSchema != nil {
-		if _, err := e.OutputSchema.Resolve(nil); err != nil {
+	if out != nil {
+		if _, err := out.Resolve(nil); err != nil {
 			return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
 		}
 	}
-	s := &schemas{resolved: resolved}
-	s.fast, _ = jsonvalid.Compile(e.InputSchema)
+	s := &schemas{input: in, output: out, resolved: resolved}
+	s.fast, _ = jsonvalid.Compile(in)
 	return s, nil
 }
 
 // encode encodes e's schemas once they resolve. Its errors wrap ErrSchema.
 func (e *Entry) encode() (*encoded, error) {
-	if _, err := e.schemas(); err != nil {
+	s, err := e.schemas()
+	if err != nil {
 		return nil, err
 	}
 	var enc encoded
-	var err error
-	if enc.input, err = json.Marshal(e.InputSchema); err != nil {
+	if enc.input, err = json.Marshal(s.input); err != nil {
 		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
 	}
-	if e.OutputSchema != nil {
-		if enc.output, err = json.Marshal(e.OutputSchema); err != nil {
+	if s.output != nil {
+		if enc.output, err = json.Marshal(s.output); err != nil {
 			return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
 		}
 	}
 	return &enc, nil
 }
 
-// CheckSchemas reports whether e's schemas resolve (an error wrapping
-// ErrSchema when they do not), for a listing that does not show them.
-func (e *Entry) CheckSchemas() error {
-	_, err := e.schemas()
-	return err
+// Schemas returns the input schema and the output schema (nil when the
+// tool has none), inferred if need be, once they resolve; it fails,
+// wrapping ErrSchema, when they do not. Callers must not modify them.
+func (e *Entry) Schemas() (input, output *jsonschema.Schema, err error) {
+	s, err := e.schemas()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.input, s.output, nil
 }
 
 // ValidateArgs checks encoded arguments against the input schema: one JSON

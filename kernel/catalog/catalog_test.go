@@ -56,6 +56,9 @@ func TestNewValidates(t *testing.T) {
 		{"bad output schema", func(e *Entry) { e.OutputSchema = &jsonschema.Schema{Type: "array"} }},
 		{"name too long", func(e *Entry) { e.Name = "a" + strings.Repeat("b", 64) }},
 		{"name of a digit", func(e *Entry) { e.Name = "1a" }},
+		{"given and inferred", func(e *Entry) {
+			e.Infer = func() (_, _ *jsonschema.Schema, err error) { return obj(), nil, nil }
+		}},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,6 +104,18 @@ func TestUnresolvableSchema(t *testing.T) {
 		"output ref": func(e *Entry) {
 			e.OutputSchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": {Ref: "#/nowhere"}}}
 		},
+		"inference fails": func(e *Entry) {
+			e.InputSchema = nil
+			e.Infer = func() (_, _ *jsonschema.Schema, err error) { return nil, nil, errors.New("unsupported type chan int") }
+		},
+		"inferred non-object": func(e *Entry) {
+			e.InputSchema = nil
+			e.Infer = func() (_, _ *jsonschema.Schema, err error) { return &jsonschema.Schema{Type: "string"}, nil, nil }
+		},
+		"inferred output non-object": func(e *Entry) {
+			e.InputSchema = nil
+			e.Infer = func() (_, _ *jsonschema.Schema, err error) { return obj(), &jsonschema.Schema{Type: "array"}, nil }
+		},
 	}
 	for name, edit := range broken {
 		t.Run(name, func(t *testing.T) {
@@ -114,8 +129,8 @@ func TestUnresolvableSchema(t *testing.T) {
 				t.Errorf("Check: %v", err)
 			}
 			e, _, _ := c.Lookup("read_file")
-			if err := e.CheckSchemas(); !errors.Is(err, ErrSchema) {
-				t.Errorf("CheckSchemas: %v", err)
+			if _, _, err := e.Schemas(); !errors.Is(err, ErrSchema) {
+				t.Errorf("Schemas: %v", err)
 			}
 			if in, out, err := e.SchemaJSON(); !errors.Is(err, ErrSchema) || in != nil || out != nil {
 				t.Errorf("SchemaJSON: %s %s %v", in, out, err)
@@ -137,9 +152,39 @@ func TestUnresolvableSchema(t *testing.T) {
 		t.Fatalf("Check of sound schemas: %v", err)
 	}
 	for _, e := range c.Entries() {
-		if err := e.CheckSchemas(); err != nil {
+		if _, _, err := e.Schemas(); err != nil {
 			t.Errorf("%s: %v", e.Name, err)
 		}
+	}
+}
+
+// Inferred schemas are made once, on first use, and then read like given
+// ones.
+func TestInferredSchemas(t *testing.T) {
+	es := entries()
+	calls := 0
+	es[0].InputSchema = nil
+	es[0].Infer = func() (_, _ *jsonschema.Schema, err error) {
+		calls++
+		return obj(), &jsonschema.Schema{Type: "object"}, nil
+	}
+	c, err := New(es)
+	if err != nil || calls != 0 {
+		t.Fatalf("New: %v, inferred %d times", err, calls)
+	}
+	e, _, _ := c.Lookup("read_file")
+	if err := e.ValidateArgs([]byte(`{"path": 1}`)); err == nil || errors.Is(err, ErrSchema) {
+		t.Errorf("a number for a string: %v", err)
+	}
+	in, out, err := e.Schemas()
+	if err != nil || in.Properties["path"] == nil || out == nil {
+		t.Errorf("Schemas: %v %v %v", in, out, err)
+	}
+	if inJSON, outJSON, err := e.SchemaJSON(); err != nil || !strings.Contains(string(inJSON), `"path"`) || string(outJSON) != `{"type":"object"}` {
+		t.Errorf("SchemaJSON: %s %s %v", inJSON, outJSON, err)
+	}
+	if calls != 1 {
+		t.Errorf("inferred %d times", calls)
 	}
 }
 

@@ -296,7 +296,8 @@ func (b *binding) sync() {
 // the tools, and would decode encoded ones into maps at every AddTool (the
 // most of a session's set-up). Annotations come from the entry's hints.
 func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
-	if err := e.CheckSchemas(); err != nil {
+	in, out, err := e.Schemas()
+	if err != nil {
 		return nil, err
 	}
 	h := e.Hints()
@@ -304,7 +305,7 @@ func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
 		Name:        e.Name,
 		Title:       h.Title,
 		Description: e.Description,
-		InputSchema: e.InputSchema,
+		InputSchema: in,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           h.Title,
 			ReadOnlyHint:    h.ReadOnly,
@@ -313,8 +314,8 @@ func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
 			OpenWorldHint:   &h.OpenWorld,
 		},
 	}
-	if e.OutputSchema != nil {
-		t.OutputSchema = e.OutputSchema
+	if out != nil {
+		t.OutputSchema = out
 	}
 	return t, nil
 }

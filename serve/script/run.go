@@ -197,8 +197,9 @@ func callTool(ctx context.Context, sess *kernel.Session, name string, args json.
 		if e.Effect == capability.RunScript {
 			return nil, fault.New(fault.Denied, "a script cannot call %s", name)
 		}
-		if len(args) > 0 && args[0] == '"' {
-			if field, ok := soleStringField(e.InputSchema.Required, e.InputSchema.Properties); ok {
+		// A schema that does not resolve fails the call in the kernel.
+		if in, _, err := e.Schemas(); err == nil && len(args) > 0 && args[0] == '"' {
+			if field, ok := soleStringField(in.Required, in.Properties); ok {
 				wrapped, _ := jsontext.AppendQuote([]byte("{"), field)
 				wrapped = append(append(append(wrapped, ':'), args...), '}')
 				args = wrapped
