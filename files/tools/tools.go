@@ -105,6 +105,18 @@ func DefaultPolicy(tool string) kernel.Policy {
 // file_info, create_directory and move_file are deferred (found through
 // tool_search).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
+	x, err := newExecutor(opts)
+	if err != nil {
+		return err
+	}
+	// Both steps register all their tools, in the order they are listed;
+	// the first failure is returned.
+	return firstError(registerHot(b, x), registerDeferred(b, x))
+}
+
+// newExecutor is the executor opts describe: their provider or a local
+// one, and their events, which must have a gate unless DisableGate.
+func newExecutor(opts *ToolOptions) (*executor, error) {
 	var o ToolOptions
 	if opts != nil {
 		o = *opts
@@ -115,12 +127,17 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	if x.events == nil {
 		if !o.DisableGate {
-			return ErrNoGate
+			return nil, ErrNoGate
 		}
 		x.events = files.NewEvents()
 	}
+	return x, nil
+}
+
+// registerHot registers the tools listed without discovery.
+func registerHot(b *kernel.Builder, x *executor) error {
 	policy := DefaultPolicy
-	regs := []error{
+	return firstError(
 		kernel.AddTool(b, policy(ReadFile), kernel.Meta{
 			Effect: capability.ReadFile, Hot: true, Title: "Read file",
 			Summary:     "Read a text file as numbered lines, a window at a time (or its last lines), or an image.",
@@ -156,6 +173,13 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			Summary:     "List the directories the file tools reach, with their modes.",
 			Description: rootsDescription,
 		}, adapt(x.listRoots)),
+	)
+}
+
+// registerDeferred registers the tools found through tool_search.
+func registerDeferred(b *kernel.Builder, x *executor) error {
+	policy := DefaultPolicy
+	return firstError(
 		kernel.AddTool(b, policy(MoveFile), kernel.Meta{
 			Effect: capability.MoveFile, Title: "Move file",
 			Summary:     "Move or rename a file or directory, never replacing anything.",
@@ -181,8 +205,12 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			Summary:     "Create a directory and its missing parents (mkdir -p).",
 			Description: mkdirDescription,
 		}, adapt(x.createDirectory)),
-	}
-	for _, err := range regs {
+	)
+}
+
+// firstError is the first of errs that is not nil.
+func firstError(errs ...error) error {
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
