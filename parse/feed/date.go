@@ -21,26 +21,44 @@ import (
 // rfc822Zones are the zone names RFC 822 defines (military single letters
 // other than Z are left out: RFC 2822 notes their signs were specified
 // backwards and says to treat them as unknown).
-var rfc822Zones = map[string]int{
-	"UT": 0, "UTC": 0, "GMT": 0, "Z": 0,
-	"EST": -5 * 3600, "EDT": -4 * 3600, "CST": -6 * 3600, "CDT": -5 * 3600,
-	"MST": -7 * 3600, "MDT": -6 * 3600, "PST": -8 * 3600, "PDT": -7 * 3600,
+var rfc822Zones = [...]named[int]{
+	{"UT", 0}, {"UTC", 0}, {"GMT", 0}, {"Z", 0},
+	{"EST", -5 * 3600}, {"EDT", -4 * 3600}, {"CST", -6 * 3600}, {"CDT", -5 * 3600},
+	{"MST", -7 * 3600}, {"MDT", -6 * 3600}, {"PST", -8 * 3600}, {"PDT", -7 * 3600},
 }
 
-var months = map[string]time.Month{
-	"jan": time.January, "feb": time.February, "mar": time.March, "apr": time.April,
-	"may": time.May, "jun": time.June, "jul": time.July, "aug": time.August,
-	"sep": time.September, "oct": time.October, "nov": time.November, "dec": time.December,
-	"january": time.January, "february": time.February, "march": time.March, "april": time.April,
-	"june": time.June, "july": time.July, "august": time.August, "sept": time.September,
-	"september": time.September, "october": time.October, "november": time.November, "december": time.December,
+var months = [...]named[time.Month]{
+	{"jan", time.January}, {"feb", time.February}, {"mar", time.March}, {"apr", time.April},
+	{"may", time.May}, {"jun", time.June}, {"jul", time.July}, {"aug", time.August},
+	{"sep", time.September}, {"oct", time.October}, {"nov", time.November}, {"dec", time.December},
+	{"january", time.January}, {"february", time.February}, {"march", time.March}, {"april", time.April},
+	{"june", time.June}, {"july", time.July}, {"august", time.August}, {"sept", time.September},
+	{"september", time.September}, {"october", time.October}, {"november", time.November}, {"december", time.December},
 }
 
-var weekdays = map[string]time.Weekday{
-	"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
-	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday,
-	"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
-	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
+var weekdays = [...]named[time.Weekday]{
+	{"sun", time.Sunday}, {"mon", time.Monday}, {"tue", time.Tuesday}, {"wed", time.Wednesday},
+	{"thu", time.Thursday}, {"fri", time.Friday}, {"sat", time.Saturday},
+	{"sunday", time.Sunday}, {"monday", time.Monday}, {"tuesday", time.Tuesday}, {"wednesday", time.Wednesday},
+	{"thursday", time.Thursday}, {"friday", time.Friday}, {"saturday", time.Saturday},
+}
+
+// named is a name and its value in a table. The tables are arrays, laid
+// out by the linker, not maps, which would be built at every process start.
+type named[V any] struct {
+	name  string
+	value V
+}
+
+// lookup is the value named name in table.
+func lookup[V any](table []named[V], name string) (V, bool) {
+	for _, n := range table {
+		if n.name == name {
+			return n.value, true
+		}
+	}
+	var zero V
+	return zero, false
 }
 
 // isoLayouts are tried in order on dates that start like an ISO date.
@@ -122,7 +140,7 @@ func parseRFC822(s string) (t time.Time, problem, weekday string) {
 	}
 	dow := time.Weekday(-1)
 	if i := strings.IndexByte(s, ','); i >= 0 {
-		w, ok := weekdays[strings.ToLower(strings.TrimSpace(s[:i]))]
+		w, ok := lookup(weekdays[:], strings.ToLower(strings.TrimSpace(s[:i])))
 		if !ok {
 			return t, "not an RFC 822 date", ""
 		}
@@ -130,7 +148,7 @@ func parseRFC822(s string) (t time.Time, problem, weekday string) {
 	}
 	f := strings.Fields(s)
 	if len(f) > 0 && dow < 0 {
-		if w, ok := weekdays[strings.ToLower(f[0])]; ok {
+		if w, ok := lookup(weekdays[:], strings.ToLower(f[0])); ok {
 			dow, f = w, f[1:]
 		}
 	}
@@ -141,7 +159,7 @@ func parseRFC822(s string) (t time.Time, problem, weekday string) {
 	if err != nil || len(f[0]) > 2 {
 		return t, "not an RFC 822 date", ""
 	}
-	month, ok := months[strings.ToLower(strings.TrimSuffix(f[1], "."))]
+	month, ok := lookup(months[:], strings.ToLower(strings.TrimSuffix(f[1], ".")))
 	if !ok {
 		return t, "not an RFC 822 date", ""
 	}
@@ -188,7 +206,7 @@ func parseRFC822(s string) (t time.Time, problem, weekday string) {
 }
 
 func zoneOffset(z string) (int, string) {
-	if off, ok := rfc822Zones[strings.ToUpper(z)]; ok {
+	if off, ok := lookup(rfc822Zones[:], strings.ToUpper(z)); ok {
 		return off, ""
 	}
 	if len(z) > 0 && (z[0] == '+' || z[0] == '-') {
