@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
@@ -81,5 +82,26 @@ func TestJSONFailureShape(t *testing.T) {
 	}
 	if _, ok := got.Error["retry_after_seconds"]; ok {
 		t.Errorf("retry_after_seconds present without a retry hint: %v", got.Error)
+	}
+}
+
+// Each group is listed under its command's name (newRoot builds only the
+// group args name), and no command is reached by another name.
+func TestGroupNames(t *testing.T) {
+	env := &Env{Stdout: io.Discard, Stderr: io.Discard}
+	seen := map[string]bool{}
+	for _, g := range groups {
+		cmd := g.new(env)
+		if cmd.Name() != g.name || len(cmd.Aliases) > 0 || seen[g.name] {
+			t.Errorf("group %q builds %q (aliases %v)", g.name, cmd.Name(), cmd.Aliases)
+		}
+		seen[g.name] = true
+	}
+	root := newRoot(env, []string{"call", "read_file"})
+	if cmds := root.Commands(); len(cmds) != 1 || cmds[0].Name() != "call" {
+		t.Errorf("capkit call builds %v", cmds)
+	}
+	if all := newRoot(env, []string{"--json", "call"}); len(all.Commands()) != len(groups) {
+		t.Errorf("a flag first builds %d of %d groups", len(all.Commands()), len(groups))
 	}
 }
