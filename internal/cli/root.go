@@ -67,8 +67,8 @@ var groups = []group{
 
 // newRoot builds the command line for args. When args start with a
 // group's name, only that group's commands are built: building every
-// group (flags, help texts) was a tenth of a short command's time, and a
-// command needs no other group. Anything else (help, a flag first, an
+// group (flags, help texts) would be a tenth of a short command's time,
+// and a command needs no other group. Anything else (help, a flag first, an
 // unknown command) gets every group.
 func newRoot(env *Env, args []string) *cobra.Command {
 	root := &cobra.Command{

@@ -68,8 +68,8 @@ type Entry struct {
 	InputSchema  *jsonschema.Schema
 	OutputSchema *jsonschema.Schema
 	// Infer, when set in place of the schemas, makes them on the tool's
-	// first listing or call (typed tools infer theirs from Go types, which
-	// was a third of a host's set-up).
+	// first listing or call (typed tools infer theirs from Go types; doing
+	// it for every tool at set-up would be a third of a host's set-up).
 	Infer func() (input, output *jsonschema.Schema, err error)
 	// Annotations default to AnnotationsFor(Effect) when nil.
 	Annotations *Annotations
@@ -77,7 +77,7 @@ type Entry struct {
 	// schemas resolves the schemas once, on the first validation or
 	// listing, and encoded encodes them once, for the first listing: most
 	// processes list or call a few of the tools, and resolving and
-	// encoding every schema was most of a host's set-up.
+	// encoding every tool's at set-up would be most of a host's set-up.
 	schemas func() (*schemas, error)
 	encoded func() (*encoded, error)
 	// nameWords and textWords are what Search matches: the words of the
