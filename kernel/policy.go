@@ -51,3 +51,10 @@ func (p Policy) withDefaults() (Policy, error) {
 	}
 	return p, nil
 }
+
+// RaiseHint is the part of an output-bound failure that says how a host
+// lets one tool return more: its max_output_bytes in capkit.toml
+// ([tool.NAME], applied through Options.PolicyOverride).
+func RaiseHint(tool string) string {
+	return "or have the host raise [tool." + tool + "] max_output_bytes in capkit.toml"
+}

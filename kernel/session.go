@@ -325,7 +325,7 @@ func (a *admitted) outcome(res *Result, err error) (*Result, error) {
 	}
 	if size, max := res.Size(), a.call.MaxOutputBytes; size > max {
 		res.Release()
-		return nil, fault.OutputTooLarge("the result of "+name, size, max, "ask for less (a smaller window, fewer entries)")
+		return nil, fault.OutputTooLarge("the result of "+name, size, max, "ask for less (a smaller window, fewer entries), "+RaiseHint(name))
 	}
 	if err := checkImage(name, res); err != nil {
 		res.Release()

@@ -15,9 +15,13 @@ const (
 
 // Kernel policy defaults: what a zero field of kernel.Policy means.
 const (
-	DefaultMaxCalls       = 1_000
-	DefaultMaxInputBytes  = 1 * MiB
-	DefaultMaxOutputBytes = 1 * MiB
+	DefaultMaxCalls      = 1_000
+	DefaultMaxInputBytes = 1 * MiB
+	// DefaultMaxOutputBytes is every tool's output bound unless its
+	// package or the host sets another: about 25,000 tokens, what a model
+	// can take in one result. Tools whose results can be longer return a
+	// window of whole units that fits and name the next offset.
+	DefaultMaxOutputBytes = 100 * KiB
 	DefaultTimeout        = 30 * time.Second
 
 	// HardMaxInputBytes and HardMaxOutputBytes bound any policy.

@@ -32,9 +32,6 @@ const (
 	PolicyFileMaxBytes = 64 * KiB
 	// FetchToolMaxInputBytes bounds net_fetch's arguments.
 	FetchToolMaxInputBytes = 16 * KiB
-	// FetchToolMaxOutputBytes bounds what net_fetch returns to a model:
-	// the receipt and a UTF-8 body.
-	FetchToolMaxOutputBytes = 8 * MiB
 )
 
 // Group/task budgets (net/budget) and quota transfer (net/quota).

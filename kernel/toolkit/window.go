@@ -1,0 +1,99 @@
+package toolkit
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
+)
+
+// UnitTooLarge is the failure for one unit of a window (a row, a record, a
+// line) that alone does not fit the call's output bound: narrow says how
+// to ask for less, and the host's way to raise the bound is added.
+func UnitTooLarge(call *kernel.Call, what string, size int64, narrow string) error {
+	return fault.OutputTooLarge(what, size, call.MaxOutputBytes, narrow+", "+kernel.RaiseHint(call.Tool.Name))
+}
+
+// FitPrefix returns the largest n in 0..total for which build(n), the
+// result holding the first n units, encodes within max bytes (text and
+// structured content, as the kernel counts them). build must grow with n.
+// A result of all units that fits is built once.
+func FitPrefix(max int64, total int, build func(n int) any) (int, error) {
+	fits := func(n int) (bool, error) {
+		res, err := kernel.Encode(build(n))
+		if err != nil {
+			return false, err
+		}
+		defer res.Release()
+		return res.Size() <= max, nil
+	}
+	ok, err := fits(total)
+	if ok || err != nil || total == 0 {
+		return total, err
+	}
+	lo, hi := 0, total // fits(lo) is assumed, fits(hi) is false
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := fits(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// LineWindow cuts text, split into lines after each '\n', to the whole
+// lines from line offset (0-based) on that fit budget bytes. It returns
+// the window, the number of lines it holds, the total number of lines and
+// whether lines follow it. A first line longer than budget gives an empty
+// window with more set: the caller fails, as one unit does not fit.
+func LineWindow(text string, offset int, budget int64) (window string, lines, total int, more bool) {
+	total = strings.Count(text, "\n")
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		total++
+	}
+	start := 0
+	for i := 0; i < offset && start < len(text); i++ {
+		nl := strings.IndexByte(text[start:], '\n')
+		if nl < 0 {
+			start = len(text)
+			break
+		}
+		start += nl + 1
+	}
+	rest := text[start:]
+	if int64(len(rest)) <= budget {
+		return rest, total - min(offset, total), total, false
+	}
+	cut := strings.LastIndexByte(rest[:max(budget, 0)], '\n') + 1
+	window = rest[:cut]
+	return window, strings.Count(window, "\n"), total, true
+}
+
+// ByteWindow cuts body to the bytes from offset on that fit budget,
+// ending after the window's last '\n' when that keeps at least half of
+// budget and otherwise on a UTF-8 character boundary, so that windows read one after another
+// reassemble the body exactly. next is the offset of the following window
+// (0 when this one reaches the end). A window that cannot hold one
+// character is empty, with next set to offset.
+func ByteWindow(body string, offset, budget int64) (window string, next int64) {
+	rest := body[min(offset, int64(len(body))):]
+	if int64(len(rest)) <= budget {
+		return rest, 0
+	}
+	cut := int(max(budget, 0))
+	if nl := strings.LastIndexByte(rest[:cut], '\n'); nl >= cut/2 {
+		cut = nl + 1
+	} else {
+		for cut > 0 && !utf8.RuneStart(rest[cut]) {
+			cut--
+		}
+	}
+	return rest[:cut], offset + int64(cut)
+}
