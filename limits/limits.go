@@ -251,8 +251,10 @@ const (
 	// JournalMaxReadRecords bounds the records journal_read returns in one
 	// call (also its default).
 	JournalMaxReadRecords = 1000
-	// JournalReadOutputBytes bounds journal_read's result.
-	JournalReadOutputBytes = 4 * MiB
+	// JournalReadOutputBytes bounds journal_read's result: room for one
+	// record of the largest event, which the result holds twice (its text
+	// and its structured content), so that every record can be read.
+	JournalReadOutputBytes = 2*JournalMaxEventBytes + 4*KiB
 )
 
 // MCP server (package mcpserver).

@@ -432,6 +432,9 @@ func (j *Journal) Read(ctx context.Context, from uint64, max int) ([]Record, *Re
 	var out []Record
 	rep, err := j.scan(ctx, func(r Record) bool {
 		if r.Seq >= from {
+			// r.Event points into the scan's buffer, which the next line
+			// overwrites.
+			r.Event = bytes.Clone(r.Event)
 			out = append(out, r)
 		}
 		return len(out) < max

@@ -14,6 +14,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -55,6 +56,21 @@ type AppendResult struct {
 // ReadResult is journal_read's result.
 type ReadResult struct {
 	Records []Record `json:"records"`
+	// NextFrom, when set, is the record number the next window starts at:
+	// the records read did not all fit the output bound.
+	NextFrom uint64 `json:"next_from,omitzero"`
+}
+
+// ToolText is the result's JSON and, for a window, where it goes on.
+func (r ReadResult) ToolText() string {
+	data, err := jsonv2.Marshal(r, jsonv2.Deterministic(true))
+	if err != nil {
+		return err.Error()
+	}
+	if r.NextFrom == 0 || len(r.Records) == 0 {
+		return string(data)
+	}
+	return fmt.Sprintf("%s\nrecords %d..%d shown: the next window is journal_read with from=%d", data, r.Records[0].Seq, r.NextFrom-1, r.NextFrom)
 }
 
 const maxReadRecords = limits.JournalMaxReadRecords
@@ -147,7 +163,8 @@ func registerRead(b *kernel.Builder, o ToolOptions, _ string) error {
 			Title:   "Read journal",
 			Summary: "Read verified records of a journal",
 			Description: fmt.Sprintf(`Returns up to limit records (default and maximum %s) of the named journal starting at record from (default 1), each with its number, hashes and event. Every record up to the last returned is verified first; a bad record fails with "integrity".
-Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxReadRecords)),
+Records that do not all fit the output bound (%s unless the host sets another: room for one record of the largest event) come as a window of whole records with next_from, the from of the next call; a record too large alone fails with limit.
+Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxReadRecords), limits.Bytes(limits.JournalReadOutputBytes)),
 		}, func(ctx context.Context, call *kernel.Call, a ReadArgs) (ReadResult, error) {
 			limit := a.Limit
 			if limit == 0 {
@@ -165,15 +182,37 @@ Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxRead
 			if err != nil {
 				return ReadResult{}, err
 			}
-			if recs == nil {
-				recs = []Record{}
-			}
-			return ReadResult{Records: recs}, nil
+			return readWindow(call, recs)
 		})
 }
 
 // openTool opens the journal name in dir, confined to the roots the
 // session is granted effect on.
+// readWindow is the result of the records read: all of them when they
+// fit the call's output bound, else the first ones that do and where to
+// go on.
+func readWindow(call *kernel.Call, recs []Record) (ReadResult, error) {
+	if recs == nil {
+		recs = []Record{}
+	}
+	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(recs), func(n int) any {
+		r := ReadResult{Records: recs[:n]}
+		if n < len(recs) {
+			r.NextFrom = recs[len(recs)-1].Seq
+		}
+		return r
+	})
+	switch {
+	case err != nil:
+		return ReadResult{}, err
+	case n == 0 && len(recs) > 0:
+		return ReadResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("record %d", recs[0].Seq), 0, "a record is never shown in part")
+	case n < len(recs):
+		return ReadResult{Records: recs[:n], NextFrom: recs[n].Seq}, nil
+	}
+	return ReadResult{Records: recs}, nil
+}
+
 func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o Options) (*Journal, error) {
 	if dir == "" {
 		dir = "."
