@@ -2,7 +2,9 @@ package tabular
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -47,16 +49,22 @@ type ScanArgs struct {
 // the rows in the tool text only.
 type ScanResult struct {
 	Summary
-	text string
+	// Window reports that the rows stop where the output bound did, not
+	// the row budget; NextOffset is the offset that continues after the
+	// last returned row, with either (0: none).
+	Window     bool  `json:"window,omitzero"`
+	NextOffset int64 `json:"next_offset,omitzero"`
+	text       string
 }
 
 // ToolText is a summary line, then the columns and each returned row as a
 // JSON array of strings, one per line.
 func (r ScanResult) ToolText() string { return r.text }
 
-// outputReserve is room kept in the output bound, while rows stream, for
-// the summary line and structured summary; the whole result is measured
-// exactly before it is returned.
+// outputReserve is the room a window's first cut leaves in the output
+// bound for the summary line, the header and the structured summary (at
+// most a quarter of the bound); the result is then measured exactly and
+// cut again while it is too large.
 const outputReserve = 2048
 
 // RegisterTools registers csv_scan (effect parse, deferred). opts may be
@@ -74,10 +82,10 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 Returns the header, then matched rows (optionally only the named columns) as JSON arrays of strings, one per line, with exact counts: rows scanned, matched, skipped, returned. With max_rows, matched rows past the budget are counted and the result says truncated and where to continue (offset).
 filter: [{"column": "state", "op": "eq", "value": "CA"}]; op is eq (default), ne or contains; exact, case-sensitive string comparison; all conditions must hold.
 Limits: compressed input %s, CSV text %s (expanded), %d columns, %s per record, scan budget %d rows by default (max_scan_rows up to %d); over a limit fails with limit, never a partial answer. Ragged rows, bad quoting, invalid UTF-8 and UTF-16 fail with invalid_input naming the line; a UTF-8 BOM is removed.
-A result larger than the output limit fails with limit: pass max_rows or fewer columns.
+Rows past the output bound (%s unless the host sets another) come as a window of whole rows: the result says window and gives next_offset, the offset that continues; a row too large alone fails with limit.
 Example: {"path": "data/orders.csv.gz", "columns": ["id", "total"], "filter": [{"column": "status", "value": "open"}], "max_rows": 50}`,
 			limits.Bytes(limits.TabularMaxCompressedBytes), limits.Bytes(limits.TabularMaxExpandedBytes), limits.TabularMaxColumns, limits.Bytes(limits.TabularMaxRecordBytes),
-			limits.TabularDefaultRows, limits.TabularHardRows),
+			limits.TabularDefaultRows, limits.TabularHardRows, limits.Bytes(limits.DefaultMaxOutputBytes)),
 	}, func(ctx context.Context, call *kernel.Call, in ScanArgs) (ScanResult, error) {
 		dialect, err := ParseDialect(in.Dialect)
 		if err != nil {
@@ -94,53 +102,101 @@ Example: {"path": "data/orders.csv.gz", "columns": ["id", "total"], "filter": [{
 		if err != nil {
 			return ScanResult{}, err
 		}
-		budget := call.MaxOutputBytes - outputReserve
-		var text strings.Builder
-		var rows int64
-		sum, err := ScanFunc(ctx, data, &Options{
-			Format: format, Dialect: dialect, Columns: in.Columns, Filter: in.Filter,
-			Offset: in.Offset, MaxRows: in.MaxRows, MaxScanRows: in.MaxScanRows,
-		}, func(row []string) error {
-			line, err := jsonv2.Marshal(row)
-			if err != nil {
-				return fault.Wrap(fault.Internal, err, "encoding a row failed")
-			}
-			text.Write(line)
-			text.WriteByte('\n')
-			rows++
-			if int64(text.Len()) > budget {
-				return fault.OutputTooLarge(fmt.Sprintf("the first %d rows", rows), 0, call.MaxOutputBytes, fmt.Sprintf("pass max_rows below %d, fewer columns or a filter", rows))
-			}
-			return nil
-		})
-		if err != nil {
-			return ScanResult{}, err
-		}
-		head, err := jsonv2.Marshal(sum.Columns)
-		if err != nil {
-			return ScanResult{}, fault.Wrap(fault.Internal, err, "encoding the columns failed")
-		}
-		structured, err := jsonv2.Marshal(sum)
-		if err != nil {
-			return ScanResult{}, fault.Wrap(fault.Internal, err, "encoding the summary failed")
-		}
-		out := summaryLine(sum) + "\n" + string(head) + "\n" + text.String()
-		if size := int64(len(out) + len(structured)); size > call.MaxOutputBytes {
-			return ScanResult{}, fault.OutputTooLarge("the result", size, call.MaxOutputBytes, "pass max_rows, fewer columns or a filter")
-		}
-		return ScanResult{Summary: *sum, text: out}, nil
+		o := &Options{Format: format, Dialect: dialect, Columns: in.Columns, Filter: in.Filter,
+			Offset: in.Offset, MaxRows: in.MaxRows, MaxScanRows: in.MaxScanRows}
+		return scanWindow(ctx, call, data, o)
 	})
 }
 
+// errFull stops a scan whose rows already exceed the output bound.
+var errFull = errors.New("the rows exceed the output bound")
+
+// scanWindow scans data and returns every matched row the row budget
+// allows when the result fits the call's output bound; otherwise the
+// first rows that fit, as a result truncated where the next window starts
+// (a second scan with that many rows, so that its counts are exact).
+func scanWindow(ctx context.Context, call *kernel.Call, data []byte, o *Options) (ScanResult, error) {
+	var lines []int64 // the cumulative bytes of the rows' lines
+	var text strings.Builder
+	sum, err := ScanFunc(ctx, data, o, func(row []string) error {
+		line, err := jsonv2.Marshal(row)
+		if err != nil {
+			return fault.Wrap(fault.Internal, err, "encoding a row failed")
+		}
+		if int64(text.Len()+len(line)+1) > call.MaxOutputBytes {
+			return errFull // cannot fit: the rows so far are enough to cut a window
+		}
+		text.Write(line)
+		text.WriteByte('\n')
+		lines = append(lines, int64(text.Len()))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFull) {
+		return ScanResult{}, err
+	}
+	if err == nil {
+		if r, err := scanResult(sum, text.String(), false); err != nil || r.size <= call.MaxOutputBytes {
+			return r.ScanResult, err
+		}
+	}
+	// The rows that fit beside a summary and header of the usual size;
+	// fewer while the exact result is still too large.
+	rows := text.String()
+	n, _ := slices.BinarySearch(lines, call.MaxOutputBytes-min(outputReserve, call.MaxOutputBytes/4)+1)
+	for {
+		if n == 0 {
+			return ScanResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("matched row %d with the summary", o.Offset+1), 0, "name fewer columns")
+		}
+		w := *o
+		w.MaxRows = int64(n)
+		sum, err := ScanFunc(ctx, data, &w, func([]string) error { return nil })
+		if err != nil {
+			return ScanResult{}, err
+		}
+		r, err := scanResult(sum, rows[:lines[n-1]], true)
+		if err != nil || r.size <= call.MaxOutputBytes {
+			return r.ScanResult, err
+		}
+		n, _ = slices.BinarySearch(lines[:n-1], lines[n-1]-(r.size-call.MaxOutputBytes)+1)
+	}
+}
+
+// sizedResult is a result and its size as the output bound counts it.
+type sizedResult struct {
+	ScanResult
+	size int64
+}
+
+// scanResult renders the result of sum and its rows' lines.
+func scanResult(sum *Summary, rows string, window bool) (sizedResult, error) {
+	head, err := jsonv2.Marshal(sum.Columns)
+	if err != nil {
+		return sizedResult{}, fault.Wrap(fault.Internal, err, "encoding the columns failed")
+	}
+	r := ScanResult{Summary: *sum, Window: window, text: summaryLine(sum, window) + "\n" + string(head) + "\n" + rows}
+	if sum.Truncated {
+		r.NextOffset = sum.Next.Offset
+	}
+	structured, err := jsonv2.Marshal(r)
+	if err != nil {
+		return sizedResult{}, fault.Wrap(fault.Internal, err, "encoding the summary failed")
+	}
+	return sizedResult{r, int64(len(r.text) + len(structured))}, nil
+}
+
 // summaryLine states the counts and any truncation in words.
-func summaryLine(s *Summary) string {
+func summaryLine(s *Summary, window bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s", s.Format, s.Dialect)
 	if s.BOM {
 		b.WriteString(", byte order mark removed")
 	}
 	fmt.Fprintf(&b, "), %d columns; rows scanned %d, matched %d, skipped %d, returned %d", len(s.Header), s.Scanned, s.Matched, s.Skipped, s.Returned)
-	if s.Truncated {
+	switch {
+	case window:
+		fmt.Fprintf(&b, "; a WINDOW of the rows that fit the output bound: %d matched rows not returned, the next is data row %d (line %d); pass offset %d to continue",
+			s.Matched-s.Skipped-s.Returned, s.Next.Row, s.Next.Line, s.Next.Offset)
+	case s.Truncated:
 		fmt.Fprintf(&b, "; TRUNCATED by the row budget: %d matched rows not returned, the next is data row %d (line %d); pass offset %d to continue",
 			s.Matched-s.Skipped-s.Returned, s.Next.Row, s.Next.Line, s.Next.Offset)
 	}

@@ -24,7 +24,7 @@ func TestCSVScanTool(t *testing.T) {
 		"people.zip":    zipped(t, "", member{name: "people.csv", data: people}),
 		"two.zip":       zipped(t, "", member{name: "a.csv", data: people}, member{name: "b.csv", data: people}),
 		"wide.csv":      []byte(header(300) + "\n"),
-		"big.csv":       []byte("v\n" + strings.Repeat("abcdefghij\n", 500)),
+		"big.csv":       []byte("v\n" + strings.Repeat("abcdefghij\n", 1000)),
 	}
 	s := newSession(t, &ToolOptions{Files: files, MaxOutputBytes: 8192}, capability.Parse, capability.ReadFile)
 	noRead := newSession(t, &ToolOptions{Files: files}, capability.Parse)
@@ -49,7 +49,7 @@ func TestCSVScanTool(t *testing.T) {
 		{"bad dialect", s, map[string]any{"text": "a\n", "dialect": "semicolon"}, fault.InvalidInput, nil, ""},
 		{"zip of two", s, map[string]any{"path": "two.zip"}, fault.InvalidInput, []string{"exactly one CSV"}, ""},
 		{"300 columns", s, map[string]any{"path": "wide.csv"}, fault.Limit, []string{"columns"}, ""},
-		{"output over the limit", s, map[string]any{"path": "big.csv"}, fault.Limit, []string{"pass max_rows below"}, ""},
+		{"output over the limit", s, map[string]any{"path": "big.csv"}, "", []string{"a WINDOW of the rows that fit the output bound", "pass offset"}, `"window":true`},
 		{"output within the limit with max_rows", s, map[string]any{"path": "big.csv", "max_rows": 100}, "", []string{"returned 100; TRUNCATED"}, ""},
 		{"both", s, map[string]any{"path": "people.csv", "text": "a\n"}, fault.InvalidInput, nil, ""},
 		{"no read_file", noRead, map[string]any{"path": "people.csv"}, fault.Denied, nil, ""},
