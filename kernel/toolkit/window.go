@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -20,14 +21,7 @@ func UnitTooLarge(call *kernel.Call, what string, size int64, narrow string) err
 // structured content, as the kernel counts them). build must grow with n.
 // A result of all units that fits is built once.
 func FitPrefix(max int64, total int, build func(n int) any) (int, error) {
-	fits := func(n int) (bool, error) {
-		res, err := kernel.Encode(build(n))
-		if err != nil {
-			return false, err
-		}
-		defer res.Release()
-		return res.Size() <= max, nil
-	}
+	fits := func(n int) (bool, error) { return encodedWithin(max, build(n)) }
 	ok, err := fits(total)
 	if ok || err != nil || total == 0 {
 		return total, err
@@ -96,4 +90,59 @@ func ByteWindow(body string, offset, budget int64) (window string, next int64) {
 		}
 	}
 	return rest[:cut], offset + int64(cut)
+}
+
+// Span is a window of whole lines of a tool's text, as its result reports
+// it: lines [Offset, Offset+Lines) of TotalLines, 0-based; NextOffset is
+// the offset argument of the next window (0: this one reaches the end).
+type Span struct {
+	Offset     int `json:"offset,omitzero"`
+	Lines      int `json:"lines_shown"`
+	TotalLines int `json:"total_lines"`
+	NextOffset int `json:"next_offset,omitzero"`
+}
+
+// footer is the line a window's text ends with when more follows.
+func (s Span) footer(tool string) string {
+	return fmt.Sprintf("\n[lines %d..%d of %d shown: the next window is %s with offset=%d]\n", s.Offset+1, s.Offset+s.Lines, s.TotalLines, tool, s.NextOffset)
+}
+
+// Lines returns the window of text, from line offset (0-based) on, that
+// fits the call's output bound in the result build makes of it and its
+// span: all of it when it fits, else whole lines and a footer saying how
+// to go on. what names the text in messages ("the page's text"). An
+// offset past the last line is invalid_input; a first line too large
+// alone fails with limit.
+func Lines(call *kernel.Call, text string, offset int, what string, build func(Span, string) any) (Span, string, error) {
+	_, _, total, _ := LineWindow(text, 0, int64(len(text)))
+	if offset < 0 || (offset > 0 && offset >= total) {
+		return Span{}, "", fault.New(fault.InvalidInput, "offset %d is past the end of %s, which has %d lines", offset, what, total)
+	}
+	rest, n, _, _ := LineWindow(text, offset, int64(len(text)))
+	s := Span{Offset: offset, Lines: n, TotalLines: total}
+	fits, err := encodedWithin(call.MaxOutputBytes, build(s, rest))
+	if fits || err != nil {
+		return s, rest, err
+	}
+	frame := Span{Offset: offset, Lines: total, TotalLines: total, NextOffset: total}
+	f, err := kernel.Encode(build(frame, frame.footer(call.Tool.Name)))
+	if err != nil {
+		return Span{}, "", err
+	}
+	win, n, _, _ := LineWindow(text, offset, call.MaxOutputBytes-f.Size())
+	if n == 0 {
+		return Span{}, "", UnitTooLarge(call, fmt.Sprintf("line %d of %s", offset+1, what), 0, "a line is never shown in part")
+	}
+	s = Span{Offset: offset, Lines: n, TotalLines: total, NextOffset: offset + n}
+	return s, win + s.footer(call.Tool.Name), nil
+}
+
+// encodedWithin reports whether v's result is at most max bytes.
+func encodedWithin(max int64, v any) (bool, error) {
+	res, err := kernel.Encode(v)
+	if err != nil {
+		return false, err
+	}
+	defer res.Release()
+	return res.Size() <= max, nil
 }

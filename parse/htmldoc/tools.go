@@ -2,10 +2,12 @@ package htmldoc
 
 import (
 	"fmt"
+	"strings"
 
 	"context"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
@@ -27,6 +29,7 @@ type ExtractArgs struct {
 	Path    string `json:"path,omitempty" jsonschema:"path of an HTML file in a readable root; give text or path"`
 	Select  string `json:"select" jsonschema:"what to return: text (every visible block of the page) or article (the main article, checked to be prose)"`
 	BaseURL string `json:"base_url,omitempty" jsonschema:"absolute http(s) URL the page came from; links are resolved against it"`
+	Offset  int    `json:"offset,omitempty" jsonschema:"first line of the text to show, 0-based: the previous answer's next_offset; default 0"`
 }
 
 // ExtractResult is html_extract's result: the page's text is what the
@@ -39,7 +42,9 @@ type ExtractResult struct {
 	Blocks   int          `json:"blocks"`
 	Links    int          `json:"links"`
 	Warnings []Warning    `json:"warnings"`
-	text     string
+	// Span is the window of the text's lines shown.
+	toolkit.Span
+	text string
 }
 
 // ToolText is the rendered page.
@@ -50,9 +55,9 @@ var _ kernel.Texter = ExtractResult{}
 var extractDescription = fmt.Sprintf(`Read an HTML page as text: title, headings, paragraphs, list items, quotes, preformatted blocks and table rows, then its links.
 select "text" returns every visible block; "article" returns only the main article, identified (element, size, link density) and checked to be prose, and fails on index pages and pages without one.
 Login walls, cookie/consent walls, bot challenges, paywalls and error pages fail (integrity) instead of being returned as content. Warnings say when tables were flattened, hidden text was left out or the content needs scripts to render (the HTML does not hold it).
-Limits: %s of HTML, %s nodes, nesting depth %s, %s attributes per element; the result must fit the tool's output bound (limit, never truncated).
+Limits: %s of HTML, %s nodes, nesting depth %s, %s attributes per element; text past the output bound (%s unless the host sets another) comes as a window of whole lines with next_offset, the offset of the next call.
 Example: {"path": "pages/post.html", "select": "article", "base_url": "https://example.org/blog/post"}`,
-	limits.Bytes(limits.HTMLMaxBytes), limits.Count(limits.HTMLMaxNodes), limits.Count(limits.HTMLMaxDepth), limits.Count(limits.HTMLMaxAttributes))
+	limits.Bytes(limits.HTMLMaxBytes), limits.Count(limits.HTMLMaxNodes), limits.Count(limits.HTMLMaxDepth), limits.Count(limits.HTMLMaxAttributes), limits.Bytes(limits.DefaultMaxOutputBytes))
 
 // RegisterTools registers html_extract (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
@@ -76,18 +81,25 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			if err != nil {
 				return ExtractResult{}, err
 			}
-			return doc.result(call.MaxOutputBytes)
+			return doc.result(call, in.Offset)
 		})
 }
 
 // result renders the tool result, failing with limit as soon as the text
 // passes max (the metadata's size is reserved first).
-func (d *Document) result(max int64) (ExtractResult, error) {
+func (d *Document) result(call *kernel.Call, offset int) (ExtractResult, error) {
 	r := ExtractResult{Title: d.Title, Select: d.Selection, Article: d.Article, Blocks: len(d.Blocks), Links: len(d.Links), Warnings: d.Warnings}
-	text, err := toolkit.ToolText(max, r, d.WriteText, "the page's text", "read a smaller page or select the article")
+	var text strings.Builder
+	if err := d.WriteText(&text); err != nil {
+		return ExtractResult{}, fault.Wrap(fault.Internal, err, "rendering the page's text failed")
+	}
+	span, win, err := toolkit.Lines(call, text.String(), offset, "the page's text", func(s toolkit.Span, t string) any {
+		r.Span, r.text = s, t
+		return r
+	})
 	if err != nil {
 		return ExtractResult{}, err
 	}
-	r.text = text
+	r.Span, r.text = span, win
 	return r, nil
 }
