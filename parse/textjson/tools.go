@@ -3,6 +3,7 @@ package textjson
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
@@ -52,21 +53,63 @@ func (r JSONResult) ToolText() string {
 	return fmt.Sprintf("valid JSON: %s, %d bytes, %d values, depth %d", r.Kind, r.Bytes, r.Values, r.Depth)
 }
 
+// CanonicalArgs are json_canonical's arguments.
+type CanonicalArgs struct {
+	SourceArgs
+	Offset int64 `json:"offset,omitempty" jsonschema:"byte offset in the canonical text where the shown window starts: the previous answer's next_offset; default 0"`
+}
+
 // CanonicalResult is what json_canonical returns: the counts in
-// structured content and the canonical text as the tool text, so the
-// document is not sent twice.
+// structured content and the canonical text (or the window of it that
+// fits the output bound) as the tool text, so the document is not sent
+// twice.
 type CanonicalResult struct {
 	Stats
 	CanonicalBytes int64 `json:"canonical_bytes"`
-	canonical      string
+	// Offset and ShownBytes are the window of the canonical text shown;
+	// NextOffset is where the next starts (0: this one reaches the end).
+	Offset     int64 `json:"offset,omitzero"`
+	ShownBytes int64 `json:"shown_bytes"`
+	NextOffset int64 `json:"next_offset,omitzero"`
+	canonical  string
 }
 
-// ToolText is the canonical JSON.
-func (r CanonicalResult) ToolText() string { return r.canonical }
+// ToolText is the canonical JSON; a window of it is followed by a line
+// saying how to go on (canonical JSON holds no newline, so the first one
+// ends the window).
+func (r CanonicalResult) ToolText() string {
+	if r.NextOffset == 0 {
+		return r.canonical
+	}
+	return fmt.Sprintf("%s\n[bytes %d..%d of %d shown: the next window is json_canonical with offset=%d]", r.canonical, r.Offset, r.Offset+r.ShownBytes, r.CanonicalBytes, r.NextOffset)
+}
 
-// canonicalReserve is room kept in the output bound for the structured
-// counts that accompany the canonical text.
-const canonicalReserve = 512
+// canonicalWindow is the result holding the window of out from offset on
+// that fits the call's output bound: all of it when it fits.
+func canonicalWindow(call *kernel.Call, out []byte, st Stats, offset int64) (CanonicalResult, error) {
+	n := int64(len(out))
+	if offset < 0 || (offset > 0 && offset >= n) {
+		return CanonicalResult{}, fault.New(fault.InvalidInput, "offset %d is outside the canonical text, which has %d bytes", offset, n)
+	}
+	if offset < n && !utf8.RuneStart(out[offset]) {
+		return CanonicalResult{}, fault.New(fault.InvalidInput, "offset %d is inside a UTF-8 character: pass an offset a previous answer gave (next_offset)", offset)
+	}
+	r := CanonicalResult{Stats: st, CanonicalBytes: n, Offset: offset, ShownBytes: n - offset, canonical: string(out[offset:])}
+	all, err := kernel.Encode(r)
+	if err != nil || all.Size() <= call.MaxOutputBytes {
+		return r, err
+	}
+	frame, err := kernel.Encode(CanonicalResult{Stats: st, CanonicalBytes: n, Offset: offset, ShownBytes: n, NextOffset: n})
+	if err != nil {
+		return CanonicalResult{}, err
+	}
+	win, next := toolkit.ByteWindow(string(out), offset, call.MaxOutputBytes-frame.Size())
+	if win == "" {
+		return CanonicalResult{}, toolkit.UnitTooLarge(call, "the counts and one character of the canonical text", frame.Size(), "they alone nearly fill it")
+	}
+	r.canonical, r.ShownBytes, r.NextOffset = win, int64(len(win)), next
+	return r, nil
+}
 
 // RegisterTools registers text_validate, json_validate and json_canonical
 // (effect parse, deferred). opts may be nil.
@@ -147,8 +190,9 @@ func registerJSONCanonical(b *kernel.Builder, o ToolOptions) error {
 		Title:   "Canonical JSON",
 		Summary: "Validate JSON strictly and return its canonical form (sorted keys, no whitespace, exact numbers).",
 		Description: jsonDesc("Validates one JSON value like json_validate and returns its canonical text: members sorted as RFC 8785 orders them, no whitespace, minimal string escapes, numbers exactly as written.") +
-			"\nThe canonical text is never longer than the input; a result over the output limit fails with limit.\nExample: {\"text\": \"{\\\"b\\\": 1, \\\"a\\\": [true, null]}\"}",
-	}, func(ctx context.Context, call *kernel.Call, in SourceArgs) (CanonicalResult, error) {
+			fmt.Sprintf("\nThe canonical text is never longer than the input; past the output bound (%s unless the host sets another) it comes as a window of whole characters followed by a line naming next_offset, the offset of the next call.", limits.Bytes(limits.DefaultMaxOutputBytes)) +
+			"\nExample: {\"text\": \"{\\\"b\\\": 1, \\\"a\\\": [true, null]}\"}",
+	}, func(ctx context.Context, call *kernel.Call, in CanonicalArgs) (CanonicalResult, error) {
 		max, err := maxBytes("JSON", in.MaxBytes, limits.JSONDefaultBytes, limits.JSONMaxBytes)
 		if err != nil {
 			return CanonicalResult{}, err
@@ -161,9 +205,6 @@ func registerJSONCanonical(b *kernel.Builder, o ToolOptions) error {
 		if err != nil {
 			return CanonicalResult{}, err
 		}
-		if int64(len(out))+canonicalReserve > call.MaxOutputBytes {
-			return CanonicalResult{}, fault.LimitExceeded("json_canonical output bytes", call.MaxOutputBytes, int64(len(out))+canonicalReserve)
-		}
-		return CanonicalResult{Stats: st, CanonicalBytes: int64(len(out)), canonical: string(out)}, nil
+		return canonicalWindow(call, out, st, in.Offset)
 	})
 }
