@@ -158,9 +158,10 @@ const (
 	// ZipDefaultTimeout is the zip tools' deadline: an archive of
 	// ZipMaxTotalBytes is read, hashed and written in it.
 	ZipDefaultTimeout = 5 * time.Minute
-	// ZipToolOutputBytes bounds the zip tools' results (a listing of
-	// ZipMaxFiles names).
-	ZipToolOutputBytes = 4 * MiB
+	// ZipCreateOutputBytes bounds zip_create's result, the receipt of
+	// every member's name, size and SHA-256 (the other zip tools take the
+	// default bound; zip_list pages): room for a few thousand members.
+	ZipCreateOutputBytes = 4 * MiB
 )
 
 // Text and JSON.

@@ -3,15 +3,20 @@ package zipfile
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path"
+	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/fileio"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -43,6 +48,33 @@ type ExtractArgs struct {
 // ListArgs are zip_list's arguments.
 type ListArgs struct {
 	Archive string `json:"archive" jsonschema:"the archive, inside a root granted archive_read"`
+	Offset  int    `json:"offset,omitempty" jsonschema:"members to skip, in the archive's order: the previous answer's next_offset; default 0"`
+}
+
+// ListResult is zip_list's result: the members from offset on that fit
+// the output bound.
+type ListResult struct {
+	Entries []Entry `json:"entries"`
+	// Bytes is the declared uncompressed total of every member; Members
+	// counts them.
+	Bytes   int64 `json:"bytes"`
+	Members int   `json:"members"`
+	// Offset is the first member shown; NextOffset the offset of the next
+	// window (0: this one reaches the last member).
+	Offset     int `json:"offset,omitzero"`
+	NextOffset int `json:"next_offset,omitzero"`
+}
+
+// ToolText is the result's JSON and, for a window, where it goes on.
+func (r ListResult) ToolText() string {
+	data, err := jsonv2.Marshal(r, jsonv2.Deterministic(true))
+	if err != nil {
+		return err.Error()
+	}
+	if r.NextOffset == 0 {
+		return string(data)
+	}
+	return fmt.Sprintf("%s\nmembers %d..%d of %d shown: the next window is zip_list with offset=%d", data, r.Offset+1, r.NextOffset, r.Members, r.NextOffset)
 }
 
 // VerifyArgs are zip_verify's arguments.
@@ -86,7 +118,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	bounds := fmt.Sprintf("at most %d members, %d bytes per member, %d bytes in all, a %d-byte central directory, %d path elements per name",
 		lim.MaxFiles, lim.MaxMemberBytes, lim.MaxTotalBytes, lim.MaxCentralDirectoryBytes, lim.MaxPathDepth)
 	t := toolSetup{lim: lim, bounds: bounds,
-		io: kernel.Policy{Timeout: o.Timeout, MaxInputBytes: limits.ZipMaxManifestBytes, MaxOutputBytes: limits.ZipToolOutputBytes}}
+		io: kernel.Policy{Timeout: o.Timeout, MaxInputBytes: limits.ZipMaxManifestBytes}}
 	for _, register := range []func(*kernel.Builder, toolSetup) error{registerCreate, registerExtract, registerList, registerVerify} {
 		if err := register(b, t); err != nil {
 			return err
@@ -110,7 +142,9 @@ func (t toolSetup) policy(name string) kernel.Policy {
 }
 
 func registerCreate(b *kernel.Builder, t toolSetup) error {
-	return kernel.AddTool(b, t.policy("zip_create"), kernel.Meta{
+	p := t.policy("zip_create")
+	p.MaxOutputBytes = limits.ZipCreateOutputBytes
+	return kernel.AddTool(b, p, kernel.Meta{
 		Effect:  capability.ArchiveWrite,
 		Title:   "Create ZIP archive",
 		Summary: "Create a ZIP archive from selected files; returns each member's SHA-256",
@@ -128,6 +162,9 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		}
 		if len(in.Files) > t.lim.MaxFiles {
 			return CreateResult{}, fault.New(fault.Limit, "%d files exceed the limit of %d members", len(in.Files), t.lim.MaxFiles)
+		}
+		if err := createFits(call, in); err != nil {
+			return CreateResult{}, err
 		}
 		srcRoot, _, srcRel, err := atfile.ResolveRoot(roots, dir)
 		if err != nil {
@@ -154,6 +191,25 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		}
 		return CreateResult{Archive: in.Archive, Bytes: res.Bytes, Members: res.Members}, nil
 	})
+}
+
+// createFits fails with limit, before anything is written, when the
+// result of archiving in.Files (every member's name, size and SHA-256)
+// could exceed the call's output bound: that result is the receipt of
+// work that cannot be asked for again in windows.
+func createFits(call *kernel.Call, in CreateArgs) error {
+	r := CreateResult{Archive: in.Archive, Bytes: math.MaxInt64, Members: make([]MemberInfo, len(in.Files))}
+	for i, name := range in.Files {
+		r.Members[i] = MemberInfo{Name: name, Size: math.MaxInt64, SHA256: strings.Repeat("0", 64)}
+	}
+	res, err := kernel.Encode(r)
+	if err != nil {
+		return err
+	}
+	if res.Size() > call.MaxOutputBytes {
+		return toolkit.UnitTooLarge(call, fmt.Sprintf("the receipt of %d members", len(in.Files)), res.Size(), "archive fewer files per call")
+	}
+	return nil
 }
 
 func registerExtract(b *kernel.Builder, t toolSetup) error {
@@ -194,28 +250,46 @@ func registerList(b *kernel.Builder, t toolSetup) error {
 		Effect:  capability.ArchiveRead,
 		Title:   "List ZIP archive",
 		Summary: "List a ZIP archive's members after checking its structure",
-		Description: `Checks an archive's structure as zip_extract would (names, member kinds, encryption, declared sizes, bounds) without decompressing anything, and lists its members with their declared sizes; directories end in "/". Sizes are as declared: zip_verify checks the data.
+		Description: `Checks an archive's structure as zip_extract would (names, member kinds, encryption, declared sizes, bounds) without decompressing anything, and lists its members with their declared sizes; directories end in "/". Sizes are as declared: zip_verify checks the data. Members past the output bound (` + limits.Bytes(limits.DefaultMaxOutputBytes) + ` unless the host sets another) come as a window with next_offset, the offset of the next call.
 Bounds: ` + t.bounds + `.
 Example: {"archive": "downloads/data.zip"}`,
-	}, func(ctx context.Context, call *kernel.Call, in ListArgs) (Listing, error) {
+	}, func(ctx context.Context, call *kernel.Call, in ListArgs) (ListResult, error) {
 		f, err := openArchiveIn(call.Session.Capabilities().Roots(capability.ArchiveRead), in.Archive)
 		if err != nil {
-			return Listing{}, err
+			return ListResult{}, err
 		}
 		defer f.Close()
 		l, err := listFile(ctx, f, &ReadOptions{Limits: t.lim})
 		if err != nil {
-			return Listing{}, err
+			return ListResult{}, err
 		}
-		var size int64
-		for _, e := range l.Entries {
-			size += int64(len(e.Name)) + 64
-		}
-		if size > call.MaxOutputBytes {
-			return Listing{}, fault.New(fault.Limit, "the listing of %d members would exceed this tool's output bound of %d bytes", len(l.Entries), call.MaxOutputBytes)
-		}
-		return *l, nil
+		return listWindow(call, l, in.Offset)
 	})
+}
+
+// listWindow is the result holding l's members from offset on that fit
+// the call's output bound.
+func listWindow(call *kernel.Call, l *Listing, offset int) (ListResult, error) {
+	total := len(l.Entries)
+	if offset < 0 || (offset > 0 && offset >= total) {
+		return ListResult{}, fault.New(fault.InvalidInput, "offset %d is past the last member; the archive has %d", offset, total)
+	}
+	rest := l.Entries[offset:]
+	result := func(n int) ListResult {
+		r := ListResult{Entries: rest[:n], Bytes: l.Bytes, Members: total, Offset: offset}
+		if n < len(rest) {
+			r.NextOffset = offset + n
+		}
+		return r
+	}
+	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(rest), func(n int) any { return result(n) })
+	switch {
+	case err != nil:
+		return ListResult{}, err
+	case n == 0 && len(rest) > 0:
+		return ListResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("member %d", offset+1), 0, "a member is never listed in part")
+	}
+	return result(n), nil
 }
 
 func registerVerify(b *kernel.Builder, t toolSetup) error {
