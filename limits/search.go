@@ -17,9 +17,6 @@ const (
 	// PassagesMaxRegionsBytes bounds the JSON regions file the CLI reads
 	// (the model-facing tool's regions are bounded by its input bound).
 	PassagesMaxRegionsBytes = 64 * MiB
-	// PassagesToolOutputBytes is passages_find's output bound: a full page
-	// of matches with their context.
-	PassagesToolOutputBytes = 4 * MiB
 )
 
 // Caller-owned lexical index (search/lexindex).

@@ -1,14 +1,17 @@
 package passages
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -26,6 +29,73 @@ type FindArgs struct {
 	Regions    []Region `json:"regions,omitempty" jsonschema:"non-overlapping character ranges [start, end) to search, such as pages; matches name their region by its index here"`
 	IgnoreCase bool     `json:"ignore_case,omitempty" jsonschema:"match with Unicode simple case folding"`
 	Limit      int      `json:"limit,omitempty"`
+	Offset     int      `json:"offset,omitempty" jsonschema:"matches to skip first: the previous answer's next_offset; default 0"`
+}
+
+// FindResult is passages_find's result: the matches from offset on that
+// fit the output bound.
+type FindResult struct {
+	Result
+	// Offset is the first match shown (0-based); NextOffset the offset
+	// of the next window (0: no more matches can be returned).
+	Offset     int `json:"offset,omitzero"`
+	NextOffset int `json:"next_offset,omitzero"`
+}
+
+// ToolText is what the model reads: the matches, and where the next
+// window starts.
+func (r FindResult) ToolText() string {
+	if r.Offset == 0 && r.NextOffset == 0 {
+		return r.Result.ToolText()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d matches (%s); matches %d..%d shown", r.Total, r.Matching, r.Offset+1, r.Offset+len(r.Matches))
+	if r.NextOffset > 0 {
+		fmt.Fprintf(&b, ": the next window is passages_find with offset=%d", r.NextOffset)
+	}
+	b.WriteByte('\n')
+	writeMatches(&b, r.Matches)
+	return b.String()
+}
+
+// findWindow asks for the matches up to offset+limit (never past
+// limits.PassagesMaxMatches) and returns those from offset on that fit
+// the call's output bound.
+func findWindow(ctx context.Context, call *kernel.Call, in FindArgs) (FindResult, error) {
+	if in.Offset < 0 || in.Offset >= limits.PassagesMaxMatches {
+		return FindResult{}, fault.New(fault.InvalidInput, "offset must be 0..%d: only the first %d matches are returned", limits.PassagesMaxMatches-1, limits.PassagesMaxMatches)
+	}
+	limit := cmp.Or(in.Limit, limits.PassagesDefaultMatches)
+	if limit < 0 || limit > limits.PassagesMaxMatches {
+		return FindResult{}, fault.LimitExceeded("limit", limits.PassagesMaxMatches, int64(limit))
+	}
+	d, name, _, err := atfile.ResolveParent(call.Session.Capabilities().Roots(capability.Search), in.Path)
+	if err != nil {
+		return FindResult{}, err
+	}
+	defer d.Close()
+	r, err := FindIn(ctx, d, name, in.Query, &Options{Regions: in.Regions, IgnoreCase: in.IgnoreCase, Limit: min(in.Offset+limit, limits.PassagesMaxMatches)})
+	if err != nil {
+		return FindResult{}, err
+	}
+	rest := r.Matches[min(in.Offset, len(r.Matches)):]
+	reachable := min(r.Total, limits.PassagesMaxMatches)
+	result := func(n int) FindResult {
+		w := FindResult{Result: *r, Offset: in.Offset}
+		w.Matches = rest[:n]
+		if int64(in.Offset+n) < reachable {
+			w.NextOffset = in.Offset + n
+		}
+		return w
+	}
+	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(rest), func(n int) any { return result(n) })
+	switch {
+	case err != nil:
+		return FindResult{}, err
+	case n == 0 && len(rest) > 0:
+		return FindResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("match %d", in.Offset+1), 0, "a match is never shown in part")
+	}
+	return result(n), nil
 }
 
 // ToolText is what the model reads.
@@ -36,10 +106,15 @@ func (r Result) ToolText() string {
 		fmt.Fprintf(&b, "; the first %d shown", len(r.Matches))
 	}
 	b.WriteByte('\n')
-	for _, m := range r.Matches {
-		fmt.Fprintf(&b, "[%d, %d) region %d: %q\n", m.Start, m.End, m.Region, m.Before+"⟦"+m.Text+"⟧"+m.After)
-	}
+	writeMatches(&b, r.Matches)
 	return b.String()
+}
+
+// writeMatches writes one line per match.
+func writeMatches(b *strings.Builder, ms []Match) {
+	for _, m := range ms {
+		fmt.Fprintf(b, "[%d, %d) region %d: %q\n", m.Start, m.End, m.Region, m.Before+"⟦"+m.Text+"⟧"+m.After)
+	}
 }
 
 // RegisterTools registers passages_find (effect search, deferred). The
@@ -51,26 +126,15 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	if opts != nil {
 		timeout = opts.Timeout
 	}
-	return kernel.AddTool(b, kernel.Policy{Name: "passages_find", MaxOutputBytes: limits.PassagesToolOutputBytes, Timeout: timeout},
+	return kernel.AddTool(b, kernel.Policy{Name: "passages_find", Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.Search,
 			Title:   "Find literal passages",
 			Summary: "Every exact occurrence of a literal in one text file, with character offsets and context, optionally per page",
 			Description: fmt.Sprintf(`Finds every occurrence of query in one UTF-8 text file (at most %d bytes), exactly as written: no normalisation of spaces, punctuation or accents; ignore_case folds case (Unicode simple folding; the result says which matching ran). Matches are leftmost and non-overlapping; offsets are characters (Unicode code points) from the start of the file, [start, end).
-With regions (non-overlapping character ranges such as pages), only matches lying inside one region count, and each match names its region (its index in the list) and shows context that never crosses the region's edge. At most %d matches are returned (default %d); "total" always counts them all. Context: up to %d characters on each side, exactly as in the file.
+With regions (non-overlapping character ranges such as pages), only matches lying inside one region count, and each match names its region (its index in the list) and shows context that never crosses the region's edge. At most %d matches are returned (default %d), from offset on (never past the first %d); "total" always counts them all. Matches past the output bound (%s unless the host sets another) come as a window with next_offset, the offset of the next call. Context: up to %d characters on each side, exactly as in the file.
 Example: {"path": "docs/contract.txt", "query": "termination", "ignore_case": true, "regions": [{"start": 0, "end": 3120}, {"start": 3120, "end": 6388}]}`,
-				limits.PassagesMaxSourceBytes, limits.PassagesMaxMatches, limits.PassagesDefaultMatches, limits.PassagesContextRunes),
+				limits.PassagesMaxSourceBytes, limits.PassagesMaxMatches, limits.PassagesDefaultMatches, limits.PassagesMaxMatches, limits.Bytes(limits.DefaultMaxOutputBytes), limits.PassagesContextRunes),
 		},
-		func(ctx context.Context, call *kernel.Call, in FindArgs) (Result, error) {
-			d, name, _, err := atfile.ResolveParent(call.Session.Capabilities().Roots(capability.Search), in.Path)
-			if err != nil {
-				return Result{}, err
-			}
-			defer d.Close()
-			r, err := FindIn(ctx, d, name, in.Query, &Options{Regions: in.Regions, IgnoreCase: in.IgnoreCase, Limit: in.Limit})
-			if err != nil {
-				return Result{}, err
-			}
-			return *r, nil
-		})
+		findWindow)
 }

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -63,21 +65,59 @@ func TestTool(t *testing.T) {
 	}
 }
 
-// TestToolFullPage checks that a full page of matches with their context
-// fits the tool's output bound.
-func TestToolFullPage(t *testing.T) {
+// TestToolWindows: a full page of matches with their context comes as
+// windows that fit the bound; followed, they give every match once.
+func TestToolWindows(t *testing.T) {
 	root := t.TempDir()
 	unit := strings.Repeat("日", limits.PassagesContextRunes) + "x"
 	if err := os.WriteFile(filepath.Join(root, "big.txt"), []byte(strings.Repeat(unit, limits.PassagesMaxMatches+1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.Search))
-	res, err := testkit.Call(t, s, "passages_find", `{"path":"big.txt","query":"x","limit":1000}`)
+	session := func(max int64) *kernel.Session {
+		return testkit.Session(t, testkit.RuntimeBound(t, RegisterTools, nil, max), testkit.Grant(t, []string{root}, capability.Search))
+	}
+	decode := func(res *kernel.Result) FindResult {
+		var r FindResult
+		if err := json.Unmarshal(res.Structured, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	args := map[string]any{"path": "big.txt", "query": "x", "limit": 30}
+	all, err := testkit.Call(t, session(limits.HardMaxOutputBytes), "passages_find", args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Result
-	if err := json.Unmarshal(res.Structured, &r); err != nil || len(r.Matches) != limits.PassagesMaxMatches || r.Total != limits.PassagesMaxMatches+1 {
-		t.Fatalf("%d matches of %d: %v", len(r.Matches), r.Total, err)
+	// At the bound the 30 matches; one byte less a window and the offset of
+	// the next.
+	if res, err := testkit.Call(t, session(all.Size()), "passages_find", args); err != nil || len(decode(res).Matches) != 30 || decode(res).NextOffset != 30 {
+		t.Fatalf("at the bound: %v", err)
+	}
+	res, err := testkit.Call(t, session(all.Size()-1), "passages_find", args)
+	if r := decode(res); err != nil || len(r.Matches) != 29 || r.NextOffset != 29 || !strings.Contains(res.Text, "passages_find with offset=29") {
+		t.Fatalf("one past the bound: %d matches, next %d, %v", len(r.Matches), r.NextOffset, err)
+	}
+	// Under the default bound, windows of limit 1000 followed to the end
+	// give the first 1000 matches once, in order.
+	var got []Match
+	windows := testkit.Windows(t, session(limits.DefaultMaxOutputBytes), "passages_find", map[string]any{"path": "big.txt", "query": "x", "limit": limits.PassagesMaxMatches}, "offset", "next_offset")
+	for _, res := range windows {
+		r := decode(res)
+		if r.Total != limits.PassagesMaxMatches+1 {
+			t.Fatalf("total %d", r.Total)
+		}
+		got = append(got, r.Matches...)
+	}
+	whole, err := testkit.Call(t, session(limits.HardMaxOutputBytes), "passages_find", map[string]any{"path": "big.txt", "query": "x", "limit": limits.PassagesMaxMatches})
+	if err != nil || len(windows) < 2 || !slices.Equal(got, decode(whole).Matches) || len(got) != limits.PassagesMaxMatches {
+		t.Fatalf("%d windows gave %d matches: %v", len(windows), len(got), err)
+	}
+	// A bound one match does not fit fails with limit and says how to
+	// raise it; an offset past the returnable matches is refused.
+	if _, err := testkit.Call(t, session(300), "passages_find", args); fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "[tool.passages_find] max_output_bytes") {
+		t.Fatalf("a match over the bound: %v", err)
+	}
+	if _, err := testkit.Call(t, session(all.Size()), "passages_find", map[string]any{"path": "big.txt", "query": "x", "offset": limits.PassagesMaxMatches}); fault.CodeOf(err) != fault.InvalidInput {
+		t.Fatalf("offset past the matches: %v", err)
 	}
 }
