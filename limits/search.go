@@ -44,7 +44,4 @@ const (
 	// document escaped as JSON at worst (six bytes, \u003c, per byte),
 	// with room for its fields.
 	LexToolInputBytes = 6*LexMaxDocumentBytes + 64*KiB
-	// LexToolOutputBytes is the output bound of lexindex_search and
-	// lexindex_status.
-	LexToolOutputBytes = 4 * MiB
 )

@@ -1,13 +1,17 @@
 package lexindex
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -91,6 +95,113 @@ type SearchArgs struct {
 	Scope    string `json:"scope,omitempty" jsonschema:"only documents of this stored scope"`
 	Limit    int    `json:"limit,omitempty"`
 	Snippets bool   `json:"snippets,omitempty" jsonschema:"add an excerpt of each hit, matches in «»"`
+	Offset   int    `json:"offset,omitempty" jsonschema:"hits to skip first, in rank order: the previous answer's next_offset; default 0"`
+}
+
+// SearchResult is lexindex_search's result: the ranked hits from offset
+// on that fit the output bound.
+type SearchResult struct {
+	Result
+	// Offset is the rank of the first hit shown, 0-based; NextOffset, set
+	// when hits found did not fit the output bound, the offset of the next
+	// window.
+	Offset     int `json:"offset,omitzero"`
+	NextOffset int `json:"next_offset,omitzero"`
+}
+
+// ToolText is what the model reads.
+func (r SearchResult) ToolText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d hits for %s", len(r.Hits), r.Match)
+	if r.Offset > 0 || r.NextOffset > 0 {
+		fmt.Fprintf(&b, "; ranks %d..%d shown", r.Offset+1, r.Offset+len(r.Hits))
+	}
+	if r.NextOffset > 0 {
+		fmt.Fprintf(&b, ": the next window is lexindex_search with offset=%d", r.NextOffset)
+	}
+	b.WriteByte('\n')
+	for i, h := range r.Hits {
+		fmt.Fprintf(&b, "%d. %s (score %.4f, digest %s)\n", r.Offset+i+1, h.Ref, h.Score, h.Digest)
+		if h.Snippet != "" {
+			fmt.Fprintf(&b, "   %s\n", h.Snippet)
+		}
+	}
+	return b.String()
+}
+
+// searchWindow runs the query for the hits up to offset+limit (never past
+// limits.LexMaxHits) and returns those from offset on that fit the
+// call's output bound.
+func searchWindow(ctx context.Context, call *kernel.Call, ix *Index, in SearchArgs) (SearchResult, error) {
+	if in.Offset < 0 || in.Offset >= limits.LexMaxHits {
+		return SearchResult{}, fault.New(fault.InvalidInput, "offset must be 0..%d: only the best %d hits are ranked", limits.LexMaxHits-1, limits.LexMaxHits)
+	}
+	limit := cmp.Or(in.Limit, limits.LexDefaultHits)
+	if limit < 0 || limit > limits.LexMaxHits {
+		return SearchResult{}, fault.LimitExceeded("limit", limits.LexMaxHits, int64(limit))
+	}
+	r, err := ix.Search(ctx, Query{Text: in.Query, Mode: in.Mode, Scope: in.Scope, Limit: min(in.Offset+limit, limits.LexMaxHits), Snippets: in.Snippets})
+	if err != nil {
+		return SearchResult{}, err
+	}
+	rest := r.Hits[min(in.Offset, len(r.Hits)):]
+	result := func(n int) SearchResult {
+		w := SearchResult{Result: *r, Offset: in.Offset}
+		w.Hits = rest[:n]
+		if n < len(rest) {
+			w.NextOffset = in.Offset + n
+		}
+		return w
+	}
+	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(rest), func(n int) any { return result(n) })
+	switch {
+	case err != nil:
+		return SearchResult{}, err
+	case n == 0 && len(rest) > 0:
+		return SearchResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("hit %d", in.Offset+1), 0, "search without snippets")
+	}
+	return result(n), nil
+}
+
+// StatusResult is lexindex_status's result: the refs that fit the output
+// bound. A listing cut by it continues with after (Next); a report on
+// given refs names how many at the end of the list were left out.
+type StatusResult struct {
+	Status
+	Unreported int `json:"unreported,omitzero"`
+}
+
+// ToolText is what the model reads.
+func (r StatusResult) ToolText() string {
+	text := r.Status.ToolText()
+	if r.Unreported > 0 {
+		text += fmt.Sprintf("the last %d refs asked for did not fit the output bound: ask for them again\n", r.Unreported)
+	}
+	return text
+}
+
+// statusWindow is st cut to the refs that fit the call's output bound.
+func statusWindow(call *kernel.Call, st *Status, listing bool) (StatusResult, error) {
+	result := func(n int) StatusResult {
+		r := StatusResult{Status: *st}
+		r.Refs = st.Refs[:n]
+		switch {
+		case n == len(st.Refs):
+		case listing:
+			r.Next = st.Refs[max(n-1, 0)].Ref
+		default:
+			r.Unreported = len(st.Refs) - n
+		}
+		return r
+	}
+	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(st.Refs), func(n int) any { return result(n) })
+	switch {
+	case err != nil:
+		return StatusResult{}, err
+	case n == 0 && len(st.Refs) > 0:
+		return StatusResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("the status of %q", clip.Text(st.Refs[0].Ref)), 0, "a ref's status is never shown in part")
+	}
+	return result(n), nil
 }
 
 // ToolText is what the model reads.
@@ -177,48 +288,44 @@ Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`
 }
 
 func registerStatus(b *kernel.Builder, timeout time.Duration) error {
-	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
 			Title:   "Full-text index status",
 			Summary: "Which refs a full-text index holds, at which digests, and which are stale",
-			Description: fmt.Sprintf(`Reports for each ref whether the index holds it and at which digest; given the caller's current digest, also whether the indexed copy is stale. Without refs, lists the indexed refs in order, at most %d per call; continue with "after".
-Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs),
+			Description: fmt.Sprintf(`Reports for each ref whether the index holds it and at which digest; given the caller's current digest, also whether the indexed copy is stale. Without refs, lists the indexed refs in order, at most %d per call; continue with "after". Refs past the output bound (%s unless the host sets another) are left for the next call: a listing's "next" is the after to continue with; with refs, the result says how many at the end were not reported.
+Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
-		func(ctx context.Context, call *kernel.Call, in StatusArgs) (Status, error) {
+		func(ctx context.Context, call *kernel.Call, in StatusArgs) (StatusResult, error) {
 			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB)
 			if err != nil {
-				return Status{}, err
+				return StatusResult{}, err
 			}
 			defer ix.Close()
-			return deref(ix.Status(ctx, StatusRequest{Refs: in.Refs, After: in.After, Limit: in.Limit}))
+			st, err := ix.Status(ctx, StatusRequest{Refs: in.Refs, After: in.After, Limit: in.Limit})
+			if err != nil {
+				return StatusResult{}, err
+			}
+			return statusWindow(call, st, len(in.Refs) == 0)
 		})
 }
 
 func registerSearch(b *kernel.Builder, timeout time.Duration) error {
-	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_search", MaxOutputBytes: limits.LexToolOutputBytes, Timeout: timeout},
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_search", Timeout: timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
 			Title:   "Full-text search",
 			Summary: "Ranked full-text search (BM25) over an index's documents, optionally within a scope",
-			Description: fmt.Sprintf(`Searches a full-text index and returns refs ranked by BM25 over the whole index (score: higher is better), at most %d (default %d).
+			Description: fmt.Sprintf(`Searches a full-text index and returns refs ranked by BM25 over the whole index (score: higher is better), at most %d (default %d) from rank offset on (never past the best %d). Hits past the output bound (%s unless the host sets another) come as a window with next_offset, the offset of the next call.
 Modes: "terms" (default) requires every word; "phrase" requires the words in order; "fts" takes SQLite FTS5 query syntax (AND, OR, NOT, "phrases", prefix*, NEAR(a b, 5), body:term, ^first); a malformed query fails with "invalid_input" naming the character where it goes wrong. With scope, only that stored scope's documents are ranked.
-Example: {"db": "index/docs.db", "query": "quarterly revenue", "scope": "team-a", "snippets": true}`, limits.LexMaxHits, limits.LexDefaultHits),
+Example: {"db": "index/docs.db", "query": "quarterly revenue", "scope": "team-a", "snippets": true}`, limits.LexMaxHits, limits.LexDefaultHits, limits.LexMaxHits, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
-		func(ctx context.Context, call *kernel.Call, in SearchArgs) (Result, error) {
+		func(ctx context.Context, call *kernel.Call, in SearchArgs) (SearchResult, error) {
 			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB)
 			if err != nil {
-				return Result{}, err
+				return SearchResult{}, err
 			}
 			defer ix.Close()
-			return deref(ix.Search(ctx, Query{Text: in.Query, Mode: in.Mode, Scope: in.Scope, Limit: in.Limit, Snippets: in.Snippets}))
+			return searchWindow(ctx, call, ix, in)
 		})
-}
-
-func deref[T any](v *T, err error) (T, error) {
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return *v, nil
 }
