@@ -146,3 +146,32 @@ func encodedWithin(max int64, v any) (bool, error) {
 	defer res.Release()
 	return res.Size() <= max, nil
 }
+
+// Prefix returns the result build makes of the items from offset on that
+// fit the call's output bound: all of them when they fit, else the first
+// ones and next, the offset of the following window (0 when none
+// follows). An offset past the last item is invalid_input; a first item
+// too large alone fails with limit. unit names an item in messages
+// ("member", "hit").
+func Prefix[T, R any](call *kernel.Call, items []T, offset int, unit string, build func(shown []T, next int) R) (R, error) {
+	var zero R
+	if offset < 0 || (offset > 0 && offset >= len(items)) {
+		return zero, fault.New(fault.InvalidInput, "offset %d is past the last %s; there are %d", offset, unit, len(items))
+	}
+	rest := items[offset:]
+	result := func(n int) R {
+		next := 0
+		if n < len(rest) {
+			next = offset + n
+		}
+		return build(rest[:n], next)
+	}
+	n, err := FitPrefix(call.MaxOutputBytes, len(rest), func(n int) any { return result(n) })
+	switch {
+	case err != nil:
+		return zero, err
+	case n == 0 && len(rest) > 0:
+		return zero, UnitTooLarge(call, fmt.Sprintf("%s %d", unit, offset+1), 0, "a "+unit+" is never shown in part")
+	}
+	return result(n), nil
+}

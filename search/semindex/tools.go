@@ -10,6 +10,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/search/semindex/bert"
 )
@@ -114,6 +115,66 @@ type SearchArgs struct {
 	Scope    string `json:"scope,omitempty" jsonschema:"only hits from this named scope's refs"`
 	Limit    int    `json:"limit,omitempty"`
 	WithText bool   `json:"with_text,omitempty" jsonschema:"include each hit's chunk text"`
+	Offset   int    `json:"offset,omitempty" jsonschema:"hits to skip first, in rank order: the previous answer's next_offset; default 0"`
+}
+
+// Window is where a tool's list was cut to fit the output bound: Offset
+// is its first item shown (0-based), NextOffset the offset of the next
+// window (0: none follows).
+type Window struct {
+	Offset     int `json:"offset,omitzero"`
+	NextOffset int `json:"next_offset,omitzero"`
+}
+
+// footer is the line that says where the next window starts.
+func (w Window) footer(tool string, shown int) string {
+	if w.Offset == 0 && w.NextOffset == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("items %d..%d shown", w.Offset+1, w.Offset+shown)
+	if w.NextOffset > 0 {
+		s += fmt.Sprintf(": the next window is %s with offset=%d", tool, w.NextOffset)
+	}
+	return s + "\n"
+}
+
+// SearchWindow is semindex_search's result.
+type SearchWindow struct {
+	SearchResult
+	Window
+}
+
+// ToolText is what the model reads.
+func (r SearchWindow) ToolText() string {
+	return r.SearchResult.ToolText() + r.footer("semindex_search", len(r.Hits))
+}
+
+// StatusWindow is semindex_status's result.
+type StatusWindow struct {
+	Status
+	Window
+}
+
+// ToolText is what the model reads.
+func (r StatusWindow) ToolText() string {
+	return r.Status.ToolText() + r.footer("semindex_status", len(r.Entries))
+}
+
+// AuditArgs are semindex_audit's arguments.
+type AuditArgs struct {
+	IndexArg
+	Offset int `json:"offset,omitempty" jsonschema:"problems to skip first: the previous answer's next_offset (the audit runs again); default 0"`
+}
+
+// AuditWindow is semindex_audit's result.
+type AuditWindow struct {
+	AuditReport
+	Window
+}
+
+// ToolText is what the model reads.
+func (r AuditWindow) ToolText() string {
+	return r.AuditReport.ToolText() + r.footer("semindex_audit", len(r.Problems))
 }
 
 // ToolText is what the model reads.
@@ -134,6 +195,7 @@ type StatusArgs struct {
 	IndexArg
 	Refs    []string          `json:"refs,omitempty" jsonschema:"refs to report; default all"`
 	Current map[string]string `json:"current,omitempty" jsonschema:"current digests by ref, to report staleness"`
+	Offset  int               `json:"offset,omitempty" jsonschema:"entries to skip first: the previous answer's next_offset; default 0"`
 }
 
 // ToolText is what the model reads.
@@ -272,16 +334,31 @@ func registerSearch(b *kernel.Builder, l *modelLoader, short, _ time.Duration) e
 			Effect:  capability.IndexRead,
 			Title:   "Semantic search",
 			Summary: "Search a semantic index by meaning: exact cosine over every chunk, ranked spans",
-			Description: fmt.Sprintf(`Embeds query (at most %d word pieces) and scores every chunk in scope by exact cosine similarity, with no candidate or scan ceiling; returns the best hits (default %d, at most %d) as spans: ref, start and end in Unicode characters of the source, score. A scope filters before the limit; an unknown scope is "not_found".
-Example: {"index": "work/sem.db", "query": "a fast animal", "limit": 5}`, limits.SemChunkPieces, limits.SemSearchDefaultHits, limits.SemSearchMaxHits),
+			Description: fmt.Sprintf(`Embeds query (at most %d word pieces) and scores every chunk in scope by exact cosine similarity, with no candidate or scan ceiling; returns the best hits (default %d, at most %d, from rank offset on, never past the best %d) as spans: ref, start and end in Unicode characters of the source, score. A scope filters before the limit; an unknown scope is "not_found". Hits past the output bound (%s unless the host sets another) come as a window with next_offset, the offset of the next call.
+Example: {"index": "work/sem.db", "query": "a fast animal", "limit": 5}`, limits.SemChunkPieces, limits.SemSearchDefaultHits, limits.SemSearchMaxHits, limits.SemSearchMaxHits, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
-		func(ctx context.Context, call *kernel.Call, in SearchArgs) (SearchResult, error) {
+		func(ctx context.Context, call *kernel.Call, in SearchArgs) (SearchWindow, error) {
+			if in.Offset < 0 || in.Offset >= limits.SemSearchMaxHits {
+				return SearchWindow{}, fault.New(fault.InvalidInput, "offset must be 0..%d: only the best %d hits are ranked", limits.SemSearchMaxHits-1, limits.SemSearchMaxHits)
+			}
+			limit, err := hitLimit(in.Limit)
+			if err != nil {
+				return SearchWindow{}, err
+			}
 			m, err := l.model(ctx)
 			if err != nil {
-				return SearchResult{}, err
+				return SearchWindow{}, err
 			}
-			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (SearchResult, error) {
-				return deref(ix.Search(ctx, m, in.Query, &SearchOptions{Scope: in.Scope, Limit: in.Limit, WithText: in.WithText}))
+			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (SearchWindow, error) {
+				r, err := ix.Search(ctx, m, in.Query, &SearchOptions{Scope: in.Scope, Limit: min(in.Offset+limit, limits.SemSearchMaxHits), WithText: in.WithText})
+				if err != nil {
+					return SearchWindow{}, err
+				}
+				return toolkit.Prefix(call, r.Hits, in.Offset, "hit", func(shown []Hit, next int) SearchWindow {
+					w := SearchWindow{SearchResult: *r, Window: Window{Offset: in.Offset, NextOffset: next}}
+					w.Hits = shown
+					return w
+				})
 			})
 		})
 }
@@ -292,12 +369,20 @@ func registerStatus(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) e
 			Effect:  capability.IndexRead,
 			Title:   "Semantic index status",
 			Summary: "Readiness of a semantic index from its metadata (not a full audit)",
-			Description: `Reports the model digest, counts, and for the given refs (default all) whether each is indexed, at which digest, and whether a current digest you give says it is stale. Answers from metadata only: semindex_audit is the full check.
+			Description: `Reports the model digest, counts, and for the given refs (default all) whether each is indexed, at which digest, and whether a current digest you give says it is stale. Answers from metadata only: semindex_audit is the full check. Entries past the output bound (` + limits.Bytes(limits.DefaultMaxOutputBytes) + ` unless the host sets another) come as a window with next_offset, the offset of the next call.
 Example: {"index": "work/sem.db", "current": {"doc-1": "sha256-of-doc-1"}}`,
 		},
-		func(ctx context.Context, call *kernel.Call, in StatusArgs) (Status, error) {
-			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (Status, error) {
-				return deref(ix.Status(ctx, &StatusOptions{Refs: in.Refs, Current: in.Current}))
+		func(ctx context.Context, call *kernel.Call, in StatusArgs) (StatusWindow, error) {
+			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (StatusWindow, error) {
+				st, err := ix.Status(ctx, &StatusOptions{Refs: in.Refs, Current: in.Current})
+				if err != nil {
+					return StatusWindow{}, err
+				}
+				return toolkit.Prefix(call, st.Entries, in.Offset, "entry", func(shown []RefStatus, next int) StatusWindow {
+					w := StatusWindow{Status: *st, Window: Window{Offset: in.Offset, NextOffset: next}}
+					w.Entries = shown
+					return w
+				})
 			})
 		})
 }
@@ -308,16 +393,24 @@ func registerAudit(b *kernel.Builder, l *modelLoader, _, long time.Duration) err
 			Effect:  capability.IndexRead,
 			Title:   "Audit semantic index",
 			Summary: "Full check of a semantic index: recompute every chunk and vector and compare",
-			Description: `The full check: SQLite's integrity check, then every stored source's digest, chunking and vectors recomputed with the host's model and compared. It reads and re-embeds everything, so it is slow on large indexes; semindex_status answers readiness from metadata.
+			Description: `The full check: SQLite's integrity check, then every stored source's digest, chunking and vectors recomputed with the host's model and compared. It reads and re-embeds everything, so it is slow on large indexes; semindex_status answers readiness from metadata. Problems past the output bound (` + limits.Bytes(limits.DefaultMaxOutputBytes) + ` unless the host sets another) come as a window with next_offset; the next window runs the audit again.
 Example: {"index": "work/sem.db"}`,
 		},
-		func(ctx context.Context, call *kernel.Call, in IndexArg) (AuditReport, error) {
+		func(ctx context.Context, call *kernel.Call, in AuditArgs) (AuditWindow, error) {
 			m, err := l.model(ctx)
 			if err != nil {
-				return AuditReport{}, err
+				return AuditWindow{}, err
 			}
-			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (AuditReport, error) {
-				return deref(ix.Audit(ctx, m))
+			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (AuditWindow, error) {
+				rep, err := ix.Audit(ctx, m)
+				if err != nil {
+					return AuditWindow{}, err
+				}
+				return toolkit.Prefix(call, rep.Problems, in.Offset, "problem", func(shown []AuditProblem, next int) AuditWindow {
+					w := AuditWindow{AuditReport: *rep, Window: Window{Offset: in.Offset, NextOffset: next}}
+					w.Problems = shown
+					return w
+				})
 			})
 		})
 }
