@@ -74,7 +74,9 @@ func TestJournalReadWindows(t *testing.T) {
 		}
 		got = append(got, readRecords(t, res).Records...)
 	}
-	eq := func(a, b Record) bool { return a.Seq == b.Seq && a.Hash == b.Hash && string(a.Event) == string(b.Event) }
+	eq := func(a, b Record) bool {
+		return a.Seq == b.Seq && a.Hash == b.Hash && string(a.Event) == string(b.Event)
+	}
 	if !slices.EqualFunc(got, whole.Records, eq) {
 		t.Fatalf("windows gave %d records, want %d", len(got), len(whole.Records))
 	}
