@@ -84,7 +84,8 @@ func description(b bounds) string {
 		"the JSON of its global `result`. arg is a dict of the tool's arguments, or a string for a tool with one required "+
 		"string argument; the value returned is the tool's structured result (or its text; pass text=True to always get "+
 		"text). A failed call ends the script with that call's error; there is no try/except. Modules: json, math. "+
-		"Limits: %d steps, %v, result %d bytes, memory %d bytes; each tool call counts against that tool's own budget. "+
+		"Limits: %d steps, %v, result %d bytes and at most this tool's output bound (%s unless the host sets another), memory %d bytes; "+
+		"a result over either fails with limit, never cut: return less (a count, a slice). Each tool call counts against that tool's own budget. "+
 		"Example: {\"source\": \"notes = tool.call(\\\"notes\\\", \\\"release.notes\\\")\\nresult = notes.splitlines()[0]\"}",
-		b.MaxSteps, b.Timeout, b.MaxResultBytes, b.MaxMemoryBytes)
+		b.MaxSteps, b.Timeout, b.MaxResultBytes, limits.Bytes(limits.DefaultMaxOutputBytes), b.MaxMemoryBytes)
 }
