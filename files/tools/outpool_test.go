@@ -91,7 +91,7 @@ func TestReadPooledBuffers(t *testing.T) {
 	for name, content := range files {
 		writeFile(t, filepath.Join(root, name), content)
 	}
-	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{ReadFile: {MaxCalls: 10_000}})
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{ReadFile: {MaxCalls: 10_000, MaxOutputBytes: 1 << 20}})
 	s := newSession(t, rt, []capability.Effect{capability.ReadFile}, root)
 	read := func(name string) *kernel.Result {
 		t.Helper()
