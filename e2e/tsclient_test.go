@@ -69,6 +69,10 @@ type tsStep struct {
 	AfterMS int            `json:"after_ms,omitempty"`
 	Min     int            `json:"min,omitempty"`
 	Roots   []string       `json:"roots,omitempty"`
+	// OffsetArg and Next are follow's: the argument a window's next
+	// offset is passed in, and the structured field that gives it.
+	OffsetArg string `json:"offset_arg,omitempty"`
+	Next      string `json:"next,omitempty"`
 
 	want string // the fault code a call must fail with; "" for success
 }
@@ -93,9 +97,20 @@ type tsOutput struct {
 			Name    string `json:"name"`
 			Message string `json:"message"`
 		} `json:"thrown"`
-		ListChanged int    `json:"list_changed"`
-		SessionID   string `json:"session_id"`
+		ListChanged int        `json:"list_changed"`
+		SessionID   string     `json:"session_id"`
+		Pages       []tsResult `json:"pages"`
 	} `json:"results"`
+}
+
+// tsResult is one tools/call result as drive.mjs prints it.
+type tsResult struct {
+	IsError    bool            `json:"is_error"`
+	Text       string          `json:"text"`
+	Structured json.RawMessage `json:"structured"`
+	Thrown     *struct {
+		Message string `json:"message"`
+	} `json:"thrown"`
 }
 
 // runTS runs drive.mjs with plan and returns what it printed.

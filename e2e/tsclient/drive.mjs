@@ -11,6 +11,10 @@
 //   list                    tools/list (this arms the SDK's output-schema check)
 //   call {tool, args}       tools/call; the result, or what callTool threw
 //   cancel {tool, args, after_ms}  tools/call aborted through an AbortSignal
+//   follow {tool, args, offset_arg, next}  tools/call, then again with
+//                           args[offset_arg] set to the structuredContent's
+//                           next of each result, until a result has none:
+//                           {pages: [one result per call]}
 //   changes {min}           how many tools/list_changed arrived, waiting
 //                           (10 s at most) until there are at least min
 //   set_roots {roots}       new roots, announced with roots/list_changed
@@ -57,6 +61,17 @@ async function run(step) {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), step.after_ms ?? 100);
       return call(step, { signal: ac.signal });
+    }
+    case 'follow': {
+      const pages = [];
+      let args = { ...(step.args ?? {}) };
+      for (let i = 0; i < 1000 && args !== null; i++) { // a bound, not an expected count
+        const r = await call({ tool: step.tool, args }, {});
+        pages.push(r);
+        const next = r.structured?.[step.next];
+        args = next ? { ...args, [step.offset_arg]: next } : null;
+      }
+      return { pages };
     }
     case 'changes': {
       const until = Date.now() + 10000; // a hang guard, not a timing check
