@@ -95,7 +95,7 @@ max_output_bytes = 4096
 		}
 		text.WriteString(strings.Join(strings.SplitAfter(p.Text, "\n")[:span.Lines], ""))
 	}
-	for _, p := range []string{"t\n", "paragraph 0", strings.TrimSpace("paragraph 199 " + strings.Repeat("text ", 199%15)) + "\n"} {
+	for _, p := range []string{"t\n", "paragraph 0", strings.TrimSpace("paragraph 199 "+strings.Repeat("text ", 199%15)) + "\n"} {
 		if !strings.Contains(text.String(), p) {
 			t.Fatalf("html_extract windows lack %q", p)
 		}
