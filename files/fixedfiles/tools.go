@@ -56,7 +56,11 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 // own catalogs.
 //
 // Bounds: a read is at most the smaller of the catalog's MaxFileBytes and
-// the policy's MaxOutputBytes; the input bound is
+// the policy's MaxOutputBytes, which is by default the larger of
+// MaxFileBytes and the kernel's default (an entry is returned whole or
+// not at all, and every entry was checked against MaxFileBytes when the
+// catalog was built, so each is readable unless the host lowers the
+// bound); the input bound is
 // limits.CatalogToolInputBytes unless the host overrides the policy. The
 // catalog is read-only: nothing can add an entry after Build, so nothing
 // can after registration.
@@ -75,10 +79,10 @@ func registerCatalog(b *kernel.Builder, c CatalogTool) error {
 	if cat == nil {
 		return fmt.Errorf("fixedfiles: tool %q: nil catalog", c.Name)
 	}
-	policy := kernel.Policy{Name: c.Name, MaxInputBytes: limits.CatalogToolInputBytes}
+	policy := kernel.Policy{Name: c.Name, MaxInputBytes: limits.CatalogToolInputBytes, MaxOutputBytes: max(cat.opts.MaxFileBytes, limits.DefaultMaxOutputBytes)}
 	meta := kernel.Meta{Effect: capability.CatalogRead, Title: "Read catalog " + c.Name, Summary: c.Summary, Description: c.Description}
 	if meta.Description == "" {
-		meta.Description = DefaultDescription(min(cat.opts.MaxFileBytes, limits.DefaultMaxOutputBytes))
+		meta.Description = DefaultDescription(cat.opts.MaxFileBytes)
 	}
 	in, err := jsonschema.For[readArgs](nil)
 	if err != nil {

@@ -237,3 +237,28 @@ func TestRegisterToolRefusals(t *testing.T) {
 		t.Fatalf("default description: %s", e.Description)
 	}
 }
+
+// TestCatalogBoundCoversEntries: a catalog whose entries may be larger
+// than the kernel's default output bound gets a bound that holds its
+// largest entry, so an entry at its max_file_bytes is read whole.
+func TestCatalogBoundCoversEntries(t *testing.T) {
+	max := int64(limits.DefaultMaxOutputBytes + 50*limits.KiB)
+	dir := t.TempDir()
+	b := newBuilder(t, &Options{MaxFileBytes: max})
+	whole := strings.Repeat("x", int(max))
+	if err := b.InsertPath("big", writeFile(t, dir, "big.txt", []byte(whole))); err != nil {
+		t.Fatal(err)
+	}
+	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Catalogs: []CatalogTool{{Name: "notes", Catalog: build(t, b)}}})
+	if p, _ := rt.Policy("notes"); p.MaxOutputBytes != max {
+		t.Fatalf("policy %+v", p)
+	}
+	c, err := capability.New(testkit.Actor, []capability.Effect{capability.CatalogRead}, capability.Scope{Resources: []string{"notes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := testkit.Call(t, testkit.Session(t, rt, c), "notes", map[string]string{"id": "big"})
+	if err != nil || res.Text != whole {
+		t.Fatalf("%v", err)
+	}
+}
