@@ -270,26 +270,9 @@ Example: {"archive": "downloads/data.zip"}`,
 // listWindow is the result holding l's members from offset on that fit
 // the call's output bound.
 func listWindow(call *kernel.Call, l *Listing, offset int) (ListResult, error) {
-	total := len(l.Entries)
-	if offset < 0 || (offset > 0 && offset >= total) {
-		return ListResult{}, fault.New(fault.InvalidInput, "offset %d is past the last member; the archive has %d", offset, total)
-	}
-	rest := l.Entries[offset:]
-	result := func(n int) ListResult {
-		r := ListResult{Entries: rest[:n], Bytes: l.Bytes, Members: total, Offset: offset}
-		if n < len(rest) {
-			r.NextOffset = offset + n
-		}
-		return r
-	}
-	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(rest), func(n int) any { return result(n) })
-	switch {
-	case err != nil:
-		return ListResult{}, err
-	case n == 0 && len(rest) > 0:
-		return ListResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("member %d", offset+1), 0, "a member is never listed in part")
-	}
-	return result(n), nil
+	return toolkit.Prefix(call, l.Entries, offset, "member", func(shown []Entry, next int) ListResult {
+		return ListResult{Entries: shown, Bytes: l.Bytes, Members: len(l.Entries), Offset: offset, NextOffset: next}
+	})
 }
 
 func registerVerify(b *kernel.Builder, t toolSetup) error {

@@ -144,23 +144,11 @@ func searchWindow(ctx context.Context, call *kernel.Call, ix *Index, in SearchAr
 	if err != nil {
 		return SearchResult{}, err
 	}
-	rest := r.Hits[min(in.Offset, len(r.Hits)):]
-	result := func(n int) SearchResult {
-		w := SearchResult{Result: *r, Offset: in.Offset}
-		w.Hits = rest[:n]
-		if n < len(rest) {
-			w.NextOffset = in.Offset + n
-		}
+	return toolkit.Prefix(call, r.Hits, in.Offset, "hit", func(shown []Hit, next int) SearchResult {
+		w := SearchResult{Result: *r, Offset: in.Offset, NextOffset: next}
+		w.Hits = shown
 		return w
-	}
-	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(rest), func(n int) any { return result(n) })
-	switch {
-	case err != nil:
-		return SearchResult{}, err
-	case n == 0 && len(rest) > 0:
-		return SearchResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("hit %d", in.Offset+1), 0, "search without snippets")
-	}
-	return result(n), nil
+	})
 }
 
 // StatusResult is lexindex_status's result: the refs that fit the output

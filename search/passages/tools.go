@@ -78,24 +78,21 @@ func findWindow(ctx context.Context, call *kernel.Call, in FindArgs) (FindResult
 	if err != nil {
 		return FindResult{}, err
 	}
-	rest := r.Matches[min(in.Offset, len(r.Matches)):]
-	reachable := min(r.Total, limits.PassagesMaxMatches)
-	result := func(n int) FindResult {
+	if in.Offset >= len(r.Matches) && in.Offset > 0 {
+		return FindResult{}, fault.New(fault.InvalidInput, "offset %d is past the last match; there are %d", in.Offset, r.Total)
+	}
+	reachable := int(min(r.Total, limits.PassagesMaxMatches))
+	return toolkit.Prefix(call, r.Matches, in.Offset, "match", func(shown []Match, next int) FindResult {
 		w := FindResult{Result: *r, Offset: in.Offset}
-		w.Matches = rest[:n]
-		if int64(in.Offset+n) < reachable {
-			w.NextOffset = in.Offset + n
+		w.Matches = shown
+		switch end := in.Offset + len(shown); {
+		case next > 0:
+			w.NextOffset = next
+		case end < reachable:
+			w.NextOffset = end // the limit stopped before the matches did
 		}
 		return w
-	}
-	n, err := toolkit.FitPrefix(call.MaxOutputBytes, len(rest), func(n int) any { return result(n) })
-	switch {
-	case err != nil:
-		return FindResult{}, err
-	case n == 0 && len(rest) > 0:
-		return FindResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("match %d", in.Offset+1), 0, "a match is never shown in part")
-	}
-	return result(n), nil
+	})
 }
 
 // ToolText is what the model reads.
