@@ -19,14 +19,64 @@ func UnitTooLarge(call *kernel.Call, what string, size int64, narrow string) err
 // FitPrefix returns the largest n in 0..total for which build(n), the
 // result holding the first n units, encodes within max bytes (text and
 // structured content, as the kernel counts them). build must grow with n.
-// A result of all units that fits is built once.
-func FitPrefix(max int64, total int, build func(n int) any) (int, error) {
-	fits := func(n int) (bool, error) { return encodedWithin(max, build(n)) }
-	ok, err := fits(total)
-	if ok || err != nil || total == 0 {
-		return total, err
+// The size of a few units predicts where the cut falls, so a list far
+// larger than max is never encoded whole; a result of all units that
+// may fit is encoded once.
+func FitPrefix(bound int64, total int, build func(n int) any) (int, error) {
+	size := func(n int) (int64, error) {
+		res, err := kernel.Encode(build(n))
+		if err != nil {
+			return 0, err
+		}
+		defer res.Release()
+		return res.Size(), nil
 	}
-	lo, hi := 0, total // fits(lo) is assumed, fits(hi) is false
+	fits := func(n int) (bool, error) {
+		s, err := size(n)
+		return s <= bound, err
+	}
+	k := min(total, sampleUnits)
+	sk, err := size(k)
+	switch {
+	case err != nil:
+		return 0, err
+	case sk > bound: // the cut falls inside the sample
+		return bracket(0, k/2, k, fits)
+	case k == total:
+		return total, nil
+	}
+	// unknown is the least n known not to fit: total+1 until total is
+	// measured, which it is when the sample predicts it may fit.
+	unknown := total + 1
+	if sk*int64(total)/int64(k) <= 2*bound {
+		ok, err := fits(total)
+		if ok || err != nil {
+			return total, err
+		}
+		unknown = total
+	}
+	guess := min(total, max(k+1, int(int64(k)*bound/sk)))
+	return bracket(k, guess, unknown, fits)
+}
+
+// sampleUnits is how many units FitPrefix encodes to predict the cut.
+const sampleUnits = 16
+
+// bracket finds the largest n in lo..hi-1 with fits(n), given fits(lo)
+// (or lo 0) and not fits(hi), searching out from guess in doubling steps
+// and then by halves.
+func bracket(lo, guess, hi int, fits func(int) (bool, error)) (int, error) {
+	for step := 1; guess > lo && guess < hi; step *= 2 {
+		ok, err := fits(guess)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo, guess = guess, guess+step
+		} else {
+			hi, guess = guess, guess-step
+		}
+	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		ok, err := fits(mid)

@@ -206,3 +206,30 @@ func TestLines(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// FuzzFitPrefix: the cut is the largest prefix that fits, whatever the
+// units' sizes (uneven ones mislead the sample's prediction).
+func FuzzFitPrefix(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 200, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0, 0, 0}, int64(300))
+	f.Add([]byte{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 1, 1, 1, 1, 1, 1, 1}, int64(9000))
+	f.Fuzz(func(t *testing.T, sizes []byte, bound int64) {
+		if bound < 0 || bound > 1<<20 || len(sizes) > 200 {
+			return
+		}
+		list := make([]string, len(sizes))
+		for i, n := range sizes {
+			list[i] = strings.Repeat("x", int(n))
+		}
+		build := func(n int) any { return items{Items: list[:n]} }
+		want := 0
+		for n := len(list); n >= 0; n-- {
+			if ok, _ := encodedWithin(bound, build(n)); ok {
+				want = n
+				break
+			}
+		}
+		if got, err := FitPrefix(bound, len(list), build); err != nil || got != want {
+			t.Fatalf("FitPrefix = %d (%v), want %d", got, err, want)
+		}
+	})
+}
