@@ -2,10 +2,12 @@ package fetch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -84,10 +86,16 @@ func TestFetchWindowEdges(t *testing.T) {
 }
 
 // TestNetFetchToolWindows drives the tool itself under a small bound:
-// following next_offset fetches the URL again and reaches the body's end.
+// following next_offset (with the body's sha256) fetches the URL again and
+// reaches the body's end; a body that changed in between fails.
 func TestNetFetchToolWindows(t *testing.T) {
 	ca := newCA(t)
+	var changes atomic.Int64
 	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/changing" {
+			fmt.Fprintf(w, "%s%d", windowBody, changes.Add(1))
+			return
+		}
 		fmt.Fprint(w, windowBody)
 	}), "example.com")
 	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
@@ -99,13 +107,34 @@ func TestNetFetchToolWindows(t *testing.T) {
 	rt := testkit.RuntimeBound(t, RegisterTools, &ToolOptions{Policy: ca.loopbackPolicy(t, port, ""), Fetch: &Options{Resolver: d.resolver(), Budget: b}}, 8192)
 	s := testkit.Session(t, rt, testkit.Grant(t, nil, capability.NetFetch))
 	url := fmt.Sprintf("https://example.com:%d/", port)
-	windows := testkit.Windows(t, s, "net_fetch", map[string]any{"url": url}, "offset", "next_offset")
 	var got strings.Builder
-	for _, res := range windows {
+	args := map[string]any{"url": url}
+	windows := 0
+	for ; windows < 1000; windows++ {
+		res, err := testkit.Call(t, s, "net_fetch", args)
+		if err != nil || res.Size() > 8192 {
+			t.Fatalf("window %d: %v", windows, err)
+		}
+		var r FetchResult
+		if err := json.Unmarshal(res.Structured, &r); err != nil {
+			t.Fatal(err)
+		}
 		_, body, _ := strings.Cut(res.Text, "\n\n")
 		got.WriteString(body)
+		if r.NextOffset == 0 {
+			break
+		}
+		args = map[string]any{"url": url, "offset": r.NextOffset, "sha256": r.Receipt.SHA256}
 	}
-	if len(windows) < 2 || got.String() != windowBody {
-		t.Fatalf("%d windows reassemble %d bytes, want %d", len(windows), got.Len(), len(windowBody))
+	if windows < 1 || got.String() != windowBody { // windows counts the calls after the first
+		t.Fatalf("%d windows reassemble %d bytes, want %d", windows, got.Len(), len(windowBody))
 	}
+	first, err := testkit.Call(t, s, "net_fetch", map[string]any{"url": url + "changing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r FetchResult
+	json.Unmarshal(first.Structured, &r)
+	_, err = testkit.Call(t, s, "net_fetch", map[string]any{"url": url + "changing", "offset": r.NextOffset, "sha256": r.Receipt.SHA256})
+	wantCode(t, err, fault.Integrity, "the body changed")
 }
