@@ -31,7 +31,7 @@ const WindowCalls = 10_000
 
 // Windows calls tool with args, then again with offsetArg set to each
 // result's next offset (the number field next of its structured content)
-// until a result has none, and returns every result in order. A call that
+// until a result has none (or 0), and returns every result in order. A call that
 // fails, or a next offset that does not move on, fails the test.
 func Windows(t testing.TB, s *kernel.Session, tool string, args map[string]any, offsetArg, next string) []*kernel.Result {
 	t.Helper()
@@ -53,8 +53,14 @@ func Windows(t testing.TB, s *kernel.Session, tool string, args map[string]any, 
 			return out
 		}
 		var n int64
-		if err := json.Unmarshal(raw, &n); err != nil || n <= last {
-			t.Fatalf("%s: %s %s after %d", tool, next, raw, last)
+		if err := json.Unmarshal(raw, &n); err != nil {
+			t.Fatalf("%s: %s %s: %v", tool, next, raw, err)
+		}
+		if n == 0 {
+			return out
+		}
+		if n <= last {
+			t.Fatalf("%s: %s %d after %d", tool, next, n, last)
 		}
 		last, a[offsetArg] = n, n
 	}
