@@ -416,6 +416,13 @@ func (j *Journal) Verify(ctx context.Context) (*Report, error) {
 // the first). Records are verified from the start of the journal up to the
 // last one returned.
 func (j *Journal) Read(ctx context.Context, from uint64, max int) ([]Record, *Report, error) {
+	return j.ReadUpTo(ctx, from, max, 0)
+}
+
+// ReadUpTo is Read that also stops after the record whose event takes the
+// events returned past maxBytes (0: no byte bound), for a caller that can
+// show no more than that.
+func (j *Journal) ReadUpTo(ctx context.Context, from uint64, max int, maxBytes int64) ([]Record, *Report, error) {
 	if from == 0 {
 		from = 1
 	}
@@ -430,14 +437,16 @@ func (j *Journal) Read(ctx context.Context, from uint64, max int) ([]Record, *Re
 	}
 	defer unlock()
 	var out []Record
+	var events int64
 	rep, err := j.scan(ctx, func(r Record) bool {
 		if r.Seq >= from {
 			// r.Event points into the scan's buffer, which the next line
 			// overwrites.
 			r.Event = bytes.Clone(r.Event)
 			out = append(out, r)
+			events += int64(len(r.Event))
 		}
-		return len(out) < max
+		return len(out) < max && (maxBytes == 0 || events <= maxBytes)
 	})
 	return out, rep, err
 }

@@ -178,7 +178,7 @@ Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxRead
 				return ReadResult{}, err
 			}
 			defer j.Close()
-			recs, _, err := j.Read(ctx, a.From, limit)
+			recs, _, err := j.ReadUpTo(ctx, a.From, limit, call.MaxOutputBytes)
 			if err != nil {
 				return ReadResult{}, err
 			}

@@ -90,3 +90,23 @@ func TestJournalReadWindows(t *testing.T) {
 		t.Fatalf("a record over the bound: %v", err)
 	}
 }
+
+// TestReadUpTo: a byte bound stops the read after the record whose event
+// crosses it, so a window never holds more than it can show.
+func TestReadUpTo(t *testing.T) {
+	j := open(t, pdir(t), nil)
+	for range 10 {
+		if _, err := j.Append(context.Background(), []byte(`"0123456789"`)); err != nil { // 12 bytes
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		max  int64
+		want int
+	}{{0, 10}, {12, 2}, {23, 2}, {24, 3}, {1 << 20, 10}} {
+		recs, _, err := j.ReadUpTo(context.Background(), 1, 10, c.max)
+		if err != nil || len(recs) != c.want {
+			t.Errorf("bound %d: %d records, want %d (%v)", c.max, len(recs), c.want, err)
+		}
+	}
+}
