@@ -41,15 +41,18 @@ path = "rw"
 effects = ["read_file", "parse", "tool_search"]
 [tool.html_extract]
 max_output_bytes = 4096
+[tool.json_canonical]
+max_output_bytes = 100
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rows := strings.Count(csv.String(), "\n") - 1
 	plan := tsPlan{Transport: "stdio", Command: capkit, Args: []string{"--config", cfg, "serve"}, Cwd: dir, Steps: []tsStep{
-		{Op: "call", Tool: "tool_search", Args: map[string]any{"query": "csv html", "limit": 12}},
+		{Op: "call", Tool: "tool_search", Args: map[string]any{"query": "csv html canonical", "limit": 12}},
 		{Op: "list"},
 		{Op: "follow", Tool: "csv_scan", Args: map[string]any{"path": "big.csv", "max_rows": rows}, OffsetArg: "offset", Next: "next_offset"},
 		{Op: "follow", Tool: "html_extract", Args: map[string]any{"path": "page.html", "select": "text"}, OffsetArg: "offset", Next: "next_offset"},
+		{Op: "call", Tool: "json_canonical", Args: map[string]any{"text": `{"a": "` + strings.Repeat("é", 50) + `"}`}},
 	}}
 	out := runTS(t, modules, plan)
 	// csv_scan: every window fits the default bound and says it is one;
@@ -102,5 +105,10 @@ max_output_bytes = 4096
 	}
 	if len(htmlPages) < 3 || strings.Count(text.String(), "paragraph ") != 200 {
 		t.Fatalf("html_extract: %d windows, %d paragraphs", len(htmlPages), strings.Count(text.String(), "paragraph "))
+	}
+	// Under a bound no window fits, the failure reaches the client as a
+	// limit result naming the setting that raises it.
+	if r := out.Results[4]; r.Thrown != nil || !r.IsError || !strings.HasPrefix(r.Text, "limit: ") || !strings.Contains(r.Text, "[tool.json_canonical] max_output_bytes") {
+		t.Fatalf("json_canonical under 100 bytes: %+v", r)
 	}
 }
