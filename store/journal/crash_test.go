@@ -49,19 +49,30 @@ func TestCrashAppend(t *testing.T) {
 	repaired := 0
 	for round := range 8 {
 		child := testkit.StartChild(t, "TestCrashChild", "JOURNAL_CRASH_DIR="+dir)
-		done := make(chan struct{})
+		done, first := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
 			sc := bufio.NewScanner(child.Stdout)
-			for sc.Scan() {
+			for n := 0; sc.Scan(); n++ {
 				var seq uint64
 				var hash string
 				if _, err := fmt.Sscanf(sc.Text(), "%d %s", &seq, &hash); err == nil {
 					returned[seq] = hash
 				}
+				if n == 0 {
+					close(first)
+				}
 			}
 		}()
-		time.Sleep(time.Duration(20+rng.IntN(80)) * time.Millisecond)
+		// The kill instants are counted from the child's first append, so
+		// that a child slow to start under load is not killed before its
+		// Open has created the journal the parent then opens.
+		select {
+		case <-first:
+		case <-done:
+			t.Fatalf("round %d: the child ended before its first append", round)
+		}
+		time.Sleep(time.Duration(rng.IntN(80)) * time.Millisecond)
 		child.Kill(t)
 		<-done
 		child.Wait()
