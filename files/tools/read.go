@@ -202,6 +202,7 @@ type window struct {
 	countAll    bool
 	numBase     int       // added to the line numbers shown (a tail's offset)
 	tail        *tailSpan // set for a tail read
+	general     bool      // no shortLines (tests compare the two paths)
 
 	out   []byte
 	lease outLease // of out's buffer
@@ -354,16 +355,23 @@ func (w *window) lines(c []byte, name string) error {
 			w.newlines++
 			continue
 		}
-		if !w.inLine {
-			out = append(out, w.num.at(line+w.numBase)...)
-			w.inLine, w.lineStart, w.lineOff, w.lineCut, w.hidden = true, len(out), base, false, 0
-			w.lineASCII = true
-		}
 		if ascii < 0 {
 			ascii = 0
 			if isASCII(c) {
 				ascii = 1
 			}
+		}
+		if !w.inLine && ascii == 1 && w.newlines > 0 && !w.general {
+			var n int
+			if out, n = w.shortLines(out, c); n > 0 {
+				c, base = c[n:], base+int64(n)
+				continue
+			}
+		}
+		if !w.inLine {
+			out = append(out, w.num.at(line+w.numBase)...)
+			w.inLine, w.lineStart, w.lineOff, w.lineCut, w.hidden = true, len(out), base, false, 0
+			w.lineASCII = true
 		}
 		w.lineASCII = w.lineASCII && ascii == 1
 		i := bytes.IndexByte(c, '\n')

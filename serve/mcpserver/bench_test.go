@@ -23,7 +23,12 @@ type benchPeer struct {
 
 func startBenchPeer(b *testing.B, opts *Options) *benchPeer {
 	b.Helper()
-	s := newTestServer(b, opts)
+	return startBenchPeerOn(b, newTestServer(b, opts))
+}
+
+// startBenchPeerOn connects a benchPeer to s.
+func startBenchPeerOn(b *testing.B, s *Server) *benchPeer {
+	b.Helper()
 	sr, cw, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)

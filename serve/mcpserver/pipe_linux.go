@@ -8,19 +8,29 @@ import (
 
 // pipeBytes is the capacity asked for the output pipe (Linux allows
 // unprivileged processes up to /proc/sys/fs/pipe-max-size, 1 MiB by
-// default).
+// default), and the send buffer asked for an output socket (up to
+// /proc/sys/net/core/wmem_max).
 const pipeBytes = 1 << 20
 
-// growPipe enlarges the pipe f writes to, when it is one, so that a large
-// result crosses it in a few writes instead of one per 64 KiB default
-// capacity, each waking the reader. Best effort: the pipe stays as it is
-// if the system refuses.
+// growPipe enlarges the pipe or socket f writes to, so that a large
+// result crosses it in a few writes instead of one per default capacity
+// (64 KiB for a pipe, about 200 KiB for a socket: Node starts a server's
+// stdio on a socket pair), each blocking the writer until the reader
+// drains it. Best effort: f stays as it is if the system refuses.
 func growPipe(f *os.File) {
 	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return
 	}
-	if rc, err := f.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeBytes) })
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
 	}
+	rc.Control(func(fd uintptr) {
+		if fi.Mode()&os.ModeNamedPipe != 0 {
+			unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeBytes)
+		} else {
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, pipeBytes)
+		}
+	})
 }

@@ -1,0 +1,60 @@
+package mcpserver
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// procInt reads a number from a /proc/sys file.
+func procInt(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Skip(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestGrowPipeSocket(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, peer := os.NewFile(uintptr(fds[0]), "out"), os.NewFile(uintptr(fds[1]), "peer")
+	defer out.Close()
+	defer peer.Close()
+	growPipe(out)
+	got, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Linux doubles the size asked, capped at wmem_max, for its overhead.
+	if want := 2 * min(pipeBytes, procInt(t, "/proc/sys/net/core/wmem_max")); got != want {
+		t.Errorf("SO_SNDBUF = %d, want %d", got, want)
+	}
+}
+
+func TestGrowPipePipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	growPipe(w)
+	got, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxSize := procInt(t, "/proc/sys/fs/pipe-max-size"); maxSize >= pipeBytes && got != pipeBytes {
+		t.Errorf("pipe capacity = %d, want %d", got, pipeBytes)
+	}
+}

@@ -1,0 +1,89 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/files/policy"
+	"github.com/capkit/capkit/files/tools"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
+)
+
+// benchSource is n lines of source-like text (a tab, quotes), each width
+// bytes long with its newline: the file bench/mcp-vs-reference.sh reads.
+func benchSource(n, width int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		l := fmt.Sprintf("\tif x := lookup(\"key %06d\", %d); x != nil { return x } // line", i, i%97)
+		b.WriteString(fmt.Sprintf("%-*.*s\n", width-1, width-1, l))
+	}
+	return b.Bytes()
+}
+
+// fileToolsServer serves the file tools on one root, with read_file's
+// output bound raised to 8 MiB as the bench's configuration does.
+func fileToolsServer(b *testing.B, root string) *Server {
+	kb := kernel.NewBuilder(&kernel.Options{PolicyOverride: func(p kernel.Policy) kernel.Policy {
+		if p.Name == "read_file" {
+			p.MaxOutputBytes = 8 * limits.MiB
+		}
+		return p
+	}})
+	if err := tools.RegisterTools(kb, &tools.ToolOptions{Events: policy.NewEvents()}); err != nil {
+		b.Fatal(err)
+	}
+	rt, err := kb.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return New(rt, func(context.Context) (*kernel.Session, error) {
+		c, err := capability.New("model", []capability.Effect{capability.ReadFile}, capability.Scope{Roots: []string{root}})
+		if err != nil {
+			return nil, err
+		}
+		return rt.NewSession("model", []capability.Capability{c}, nil)
+	}, nil)
+}
+
+// BenchmarkStdioReadFile is read_file over stdio pipes on the files of
+// bench/mcp-vs-reference.sh: 100 lines (4 KiB) and 65,536 lines (4 MiB).
+func BenchmarkStdioReadFile(b *testing.B) {
+	root := b.TempDir()
+	for _, f := range []struct {
+		name  string
+		lines int
+		width int
+		limit int
+	}{{"4KiB", 100, 41, 0}, {"4MiB", 65536, 64, 100000}} {
+		path := filepath.Join(root, f.name+".txt")
+		if err := os.WriteFile(path, benchSource(f.lines, f.width), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(f.name, func(b *testing.B) {
+			p := startBenchPeerOn(b, fileToolsServer(b, root))
+			defer p.stop()
+			args := fmt.Sprintf(`{"path":%q,"limit":%d}`, path, f.limit)
+			if f.limit == 0 {
+				args = fmt.Sprintf(`{"path":%q}`, path)
+			}
+			req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":%s}}`+"\n", args)
+			head := make([]byte, 200)
+			n := p.roundTrip(b, req, head)
+			if bytes.Contains(head, []byte(`"isError"`)) || !bytes.Contains(head, []byte(`"result"`)) {
+				b.Fatalf("unexpected response %q", head)
+			}
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				p.roundTrip(b, req, nil)
+			}
+		})
+	}
+}
