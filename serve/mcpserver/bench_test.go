@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/limits"
 )
@@ -104,9 +106,21 @@ func benchCall(b *testing.B, opts Options, tool, args string) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	for b.Loop() {
 		p.roundTrip(b, req, nil)
 	}
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the CPU time the process used so far (server and peer):
+// on a loaded machine, steadier than the wall time of a round trip.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkStdioSmallCall is one small tools/call round trip over pipes:

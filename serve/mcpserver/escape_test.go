@@ -29,27 +29,69 @@ var escapeCases = []string{
 	"0123456789abcdef\"", "0123456\x1f", "\x1f0123456", " !#$%&'()*+,-./",
 }
 
+// longEscapeCases are longer than escapeASCII's blocks of 32 bytes, so
+// that it runs, stops at non-ASCII bytes and leaves tails.
+var longEscapeCases = []string{
+	strings.Repeat("0123456789abcdef", 5),
+	strings.Repeat("\t\"x\\\n", 20),
+	strings.Repeat("x", 31) + "\x01" + strings.Repeat("y", 33) + "\x1f",
+	strings.Repeat("a", 40) + "é" + strings.Repeat("b", 40) + "\xff" + strings.Repeat("c", 40),
+	strings.Repeat("日本語のテキスト", 10) + strings.Repeat("ascii", 10),
+	strings.Repeat("\x00\x7f\x80", 30),
+	strings.Repeat("line\r\n", 20) + "\u2028" + strings.Repeat("\"", 40),
+	numberedSource(300),
+}
+
+// escapeModes are appendEscaped's two paths: escapeASCII's blocks where
+// the CPU allows, and words alone.
+var escapeModes = []struct {
+	name string
+	simd bool
+}{{"simd", haveSIMD}, {"words", false}}
+
 func TestAppendEscaped(t *testing.T) {
-	for _, s := range escapeCases {
-		for pre := range 9 { // every alignment against the 8-byte words
-			in := strings.Repeat("p", pre) + s
-			if got, want := string(appendEscaped(nil, in)), quoteRef(in); got != want {
-				t.Errorf("appendEscaped(%q) = %q, want %q", in, got, want)
+	for _, m := range escapeModes {
+		for _, s := range append(escapeCases, longEscapeCases...) {
+			for pre := range 34 { // every alignment against the words and blocks
+				in := strings.Repeat("p", pre) + s
+				if got, want := string(appendEscapedWith(nil, in, m.simd)), quoteRef(in); got != want {
+					t.Errorf("%s: appendEscaped(%q) = %q, want %q", m.name, in, got, want)
+				}
 			}
 		}
-	}
-	if got := string(appendEscaped([]byte("keep:"), "x")); got != "keep:x" {
-		t.Errorf("dst not kept: %q", got)
+		if got := string(appendEscapedWith([]byte("keep:"), "x", m.simd)); got != "keep:x" {
+			t.Errorf("%s: dst not kept: %q", m.name, got)
+		}
+		// dst with little room left, so that escapeASCII returns for room
+		in := strings.Repeat("\n", 200)
+		for room := range 80 {
+			dst := make([]byte, 5, 5+room)
+			if got, want := string(appendEscapedWith(dst, in, m.simd)[5:]), quoteRef(in); got != want {
+				t.Errorf("%s: room %d: appendEscaped = %q, want %q", m.name, room, got, want)
+			}
+		}
 	}
 }
 
 func FuzzAppendEscaped(f *testing.F) {
-	for _, s := range escapeCases {
+	for _, s := range append(escapeCases, longEscapeCases...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := string(appendEscaped(nil, s)), quoteRef(s); got != want {
-			t.Fatalf("appendEscaped(%q) = %q, want %q", s, got, want)
+		// s, and s repeated past a few of escapeASCII's blocks, each copy
+		// at another alignment against them when len(s) is not a multiple
+		// of 32
+		long := s
+		for len(s) > 0 && len(long) < 4*simdMin {
+			long += s
+		}
+		for _, in := range []string{s, long} {
+			want := quoteRef(in)
+			for _, m := range escapeModes {
+				if got := string(appendEscapedWith(nil, in, m.simd)); got != want {
+					t.Fatalf("%s: appendEscaped(%q) = %q, want %q", m.name, in, got, want)
+				}
+			}
 		}
 	})
 }
@@ -69,13 +111,15 @@ func BenchmarkEscape(b *testing.B) {
 		{"numbered-source", numberedSource(512 * 1024)},
 		{"awkward", bigText(512 * 1024)},
 	} {
-		b.Run(tc.name+"/appendEscaped", func(b *testing.B) {
-			var buf []byte
-			b.SetBytes(int64(len(tc.text)))
-			for b.Loop() {
-				buf = appendEscaped(buf[:0], tc.text)
-			}
-		})
+		for _, m := range escapeModes {
+			b.Run(tc.name+"/appendEscaped-"+m.name, func(b *testing.B) {
+				var buf []byte
+				b.SetBytes(int64(len(tc.text)))
+				for b.Loop() {
+					buf = appendEscapedWith(buf[:0], tc.text, m.simd)
+				}
+			})
+		}
 		b.Run(tc.name+"/jsontext.AppendQuote", func(b *testing.B) {
 			var buf []byte
 			b.SetBytes(int64(len(tc.text)))

@@ -81,9 +81,11 @@ func BenchmarkStdioReadFile(b *testing.B) {
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := processCPU(b)
 			for b.Loop() {
 				p.roundTrip(b, req, nil)
 			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

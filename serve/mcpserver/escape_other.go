@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package mcpserver
+
+// haveSIMD is false: escapeASCII is written for amd64 only.
+const haveSIMD = false
+
+// escapeASCII is never called where haveSIMD is false.
+func escapeASCII(dst []byte, s string) (consumed, written int) { return 0, 0 }
