@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/capkit/capkit/limits"
 )
 
@@ -25,20 +27,15 @@ type benchPeer struct {
 
 func startBenchPeer(b *testing.B, opts *Options) *benchPeer {
 	b.Helper()
-	return startBenchPeerOn(b, newTestServer(b, opts))
+	return startBenchPeerOn(b, newTestServer(b, opts), false)
 }
 
-// startBenchPeerOn connects a benchPeer to s.
-func startBenchPeerOn(b *testing.B, s *Server) *benchPeer {
+// startBenchPeerOn connects a benchPeer to s, over pipes or, as Node
+// starts a server, over socket pairs.
+func startBenchPeerOn(b *testing.B, s *Server, sockets bool) *benchPeer {
 	b.Helper()
-	sr, cw, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cr, sw, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
+	sr, cw := benchPair(b, sockets)
+	cr, sw := benchPair(b, sockets)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -58,6 +55,22 @@ func startBenchPeerOn(b *testing.B, s *Server) *benchPeer {
 		b.Fatal(err)
 	}
 	return p
+}
+
+// benchPair is a pipe or a socket pair: its read end, its write end.
+func benchPair(b *testing.B, socket bool) (r, w *os.File) {
+	if !socket {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r, w
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
 }
 
 // roundTrip writes one request and reads one response line, returning its

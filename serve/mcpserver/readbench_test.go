@@ -51,7 +51,7 @@ func fileToolsServer(b *testing.B, root string) *Server {
 	}, nil)
 }
 
-// BenchmarkStdioReadFile is read_file over stdio pipes on the files of
+// BenchmarkStdioReadFile is read_file over stdio pipes and socket pairs on the files of
 // bench/mcp-vs-reference.sh: 100 lines (4 KiB) and 65,536 lines (4 MiB).
 func BenchmarkStdioReadFile(b *testing.B) {
 	root := b.TempDir()
@@ -65,27 +65,36 @@ func BenchmarkStdioReadFile(b *testing.B) {
 		if err := os.WriteFile(path, benchSource(f.lines, f.width), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(f.name, func(b *testing.B) {
-			p := startBenchPeerOn(b, fileToolsServer(b, root))
-			defer p.stop()
-			args := fmt.Sprintf(`{"path":%q,"limit":%d}`, path, f.limit)
-			if f.limit == 0 {
-				args = fmt.Sprintf(`{"path":%q}`, path)
+		for _, sockets := range []bool{false, true} {
+			name := f.name + "/pipes"
+			if sockets {
+				name = f.name + "/sockets"
 			}
-			req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":%s}}`+"\n", args)
-			head := make([]byte, 200)
-			n := p.roundTrip(b, req, head)
-			if bytes.Contains(head, []byte(`"isError"`)) || !bytes.Contains(head, []byte(`"result"`)) {
-				b.Fatalf("unexpected response %q", head)
-			}
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := processCPU(b)
-			for b.Loop() {
-				p.roundTrip(b, req, nil)
-			}
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-		})
+			b.Run(name, func(b *testing.B) { benchReadFile(b, root, path, f.limit, sockets) })
+		}
 	}
+}
+
+// benchReadFile is one of BenchmarkStdioReadFile.
+func benchReadFile(b *testing.B, root, path string, limit int, sockets bool) {
+	p := startBenchPeerOn(b, fileToolsServer(b, root), sockets)
+	defer p.stop()
+	args := fmt.Sprintf(`{"path":%q,"limit":%d}`, path, limit)
+	if limit == 0 {
+		args = fmt.Sprintf(`{"path":%q}`, path)
+	}
+	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":%s}}`+"\n", args)
+	head := make([]byte, 200)
+	n := p.roundTrip(b, req, head)
+	if bytes.Contains(head, []byte(`"isError"`)) || !bytes.Contains(head, []byte(`"result"`)) {
+		b.Fatalf("unexpected response %q", head)
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		p.roundTrip(b, req, nil)
+	}
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }
