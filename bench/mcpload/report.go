@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -28,6 +29,18 @@ func report(w io.Writer, rows []row, starts []startup, command string) error {
 	return err
 }
 
+// loadAverage is the machine's load when the run ended (/proc/loadavg), as
+// a sentence, or nothing where it cannot be read: on a shared machine the
+// figures are read with it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if err != nil || len(f) < 3 {
+		return ""
+	}
+	return fmt.Sprintf(" Load average at the end of the run: %s, %s, %s (1, 5, 15 minutes).", f[0], f[1], f[2])
+}
+
 // writeMeasured writes how the figures were taken, the workload and one
 // row per scenario and server.
 func writeMeasured(b *strings.Builder, rows []row) {
@@ -37,8 +50,8 @@ func writeMeasured(b *strings.Builder, rows []row) {
 	}
 	fmt.Fprintf(b, "Measured %s on %s/%s, %d CPUs. Same client for both servers: %s, one call at a time; "+
 		"each scenario on a fresh server process, after warm-up calls. Server CPU is utime+stime of the server process (/proc/PID/stat) over the measured calls; "+
-		"peak RSS is its VmHWM (/proc/PID/status).\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), client)
+		"peak RSS is its VmHWM (/proc/PID/status).%s\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), client, loadAverage())
 
 	b.WriteString("Workload (each server's natural equivalent of each step):\n\n")
 	b.WriteString("| scenario | what | capkit | reference |\n|---|---|---|---|\n")
