@@ -82,6 +82,21 @@ func BenchmarkReadFile4MiBExecutor(b *testing.B) {
 	}
 }
 
+// BenchmarkReadFileSmall reads a 100-line (4 KiB) file without the
+// kernel: the small read of bench/mcp-vs-reference.sh.
+func BenchmarkReadFileSmall(b *testing.B) {
+	e := newBenchEnv(b, "small.go", benchText(4<<10))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := e.x.readFile(ctx, e.req, ReadArgs{Path: "small.go"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Release()
+	}
+}
+
 // editText is 1 MiB with one marker in the middle that the benchmarks
 // flip back and forth, so each iteration is a real, unique edit.
 func editText() string {

@@ -109,6 +109,7 @@ func numberedSource(n int) string {
 func BenchmarkEscape(b *testing.B) {
 	for _, tc := range []struct{ name, text string }{
 		{"numbered-source", numberedSource(512 * 1024)},
+		{"numbered-source-5KiB", numberedSource(5 * 1024)}, // a small read's
 		{"awkward", bigText(512 * 1024)},
 	} {
 		for _, m := range escapeModes {
