@@ -27,8 +27,9 @@ func benchSource(n, width int) []byte {
 }
 
 // fileToolsServer serves the file tools on one root, with read_file's
-// output bound raised to 8 MiB as the bench's configuration does.
-func fileToolsServer(b *testing.B, root string) *Server {
+// output bound raised to 8 MiB as the bench's configuration does; newSession
+// starts another session like the server's.
+func fileToolsServer(tb testing.TB, root string) (srv *Server, newSession func(context.Context) (*kernel.Session, error)) {
 	kb := kernel.NewBuilder(&kernel.Options{PolicyOverride: func(p kernel.Policy) kernel.Policy {
 		if p.Name == "read_file" {
 			p.MaxOutputBytes = 8 * limits.MiB
@@ -36,23 +37,24 @@ func fileToolsServer(b *testing.B, root string) *Server {
 		return p
 	}})
 	if err := tools.RegisterTools(kb, &tools.ToolOptions{Events: policy.NewEvents()}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	rt, err := kb.Build()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return New(rt, func(context.Context) (*kernel.Session, error) {
+	newSession = func(context.Context) (*kernel.Session, error) {
 		c, err := capability.New("model", []capability.Effect{capability.ReadFile}, capability.Scope{Roots: []string{root}})
 		if err != nil {
 			return nil, err
 		}
 		return rt.NewSession("model", []capability.Capability{c}, nil)
-	}, nil)
+	}
+	return New(rt, newSession, nil), newSession
 }
 
-// BenchmarkStdioReadFile is read_file over stdio pipes and socket pairs on the files of
-// bench/mcp-vs-reference.sh: 100 lines (4 KiB) and 65,536 lines (4 MiB).
+// BenchmarkStdioReadFile is read_file over stdio pipes and socket pairs
+// on the files of bench/mcp-vs-reference.sh: 100 lines (4 KiB) and 65,536 lines (4 MiB).
 func BenchmarkStdioReadFile(b *testing.B) {
 	root := b.TempDir()
 	for _, f := range []struct {
@@ -77,7 +79,8 @@ func BenchmarkStdioReadFile(b *testing.B) {
 
 // benchReadFile is one of BenchmarkStdioReadFile.
 func benchReadFile(b *testing.B, root, path string, limit int, sockets bool) {
-	p := startBenchPeerOn(b, fileToolsServer(b, root), sockets)
+	srv, _ := fileToolsServer(b, root)
+	p := startBenchPeerOn(b, srv, sockets)
 	defer p.stop()
 	args := fmt.Sprintf(`{"path":%q,"limit":%d}`, path, limit)
 	if limit == 0 {
