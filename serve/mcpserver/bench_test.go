@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/limits"
 )
@@ -59,18 +55,14 @@ func startBenchPeerOn(b *testing.B, s *Server, sockets bool) *benchPeer {
 
 // benchPair is a pipe or a socket pair: its read end, its write end.
 func benchPair(b *testing.B, socket bool) (r, w *os.File) {
-	if !socket {
-		r, w, err := os.Pipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return r, w
+	if socket {
+		return socketPair(b)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	r, w, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	return r, w
 }
 
 // roundTrip writes one request and reads one response line, returning its
@@ -119,21 +111,11 @@ func benchCall(b *testing.B, opts Options, tool, args string) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu := cpuMeter(b)
 	for b.Loop() {
 		p.roundTrip(b, req, nil)
 	}
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU is the CPU time the process used so far (server and peer):
-// on a loaded machine, steadier than the wall time of a round trip.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu()
 }
 
 // BenchmarkStdioSmallCall is one small tools/call round trip over pipes:

@@ -12,12 +12,12 @@ import (
 // /proc/sys/net/core/wmem_max).
 const pipeBytes = 1 << 20
 
-// growPipe enlarges the pipe or socket f writes to, so that a large
+// growOutput enlarges the pipe or socket f writes to, so that a large
 // result crosses it in a few writes instead of one per default capacity
 // (64 KiB for a pipe, about 200 KiB for a socket: Node starts a server's
 // stdio on a socket pair), each blocking the writer until the reader
 // drains it. Best effort: f stays as it is if the system refuses.
-func growPipe(f *os.File) {
+func growOutput(f *os.File) {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return

@@ -23,15 +23,15 @@ func procInt(t *testing.T, path string) int {
 	return n
 }
 
-func TestGrowPipeSocket(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+func TestGrowOutputSocket(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, peer := os.NewFile(uintptr(fds[0]), "out"), os.NewFile(uintptr(fds[1]), "peer")
 	defer out.Close()
 	defer peer.Close()
-	growPipe(out)
+	growOutput(out)
 	got, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF)
 	if err != nil {
 		t.Fatal(err)
@@ -42,14 +42,14 @@ func TestGrowPipeSocket(t *testing.T) {
 	}
 }
 
-func TestGrowPipePipe(t *testing.T) {
+func TestGrowOutputPipe(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	defer w.Close()
-	growPipe(w)
+	growOutput(w)
 	got, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -4,5 +4,6 @@ package mcpserver
 
 import "os"
 
-// growPipe is a no-op where pipe capacity cannot be set.
-func growPipe(*os.File) {}
+// growOutput is a no-op where pipe capacity and socket buffers are left
+// as they are.
+func growOutput(*os.File) {}

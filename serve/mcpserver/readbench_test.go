@@ -95,9 +95,9 @@ func benchReadFile(b *testing.B, root, path string, limit int, sockets bool) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu := cpuMeter(b)
 	for b.Loop() {
 		p.roundTrip(b, req, nil)
 	}
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	cpu()
 }

@@ -58,7 +58,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 	}
 	if f, ok := out.(*os.File); ok {
-		growPipe(f)
+		growOutput(f)
 		if pf, restore := pollable(f); pf != nil {
 			defer restore()
 			defer pf.Close()
