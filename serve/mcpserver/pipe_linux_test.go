@@ -58,3 +58,25 @@ func TestGrowOutputPipe(t *testing.T) {
 		t.Errorf("pipe capacity = %d, want %d", got, pipeBytes)
 	}
 }
+
+// TestGrowOutputKeepsLarger: a socket whose send buffer was set larger
+// keeps it.
+func TestGrowOutputKeepsLarger(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, peer := os.NewFile(uintptr(fds[0]), "out"), os.NewFile(uintptr(fds[1]), "peer")
+	defer out.Close()
+	defer peer.Close()
+	if procInt(t, "/proc/sys/net/core/wmem_max") < 2*pipeBytes {
+		t.Skip("wmem_max is too small to set a send buffer larger than growOutput's")
+	}
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 2*pipeBytes); err != nil {
+		t.Fatal(err)
+	}
+	growOutput(out)
+	if got, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil || got != 4*pipeBytes {
+		t.Errorf("SO_SNDBUF = %d (%v), want %d", got, err, 4*pipeBytes)
+	}
+}
