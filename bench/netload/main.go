@@ -31,9 +31,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -123,7 +127,19 @@ func budgetBench(args []string) error {
 	store := fs.String("store", "", `budget root directory, or postgres:// URL of a server's "postgres" database`)
 	clients := fs.Int("clients", 8, "concurrent clients")
 	seconds := fs.Float64("seconds", 5, "seconds per measurement")
+	rounds := fs.Int("rounds", 3, "measurements of each side, alternating")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	reserveOnly := fs.Bool("reserve-only", false, "measure reservations without settlements (to see where the time goes)")
 	fs.Parse(args)
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	loc, bareLoc, err := locators(ctx, *store)
 	if err != nil {
@@ -134,6 +150,11 @@ func budgetBench(args []string) error {
 		return err
 	}
 	defer bare.Close()
+	if budget.IsPostgres(loc) {
+		// Keep the clients' connections open between transactions, as
+		// the budget store does.
+		bare.SetMaxIdleConns(*clients)
+	}
 	b, err := budget.Open(ctx, loc, &budget.Policy{Format: 1, Group: "bench", WindowSeconds: 3600,
 		WindowRequests: 1 << 40, WindowBytes: 1 << 50}, nil)
 	if err != nil {
@@ -142,38 +163,101 @@ func budgetBench(args []string) error {
 	defer b.Close()
 	d := time.Duration(*seconds * float64(time.Second))
 	var seq atomic.Int64
-	bareRate, err := measure(*clients, d, func(int) error {
+	bareOp := func(int) error {
 		_, err := bare.ExecContext(ctx, rebind(loc, "INSERT INTO bare (id, v) VALUES (?, ?)"), seq.Add(1), time.Now().UnixNano())
 		return err
-	})
-	if err != nil {
-		return err
 	}
-	pairRate, err := measure(*clients, d, func(c int) error {
+	pairOp := func(c int) error {
 		r, err := b.Reserve(ctx, fmt.Sprintf("client-%d", c), 1000)
 		if err != nil {
 			return err
 		}
+		if *reserveOnly {
+			return nil
+		}
 		return b.Settle(ctx, r.ID, 500, budget.Outcome{Status: 200})
-	})
-	if err != nil {
+	}
+	// Rounds alternate which side goes first, so that a change in the
+	// machine's load falls on both.
+	var bareTotal, pairTotal result
+	var ratios []float64
+	for i := range *rounds {
+		var br, pr result
+		if i%2 == 0 {
+			br, err = measure(*clients, d, bareOp)
+			if err == nil {
+				pr, err = measure(*clients, d, pairOp)
+			}
+		} else {
+			pr, err = measure(*clients, d, pairOp)
+			if err == nil {
+				br, err = measure(*clients, d, bareOp)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		bareTotal.add(br)
+		pairTotal.add(pr)
+		ratios = append(ratios, pr.rate()/br.rate())
+	}
+	if err := b.Flush(ctx); err != nil {
 		return err
 	}
+	slices.Sort(ratios)
 	kind := "sqlite"
 	if budget.IsPostgres(loc) {
 		kind = "postgres"
 	}
-	fmt.Printf("%s clients=%d bare_tx_per_s=%.0f reserve_settle_per_s=%.0f ratio_pairs=%.2f ratio_tx=%.2f\n",
-		kind, *clients, bareRate, pairRate, pairRate/bareRate, 2*pairRate/bareRate)
+	fmt.Printf("%s clients=%d rounds=%d bare_tx_per_s=%.0f reserve_settle_per_s=%.0f ratio_pairs=%.2f ratio_tx=%.2f median_round_ratio_pairs=%.2f cpu_us_bare_tx=%.0f cpu_us_pair=%.0f\n",
+		kind, *clients, *rounds, bareTotal.rate(), pairTotal.rate(), pairTotal.rate()/bareTotal.rate(), 2*pairTotal.rate()/bareTotal.rate(),
+		ratios[len(ratios)/2], bareTotal.cpuPerOp(), pairTotal.cpuPerOp())
 	return nil
 }
 
-// measure runs op on clients goroutines for d and returns operations per
-// second.
-func measure(clients int, d time.Duration, op func(client int) error) (float64, error) {
+// result is a measurement: operations, wall time, and the CPU time of
+// this process and of the local PostgreSQL server's processes.
+type result struct {
+	n         int64
+	wall, cpu time.Duration
+}
+
+func (r *result) add(o result) { r.n, r.wall, r.cpu = r.n+o.n, r.wall+o.wall, r.cpu+o.cpu }
+func (r result) rate() float64 { return float64(r.n) / r.wall.Seconds() }
+func (r result) cpuPerOp() float64 {
+	return float64(r.cpu.Microseconds()) / float64(max(r.n, 1))
+}
+
+// cpuTime is the CPU time used so far by this process and by every
+// process named postgres (a server on another machine counts nothing).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		s := string(data)
+		if err != nil || !strings.Contains(s, "(postgres)") {
+			continue
+		}
+		f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		k, _ := strconv.ParseInt(f[12], 10, 64)
+		t += time.Duration(u+k) * 10 * time.Millisecond // clock ticks (USER_HZ 100)
+	}
+	return t
+}
+
+// measure runs op on clients goroutines for d.
+func measure(clients int, d time.Duration, op func(client int) error) (result, error) {
 	var n atomic.Int64
 	var first error
 	var once sync.Once
+	c0 := cpuTime()
 	deadline := time.Now().Add(d)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -189,7 +273,7 @@ func measure(clients int, d time.Duration, op func(client int) error) (float64, 
 		})
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds(), first
+	return result{n: n.Load(), wall: time.Since(start), cpu: cpuTime() - c0}, first
 }
 
 // locators returns where the budget and the bare inserts go: the root

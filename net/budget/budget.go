@@ -25,19 +25,33 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
 )
 
 // Options configure Open. Nil options are the defaults.
 type Options struct {
 	// Clock reads the time; nil is SystemClock.
 	Clock Clock
+	// NoLease admits every request through the group row, also where a
+	// lease could serve it (PostgreSQL): for a host that wants no slice
+	// of the allowance set aside for it.
+	NoLease bool
+	// SettleDelay is how long a deferred settlement waits for another
+	// transaction to ride on; zero is limits.BudgetSettleDelay.
+	SettleDelay time.Duration
+	// Log receives what cannot be returned to a caller: a deferred
+	// settlement that failed to be written. Nil is slog.Default().
+	Log *slog.Logger
 }
 
 // Budget is an open allowance. It is safe for concurrent use.
@@ -45,6 +59,13 @@ type Budget struct {
 	s      *store
 	policy Policy
 	clock  Clock
+	log    *slog.Logger
+	// holder names this Budget's leases.
+	holder string
+	// leasing: admissions may be served by a lease (see lease.go).
+	leasing bool
+	lmu     sync.Mutex
+	lease   *lease
 }
 
 // Sentinel causes, for errors.Is.
@@ -70,7 +91,11 @@ func Open(ctx context.Context, locator string, policy *Policy, opts *Options) (*
 	if err != nil {
 		return nil, err
 	}
-	b := newBudget(s, *policy, opts)
+	b, err := newBudget(s, *policy, opts)
+	if err != nil {
+		s.db.Close()
+		return nil, err
+	}
 	if err := s.tx(ctx, func(t *sql.Tx) error { return b.init(ctx, t) }); err != nil {
 		s.db.Close()
 		return nil, err
@@ -89,19 +114,84 @@ func OpenExisting(ctx context.Context, locator string, opts *Options) (*Budget, 
 		s.db.Close()
 		return nil, err
 	}
-	return newBudget(s, *p, opts), nil
+	b, err := newBudget(s, *p, opts)
+	if err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	return b, nil
 }
 
-func newBudget(s *store, p Policy, opts *Options) *Budget {
-	b := &Budget{s: s, policy: p, clock: SystemClock}
-	if opts != nil && opts.Clock != nil {
+func newBudget(s *store, p Policy, opts *Options) (*Budget, error) {
+	holder, err := newID()
+	if err != nil {
+		return nil, err
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	b := &Budget{s: s, policy: p, clock: SystemClock, log: slog.Default(), holder: holder}
+	if opts.Clock != nil {
 		b.clock = opts.Clock
 	}
-	return b
+	if opts.Log != nil {
+		b.log = opts.Log
+	}
+	b.leasing = s.d == postgresDialect && !opts.NoLease && p.MinIntervalSeconds == 0 &&
+		p.TaskRequests == p.WindowRequests && p.TaskBytes == p.WindowBytes
+	s.b = b
+	s.q = newSettleQueue(opts.SettleDelay)
+	s.q.flush = b.flushDue
+	return b, nil
 }
 
-// Close releases the store.
-func (b *Budget) Close() error { return b.s.db.Close() }
+// Flush writes the settlements deferred so far. If it fails, they stay
+// queued (and their reservations charged).
+func (b *Budget) Flush(ctx context.Context) error {
+	return b.s.unlocked(ctx, func(context.Context, *batchState) error { return nil })
+}
+
+// flushDue writes the deferred settlements that found no transaction to
+// ride on. If that fails, they are dropped: their reservations stay
+// charged in full, as status shows.
+func (b *Budget) flushDue() {
+	if !b.s.q.due() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limits.BudgetBusyTimeout)
+	defer cancel()
+	if err := b.Flush(ctx); err != nil {
+		if n := b.s.q.drop(); n > 0 {
+			b.log.Warn("budget: deferred settlements could not be written; their reservations stay charged in full", "root", b.s.locator, "settlements", n, "err", err)
+		}
+	}
+}
+
+// Close writes the deferred settlements, returns this Budget's lease
+// and releases the store. Settlements it cannot write leave their
+// reservations charged (the error says so); a lease it cannot return is
+// taken back when it expires.
+func (b *Budget) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), limits.BudgetBusyTimeout)
+	defer cancel()
+	err := b.Flush(ctx)
+	if err != nil {
+		err = fault.Wrap(fault.As(err).Code, err, "budget: %d deferred settlements were not written; their reservations stay charged", b.s.q.drop())
+	}
+	if b.currentLease() != nil {
+		if lerr := b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
+			return bs.returnLeases(ctx, func(l *leaseRow) bool { return l.holder == b.holder })
+		}); err == nil {
+			err = lerr
+		}
+		b.setLease(nil)
+	}
+	b.s.q.close()
+	if cerr := b.s.db.Close(); err == nil && cerr != nil {
+		err = fault.Wrap(fault.IO, cerr, "budget store %s: close failed", b.s.locator)
+	}
+	return err
+}
 
 // Policy returns the policy admissions are checked against.
 func (b *Budget) Policy() Policy { return b.policy }
@@ -220,10 +310,20 @@ func (b *Budget) reserve(ctx context.Context, task string, bytes int64, upTo boo
 		return nil, err
 	}
 	r := &Reservation{ID: id, Group: b.policy.Group, Task: task, Bytes: bytes}
+	if b.leasing {
+		ok, err := b.reserveLeased(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return r, nil
+		}
+	}
 	err = b.s.locked(ctx, task, func(ctx context.Context, bs *batchState) error { return b.admit(ctx, bs, r, upTo) })
 	if err != nil {
 		return nil, err
 	}
+	b.s.q.track(r.ID, r.Bytes, nil)
 	return r, nil
 }
 
@@ -232,6 +332,13 @@ func (b *Budget) admit(ctx context.Context, bs *batchState, r *Reservation, upTo
 	now := b.clock()
 	if err := b.admissible(g, now); err != nil {
 		return err
+	}
+	// Exactly as without leases: a request the unleased allowance cannot
+	// serve in full takes every lease's unused part back first.
+	if len(bs.leases) > 0 && (g.WindowRequests+1 > b.policy.WindowRequests || g.WindowBytes+r.Bytes > b.policy.WindowBytes) {
+		if err := bs.returnLeases(ctx, allLeases); err != nil {
+			return err
+		}
 	}
 	ts, err := bs.task(ctx, r.Task)
 	if err != nil {
@@ -260,7 +367,7 @@ func (b *Budget) admit(ctx context.Context, bs *batchState, r *Reservation, upTo
 	if iv := b.policy.interval(); iv > 0 {
 		g.Next = after(now, iv)
 	}
-	return nil
+	return bs.grant(ctx, b, r, now)
 }
 
 // admissible checks the root's state, the cooldown and the spacing, and
@@ -314,9 +421,12 @@ func deferred(wait time.Duration, format string, args ...any) *fault.Error {
 	return fault.New(fault.Deferred, "%s; retry in %s", fmt.Sprintf(format, args...), d).RetryIn(d)
 }
 
+// newID is 8 bytes of the wall clock and 8 random ones, in hex: unique,
+// and inserted near the ones before it (an index grows at one end).
 func newID() (string, error) {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixNano()))
+	if _, err := rand.Read(b[8:]); err != nil {
 		return "", fault.Wrap(fault.Internal, err, "budget: no randomness for a reservation id")
 	}
 	return hex.EncodeToString(b[:]), nil

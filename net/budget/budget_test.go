@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,75 +234,152 @@ func TestPolicyChangeKeepsCharges(t *testing.T) {
 }
 
 // Conservation: many goroutines and several processes reserve at once; the
-// admitted count is exactly the allowance.
+// admitted count is exactly the allowance. On PostgreSQL every process
+// first takes a lease (all hold one at once before they go on), and the
+// same runs again without leases.
 func TestConservationAcrossGoroutinesAndProcesses(t *testing.T) {
 	const allowance, procs, perProc, goroutines = 37, 3, 40, 8
-	eachStore(t, func(t *testing.T, loc string) {
-		b := open(t, loc, policy(allowance, 1<<40), nil)
-		var admitted atomic.Int64
-		var wg sync.WaitGroup
-		children := make([]*testkit.Child, procs)
-		for i := range children {
-			children[i] = testkit.StartChild(t, "TestChildReserve", childEnv+"="+loc, "CAPKIT_BUDGET_N="+strconv.Itoa(perProc))
-		}
-		for g := range goroutines {
-			wg.Go(func() {
-				for range 10 {
-					if _, err := b.Reserve(context.Background(), fmt.Sprintf("g%d", g), 1); err == nil {
-						admitted.Add(1)
-					} else if fault.CodeOf(err) != fault.Deferred {
-						t.Error(err)
-					}
+	for _, noLease := range []bool{false, true} {
+		t.Run(map[bool]string{false: "leases", true: "no-lease"}[noLease], func(t *testing.T) {
+			eachStore(t, func(t *testing.T, loc string) {
+				if noLease && !IsPostgres(loc) {
+					t.Skip("SQLite admits without leases anyway")
 				}
+				conserve(t, loc, noLease, allowance, procs, perProc, goroutines)
 			})
-		}
-		for _, c := range children {
-			sc := bufio.NewScanner(c.Stdout)
-			for sc.Scan() {
-				if n, ok := strings.CutPrefix(sc.Text(), "admitted "); ok {
-					k, _ := strconv.Atoi(n)
-					admitted.Add(int64(k))
-				}
-			}
-			if _, err := c.Wait(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		wg.Wait()
-		st, err := b.Status(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if admitted.Load() != allowance || st.WindowRequests != allowance || st.TotalRequests != allowance {
-			t.Fatalf("admitted %d, status %d, want exactly %d", admitted.Load(), st.WindowRequests, allowance)
-		}
-	})
+		})
+	}
 }
 
-// TestChildReserve is the body of a child process: reserve N times and
-// print how many were admitted.
+func conserve(t *testing.T, loc string, noLease bool, allowance int64, procs, perProc, goroutines int) {
+	b, err := Open(context.Background(), loc, policy(allowance, 1<<40), &Options{NoLease: noLease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	barrier := filepath.Join(t.TempDir(), "go")
+	var admitted atomic.Int64
+	children := make([]*testkit.Child, procs)
+	lines := make([]*bufio.Scanner, procs)
+	for i := range children {
+		children[i] = testkit.StartChild(t, "TestChildReserve", childEnv+"="+loc, "CAPKIT_BUDGET_N="+strconv.Itoa(perProc),
+			"CAPKIT_BUDGET_GO="+barrier, "CAPKIT_BUDGET_NOLEASE="+strconv.FormatBool(noLease))
+		lines[i] = bufio.NewScanner(children[i].Stdout)
+	}
+	for i := range children {
+		if !lines[i].Scan() || lines[i].Text() != "first" {
+			t.Fatalf("child %d: %q", i, lines[i].Text())
+		}
+	}
+	// Every child has made its first admission; with leases each holds
+	// one now, a slice of what was left when it came.
+	st, err := b.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLeases := int64(0)
+	if IsPostgres(loc) && !noLease {
+		wantLeases = int64(procs)
+	}
+	if st.Leases != wantLeases || st.WindowRequests != int64(procs) {
+		t.Fatalf("after the first admissions: %d leases (want %d), %d requests", st.Leases, wantLeases, st.WindowRequests)
+	}
+	if err := os.WriteFile(barrier, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for range 10 {
+				if _, err := b.Reserve(context.Background(), fmt.Sprintf("g%d", g), 1); err == nil {
+					admitted.Add(1)
+				} else if fault.CodeOf(err) != fault.Deferred {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	var leased int
+	for i, c := range children {
+		for lines[i].Scan() {
+			var k, l int
+			if _, err := fmt.Sscanf(lines[i].Text(), "admitted %d leased %d", &k, &l); err == nil {
+				admitted.Add(int64(k))
+				leased += l
+			}
+		}
+		if _, err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	st, err = b.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admitted.Load() != allowance || st.WindowRequests != allowance || st.TotalRequests != allowance || st.WindowRequests+st.LeasedRequests > allowance {
+		t.Fatalf("admitted %d, status %d (+%d leased), want exactly %d", admitted.Load(), st.WindowRequests, st.LeasedRequests, allowance)
+	}
+	if noLease && leased != 0 {
+		t.Fatalf("%d admissions under leases with NoLease", leased)
+	}
+	t.Logf("children admitted %d under leases", leased)
+}
+
+// TestChildReserve is the body of a child process: reserve once, say so,
+// wait for the barrier file, reserve N-1 times more and print how many
+// were admitted, and how many of those under a lease.
 func TestChildReserve(t *testing.T) {
 	loc := os.Getenv(childEnv)
 	if loc == "" {
 		t.Skip("child process body")
 	}
 	n, _ := strconv.Atoi(os.Getenv("CAPKIT_BUDGET_N"))
-	b, err := OpenExisting(context.Background(), loc, nil)
+	noLease, _ := strconv.ParseBool(os.Getenv("CAPKIT_BUDGET_NOLEASE"))
+	b, err := OpenExisting(context.Background(), loc, &Options{NoLease: noLease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	admitted := 0
-	for range n {
-		_, err := b.Reserve(context.Background(), fmt.Sprintf("p%d", os.Getpid()), 1)
+	task := fmt.Sprintf("p%d", os.Getpid())
+	admitted, leased := 0, 0
+	for i := range n {
+		r, err := b.Reserve(context.Background(), task, 1)
 		switch {
 		case err == nil:
 			admitted++
+			if underLease(b, r.ID) {
+				leased++
+			}
 		case !errors.Is(err, fault.ErrDeferred):
 			t.Fatal(err)
 		}
+		if i == 0 {
+			fmt.Println("first")
+			awaitFile(t, os.Getenv("CAPKIT_BUDGET_GO"))
+		}
 	}
-	fmt.Printf("admitted %d\n", admitted)
+	fmt.Printf("admitted %d leased %d\n", admitted, leased)
+}
+
+// underLease reports whether this Budget admitted reservation id under a
+// lease.
+func underLease(b *Budget, id string) bool {
+	b.s.q.mu.Lock()
+	defer b.s.q.mu.Unlock()
+	tr := b.s.q.open[id]
+	return tr != nil && tr.l != nil
+}
+
+// awaitFile waits for a file the parent creates; the deadline only guards
+// against a hang.
+func awaitFile(t *testing.T, path string) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("no %s within a minute", path)
 }
 
 // SIGKILL between reserve and settle leaves the bytes charged.

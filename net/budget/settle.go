@@ -26,6 +26,16 @@ type Outcome struct {
 // a cooldown: timed when Retry-After gives at most limits.BudgetMaxCooldown,
 // otherwise (429 without a readable Retry-After) until an operator clears
 // it. A cooldown is only ever lengthened.
+//
+// What returns before it is durable: the settlement of a reservation this
+// Budget admitted, without an upstream refusal, is checked (once, and at
+// most what was reserved), queued and written by this Budget's next
+// transaction, within Options.SettleDelay, or by Flush or Close. Until it
+// is written other processes see the reservation open and its bytes
+// charged; if this process dies first, they stay charged in full. A
+// settlement that starts a cooldown, and one of a reservation this Budget
+// does not know (another process's, an operator's), is durable when
+// Settle returns.
 func (b *Budget) Settle(ctx context.Context, id string, used int64, out Outcome) error {
 	if used < 0 {
 		return fault.New(fault.InvalidInput, "budget: settlement of %d bytes: the count cannot be negative; the charge stays", used)
@@ -41,15 +51,25 @@ func (b *Budget) Settle(ctx context.Context, id string, used int64, out Outcome)
 		return b.settleRefusal(ctx, bs, id, used)
 	}
 	if !refusal(out.Status) {
+		if ok, err := b.s.q.queue(id, used); ok {
+			return err
+		}
 		return b.s.unlocked(ctx, record)
 	}
-	return b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
+	if err := b.s.q.check(id); err != nil {
+		return err
+	}
+	err := b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
 		if err := record(ctx, bs); err != nil {
 			return err
 		}
 		b.cooldown(bs.g, out, b.clock())
 		return nil
 	})
+	if err == nil {
+		b.s.q.forget(id)
+	}
+	return err
 }
 
 // settleRefusal explains a settlement that matched no open reservation.

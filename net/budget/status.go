@@ -33,6 +33,13 @@ type Status struct {
 	CooldownReason   string `json:"cooldown_reason,omitempty"`
 	TotalRequests    int64  `json:"total_requests"`
 	TotalBytes       int64  `json:"total_bytes"`
+	// Leases are slices of the window set aside for hosts (PostgreSQL):
+	// LeasedRequests and LeasedBytes are their unused parts in this
+	// window, charged to the group until returned and not counted in
+	// WindowRequests and WindowBytes.
+	Leases         int64 `json:"leases"`
+	LeasedRequests int64 `json:"leased_requests"`
+	LeasedBytes    int64 `json:"leased_bytes"`
 
 	// Tasks are the tasks with a charge in the current window, at most
 	// limits.BudgetStatusMaxTasks; MoreTasks counts the rest.
@@ -70,10 +77,18 @@ func (b *Budget) Status(ctx context.Context) (*Status, error) {
 			CooldownOperator:     g.CooldownOperator, CooldownReason: g.CooldownReason,
 			TotalRequests: g.TotalRequests, TotalBytes: g.TotalBytes,
 		}
-		if g.WindowEnd.remaining(now) == 0 {
-			st.WindowRequests, st.WindowBytes = 0, 0
+		u, err := b.s.unusedLeases(ctx, t, g.WindowSeq)
+		if err != nil {
+			return err
 		}
-		var err error
+		st.Leases, st.LeasedRequests, st.LeasedBytes = u.leases, u.windowRequests, u.windowBytes
+		st.WindowRequests -= u.windowRequests
+		st.WindowBytes -= u.windowBytes
+		st.TotalRequests -= u.requests
+		st.TotalBytes -= u.bytes
+		if g.WindowEnd.remaining(now) == 0 {
+			st.WindowRequests, st.WindowBytes, st.LeasedRequests, st.LeasedBytes = 0, 0, 0, 0
+		}
 		if st.Tasks, st.MoreTasks, err = b.s.tasks(ctx, t, g.WindowSeq, limits.BudgetStatusMaxTasks); err != nil {
 			return err
 		}
@@ -160,6 +175,9 @@ func (st *Status) Text() string {
 		fmt.Fprintf(&b, "BLOCKED until an operator clears the cooldown: %s\n", st.CooldownReason)
 	case st.CooldownRemainingSec > 0:
 		fmt.Fprintf(&b, "cooling down for %.0fs: %s\n", st.CooldownRemainingSec, st.CooldownReason)
+	}
+	if st.Leases > 0 {
+		fmt.Fprintf(&b, "%d leases outstanding: %d requests, %d bytes set aside, unused\n", st.Leases, st.LeasedRequests, st.LeasedBytes)
 	}
 	fmt.Fprintf(&b, "total: %d requests, %d bytes\n", st.TotalRequests, st.TotalBytes)
 	for _, r := range st.Open {

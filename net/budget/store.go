@@ -69,6 +69,10 @@ type store struct {
 	locator string // the root path or a URL without its password
 	lockedB batcher
 	freeB   batcher
+	leaseB  batcher
+	// b is the Budget the store serves, q its deferred settlements.
+	b *Budget
+	q *settleQueue
 }
 
 // openStore opens the database a locator names: a PostgreSQL URL, or a
@@ -138,6 +142,10 @@ func openPostgres(ctx context.Context, locator string) (*store, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.InvalidInput, err, "budget store: bad PostgreSQL URL")
 	}
+	// Admissions under a lease run on connections of their own; keep them
+	// open between calls, and bound them.
+	db.SetMaxOpenConns(limits.BudgetMaxConns)
+	db.SetMaxIdleConns(limits.BudgetMaxConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fault.Wrap(fault.Unavailable, err, "budget store: PostgreSQL is unreachable")
@@ -147,7 +155,10 @@ func openPostgres(ctx context.Context, locator string) (*store, error) {
 
 func newStore(db *sql.DB, d dialect, locator string) *store {
 	s := &store{db: db, d: d, locator: locator}
-	s.lockedB.locked = true
+	s.lockedB.commit = func(ops []*op) { s.commit(ops, true) }
+	s.freeB.commit = func(ops []*op) { s.commit(ops, false) }
+	s.leaseB.commit = s.commitLeased
+	s.leaseB.secondAt = secondLeaderAt
 	return s
 }
 
@@ -168,10 +179,15 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS budget_task (task TEXT PRIMARY KEY,
 		win_seq BIGINT NOT NULL, win_requests BIGINT NOT NULL, win_bytes BIGINT NOT NULL,
 		total_requests BIGINT NOT NULL, total_bytes BIGINT NOT NULL)`,
+	// A slice of the window set aside for one holder (lease.go).
+	`CREATE TABLE IF NOT EXISTS budget_lease (id TEXT PRIMARY KEY, holder TEXT NOT NULL,
+		win_seq BIGINT NOT NULL, requests BIGINT NOT NULL, bytes BIGINT NOT NULL, created BIGINT NOT NULL,
+		exp_wall BIGINT NOT NULL, exp_boot_id TEXT NOT NULL, exp_boot BIGINT NOT NULL)`,
 	// used is NULL while a reservation is open, then the bytes it used
-	// until a locked transaction folds it into the counters.
+	// until a locked transaction folds it into the counters; lease names
+	// the lease it was admitted under until that lease is returned.
 	`CREATE TABLE IF NOT EXISTS budget_reservation (id TEXT PRIMARY KEY, task TEXT NOT NULL,
-		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL, used BIGINT)`,
+		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL, used BIGINT, lease TEXT)`,
 }
 
 // tx runs fn in one transaction, committed durably when fn succeeds. On

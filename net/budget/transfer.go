@@ -22,7 +22,11 @@ type Sealed struct {
 
 // Seal stops admissions at this root for quota snapshot id and returns its
 // accounting. It refuses (conflict) a root with open reservations (not
-// quiesced: settle them first) and a root already sealed or transferred.
+// quiesced: settle them first; a settlement deferred by a process that
+// has not flushed or closed its Budget is not yet written) and a root
+// already sealed or transferred. Outstanding leases do not make a root
+// unquiesced: Seal takes them back, unused parts included, before it
+// counts.
 func (b *Budget) Seal(ctx context.Context, id string) (*Sealed, error) {
 	var out *Sealed
 	err := b.s.locked(ctx, "", func(ctx context.Context, bs *batchState) error {
@@ -32,6 +36,15 @@ func (b *Budget) Seal(ctx context.Context, id string) (*Sealed, error) {
 		g, t := bs.g, bs.t
 		if g.State != stateActive {
 			return fault.Wrap(fault.Conflict, ErrTransferred, "budget root %s is already %s (snapshot %s)", b.s.locator, g.State, g.SnapshotID)
+		}
+		// A lease is no reservation: it is taken back here (its holder's
+		// next admission under it fails and finds the root sealed), and
+		// only reservations admitted under it may be open.
+		if err := bs.returnLeases(ctx, allLeases); err != nil {
+			return err
+		}
+		if err := bs.flush(ctx); err != nil {
+			return err
 		}
 		var open int64
 		if err := b.s.queryRow(ctx, t, `SELECT COUNT(*) FROM budget_reservation WHERE used IS NULL`).Scan(&open); err != nil {
@@ -159,7 +172,10 @@ func createIn(ctx context.Context, st *store, t *sql.Tx, s *Sealed, g *GroupStat
 			return err
 		}
 	}
-	b := newBudget(st, s.Policy, opts)
+	b, err := newBudget(st, s.Policy, opts)
+	if err != nil {
+		return err
+	}
 	if err := b.create(ctx, t, g); err != nil {
 		return err
 	}

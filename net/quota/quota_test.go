@@ -48,6 +48,11 @@ func busyRoot(t *testing.T, loc string, keepOpen bool) (*budget.Budget, string) 
 		for _, o := range all.Open {
 			b.Settle(ctx, o.ID, o.Bytes, budget.Outcome{})
 		}
+		// Settlements are deferred: a snapshot from another process sees
+		// them once they are written.
+		if err := b.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return b, r2.ID
 }
@@ -125,6 +130,7 @@ func TestTakeRefusesUnquiesced(t *testing.T) {
 	for _, o := range st.Open {
 		b.Settle(ctx, o.ID, o.Bytes, budget.Outcome{})
 	}
+	b.Flush(ctx)
 	if _, err := Take(ctx, src, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +138,61 @@ func TestTakeRefusesUnquiesced(t *testing.T) {
 	wantCode(t, err, fault.Conflict, "already sealed")
 	_, err = b.Reserve(ctx, "a", 1)
 	wantCode(t, err, fault.Denied, "sealed")
+}
+
+// An outstanding lease (PostgreSQL) does not keep a root from being
+// quiesced: Take takes it back. Reservations admitted under it count as
+// open until their settlements are written, and the holder's next
+// admission finds the root sealed.
+func TestTakeTakesLeasesBack(t *testing.T) {
+	ctx := context.Background()
+	src := pgtest.URL(t)
+	b, err := budget.Open(ctx, src, pol, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	r1, err := b.Reserve(ctx, "a", 100) // through the group row; a lease comes with it
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := b.Reserve(ctx, "a", 100) // under the lease
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := b.Status(ctx); st.Leases != 1 || st.LeasedRequests == 0 || st.WindowRequests != 2 {
+		t.Fatalf("want one lease beside two admissions: %+v", st)
+	}
+	b.Settle(ctx, r1.ID, 50, budget.Outcome{})
+	b.Settle(ctx, r2.ID, 60, budget.Outcome{})
+	// Deferred, not yet written: the reservations are open.
+	_, err = Take(ctx, src, nil)
+	wantCode(t, err, fault.Conflict, "2 reservations are open")
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Take(ctx, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := snap.Group
+	if g.WindowRequests != 2 || g.WindowBytes != 110 || g.TotalRequests != 2 || g.TotalBytes != 110 {
+		t.Fatalf("the lease's unused part must be back: %+v", g)
+	}
+	_, err = b.Reserve(ctx, "a", 1)
+	wantCode(t, err, fault.Denied, "sealed")
+	dest := filepath.Join(t.TempDir(), "new")
+	if err := Transfer(ctx, snap, dest, nil); err != nil {
+		t.Fatal(err)
+	}
+	nb, err := budget.OpenExisting(ctx, dest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	if st, _ := nb.Status(ctx); st.WindowRequests != 2 || st.WindowBytes != 110 || len(st.Tasks) != 1 || st.Tasks[0].WindowBytes != 110 {
+		t.Fatalf("transferred: %+v", st)
+	}
 }
 
 func TestTransferRefusals(t *testing.T) {
