@@ -10,9 +10,12 @@
 #     COMMIT each) with 8 concurrent clients on the same store and
 #     settings: SQLite (WAL, synchronous=FULL) and PostgreSQL (a server
 #     started for the run with default durability: fsync and
-#     synchronous_commit on). ratio_pairs compares reserve+settle pairs with
-#     bare transactions one for one; ratio_tx counts each pair as the two
-#     durable transactions it needs.
+#     synchronous_commit on; both sides keep their 8 connections open).
+#     $ROUNDS rounds of $SECONDS_PER s per side, alternating which side
+#     goes first. ratio_pairs compares reserve+settle pairs with bare
+#     transactions one for one (the goal: >= 0.8); ratio_tx counts each
+#     pair as two transactions; cpu_us_* is the CPU time (this process and
+#     the local PostgreSQL server's) per transaction or pair.
 # Needs curl, and initdb/pg_ctl (scripts/need-postgres.sh) for PostgreSQL.
 #
 # Usage: bash bench/net.sh        (from the repository root)
@@ -20,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-5}
 SECONDS_PER=${SECONDS_PER:-5}
+ROUNDS=${ROUNDS:-3}
 cache=bench/.cache/net
 rm -rf "$cache" && mkdir -p "$cache"
 go build -o "$cache/capkit" ./cmd/capkit
@@ -52,7 +56,7 @@ k=$(median <"$cache/capkit.times")
 printf '100 MiB over loopback HTTPS: curl %.3f s (%.0f MiB/s), capkit fetch %.3f s (%.0f MiB/s), ratio %.2f\n' \
 	"$c" "$(echo "100 / $c" | bc -l)" "$k" "$(echo "100 / $k" | bc -l)" "$(echo "$c / $k" | bc -l)"
 
-"$cache/netload" budget -store "$cache/sqlite-root" -clients 8 -seconds "$SECONDS_PER"
+"$cache/netload" budget -store "$cache/sqlite-root" -clients 8 -seconds "$SECONDS_PER" -rounds "$ROUNDS"
 
 # A PostgreSQL server with default durability, on a Unix socket, as an
 # unprivileged user (it refuses to run as root).
@@ -67,4 +71,4 @@ fi
 (cd "$pg" && "${as[@]}" "$bin/initdb" -D "$pg/data" -U postgres --auth=trust >/dev/null)
 (cd "$pg" && "${as[@]}" "$bin/pg_ctl" -D "$pg/data" -l "$pg/log" -w -o "-c listen_addresses= -c unix_socket_directories=$pg" start >/dev/null)
 trap 'kill $server 2>/dev/null || true; (cd "$pg" && "${as[@]}" "$bin/pg_ctl" -D "$pg/data" -m immediate -w stop >/dev/null); rm -rf "$pg"' EXIT
-"$cache/netload" budget -store "postgres://postgres@/postgres?host=$pg" -clients 8 -seconds "$SECONDS_PER"
+"$cache/netload" budget -store "postgres://postgres@/postgres?host=$pg" -clients 8 -seconds "$SECONDS_PER" -rounds "$ROUNDS"

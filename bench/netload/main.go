@@ -4,7 +4,7 @@
 //	                               bytes at /body, with a fresh CA (D/ca.pem),
 //	                               a policy that reaches it (D/http.json) and
 //	                               its URL (D/url); runs until killed
-//	netload budget -store S -clients 8 -seconds T
+//	netload budget -store S -clients 8 -seconds T -rounds R
 //	                               reserve+settle vs bare durable
 //	                               insert+commit on S: a budget root
 //	                               directory, or the postgres:// URL of a

@@ -2,17 +2,54 @@
 // shared by every process (and, with PostgreSQL, every host) that opens the
 // same root: reserve before any I/O, settle after, status for operators.
 //
-// Admission is one transaction that reads the group's counters, checks the
-// window allowance, the task's share, the minimum spacing and any cooldown,
-// charges the reservation and commits durably before it returns, so the
-// bytes are counted before the first one is sent. A reservation whose
-// outcome is never settled (a crash, a timeout mid-body) stays charged in
-// full; Settle can only lower a charge to what was really used.
+// Admission through the group row is one transaction that reads the
+// group's counters, checks the window allowance, the task's share, the
+// minimum spacing and any cooldown, charges the reservation and commits
+// durably before it returns, so the bytes are counted before the first one
+// is sent. A reservation whose outcome is never settled (a crash, a
+// timeout mid-body) stays charged in full; Settle can only lower a charge
+// to what was really used.
 //
 // Stores: SQLite (modernc.org/sqlite, WAL, synchronous=FULL, one root
 // directory per allowance; the database write lock serialises admissions
 // across processes) and PostgreSQL (github.com/jackc/pgx/v5; the group row
 // is locked FOR UPDATE, so admissions from many hosts serialise on it).
+//
+// Leases (PostgreSQL, when the policy sets no minimum spacing and no task
+// share narrower than the group's, and Options.NoLease is not set): a
+// Budget's admission through the group row also takes a slice of what the
+// window has left (lease.go) and charges all of it to the group at once;
+// later admissions of that Budget are served from the slice, each durably
+// inserting its reservation row under the lease (many in one statement)
+// without the group row, so hosts no longer wait for each other's commits.
+//
+// Conservation. Let used be the group row's window counters. With leases,
+// used counts every slice in full from its grant until it is returned, so
+// used ≤ policy (checked under the group row lock, for slices as for
+// single admissions) bounds the reservations made through the group row
+// plus all slices. Within a slice, the holder admits only while its own
+// count (the slice less its reservations, plus the unused bytes of
+// settlements already written) covers the request, so a slice's durable
+// rows never charge more than the slice. Taking a slice back locks its
+// lease row for update: that waits for every admission statement that
+// holds the key-share lock on it and makes every later one insert nothing,
+// so the rows it then counts are all the slice will ever have, and only
+// the slice less their charges goes back to used. Hence at every instant
+// admitted(window) ≤ used ≤ policy, on every host. A request the
+// unleased allowance cannot serve takes every lease back first, so a
+// refusal for the window allowance is exact, as without leases. The
+// statement under a lease also reads the group row (without locking it)
+// and inserts only while the root is active, the lease's window is
+// current and no cooldown or spacing deadline is pending at the admitting
+// host's clock: a cooldown committed before the statement stops it.
+// Clocks decide when a lease is taken back (expiry), never whether an
+// admission under it counts.
+//
+// Deferred settlements (deferred.go): Settle of a reservation this Budget
+// admitted, without an upstream refusal, returns once it is checked and
+// queued; it is written within Options.SettleDelay, by the next batch or
+// by Flush or Close. A settlement lost before it is written (a crash)
+// leaves the reservation charged in full, as an unknown outcome is.
 //
 // Deadlines (window end, spacing, cooldown) are stored on the wall clock
 // and on the boot clock with the boot's identity; a deadline is reached

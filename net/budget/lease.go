@@ -12,19 +12,18 @@ import (
 )
 
 // Leases (PostgreSQL). A Budget takes a slice of the window's allowance
-// (some requests and bytes) in one transaction holding the group row, and
+// (some requests and bytes) in a transaction holding the group row, and
 // charges the slice to the group then and there. It then admits from the
-// slice without the group row: each admission is one statement that
-// inserts its reservation row naming the lease, and its foreign key takes
-// a key-share lock on the lease row. Taking a lease back (its holder
-// closes or asks for another, it expires, the window ends, or a
-// transaction holding the group row needs its unused part) locks the
-// lease row for update, which waits for every admission that has its
-// share lock and refuses every later one (the row is gone when they get
-// the lock: a foreign-key violation), so the count of the lease's rows it
-// then reads is final: the unused part, the slice less those rows'
-// charges, goes back to the group. Clocks decide only when a lease is
-// taken back, never whether an admission under it counts.
+// slice without the group row: admissions are inserted as reservation
+// rows naming the lease, by one statement per batch that joins the lease
+// row and takes a key-share lock on it. Taking a lease back (its holder
+// closes or replaces it, it expires, the window ends, or a transaction
+// holding the group row needs its unused part) locks the lease row for
+// update, which waits for every statement holding the key-share lock, and
+// deletes it, so that every later statement finds no lease row and
+// inserts nothing: the lease's rows it then counts are final, and the
+// slice less their charges goes back to the group. See the package
+// comment for the conservation argument.
 
 // lease is the slice a Budget admits from: what is left of it as this
 // process counts (never more than its durable rows leave).
