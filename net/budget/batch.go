@@ -20,8 +20,10 @@ import (
 // after the transaction holding its change committed. Every batch also
 // writes the settlements queued for deferral (deferred.go).
 //
-// There are two queues. Locked batches hold the group row (admissions,
-// cooldowns, status, seals): they serialise with every other host's.
+// There are three queues. Admissions under a lease (PostgreSQL) are one
+// statement per batch without the group row (lease.go). Locked batches
+// hold the group row (other admissions, cooldowns, status, seals): they
+// serialise with every other host's.
 // Plain settlements of reservations this Budget does not remember only
 // record the bytes used on their reservation row, in batches of their own
 // that run beside the locked ones; the next locked transaction (an
@@ -278,15 +280,13 @@ func (s *store) enqueue(ctx context.Context, b *batcher, o *op) error {
 // operations waits for as many to queue again before the next one:
 // callers released by a commit need a moment to queue their next
 // operation, and each missed one waits a whole commit (an fsync) longer.
-// (Two leaders per queue, each committing while the other collects, made
-// smaller batches and cost more per operation than they saved in
-// waiting: bench/RESULTS.md.)
 const gather = 200 * time.Microsecond
 
 // secondLeaderAt is how many admissions under a lease must wait, while a
-// statement of them runs, for a second one to start beside it: PostgreSQL
-// flushes both commits' WAL together, and batches stay large enough to
-// cost less per admission than a transaction each.
+// statement of them runs, for a second leader to commit them beside it
+// (PostgreSQL flushes both commits' WAL together). A second leader that
+// always ran made batches so small that they cost more per admission than
+// the wait saved (bench/RESULTS.md).
 const secondLeaderAt = 4
 
 // lead commits batches until its queue is empty.
