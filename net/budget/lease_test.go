@@ -232,3 +232,43 @@ func TestDeferredSettlementIsWritten(t *testing.T) {
 		wantCode(t, b.Settle(ctx, r.ID, 100, Outcome{}), fault.NotFound, "not open")
 	})
 }
+
+// A lease takes half of what the window has left, at most
+// limits.BudgetLeaseMaxRequests requests (at the bound and one past).
+func TestLeaseSize(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ requests, want int64 }{
+		{2*limits.BudgetLeaseMaxRequests + 1, limits.BudgetLeaseMaxRequests},
+		{2*limits.BudgetLeaseMaxRequests + 3, limits.BudgetLeaseMaxRequests},
+		{2*limits.BudgetLeaseMaxRequests - 1, limits.BudgetLeaseMaxRequests - 1},
+		{2, 0},
+	} {
+		b := open(t, pgtest.URL(t), policy(c.requests, 1<<40), nil)
+		if _, err := b.Reserve(ctx, "a", 1); err != nil {
+			t.Fatal(err)
+		}
+		got := int64(0)
+		if l := b.currentLease(); l != nil {
+			got = l.requests
+		}
+		if got != c.want {
+			t.Errorf("window of %d requests: a lease of %d, want %d", c.requests, got, c.want)
+		}
+	}
+}
+
+// The reservations one Budget remembers for deferred settlement are
+// bounded: at the bound one more is remembered, past it Settle writes.
+func TestTrackedBound(t *testing.T) {
+	q := newSettleQueue(time.Hour)
+	for i := range limits.BudgetMaxTracked {
+		q.track(fmt.Sprint(i), 10, nil)
+	}
+	q.track("past", 10, nil)
+	if ok, err := q.queue(fmt.Sprint(limits.BudgetMaxTracked-1), 5); !ok || err != nil {
+		t.Fatalf("the last one within the bound: %v %v", ok, err)
+	}
+	if ok, _ := q.queue("past", 5); ok {
+		t.Fatal("one past the bound was remembered")
+	}
+}
