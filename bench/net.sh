@@ -11,8 +11,9 @@
 #     settings: SQLite (WAL, synchronous=FULL) and PostgreSQL (a server
 #     started for the run with default durability: fsync and
 #     synchronous_commit on; both sides keep their 8 connections open).
-#     $ROUNDS rounds of $SECONDS_PER s per side, alternating which side
-#     goes first. ratio_pairs compares reserve+settle pairs with bare
+#     $SECONDS_PER s per side in $ROUNDS slices, the sides alternating
+#     (and which goes first), so that the load of a shared machine falls
+#     on both alike. ratio_pairs compares reserve+settle pairs with bare
 #     transactions one for one (the goal: >= 0.8); ratio_tx counts each
 #     pair as two transactions; cpu_us_* is the CPU time (this process and
 #     the local PostgreSQL server's) per transaction or pair.
@@ -23,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-5}
 SECONDS_PER=${SECONDS_PER:-5}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-8}
 cache=bench/.cache/net
 rm -rf "$cache" && mkdir -p "$cache"
 go build -o "$cache/capkit" ./cmd/capkit

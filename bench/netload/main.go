@@ -126,8 +126,8 @@ func budgetBench(args []string) error {
 	fs := flag.NewFlagSet("budget", flag.ExitOnError)
 	store := fs.String("store", "", `budget root directory, or postgres:// URL of a server's "postgres" database`)
 	clients := fs.Int("clients", 8, "concurrent clients")
-	seconds := fs.Float64("seconds", 5, "seconds per measurement")
-	rounds := fs.Int("rounds", 3, "measurements of each side, alternating")
+	seconds := fs.Float64("seconds", 5, "seconds of measurement per side, in all")
+	rounds := fs.Int("rounds", 8, "slices the seconds are cut into, the sides alternating")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	reserveOnly := fs.Bool("reserve-only", false, "measure reservations without settlements (to see where the time goes)")
 	fs.Parse(args)
@@ -161,7 +161,7 @@ func budgetBench(args []string) error {
 		return err
 	}
 	defer b.Close()
-	d := time.Duration(*seconds * float64(time.Second))
+	d := time.Duration(*seconds * float64(time.Second) / float64(max(*rounds, 1)))
 	var seq atomic.Int64
 	bareOp := func(int) error {
 		_, err := bare.ExecContext(ctx, rebind(loc, "INSERT INTO bare (id, v) VALUES (?, ?)"), seq.Add(1), time.Now().UnixNano())
@@ -177,8 +177,8 @@ func budgetBench(args []string) error {
 		}
 		return b.Settle(ctx, r.ID, 500, budget.Outcome{Status: 200})
 	}
-	// Rounds alternate which side goes first, so that a change in the
-	// machine's load falls on both.
+	// Short rounds, alternating which side goes first, so that a change
+	// in the machine's load falls on both.
 	var bareTotal, pairTotal result
 	var ratios []float64
 	for i := range *rounds {
