@@ -27,7 +27,7 @@ func registerNet(b *kernel.Builder, h *Host) error {
 		if err != nil {
 			return err
 		}
-		bud, err := budget.Open(ctx, n.BudgetLocator(), bp, nil)
+		bud, err := budget.Open(ctx, n.BudgetLocator(), bp, &budget.Options{Log: h.Log})
 		if err != nil {
 			return err
 		}
