@@ -251,6 +251,9 @@ func (b *Budget) init(ctx context.Context, t *sql.Tx) error {
 			return err
 		}
 	}
+	if err := s.upgrade(ctx, t); err != nil {
+		return err
+	}
 	var group string
 	err := s.queryRow(ctx, t, `SELECT v FROM budget_meta WHERE k = 'group'`).Scan(&group)
 	switch {

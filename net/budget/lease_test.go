@@ -3,6 +3,7 @@ package budget
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -271,4 +272,43 @@ func TestTrackedBound(t *testing.T) {
 	if ok, _ := q.queue("past", 5); ok {
 		t.Fatal("one past the bound was remembered")
 	}
+}
+
+// A root made before leases (no lease column on its reservations) opens,
+// gains the column and keeps its accounting.
+func TestRootFromBeforeLeases(t *testing.T) {
+	eachStore(t, func(t *testing.T, loc string) {
+		ctx := context.Background()
+		b := open(t, loc, policy(10, 1000), nil)
+		r, err := b.Reserve(ctx, "a", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		old := open(t, loc, policy(10, 1000), nil)
+		err = old.s.tx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `ALTER TABLE budget_reservation DROP COLUMN lease`)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		b = open(t, loc, policy(10, 1000), nil)
+		if err := b.Settle(ctx, r.ID, 40, Outcome{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := b.Reserve(ctx, "a", 100); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := b.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.WindowRequests != 3 || st.WindowBytes != 240 {
+			t.Fatalf("status %+v", st)
+		}
+	})
 }

@@ -190,6 +190,19 @@ var schema = []string{
 		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL, used BIGINT, lease TEXT)`,
 }
 
+// upgrade adds what a root made before leases lacks: the lease column of
+// the reservations (the lease table comes with the schema).
+func (s *store) upgrade(ctx context.Context, t *sql.Tx) error {
+	if s.d == postgresDialect {
+		return s.exec(ctx, t, `ALTER TABLE budget_reservation ADD COLUMN IF NOT EXISTS lease TEXT`)
+	}
+	var n int
+	if err := s.queryRow(ctx, t, `SELECT COUNT(*) FROM pragma_table_info('budget_reservation') WHERE name = 'lease'`).Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	return s.exec(ctx, t, `ALTER TABLE budget_reservation ADD COLUMN lease TEXT`)
+}
+
 // tx runs fn in one transaction, committed durably when fn succeeds. On
 // PostgreSQL the group row lock (forUpdate) serialises admissions; a
 // serialisation or deadlock failure is retried.
