@@ -55,6 +55,12 @@ const (
 	RunHardOpenFiles      = 65_536
 	RunDefaultTmpBytes    = 512 * MiB // the private /tmp
 	RunHardTmpBytes       = 16 * GiB
+	// RunHardMilliCPUs bounds a run's CPU bandwidth (cgroup cpu.max) in
+	// thousandths of a CPU; the default is every CPU of the machine.
+	RunHardMilliCPUs = 1_024_000
+	// RunMinMilliCPUs is the least configurable bandwidth (the kernel's
+	// least cpu.max quota is 1 ms per 100 ms period).
+	RunMinMilliCPUs = 10
 	// RunMinProcesses is the least a namespace's PID limit may be set to
 	// (the kernel refuses less).
 	RunMinProcesses = 301

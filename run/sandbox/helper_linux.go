@@ -28,32 +28,31 @@ func Main() int {
 			io.WriteString(report, notePrefix+strings.ReplaceAll(msg, "\n", " ")+"\n")
 		}
 	}
-	err := serve(note)
+	err := serve(report, note)
 	if report != nil {
 		io.WriteString(report, err.Error())
 	}
 	return 125
 }
 
-func serve(note func(string)) error {
+func serve(report *os.File, note func(string)) error {
 	in := os.NewFile(specFD, "sandbox-spec")
-	if in == nil {
+	if in == nil || report == nil {
 		return errors.New("sandbox helper: no spec on descriptor 3; it is started by sandbox.Run")
 	}
-	data, err := io.ReadAll(io.LimitReader(in, limits.RunMaxSpecBytes+1))
-	in.Close()
-	if err != nil {
-		return fmt.Errorf("sandbox helper: reading the spec: %w", err)
-	}
+	// The view, then (after the container is built) the call.
+	dec := json.NewDecoder(io.LimitReader(in, 2*limits.RunMaxSpecBytes))
 	var msg message
-	if err := json.Unmarshal(data, &msg); err != nil || msg.Spec == nil {
+	if err := dec.Decode(&msg); err != nil || msg.Spec == nil {
 		return fmt.Errorf("sandbox helper: bad spec: %v", err)
 	}
 	unix.CloseOnExec(reportFD)
 	s := msg.Spec
 	tmp := msg.Tmp
+	var mounted map[string]bool
 	if msg.Full {
-		if err := buildRoot(s, note); err != nil {
+		var err error
+		if mounted, err = buildRoot(s, note); err != nil {
 			return err
 		}
 		tmp = "/tmp"
@@ -70,6 +69,20 @@ func serve(note func(string)) error {
 			return fmt.Errorf("sandbox helper: %s: %w", d, err)
 		}
 	}
+	if _, err := io.WriteString(report, readyLine+"\n"); err != nil {
+		return fmt.Errorf("sandbox helper: %w", err)
+	}
+	var c call
+	if err := dec.Decode(&c); err != nil || len(c.Argv) == 0 {
+		return fmt.Errorf("sandbox helper: bad call: %v", err)
+	}
+	in.Close()
+	s.Argv, s.Dir, s.Env = c.Argv, c.Dir, c.Env
+	if c.NullStdin {
+		if err := nullStdin(); err != nil {
+			return err
+		}
+	}
 	env := append(s.Env[:len(s.Env):len(s.Env)], "HOME="+filepath.Join(tmp, "home"), "TMPDIR="+tmpdir)
 	path, err := lookPath(s.Argv[0], env)
 	if err != nil {
@@ -84,7 +97,7 @@ func serve(note func(string)) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := restrictLandlock(&msg, tmp); err != nil {
+	if err := restrictLandlock(&msg, tmp, mounted); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
 	}
 	if err := loadSeccomp(msg.Full); err != nil {
@@ -98,6 +111,19 @@ func serve(note func(string)) error {
 	}
 	err = unix.Exec(path, s.Argv, env)
 	return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)
+}
+
+// nullStdin makes /dev/null the standard input.
+func nullStdin() error {
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("sandbox helper: /dev/null: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Dup3(fd, 0, 0); err != nil {
+		return fmt.Errorf("sandbox helper: standard input: %w", err)
+	}
+	return nil
 }
 
 // scratchDir is the TMPDIR inside the private tmp when roots are shown

@@ -40,10 +40,11 @@ var (
 )
 
 // restrictLandlock applies the rules matching the container's view: in
-// full containment the paths are those of the new root; in reduced
-// containment, the host's, listed one by one (only the /etc entries above,
-// the private tmp Run made).
-func restrictLandlock(msg *message, tmp string) error {
+// full containment the paths are those of the new root (mounted lists the
+// protected paths it shows read-only); in reduced containment, the
+// host's, listed one by one (only the /etc entries above, the private tmp
+// Run made).
+func restrictLandlock(msg *message, tmp string, mounted map[string]bool) error {
 	s := msg.Spec
 	budget := limits.RunMaxLandlockRules
 	var rules []landlock.Rule
@@ -87,7 +88,7 @@ func restrictLandlock(msg *message, tmp string) error {
 		add(landlock.RODirs(s.ReadOnly...))
 	}
 	for _, root := range s.Writable {
-		if err := writableRules(root, protectedIn(s, root, !msg.Full), add); err != nil {
+		if err := writableRules(root, protectedIn(s, root, mounted), add); err != nil {
 			return err
 		}
 	}
@@ -143,16 +144,14 @@ func rootsUnder(msg *message, dir string) []string {
 }
 
 // protectedIn lists the protected paths within root that Landlock must
-// keep read-only: all of them in reduced containment, only the missing
-// ones in full containment (the others are read-only mounts, which cannot
-// be renamed or removed either).
-func protectedIn(s *Spec, root string, all bool) []string {
+// keep read-only: those not mounted read-only (all of them in reduced
+// containment; in full containment those missing when the view was built,
+// which may exist by now). A read-only mount cannot be renamed or removed
+// either.
+func protectedIn(s *Spec, root string, mounted map[string]bool) []string {
 	var out []string
 	for _, p := range s.Protected {
-		if !within(root, p) {
-			continue
-		}
-		if _, err := os.Lstat(p); all || err != nil {
+		if within(root, p) && !mounted[p] {
 			out = append(out, p)
 		}
 	}

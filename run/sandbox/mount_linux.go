@@ -27,10 +27,11 @@ type mountPlan struct {
 }
 
 // buildRoot assembles the container's root and pivots into it. It runs in
-// the new user and mount namespaces, with CAP_SYS_ADMIN there.
-func buildRoot(s *Spec, note func(string)) error {
+// the new user and mount namespaces, with CAP_SYS_ADMIN there. It returns
+// the protected paths it mounted read-only: Landlock keeps the others.
+func buildRoot(s *Spec, note func(string)) (map[string]bool, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("sandbox helper: making mounts private: %w", err)
+		return nil, fmt.Errorf("sandbox helper: making mounts private: %w", err)
 	}
 	plans, links, err := planMounts(s)
 	defer func() {
@@ -39,26 +40,32 @@ func buildRoot(s *Spec, note func(string)) error {
 		}
 	}()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := mountTmpfs(newRoot, limits.RunSkeletonBytes, 1024, "0755"); err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeSkeleton(links); err != nil {
-		return err
+		return nil, err
 	}
 	if err := mountTmpfs(newRoot+"/tmp", s.Limits.TmpBytes, limits.RunTmpInodes, "1777"); err != nil {
-		return err
+		return nil, err
 	}
 	for _, p := range plans {
 		if err := place(p); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := mountProc(s.Limits.Processes, note); err != nil {
-		return err
+		return nil, err
 	}
-	return pivot()
+	mounted := map[string]bool{}
+	for _, p := range plans {
+		if slices.Contains(s.Protected, p.target) {
+			mounted[p.target] = true
+		}
+	}
+	return mounted, pivot()
 }
 
 // planMounts clones the trees the view shows: system directories and

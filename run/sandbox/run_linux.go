@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -35,7 +36,9 @@ const (
 
 const notePrefix = "note: "
 
-// message is what Run sends the helper.
+// message is what Run sends the helper first: the view the container
+// shows (the spec without its command, working directory and
+// environment, which come with the call).
 type message struct {
 	Spec *Spec `json:"spec"`
 	Full bool  `json:"full"`
@@ -43,6 +46,20 @@ type message struct {
 	// Run made on the host.
 	Tmp string `json:"tmp,omitempty"`
 }
+
+// call is what the helper receives second, once the container is built:
+// the command to exec.
+type call struct {
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir"`
+	Env  []string `json:"env"`
+	// NullStdin makes the command's standard input /dev/null.
+	NullStdin bool `json:"null_stdin,omitempty"`
+}
+
+// readyLine is the helper's report that the container is built and it
+// waits for its call.
+const readyLine = "ready"
 
 // Run runs spec's command in a container until it exits or ctx ends (then
 // every process it started is killed and the result says Killed). A
@@ -55,12 +72,16 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	if err := spec.check(); err != nil {
 		return nil, err
 	}
-	msg := message{Spec: spec.withDefaults(), Full: !opts.Reduced}
+	s := spec.withDefaults()
+	c := call{Argv: s.Argv, Dir: s.Dir, Env: s.Env, NullStdin: opts.Stdin == nil}
+	view := *s
+	view.Argv, view.Dir, view.Env = nil, "", nil
+	msg := message{Spec: &view, Full: !opts.Reduced}
 	var notes []string
 	if msg.Full {
 		why := userNamespacesUnavailable()
 		if why == "" {
-			res, err := run(ctx, &msg, opts)
+			res, err := runFull(ctx, &msg, c, opts)
 			var ns *namespaceError
 			if !errors.As(err, &ns) {
 				return withNotes(res, err, hostNotes())
@@ -82,13 +103,57 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	}
 	defer os.RemoveAll(tmp)
 	msg.Tmp = tmp
-	res, err := run(ctx, &msg, opts)
-	return withNotes(res, err, append(append(notes, reducedNotes...), hostNotes()...))
+	res, err := runCold(ctx, &msg, c, opts)
+	if err == nil {
+		notes = append(notes, reducedNotes...)
+		if res.Cgroup.Path == "" {
+			notes = append(notes, "reduced containment without a cgroup: processes that leave the command's process group (setsid) may outlive the call")
+		}
+	}
+	return withNotes(res, err, append(notes, hostNotes()...))
+}
+
+// runFull runs with full containment, in the warm helper when one is
+// ready for this view, and then starts the next one.
+func runFull(ctx context.Context, msg *message, c call, opts *Options) (*Result, error) {
+	if opts.Warm == nil {
+		return runCold(ctx, msg, c, opts)
+	}
+	key := viewKey(msg, opts.Helper)
+	res, err := runWarm(ctx, msg, key, c, opts)
+	var ns *namespaceError
+	if !errors.As(err, &ns) {
+		opts.Warm.refill(msg, key, opts.Helper)
+	}
+	return res, err
+}
+
+func runWarm(ctx context.Context, msg *message, key string, c call, opts *Options) (*Result, error) {
+	if h := opts.Warm.take(msg, key); h != nil {
+		res, err := h.finish(ctx, c, opts)
+		if !errors.Is(err, errNotBuilt) {
+			return res, err
+		}
+		// The warm helper failed before its call (nothing ran): start
+		// one for the call.
+	}
+	return runCold(ctx, msg, c, opts)
+}
+
+func runCold(ctx context.Context, msg *message, c call, opts *Options) (*Result, error) {
+	h, err := startHelper(msg, opts.Helper)
+	if err != nil {
+		return nil, err
+	}
+	return h.finish(ctx, c, opts)
 }
 
 func withNotes(res *Result, err error, notes []string) (*Result, error) {
 	if err != nil {
 		return nil, err
+	}
+	for _, m := range res.Cgroup.Missing {
+		notes = append(notes, "cgroup: "+m)
 	}
 	res.Notes = append(notes, res.Notes...)
 	return res, nil
@@ -111,15 +176,36 @@ func reducedReason(opts *Options, notes []string) string {
 // reducedNotes say what reduced containment does not give.
 var reducedNotes = []string{
 	"reduced containment: no namespaces; the host's tree is limited by Landlock alone",
-	"reduced containment: processes that leave the command's process group (setsid) may outlive the call",
 	"reduced containment: the command shares the host's network namespace (sockets are denied by seccomp)",
 	"reduced containment: the host's processes and their command lines are visible in /proc (their memory and environment are not)",
 	"reduced containment: the mode and times of protected paths can be changed (Landlock does not govern them)",
 	"reduced containment: new entries cannot be made in a directory holding a protected path (.git, capkit.toml)",
 }
 
-// run starts the helper, feeds it msg, and waits for the command.
-func run(ctx context.Context, msg *message, opts *Options) (*Result, error) {
+// errNotBuilt is a helper that ended before its container was built and
+// its call sent: nothing ran.
+var errNotBuilt = errors.New("the sandbox helper ended before building the container")
+
+// helperProc is one started helper: its view sent, its call not yet.
+type helperProc struct {
+	cmd              *exec.Cmd
+	full             bool
+	specW, stdinW    *os.File
+	stdoutR, stderrR *os.File
+	reportR          *os.File
+	report           *bufio.Reader
+	cg               *cgroup
+	cgReport         CgroupReport
+	ready            chan struct{} // closed when the view is built or the helper failed
+	notes            []string      // the helper's, until ready
+	failure          string        // set before ready closes when the build failed
+	released         atomic.Bool
+}
+
+// startHelper starts a helper for msg's view, in a cgroup of its own
+// where one can be made, and sends it the view; the container is built
+// while the caller goes on.
+func startHelper(msg *message, helper []string) (*helperProc, error) {
 	data, err := json.Marshal(msg)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "sandbox: encoding the spec failed")
@@ -127,78 +213,197 @@ func run(ctx context.Context, msg *message, opts *Options) (*Result, error) {
 	if len(data) > limits.RunMaxSpecBytes {
 		return nil, fault.LimitExceeded("sandbox: the run's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
 	}
-	specR, specW, err := os.Pipe()
+	h := &helperProc{full: msg.Full, ready: make(chan struct{})}
+	// The helper's ends: it reads the spec and stdin, writes the report
+	// and both output streams.
+	var specR, reportW, stdinR, stdoutW, stderrW *os.File
+	defer func() {
+		for _, f := range []*os.File{specR, reportW, stdinR, stdoutW, stderrW} {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	for _, p := range []struct{ r, w **os.File }{
+		{&specR, &h.specW}, {&h.reportR, &reportW}, {&stdinR, &h.stdinW},
+		{&h.stdoutR, &stdoutW}, {&h.stderrR, &stderrW},
+	} {
+		if *p.r, *p.w, err = os.Pipe(); err != nil {
+			h.release()
+			return nil, fault.Wrap(fault.Unavailable, err, "sandbox: cannot start the helper")
+		}
+	}
+	h.report = bufio.NewReader(io.LimitReader(h.reportR, limits.RunMaxHelperErrorBytes))
+	h.cg, h.cgReport = newCgroup(msg.Spec.Limits)
+	for {
+		cmd := exec.Command(helper[0], helper[1:]...)
+		cmd.Env = []string{}
+		cmd.Dir = "/"
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+		cmd.ExtraFiles = []*os.File{specR, reportW}
+		cmd.SysProcAttr = helperAttr(msg.Full)
+		if h.cg != nil {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, h.cg.fd
+		}
+		err = cmd.Start()
+		if err != nil && h.cg != nil {
+			// The group cannot be joined (an LSM, a cgroup the kernel
+			// refuses to clone into): run without it, and say so.
+			dir := h.cg.dir
+			h.cg.remove()
+			h.cg, h.cgReport = nil, CgroupReport{Missing: []string{fmt.Sprintf("no cgroup: the helper cannot start in %s (%v)", dir, err)}}
+			continue
+		}
+		h.cmd = cmd
+		break
+	}
 	if err != nil {
-		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: cannot start the helper")
-	}
-	defer specW.Close()
-	reportR, reportW, err := os.Pipe()
-	if err != nil {
-		specR.Close()
-		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: cannot start the helper")
-	}
-	defer reportR.Close()
-
-	max := opts.MaxOutputBytes
-	if max == 0 {
-		max = limits.RunDefaultOutputBytes
-	}
-	stdout, stderr := newHeadTail(max), newHeadTail(max)
-	cmd := exec.Command(opts.Helper[0], opts.Helper[1:]...)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	if opts.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(opts.Stdin)
-	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{specR, reportW}
-	cmd.SysProcAttr = helperAttr(msg.Full)
-	cmd.WaitDelay = limits.RunKillGrace
-	start := time.Now()
-	err = cmd.Start()
-	specR.Close()
-	reportW.Close()
-	if err != nil {
+		h.release()
 		if msg.Full && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC)) {
 			return nil, &namespaceError{err}
 		}
 		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: the helper cannot be started")
 	}
-	var once sync.Once
-	var killed atomic.Bool
-	kill := func() {
-		once.Do(func() {
-			killed.Store(true)
-			// The helper is the PID namespace's init (full containment):
-			// its death kills every process of the namespace. Reduced
-			// containment kills the process group.
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			cmd.Process.Kill()
-		})
+	if _, err := h.specW.Write(data); err != nil {
+		h.discard()
+		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: the helper did not take its spec")
 	}
+	go h.awaitReady()
+	return h, nil
+}
+
+// awaitReady reads the helper's notes until it reports the container
+// built, or its failure.
+func (h *helperProc) awaitReady() {
+	defer close(h.ready)
+	for {
+		line, err := h.report.ReadString('\n')
+		if err != nil {
+			h.failure = line
+			if line == "" {
+				h.failure = errNotBuilt.Error()
+			}
+			return
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == readyLine {
+			return
+		}
+		if n, ok := strings.CutPrefix(line, notePrefix); ok {
+			h.notes = append(h.notes, n)
+			continue
+		}
+		rest, _ := io.ReadAll(h.report)
+		h.failure = line + "\n" + string(rest)
+		return
+	}
+}
+
+// kill kills the helper, its process group and its cgroup.
+func (h *helperProc) kill() {
+	// The helper is the PID namespace's init (full containment): its
+	// death kills every process of the namespace. Reduced containment
+	// kills the process group, and the cgroup whatever left it.
+	syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	h.cmd.Process.Kill()
+	h.cg.kill()
+}
+
+// discard kills a helper that will not be used and frees what it holds.
+func (h *helperProc) discard() {
+	h.kill()
+	h.cmd.Wait()
+	h.release()
+}
+
+// release closes the parent's pipe ends and removes the cgroup.
+func (h *helperProc) release() {
+	if h.released.Swap(true) {
+		return
+	}
+	for _, f := range []*os.File{h.specW, h.stdinW, h.stdoutR, h.stderrR, h.reportR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	h.cg.remove()
+}
+
+// finish sends the helper its call once the container is built, and
+// waits for the command.
+func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result, error) {
+	defer h.release()
+	var killed atomic.Bool
+	kill := sync.OnceFunc(func() { killed.Store(true); h.kill() })
 	stop := context.AfterFunc(ctx, kill)
 	defer stop()
-	_, werr := specW.Write(data)
-	specW.Close()
-	report, _ := io.ReadAll(io.LimitReader(reportR, limits.RunMaxHelperErrorBytes))
-	err = cmd.Wait()
+	<-h.ready
+	if h.failure != "" && !killed.Load() {
+		h.kill()
+		h.cmd.Wait()
+		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %s", errNotBuilt, h.failure), "sandbox: the container could not be set up")
+	}
+	start := time.Now()
+	data, err := json.Marshal(c)
+	if err != nil {
+		kill()
+		return nil, fault.Wrap(fault.Internal, err, "sandbox: encoding the call failed")
+	}
+	_, werr := h.specW.Write(data)
+	h.specW.Close()
+	go func() {
+		if opts.Stdin != nil {
+			h.stdinW.Write(opts.Stdin)
+		}
+		h.stdinW.Close()
+	}()
+	max := opts.MaxOutputBytes
+	if max == 0 {
+		max = limits.RunDefaultOutputBytes
+	}
+	stdout, stderr := newHeadTail(max), newHeadTail(max)
+	var copies sync.WaitGroup
+	copies.Go(func() { io.Copy(stdout, h.stdoutR) })
+	copies.Go(func() { io.Copy(stderr, h.stderrR) })
+	report, _ := io.ReadAll(h.report)
+	err = h.cmd.Wait()
 	stop()
 	// What is left of the command's process group (reduced containment:
-	// background jobs; full: nothing, the namespace is gone) dies with it.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	res := &Result{Duration: time.Since(start), Stdout: stdout.output(), Stderr: stderr.output(), Containment: Reduced}
-	if msg.Full {
+	// background jobs; full: nothing, the namespace is gone) and of its
+	// cgroup dies with it.
+	syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	h.cg.kill()
+	drain(&copies, h.stdoutR, h.stderrR)
+	res := &Result{Duration: time.Since(start), Stdout: stdout.output(), Stderr: stderr.output(), Containment: Reduced, Cgroup: h.cgReport}
+	if h.full {
 		res.Containment = Full
 	}
 	notes, failure := splitReport(string(report))
-	res.Notes = notes
+	res.Notes = append(h.notes, notes...)
 	if failure != "" && !killed.Load() {
 		return nil, fault.Wrap(fault.Unavailable, errors.New(failure), "sandbox: the container could not be set up")
 	}
 	if werr != nil && !killed.Load() {
-		return nil, fault.Wrap(fault.Unavailable, werr, "sandbox: the helper did not take its spec")
+		return nil, fault.Wrap(fault.Unavailable, werr, "sandbox: the helper did not take its call")
 	}
-	return res, exitStatus(res, cmd, err, killed.Load())
+	return res, exitStatus(res, h.cmd, err, killed.Load())
+}
+
+// drain waits for the output copies to reach the end of the pipes, up to
+// limits.RunKillGrace (a process outside the namespace and the cgroup
+// could hold them open), then closes them.
+func drain(copies *sync.WaitGroup, pipes ...*os.File) {
+	done := make(chan struct{})
+	go func() { copies.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(limits.RunKillGrace):
+	}
+	for _, p := range pipes {
+		p.Close()
+	}
+	<-done
 }
 
 // splitReport separates the helper's notes from its failure.
@@ -272,6 +477,5 @@ func hostNotes() []string {
 	} else if v < landlockWantABI {
 		notes = append(notes, fmt.Sprintf("Landlock ABI %d (of %d): the rights of later versions are not enforced", v, landlockWantABI))
 	}
-	notes = append(notes, "no cgroup limits: memory is bounded per process (address space), processes and threads by the run's process limit")
 	return notes
 }

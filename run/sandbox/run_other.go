@@ -20,3 +20,8 @@ func Main() int {
 	io.WriteString(os.Stderr, "capkit: the sandbox helper needs Linux\n")
 	return 125
 }
+
+type pending struct{}
+
+// Close does nothing: there is no helper on this system.
+func (w *Warm) Close() {}

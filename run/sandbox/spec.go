@@ -102,6 +102,10 @@ type Limits struct {
 	// CPUSeconds bounds each process's CPU time; zero means the run's
 	// wall-clock bound rounded up.
 	CPUSeconds int64 `json:"cpu_seconds"`
+	// MilliCPUs bounds the run's CPU bandwidth in thousandths of a CPU
+	// (cgroup cpu.max, where the cpu controller is delegated); zero means
+	// every CPU of the machine.
+	MilliCPUs int64 `json:"milli_cpus"`
 }
 
 // Options configure Run. Helper is required.
@@ -121,6 +125,10 @@ type Options struct {
 	// RequireFull fails with fault.Unavailable rather than run with
 	// reduced containment.
 	RequireFull bool
+	// Warm, when set, runs a full-containment command in the helper it
+	// holds when that was built for the same view, and starts the next
+	// one after the call.
+	Warm *Warm
 }
 
 // Result is how a command ended.
@@ -140,6 +148,18 @@ type Result struct {
 	// weaker than full (no cgroup, an older Landlock ABI, ...).
 	Containment Containment `json:"containment"`
 	Notes       []string    `json:"notes,omitempty"`
+	// Cgroup says which cgroup v2 limits bound the run and which did not.
+	Cgroup CgroupReport `json:"cgroup"`
+}
+
+// CgroupReport says which cgroup v2 limits bound a run.
+type CgroupReport struct {
+	// Path is the run's cgroup directory, empty when the run had none.
+	Path string `json:"path,omitempty"`
+	// Applied are the limits written, as "file=value".
+	Applied []string `json:"applied,omitempty"`
+	// Missing says, for each limit not applied, why.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Output is what was kept of one stream.
@@ -185,6 +205,7 @@ func (s *Spec) check() error {
 		{"open files", l.OpenFiles, limits.RunHardOpenFiles},
 		{"tmp bytes", l.TmpBytes, limits.RunHardTmpBytes},
 		{"cpu seconds", l.CPUSeconds, int64(limits.RunHardTimeout.Seconds())},
+		{"milli-CPUs", l.MilliCPUs, limits.RunHardMilliCPUs},
 	} {
 		if b.v < 0 || b.v > b.hard {
 			return fault.New(fault.InvalidInput, "sandbox: %s %d outside 0..%d", b.what, b.v, b.hard)
@@ -192,6 +213,9 @@ func (s *Spec) check() error {
 	}
 	if l.Processes != 0 && l.Processes < limits.RunMinProcesses {
 		return fault.New(fault.InvalidInput, "sandbox: processes %d below the least of %d", l.Processes, limits.RunMinProcesses)
+	}
+	if l.MilliCPUs != 0 && l.MilliCPUs < limits.RunMinMilliCPUs {
+		return fault.New(fault.InvalidInput, "sandbox: milli-CPUs %d below the least of %d", l.MilliCPUs, limits.RunMinMilliCPUs)
 	}
 	return nil
 }
