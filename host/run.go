@@ -11,13 +11,16 @@ import (
 
 // registerRun registers run_shell, and run_test and run_build for the
 // commands [test] and [build] declare, with capkit itself as the sandbox
-// helper and the audit log told how each command was contained.
+// helper, the next command's container built ahead (killed when the host
+// closes), and the audit log told how each command was contained.
 func registerRun(b *kernel.Builder, h *Host) error {
 	helper, err := SandboxHelper()
 	if err != nil {
 		return err
 	}
-	return run.RegisterTools(b, &run.ToolOptions{Config: h.Config.RunOptions(), Helper: helper, Audit: h.audit})
+	warm := sandbox.NewWarm()
+	h.OnClose(func() error { warm.Close(); return nil })
+	return run.RegisterTools(b, &run.ToolOptions{Config: h.Config.RunOptions(), Helper: helper, Audit: h.audit, Warm: warm})
 }
 
 // SandboxHelper is the command that starts capkit as the sandbox helper

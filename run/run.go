@@ -88,6 +88,7 @@ type Runner struct {
 	cfg    Config
 	helper []string
 	audit  *slog.Logger
+	warm   *sandbox.Warm
 }
 
 // RunnerOptions configure a Runner. The zero value runs with the defaults.
@@ -97,6 +98,10 @@ type RunnerOptions struct {
 	// Audit receives one event per command saying how it was contained;
 	// nil disables it.
 	Audit *slog.Logger
+	// Warm, when set, keeps the next command's container built ahead
+	// (a server's; a one-shot command gains nothing from it). Its owner
+	// closes it.
+	Warm *sandbox.Warm
 }
 
 // NewRunner returns a Runner starting helper as the sandbox helper: a
@@ -105,7 +110,7 @@ type RunnerOptions struct {
 func NewRunner(helper []string, opts *RunnerOptions) *Runner {
 	r := &Runner{helper: helper}
 	if opts != nil {
-		r.cfg, r.audit = opts.Config, opts.Audit
+		r.cfg, r.audit, r.warm = opts.Config, opts.Audit, opts.Warm
 	}
 	return r
 }
@@ -192,7 +197,7 @@ func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outc
 	defer cancel()
 	res, err := sandbox.Run(ctx, spec, &sandbox.Options{
 		Helper: r.helper, Stdin: q.stdin, MaxOutputBytes: r.cfg.MaxOutputBytes,
-		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull,
+		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull, Warm: r.warm,
 	})
 	if err != nil {
 		return nil, err
@@ -216,7 +221,7 @@ func (r *Runner) audited(ctx context.Context, caps capability.Set, q request, re
 	}
 	r.audit.LogAttrs(ctx, slog.LevelInfo, "contained command",
 		slog.String("effect", string(q.effect)), slog.String("containment", string(res.Containment)),
-		slog.Any("notes", res.Notes), slog.Int("exit_code", res.ExitCode), slog.String("signal", res.Signal),
+		slog.Any("notes", res.Notes), slog.Any("cgroup", res.Cgroup), slog.Int("exit_code", res.ExitCode), slog.String("signal", res.Signal),
 		slog.Bool("killed", res.Killed), slog.Int64("duration_us", res.Duration.Microseconds()))
 }
 

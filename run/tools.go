@@ -12,6 +12,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox"
 )
 
 // ToolOptions configure the contained-command tools. Helper is required
@@ -25,6 +26,9 @@ type ToolOptions struct {
 	// Audit receives one event per command saying how it was contained;
 	// nil disables it.
 	Audit *slog.Logger
+	// Warm, when set, keeps the next command's container built ahead;
+	// its owner closes it.
+	Warm *sandbox.Warm
 }
 
 // ShellArgs are run_shell's arguments.
@@ -54,6 +58,8 @@ type RunResult struct {
 	Omitted     int64    `json:"omitted_bytes,omitzero"`
 	Containment string   `json:"containment"`
 	Notes       []string `json:"notes,omitempty"`
+	// Cgroup says which cgroup v2 limits bound the command.
+	Cgroup sandbox.CgroupReport `json:"cgroup"`
 
 	stdout, stderr string
 }
@@ -89,7 +95,7 @@ func ResultOf(o *Outcome) RunResult {
 	return RunResult{
 		Command: o.Command, Dir: o.Dir, ExitCode: res.ExitCode, Signal: res.Signal,
 		DurationMS: res.Duration.Milliseconds(), StdoutBytes: res.Stdout.Bytes, StderrBytes: res.Stderr.Bytes,
-		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes,
+		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Cgroup: res.Cgroup,
 		stdout: res.Stdout.Text, stderr: res.Stderr.Text,
 	}
 }
@@ -115,7 +121,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	if opts != nil {
 		o = *opts
 	}
-	r := NewRunner(o.Helper, &RunnerOptions{Config: o.Config, Audit: o.Audit})
+	r := NewRunner(o.Helper, &RunnerOptions{Config: o.Config, Audit: o.Audit, Warm: o.Warm})
 	out := o.Config.MaxOutputBytes
 	if out == 0 {
 		out = limits.RunDefaultOutputBytes

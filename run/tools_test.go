@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -69,9 +70,32 @@ func TestRunShell(t *testing.T) {
 	if r.ExitCode != 4 || r.Containment != "full" || r.Dir != root {
 		t.Errorf("%+v", r)
 	}
+	if r.Cgroup.Path == "" && len(r.Cgroup.Missing) == 0 {
+		t.Errorf("the result does not say which cgroup limits applied: %+v", r.Cgroup)
+	}
 	want := "exit code 4 after "
 	if !strings.HasPrefix(res.Text, want) || !strings.Contains(res.Text, "--- stdout ---\nout\n"+root+"\n--- stderr ---\nerr\n") {
 		t.Errorf("text:\n%s", res.Text)
+	}
+}
+
+// TestRunShellWarm: with the next container built ahead, each call still
+// runs its own command with its own input, in the roots of its session.
+func TestRunShellWarm(t *testing.T) {
+	roots := []string{t.TempDir(), t.TempDir()}
+	warm := sandbox.NewWarm()
+	t.Cleanup(warm.Close)
+	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Helper: helper(t), Warm: warm})
+	for i, root := range []string{roots[0], roots[0], roots[1], roots[1]} {
+		s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+		stdin := fmt.Sprintf("call %d", i)
+		res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "cat; echo; pwd", "stdin": stdin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := decode(t, res); r.ExitCode != 0 || !strings.Contains(res.Text, "--- stdout ---\n"+stdin+"\n"+root+"\n") {
+			t.Errorf("call %d: %+v\n%s", i, r, res.Text)
+		}
 	}
 }
 
@@ -264,11 +288,20 @@ func TestAuditSaysHowContained(t *testing.T) {
 		Containment string   `json:"containment"`
 		Notes       []string `json:"notes"`
 		ExitCode    int      `json:"exit_code"`
+		Cgroup      struct {
+			Path    string   `json:"path"`
+			Applied []string `json:"applied"`
+			Missing []string `json:"missing"`
+		} `json:"cgroup"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &ev); err != nil {
 		t.Fatalf("%v: %s", err, buf.String())
 	}
 	if ev.Msg != "contained command" || ev.Containment != "reduced" || len(ev.Notes) == 0 || ev.ExitCode != 2 {
 		t.Errorf("audit event %s", buf.String())
+	}
+	// memory, pids and cpu each applied or missing, or no cgroup at all.
+	if c := ev.Cgroup; (c.Path == "" && len(c.Missing) != 1) || (c.Path != "" && len(c.Applied)+len(c.Missing) != 3) {
+		t.Errorf("the audit event's cgroup: %+v", c)
 	}
 }

@@ -242,18 +242,31 @@ func TestEscapes(t *testing.T) {
 				if e.fullOnly && mode != Full {
 					continue
 				}
-				t.Run(e.name, func(t *testing.T) { runEscape(t, mode, e, nil) })
+				t.Run(e.name, func(t *testing.T) { runEscape(t, mode, false, e, nil) })
 			}
 			for i := range 4 {
 				t.Run(fmt.Sprintf("host process %d", i), func(t *testing.T) {
-					runEscape(t, mode, escape{}, func(f *fixture) escape { return hostEscapes(f)[i] })
+					runEscape(t, mode, false, escape{}, func(f *fixture) escape { return hostEscapes(f)[i] })
 				})
 			}
 		})
 	}
 }
 
-func runEscape(t *testing.T, mode Containment, e escape, late func(*fixture) escape) {
+// TestEscapesWarm runs every attack in a helper started ahead of its call
+// (Options.Warm), as a server runs commands.
+func TestEscapesWarm(t *testing.T) {
+	for _, e := range escapes {
+		t.Run(e.name, func(t *testing.T) { runEscape(t, Full, true, e, nil) })
+	}
+	for i := range 4 {
+		t.Run(fmt.Sprintf("host process %d", i), func(t *testing.T) {
+			runEscape(t, Full, true, escape{}, func(f *fixture) escape { return hostEscapes(f)[i] })
+		})
+	}
+}
+
+func runEscape(t *testing.T, mode Containment, warm bool, e escape, late func(*fixture) escape) {
 	f := newFixture(t)
 	if late != nil {
 		e = late(f)
@@ -262,6 +275,9 @@ func runEscape(t *testing.T, mode Containment, e escape, late func(*fixture) esc
 	o := &Options{Helper: helper(t), Reduced: mode == Reduced}
 	if e.adjust != nil {
 		e.adjust(f, s, o)
+	}
+	if warm {
+		o.Warm = warmFor(t, s, o)
 	}
 	deadline := e.deadline
 	if deadline == 0 {
@@ -279,6 +295,9 @@ func runEscape(t *testing.T, mode Containment, e escape, late func(*fixture) esc
 	}
 	if res.Containment != mode {
 		t.Errorf("containment %s, want %s", res.Containment, mode)
+	}
+	if res.warm != warm {
+		t.Errorf("ran in a warm helper: %v, want %v", res.warm, warm)
 	}
 	t.Logf("%s: exit %d %s\nstdout: %.400s\nstderr: %.400s", e.name, res.ExitCode, res.Signal, res.Stdout.Text, res.Stderr.Text)
 	f.check(res)

@@ -131,6 +131,9 @@ func runFull(ctx context.Context, msg *message, c call, opts *Options) (*Result,
 func runWarm(ctx context.Context, msg *message, key string, c call, opts *Options) (*Result, error) {
 	if h := opts.Warm.take(msg, key); h != nil {
 		res, err := h.finish(ctx, c, opts)
+		if err == nil {
+			res.warm = true
+		}
 		if !errors.Is(err, errNotBuilt) {
 			return res, err
 		}

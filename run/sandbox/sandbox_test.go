@@ -118,6 +118,10 @@ func TestSpecCheck(t *testing.T) {
 		{"memory past hard", func(s *Spec) { s.Limits.MemoryBytes = limits.RunHardMemoryBytes + 1 }, true},
 		{"tmp past hard", func(s *Spec) { s.Limits.TmpBytes = limits.RunHardTmpBytes + 1 }, true},
 		{"negative files", func(s *Spec) { s.Limits.OpenFiles = -1 }, true},
+		{"milli-CPUs at hard", func(s *Spec) { s.Limits.MilliCPUs = limits.RunHardMilliCPUs }, false},
+		{"milli-CPUs past hard", func(s *Spec) { s.Limits.MilliCPUs = limits.RunHardMilliCPUs + 1 }, true},
+		{"milli-CPUs at least", func(s *Spec) { s.Limits.MilliCPUs = limits.RunMinMilliCPUs }, false},
+		{"milli-CPUs below least", func(s *Spec) { s.Limits.MilliCPUs = limits.RunMinMilliCPUs - 1 }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ok()

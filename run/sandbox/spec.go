@@ -150,6 +150,8 @@ type Result struct {
 	Notes       []string    `json:"notes,omitempty"`
 	// Cgroup says which cgroup v2 limits bound the run and which did not.
 	Cgroup CgroupReport `json:"cgroup"`
+
+	warm bool // the run's helper was started ahead (Options.Warm)
 }
 
 // CgroupReport says which cgroup v2 limits bound a run.
