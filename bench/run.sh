@@ -10,10 +10,18 @@
 #      (the repository as the writable root, the Go build cache as the
 #      run's cache, the module cache read-only) vs the same command bare.
 #      Goal: within 1.1x.
+#   3. in process, as `capkit serve` runs it (Go benchmarks of run/sandbox,
+#      with capkit's own binary as the helper): sandbox.Run(true) cold
+#      (full and reduced containment) and with a warm helper (started
+#      ahead, waiting for its call; between calls the benchmark waits,
+#      untimed, for the next one to be ready; and back to back, not
+#      waiting), vs exec of bwrap from the same process; wall clock and
+#      CPU (the process and its children) per call.
 # Each pair runs back to back, ROUNDS times (the machine is shared and its
 # load drifts, so a pair's two runs see similar load); a round's ratio is
 # capkit's time / the peer's, and the table shows the median times and the
-# median of the rounds' ratios.
+# median of the rounds' ratios. The load average is printed before and
+# after.
 #
 # Usage: bash bench/run.sh        (from anywhere; as a user who may create
 #                                  user namespaces)
@@ -69,6 +77,8 @@ pair() {
 "$out/capkit" run --root "$out/root" -- true
 "$out/capkit" test --config "$out/capkit.toml" >/dev/null
 go test -count=1 ./fault/ >/dev/null
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 echo "| what | capkit | peer | ratio (median of rounds) |"
 echo "|---|---|---|---|"
 pair "contained \`true\` vs bwrap" "$ROUNDS" \
@@ -80,13 +90,23 @@ pair "\`go test -count=1 ./fault/\`: capkit test vs bare" "$TEST_ROUNDS" \
 # In-process: sandbox.Run from a running Go program (as `capkit serve`
 # does), against bwrap started from the same program.
 echo
-go test -run '^$' -bench 'RunTrue|BwrapTrue' -benchtime "${ROUNDS}x" -count 5 ./run/sandbox/ >"$out/bench.txt"
-# val NAME: the median ns/op of a benchmark's runs.
-val() { awk -v k="$1" '/^Benchmark/ {n = $1; sub(/-[0-9]+$/, "", n); if (n == k) print $3}' "$out/bench.txt" | median; }
-full=$(val BenchmarkRunTrue/full)
-reduced=$(val BenchmarkRunTrue/reduced)
-bwrap=$(val BenchmarkBwrapTrue)
-awk -v f="$full" -v r="$reduced" -v b="$bwrap" 'BEGIN {
-	printf "| sandbox.Run(true) in process, full containment, vs exec of bwrap | %.1f ms | %.1f ms | %.2f |\n", f / 1e6, b / 1e6, f / b
-	printf "| sandbox.Run(true) in process, reduced containment, vs exec of bwrap | %.1f ms | %.1f ms | %.2f |\n", r / 1e6, b / 1e6, r / b
-}'
+# Five rounds, each running every benchmark once, so that load drift
+# reaches all of them alike.
+go test -c -o "$out/sandbox.test" ./run/sandbox/
+: >"$out/bench.txt"
+for _ in 1 2 3 4 5; do
+	(cd "$out" && SANDBOX_BENCH_HELPER="$out/capkit __sandbox" ./sandbox.test -test.run '^$' -test.bench 'RunTrue|BwrapTrue' -test.benchtime "${ROUNDS}x" >>"$out/bench.txt")
+done
+# val NAME COLUMN: the median of a benchmark's runs (3: ns/op, 5: cpu-ms/op).
+val() { awk -v k="$1" -v c="$2" '/^Benchmark/ {n = $1; sub(/-[0-9]+$/, "", n); if (n == k) print $c}' "$out/bench.txt" | median; }
+bwrap=$(val BenchmarkBwrapTrue 3)
+bwrapcpu=$(val BenchmarkBwrapTrue 5)
+echo "| sandbox.Run(true) in process vs exec of bwrap from the same process | capkit wall | bwrap wall | ratio | capkit CPU | bwrap CPU | ratio |"
+echo "|---|---|---|---|---|---|---|"
+for mode in full reduced warm warm-back-to-back; do
+	awk -v m="$mode" -v f="$(val "BenchmarkRunTrue/$mode" 3)" -v c="$(val "BenchmarkRunTrue/$mode" 5)" -v b="$bwrap" -v bc="$bwrapcpu" 'BEGIN {
+		printf "| %s | %.1f ms | %.1f ms | %.2f | %.1f ms | %.1f ms | %.2f |\n", m, f / 1e6, b / 1e6, f / b, c, bc, c / bc
+	}'
+done
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,28 +2,86 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
-// BenchmarkRunTrue is the cost of a contained `true`: starting the helper,
-// building the container, exec, wait.
-func BenchmarkRunTrue(b *testing.B) {
-	for _, reduced := range []bool{false, true} {
-		name := "full"
-		if reduced {
-			name = "reduced"
+// benchHelper is the helper the benchmarks start: $SANDBOX_BENCH_HELPER
+// (bench/run.sh sets it to capkit's own `capkit __sandbox`, whose start
+// costs what capkit's does), else this test binary.
+func benchHelper(b *testing.B) []string {
+	if h := os.Getenv("SANDBOX_BENCH_HELPER"); h != "" {
+		return strings.Fields(h)
+	}
+	return helper(b)
+}
+
+// cpuTime is the CPU this process and its reaped children have used.
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	var d time.Duration
+	for _, r := range []syscall.Rusage{self, children} {
+		d += time.Duration(r.Utime.Nano() + r.Stime.Nano())
+	}
+	return d
+}
+
+// measured runs op b.N times, reporting its CPU (this process and its
+// children) per op beside the wall clock; between ops, wait (untimed).
+func measured(b *testing.B, op func(), wait func()) {
+	var cpu time.Duration
+	for b.Loop() {
+		c := cpuTime()
+		op()
+		cpu += cpuTime() - c
+		if wait != nil {
+			b.StopTimer()
+			c := cpuTime()
+			wait()
+			cpu += cpuTime() - c
+			b.StartTimer()
 		}
-		b.Run(name, func(b *testing.B) {
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkRunTrue is the cost of a contained `true`: cold (starting the
+// helper, building the container, exec, wait), and with a warm helper
+// (Options.Warm): "warm" waits, untimed, for the next helper to be ready
+// between calls, as a server's calls are spaced by a model's turns;
+// "warm-back-to-back" does not, so the next helper's start (its CPU and
+// any wait for it) is in each call. CPU counts the background starts in
+// both.
+func BenchmarkRunTrue(b *testing.B) {
+	for _, mode := range []string{"full", "reduced", "warm", "warm-back-to-back"} {
+		b.Run(mode, func(b *testing.B) {
 			root := b.TempDir()
 			s := &Spec{Argv: []string{"/bin/true"}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}}
-			o := &Options{Helper: helper(b), Reduced: reduced}
-			for b.Loop() {
-				res, err := Run(context.Background(), s, o)
-				if err != nil || res.ExitCode != 0 {
-					b.Fatal(err, res)
+			o := &Options{Helper: benchHelper(b), Reduced: mode == "reduced"}
+			var wait func()
+			if strings.HasPrefix(mode, "warm") {
+				o.Warm = NewWarm()
+				defer o.Warm.Close()
+				if _, err := Run(context.Background(), s, o); err != nil {
+					b.Fatal(err)
+				}
+				if mode == "warm" {
+					wait = func() { waitWarm(b, o.Warm) }
+					wait()
 				}
 			}
+			measured(b, func() {
+				res, err := Run(context.Background(), s, o)
+				if err != nil || res.ExitCode != 0 || res.warm != (o.Warm != nil) {
+					b.Fatal(err, res)
+				}
+			}, wait)
 		})
 	}
 }
@@ -35,9 +93,9 @@ func BenchmarkBwrapTrue(b *testing.B) {
 	if err != nil {
 		b.Skip("bwrap is not installed (bench/run.sh installs it)")
 	}
-	for b.Loop() {
+	measured(b, func() {
 		if err := exec.Command(bwrap, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").Run(); err != nil {
 			b.Fatal(err)
 		}
-	}
+	}, nil)
 }
