@@ -202,6 +202,8 @@ func TestWarmClose(t *testing.T) {
 	if res := runIn(t, s, o); res.warm {
 		t.Errorf("a closed Warm was used")
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.next != nil {
 		t.Errorf("a closed Warm started a helper")
 	}
