@@ -185,8 +185,8 @@ var reducedNotes = []string{
 	"reduced containment: new entries cannot be made in a directory holding a protected path (.git, capkit.toml)",
 }
 
-// errNotBuilt is a helper that ended before its container was built and
-// its call sent: nothing ran.
+// errNotBuilt is a helper that ended before its container was built or
+// before it took its whole call: nothing ran.
 var errNotBuilt = errors.New("the sandbox helper ended before building the container")
 
 // helperProc is one started helper: its view sent, its call not yet.
@@ -387,7 +387,8 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 		return nil, fault.Wrap(fault.Unavailable, errors.New(failure), "sandbox: the container could not be set up")
 	}
 	if werr != nil && !killed.Load() {
-		return nil, fault.Wrap(fault.Unavailable, werr, "sandbox: the helper did not take its call")
+		// Without its whole call the helper cannot have run anything.
+		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %w", errNotBuilt, werr), "sandbox: the helper did not take its call")
 	}
 	return res, exitStatus(res, h.cmd, err, killed.Load())
 }

@@ -208,3 +208,18 @@ func TestWarmClose(t *testing.T) {
 		t.Errorf("a closed Warm started a helper")
 	}
 }
+
+// TestWarmHelperKilledWhileWaiting: a warm helper that died before its
+// call (killed by something else) ran nothing, and the call runs in a
+// helper of its own.
+func TestWarmHelperKilledWhileWaiting(t *testing.T) {
+	s := simpleSpec(t, "echo ran")
+	o := &Options{Helper: helper(t)}
+	o.Warm = warmFor(t, s, o)
+	h := waitWarm(t, o.Warm)
+	must(t, h.cmd.Process.Signal(syscall.SIGKILL))
+	gone(t, h.cmd.Process.Pid)
+	if res := runIn(t, s, o); res.warm || res.Stdout.Text != "ran\n" {
+		t.Errorf("warm %v, stdout %q", res.warm, res.Stdout.Text)
+	}
+}
