@@ -47,27 +47,9 @@ func serve(report *os.File, note func(string)) error {
 		return fmt.Errorf("sandbox helper: bad spec: %v", err)
 	}
 	unix.CloseOnExec(reportFD)
-	s := msg.Spec
-	tmp := msg.Tmp
-	var mounted map[string]bool
-	if msg.Full {
-		var err error
-		if mounted, err = buildRoot(s, note); err != nil {
-			return err
-		}
-		tmp = "/tmp"
-		if err := unix.Sethostname([]byte("capkit-sandbox")); err != nil {
-			return fmt.Errorf("sandbox helper: hostname: %w", err)
-		}
-	}
-	tmpdir := tmp
-	if len(rootsUnder(&msg, tmp)) > 0 {
-		tmpdir = filepath.Join(tmp, scratchDir)
-	}
-	for _, d := range []string{filepath.Join(tmp, "home"), tmpdir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("sandbox helper: %s: %w", d, err)
-		}
+	v, err := build(&msg, note)
+	if err != nil {
+		return err
 	}
 	if _, err := io.WriteString(report, readyLine+"\n"); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
@@ -77,13 +59,57 @@ func serve(report *os.File, note func(string)) error {
 		return fmt.Errorf("sandbox helper: bad call: %v", err)
 	}
 	in.Close()
+	return execCall(&msg, v, &c)
+}
+
+// built is what the helper prepared before its call.
+type built struct {
+	tmp, tmpdir string
+	mounted     map[string]bool // protected paths mounted read-only
+	filter      []unix.SockFilter
+}
+
+// build makes the container's view (full containment: its root) and
+// everything else that does not depend on the call.
+func build(msg *message, note func(string)) (*built, error) {
+	v := &built{tmp: msg.Tmp}
+	if msg.Full {
+		var err error
+		if v.mounted, err = buildRoot(msg.Spec, note); err != nil {
+			return nil, err
+		}
+		v.tmp = "/tmp"
+		if err := unix.Sethostname([]byte("capkit-sandbox")); err != nil {
+			return nil, fmt.Errorf("sandbox helper: hostname: %w", err)
+		}
+	}
+	v.tmpdir = v.tmp
+	if len(rootsUnder(msg, v.tmp)) > 0 {
+		v.tmpdir = filepath.Join(v.tmp, scratchDir)
+	}
+	for _, d := range []string{filepath.Join(v.tmp, "home"), v.tmpdir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox helper: %s: %w", d, err)
+		}
+	}
+	var err error
+	if v.filter, err = seccompFilter(msg.Full); err != nil {
+		return nil, fmt.Errorf("sandbox helper: %w", err)
+	}
+	return v, nil
+}
+
+// execCall restricts the helper (limits, capabilities, Landlock,
+// seccomp) and execs the call's command.
+func execCall(msg *message, v *built, c *call) error {
+	s := msg.Spec
 	s.Argv, s.Dir, s.Env = c.Argv, c.Dir, c.Env
 	if c.NullStdin {
 		if err := nullStdin(); err != nil {
 			return err
 		}
 	}
-	env := append(s.Env[:len(s.Env):len(s.Env)], "HOME="+filepath.Join(tmp, "home"), "TMPDIR="+tmpdir)
+	env := append(s.Env[:len(s.Env):len(s.Env)], "HOME="+filepath.Join(v.tmp, "home"), "TMPDIR="+v.tmpdir)
 	path, err := lookPath(s.Argv[0], env)
 	if err != nil {
 		return err
@@ -97,10 +123,10 @@ func serve(report *os.File, note func(string)) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := restrictLandlock(&msg, tmp, mounted); err != nil {
+	if err := restrictLandlock(msg, v.tmp, v.mounted); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
 	}
-	if err := loadSeccomp(msg.Full); err != nil {
+	if err := loadSeccomp(v.filter); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
 	}
 	// Descriptors the host process inherited without close-on-exec (from

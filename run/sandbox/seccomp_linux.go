@@ -171,17 +171,23 @@ func (f *filter) denyUnless(name string, arg uint32, allowed ...uint32) {
 	f.block(name, append(body, errno(unix.EPERM), loadNr)...)
 }
 
-// loadSeccomp installs the filter on the calling thread, which then execs
-// the command (see restrictThread); no_new_privs must be set already.
-func loadSeccomp(sockets bool) error {
+// seccompFilter assembles the filter in the form the kernel takes (before
+// the call arrives, in a warm helper).
+func seccompFilter(sockets bool) ([]unix.SockFilter, error) {
 	raw, err := seccompProgram(sockets)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	filter := make([]unix.SockFilter, len(raw))
 	for i, r := range raw {
 		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
+	return filter, nil
+}
+
+// loadSeccomp installs the filter on the calling thread, which then execs
+// the command (see restrictThread); no_new_privs must be set already.
+func loadSeccomp(filter []unix.SockFilter) error {
 	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(filter)
