@@ -103,7 +103,7 @@ bwrap=$(val BenchmarkBwrapTrue 3)
 bwrapcpu=$(val BenchmarkBwrapTrue 5)
 echo "| sandbox.Run(true) in process vs exec of bwrap from the same process | capkit wall | bwrap wall | ratio | capkit CPU | bwrap CPU | ratio |"
 echo "|---|---|---|---|---|---|---|"
-for mode in full reduced warm warm-back-to-back; do
+for mode in full full-small-helper reduced warm warm-back-to-back; do
 	awk -v m="$mode" -v f="$(val "BenchmarkRunTrue/$mode" 3)" -v c="$(val "BenchmarkRunTrue/$mode" 5)" -v b="$bwrap" -v bc="$bwrapcpu" 'BEGIN {
 		printf "| %s | %.1f ms | %.1f ms | %.2f | %.1f ms | %.1f ms | %.2f |\n", m, f / 1e6, b / 1e6, f / b, c, bc, c / bc
 	}'

@@ -57,13 +57,17 @@ func measured(b *testing.B, op func(), wait func()) {
 // between calls, as a server's calls are spaced by a model's turns;
 // "warm-back-to-back" does not, so the next helper's start (its CPU and
 // any wait for it) is in each call. CPU counts the background starts in
-// both.
+// both. "full-small-helper" is "full" with this test binary (a fifth of
+// capkit's size, few packages to initialise) as the helper.
 func BenchmarkRunTrue(b *testing.B) {
-	for _, mode := range []string{"full", "reduced", "warm", "warm-back-to-back"} {
+	for _, mode := range []string{"full", "full-small-helper", "reduced", "warm", "warm-back-to-back"} {
 		b.Run(mode, func(b *testing.B) {
 			root := b.TempDir()
 			s := &Spec{Argv: []string{"/bin/true"}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}}
 			o := &Options{Helper: benchHelper(b), Reduced: mode == "reduced"}
+			if mode == "full-small-helper" {
+				o.Helper = helper(b)
+			}
 			var wait func()
 			if strings.HasPrefix(mode, "warm") {
 				o.Warm = NewWarm()
