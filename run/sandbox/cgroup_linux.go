@@ -153,27 +153,33 @@ func startTime(pid int) string {
 func newCgroup(l Limits) (*cgroup, CgroupReport) {
 	base, why := cgroupBase()
 	if why != "" {
-		return nil, CgroupReport{Missing: []string{"no cgroup: " + why}}
+		return nil, noCgroup(why)
 	}
 	name := fmt.Sprintf("%s%d.%s.%d", runGroupPrefix, os.Getpid(), selfStart(), runGroupSeq.Add(1))
 	dir := filepath.Join(base, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, CgroupReport{Missing: []string{fmt.Sprintf("no cgroup: %s cannot be made (%v)", dir, err)}}
+		return nil, noCgroup(fmt.Sprintf("%s cannot be made (%v)", dir, err))
 	}
 	c := &cgroup{dir: dir, fd: -1}
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
 		c.remove()
-		return nil, CgroupReport{Missing: []string{"no cgroup: the kernel has no cgroup.kill (before 5.14), so a group cannot be ended whole"}}
+		return nil, noCgroup("the kernel has no cgroup.kill (before 5.14), so a group cannot be ended whole")
 	}
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		c.remove()
-		return nil, CgroupReport{Missing: []string{fmt.Sprintf("no cgroup: %s cannot be opened (%v)", dir, err)}}
+		return nil, noCgroup(fmt.Sprintf("%s cannot be opened (%v)", dir, err))
 	}
 	c.fd = fd
 	c.report = applyLimits(dir, l)
 	c.report.Path = dir
 	return c, c.report
+}
+
+// noCgroup is the report of a run without a cgroup.
+func noCgroup(why string) CgroupReport {
+	return CgroupReport{Missing: []string{"memory, pids, cpu: no cgroup to run in: " + why +
+		"; memory and CPU are bounded per process (rlimits), processes by the PID namespace's limit and RLIMIT_NPROC"}}
 }
 
 // cgroupLimit is one limit a controller enforces.

@@ -156,7 +156,7 @@ func withNotes(res *Result, err error, notes []string) (*Result, error) {
 		return nil, err
 	}
 	for _, m := range res.Cgroup.Missing {
-		notes = append(notes, "cgroup: "+m)
+		notes = append(notes, "cgroup limit not applied: "+m)
 	}
 	res.Notes = append(notes, res.Notes...)
 	return res, nil
@@ -254,7 +254,7 @@ func startHelper(msg *message, helper []string) (*helperProc, error) {
 			// refuses to clone into): run without it, and say so.
 			dir := h.cg.dir
 			h.cg.remove()
-			h.cg, h.cgReport = nil, CgroupReport{Missing: []string{fmt.Sprintf("no cgroup: the helper cannot start in %s (%v)", dir, err)}}
+			h.cg, h.cgReport = nil, noCgroup(fmt.Sprintf("the helper cannot start in %s (%v)", dir, err))
 			continue
 		}
 		h.cmd = cmd
