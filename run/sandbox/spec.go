@@ -26,6 +26,20 @@
 // kills it at the deadline, the kernel kills every process of the
 // namespace: daemons and double forks do not outlive the call.
 //
+// Where this process's cgroup v2 group may have children (a delegated,
+// writable group), each run gets a group of its own: the helper starts in
+// it (CLONE_INTO_CGROUP), memory.max, pids.max and cpu.max are written for
+// the controllers enabled there, and the whole group is killed
+// (cgroup.kill) and removed when the run ends; a group left by a process
+// that was killed is removed by the next process's first run.
+// Result.Cgroup says which limits applied and why the others did not.
+//
+// The helper receives the view (roots, protected paths, limits) first and
+// the call (command, working directory, environment, stdin) once its
+// container is built, so a server can keep one helper started ahead
+// (Warm): the call then costs the Landlock and seccomp set-up and the
+// exec, not the helper's start.
+//
 // Where user namespaces are unavailable (or Options.Reduced asks for it),
 // the command runs with Landlock, seccomp and rlimits only, and the result
 // says so (Result.Containment); Options.RequireFull makes that case fail
