@@ -16,7 +16,8 @@
 #      ahead, waiting for its call; between calls the benchmark waits,
 #      untimed, for the next one to be ready; and back to back, not
 #      waiting), vs exec of bwrap from the same process; wall clock and
-#      CPU (the process and its children) per call.
+#      CPU (the process and its children) per call; and the floor of the
+#      cold path: /bin/true started from Go in the same namespaces.
 # Each pair runs back to back, ROUNDS times (the machine is shared and its
 # load drifts, so a pair's two runs see similar load); a round's ratio is
 # capkit's time / the peer's, and the table shows the median times and the
@@ -95,7 +96,7 @@ echo
 go test -c -o "$out/sandbox.test" ./run/sandbox/
 : >"$out/bench.txt"
 for _ in 1 2 3 4 5; do
-	(cd "$out" && SANDBOX_BENCH_HELPER="$out/capkit __sandbox" ./sandbox.test -test.run '^$' -test.bench 'RunTrue|BwrapTrue' -test.benchtime "${ROUNDS}x" >>"$out/bench.txt")
+	(cd "$out" && SANDBOX_BENCH_HELPER="$out/capkit __sandbox" ./sandbox.test -test.run '^$' -test.bench 'RunTrue|BwrapTrue|NamespacesTrue' -test.benchtime "${ROUNDS}x" >>"$out/bench.txt")
 done
 # val NAME COLUMN: the median of a benchmark's runs (3: ns/op, 5: cpu-ms/op).
 val() { awk -v k="$1" -v c="$2" '/^Benchmark/ {n = $1; sub(/-[0-9]+$/, "", n); if (n == k) print $c}' "$out/bench.txt" | median; }
@@ -108,5 +109,8 @@ for mode in full full-small-helper reduced warm warm-back-to-back; do
 		printf "| %s | %.1f ms | %.1f ms | %.2f | %.1f ms | %.1f ms | %.2f |\n", m, f / 1e6, b / 1e6, f / b, c, bc, c / bc
 	}'
 done
+awk -v f="$(val BenchmarkNamespacesTrue 3)" -v c="$(val BenchmarkNamespacesTrue 5)" -v b="$bwrap" -v bc="$bwrapcpu" 'BEGIN {
+	printf "| floor: /bin/true started from Go in the same namespaces, no helper | %.1f ms | %.1f ms | %.2f | %.1f ms | %.1f ms | %.2f |\n", f / 1e6, b / 1e6, f / b, c, bc, c / bc
+}'
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

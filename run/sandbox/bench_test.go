@@ -103,3 +103,17 @@ func BenchmarkBwrapTrue(b *testing.B) {
 		}
 	}, nil)
 }
+
+// BenchmarkNamespacesTrue is the floor of the cold path: this process
+// starting /bin/true in the helper's namespaces (with its ID maps), no
+// helper, no container.
+func BenchmarkNamespacesTrue(b *testing.B) {
+	measured(b, func() {
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = helperAttr(true)
+		cmd.SysProcAttr.AmbientCaps = nil
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}, nil)
+}
