@@ -154,7 +154,9 @@ type Result struct {
 	Signal string `json:"signal,omitempty"`
 	// Killed is set when the command was killed because the context
 	// ended (its deadline passed or the call was canceled).
-	Killed   bool          `json:"killed,omitempty"`
+	Killed bool `json:"killed,omitempty"`
+	// Duration is the command's: from the call's hand-off to the helper,
+	// its container built, to its end.
 	Duration time.Duration `json:"-"`
 	Stdout   Output        `json:"stdout"`
 	Stderr   Output        `json:"stderr"`
