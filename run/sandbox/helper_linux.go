@@ -59,7 +59,7 @@ func serve(report *os.File, note func(string)) error {
 		return fmt.Errorf("sandbox helper: bad call: %v", err)
 	}
 	in.Close()
-	return execCall(&msg, v, &c)
+	return execCall(report, &msg, v, &c)
 }
 
 // built is what the helper prepared before its call.
@@ -101,7 +101,7 @@ func build(msg *message, note func(string)) (*built, error) {
 
 // execCall restricts the helper (limits, capabilities, Landlock,
 // seccomp) and execs the call's command.
-func execCall(msg *message, v *built, c *call) error {
+func execCall(report io.Writer, msg *message, v *built, c *call) error {
 	s := msg.Spec
 	s.Argv, s.Dir, s.Env = c.Argv, c.Dir, c.Env
 	if c.NullStdin {
@@ -134,6 +134,9 @@ func execCall(msg *message, v *built, c *call) error {
 	// 2 survive the exec.
 	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("sandbox helper: closing inherited descriptors: %w", err)
+	}
+	if _, err := io.WriteString(report, execLine+"\n"); err != nil {
+		return fmt.Errorf("sandbox helper: %w", err)
 	}
 	err = unix.Exec(path, s.Argv, env)
 	return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +26,8 @@ func TestMain(m *testing.M) {
 			os.Exit(probe(os.Args[2:]))
 		case warmParentArg, cgroupParentArg, runTrueArg:
 			os.Exit(parentMode(os.Args[1], os.Args[2]))
+		case endsBeforeExecArg:
+			os.Exit(endBeforeExec())
 		}
 	}
 	os.Exit(m.Run())
@@ -71,7 +74,24 @@ const (
 	cgroupParentArg = "__cgroup_parent"
 	// runTrueArg ROOT: run /bin/true over ROOT and exit.
 	runTrueArg = "__run_true"
+	// endsBeforeExecArg: a helper that takes its view and its call, says
+	// it is ready, and exits without running anything.
+	endsBeforeExecArg = "__ends_before_exec"
 )
+
+func endBeforeExec() int {
+	dec := json.NewDecoder(os.NewFile(specFD, "spec"))
+	var msg message
+	var c call
+	if dec.Decode(&msg) != nil {
+		return 1
+	}
+	os.NewFile(reportFD, "report").WriteString(readyLine + "\n")
+	if dec.Decode(&c) != nil {
+		return 1
+	}
+	return 0
+}
 
 const daemonScript = `setsid sh -c 'echo $$ > daemon.pid.tmp; mv daemon.pid.tmp daemon.pid; exec sleep 600' </dev/null >/dev/null 2>&1 &`
 

@@ -58,8 +58,11 @@ type call struct {
 }
 
 // readyLine is the helper's report that the container is built and it
-// waits for its call.
-const readyLine = "ready"
+// waits for its call; execLine that it execs the command now.
+const (
+	readyLine = "ready"
+	execLine  = "exec"
+)
 
 // Run runs spec's command in a container until it exits or ctx ends (then
 // every process it started is killed and the result says Killed). A
@@ -186,8 +189,8 @@ var reducedNotes = []string{
 }
 
 // errNotBuilt is a helper that ended before its container was built or
-// before it took its whole call: nothing ran.
-var errNotBuilt = errors.New("the sandbox helper ended before building the container")
+// before it reached the exec of its call: nothing ran.
+var errNotBuilt = errors.New("the sandbox helper ended before running anything")
 
 // helperProc is one started helper: its view sent, its call not yet.
 type helperProc struct {
@@ -381,14 +384,18 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	if h.full {
 		res.Containment = Full
 	}
-	notes, failure := splitReport(string(report))
+	notes, failure, execd := splitReport(string(report))
 	res.Notes = append(h.notes, notes...)
-	if failure != "" && !killed.Load() {
+	switch {
+	case killed.Load():
+	case failure != "":
 		return nil, fault.Wrap(fault.Unavailable, errors.New(failure), "sandbox: the container could not be set up")
-	}
-	if werr != nil && !killed.Load() {
+	case werr != nil:
 		// Without its whole call the helper cannot have run anything.
 		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %w", errNotBuilt, werr), "sandbox: the helper did not take its call")
+	case !execd:
+		// Killed or crashed (by something else) before the exec.
+		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w (%v)", errNotBuilt, h.cmd.ProcessState), "sandbox: the helper ended before running the command")
 	}
 	return res, exitStatus(res, h.cmd, err, killed.Load())
 }
@@ -410,18 +417,23 @@ func drain(copies *sync.WaitGroup, pipes ...*os.File) {
 	<-done
 }
 
-// splitReport separates the helper's notes from its failure.
-func splitReport(report string) (notes []string, failure string) {
+// splitReport separates the helper's notes from its failure, and says
+// whether it reached the exec of the command.
+func splitReport(report string) (notes []string, failure string, execd bool) {
 	for report != "" {
 		line, rest, ok := strings.Cut(report, "\n")
 		n, isNote := strings.CutPrefix(line, notePrefix)
-		if !isNote || !ok {
-			return notes, report
+		switch {
+		case ok && line == execLine:
+			execd = true
+		case ok && isNote:
+			notes = append(notes, n)
+		default:
+			return notes, report, execd
 		}
-		notes = append(notes, n)
 		report = rest
 	}
-	return notes, ""
+	return notes, "", execd
 }
 
 // exitStatus records how the command ended.

@@ -94,6 +94,23 @@ func TestCanceled(t *testing.T) {
 	}
 }
 
+// TestHelperEndingBeforeExec: a helper that ends after taking its call
+// but before the exec (killed or crashed by something else) is a failure
+// that says nothing ran, not a result of the command.
+func TestHelperEndingBeforeExec(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := simpleSpec(t, "echo ran > ran.txt")
+	for _, reduced := range []bool{false, true} {
+		res, err := Run(context.Background(), s, &Options{Helper: []string{exe, endsBeforeExecArg}, Reduced: reduced})
+		if !errors.Is(err, fault.ErrUnavailable) || !errors.Is(err, errNotBuilt) {
+			t.Errorf("reduced=%v: %v %+v, want unavailable: nothing ran", reduced, err, res)
+		}
+	}
+}
+
 func TestSpecCheck(t *testing.T) {
 	root := t.TempDir()
 	ok := func() *Spec {
@@ -139,17 +156,22 @@ func TestSplitReport(t *testing.T) {
 		in      string
 		notes   []string
 		failure string
+		execd   bool
 	}{
-		{"", nil, ""},
-		{notePrefix + "a\n" + notePrefix + "b\n", []string{"a", "b"}, ""},
-		{notePrefix + "a\nsandbox helper: mount failed", []string{"a"}, "sandbox helper: mount failed"},
-		{"sandbox helper: bad spec", nil, "sandbox helper: bad spec"},
+		{"", nil, "", false},
+		{notePrefix + "a\n" + notePrefix + "b\n", []string{"a", "b"}, "", false},
+		{notePrefix + "a\nsandbox helper: mount failed", []string{"a"}, "sandbox helper: mount failed", false},
+		{"sandbox helper: bad spec", nil, "sandbox helper: bad spec", false},
 		// A note cut short by the bound is a failure, not a note.
-		{notePrefix + "cut", nil, notePrefix + "cut"},
+		{notePrefix + "cut", nil, notePrefix + "cut", false},
+		{execLine + "\n", nil, "", true},
+		{notePrefix + "a\n" + execLine + "\nsandbox helper: exec x: no such file", []string{"a"}, "sandbox helper: exec x: no such file", true},
+		// Cut short, it is not the exec.
+		{execLine, nil, execLine, false},
 	} {
-		notes, failure := splitReport(tc.in)
-		if !slices.Equal(notes, tc.notes) || failure != tc.failure {
-			t.Errorf("splitReport(%q) = %q, %q", tc.in, notes, failure)
+		notes, failure, execd := splitReport(tc.in)
+		if !slices.Equal(notes, tc.notes) || failure != tc.failure || execd != tc.execd {
+			t.Errorf("splitReport(%q) = %q, %q, %v", tc.in, notes, failure, execd)
 		}
 	}
 }

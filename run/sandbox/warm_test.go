@@ -59,13 +59,15 @@ func waitWarm(t testing.TB, w *Warm) *helperProc {
 }
 
 // gone waits until a process has ended (reaped, or a zombie nobody
-// reaps), failing at the hang guard.
+// reaps, all its threads gone: they hold its descriptors until then),
+// failing at the hang guard.
 func gone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(hangGuard)
 	for {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil || strings.Contains(string(b), ") Z ") {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+		if err != nil || (strings.Contains(string(b), ") Z ") && len(tasks) <= 1) {
 			return
 		}
 		if time.Now().After(deadline) {
