@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -99,8 +101,8 @@ func build(msg *message, note func(string)) (*built, error) {
 	return v, nil
 }
 
-// execCall restricts the helper (limits, capabilities, Landlock,
-// seccomp) and execs the call's command.
+// execCall restricts the helper (capabilities, Landlock, seccomp,
+// rlimits) and execs the call's command.
 func execCall(report io.Writer, msg *message, v *built, c *call) error {
 	s := msg.Spec
 	s.Argv, s.Dir, s.Env = c.Argv, c.Dir, c.Env
@@ -114,11 +116,23 @@ func execCall(report io.Writer, msg *message, v *built, c *call) error {
 	if err != nil {
 		return err
 	}
+	// The exec's arguments are made before the address-space limit, which
+	// the helper's own mappings may exceed (the Go runtime then could not
+	// allocate).
+	pathp, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)
+	}
+	argvp, err := syscall.SlicePtrFromStrings(s.Argv)
+	if err != nil {
+		return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)
+	}
 	if err := unix.Chdir(s.Dir); err != nil {
 		return fmt.Errorf("sandbox helper: working directory %s: %w", s.Dir, err)
-	}
-	if err := setLimits(s.Limits); err != nil {
-		return err
 	}
 	if err := dropCapabilities(); err != nil {
 		return err
@@ -135,11 +149,14 @@ func execCall(report io.Writer, msg *message, v *built, c *call) error {
 	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("sandbox helper: closing inherited descriptors: %w", err)
 	}
+	if err := setLimits(s.Limits); err != nil {
+		return err
+	}
 	if _, err := io.WriteString(report, execLine+"\n"); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
 	}
-	err = unix.Exec(path, s.Argv, env)
-	return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], err)
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	return fmt.Errorf("sandbox helper: exec %s: %w", s.Argv[0], e)
 }
 
 // nullStdin makes /dev/null the standard input.
