@@ -58,7 +58,8 @@ type RunResult struct {
 	Omitted     int64    `json:"omitted_bytes,omitzero"`
 	Containment string   `json:"containment"`
 	Notes       []string `json:"notes,omitempty"`
-	// Cgroup says which cgroup v2 limits bound the command.
+	// Cgroup says which cgroup v2 limits bound the command (the group's
+	// host path, which names the server's process, only in the audit).
 	Cgroup sandbox.CgroupReport `json:"cgroup"`
 
 	stdout, stderr string
@@ -92,10 +93,12 @@ func (r RunResult) ToolText() string {
 // streams the tool shows in its text.
 func ResultOf(o *Outcome) RunResult {
 	res := o.Result
+	cg := res.Cgroup
+	cg.Path = ""
 	return RunResult{
 		Command: o.Command, Dir: o.Dir, ExitCode: res.ExitCode, Signal: res.Signal,
 		DurationMS: res.Duration.Milliseconds(), StdoutBytes: res.Stdout.Bytes, StderrBytes: res.Stderr.Bytes,
-		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Cgroup: res.Cgroup,
+		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Cgroup: cg,
 		stdout: res.Stdout.Text, stderr: res.Stderr.Text,
 	}
 }

@@ -70,8 +70,8 @@ func TestRunShell(t *testing.T) {
 	if r.ExitCode != 4 || r.Containment != "full" || r.Dir != root {
 		t.Errorf("%+v", r)
 	}
-	if r.Cgroup.Path == "" && len(r.Cgroup.Missing) == 0 {
-		t.Errorf("the result does not say which cgroup limits applied: %+v", r.Cgroup)
+	if r.Cgroup.Path != "" || len(r.Cgroup.Applied)+len(r.Cgroup.Missing) == 0 {
+		t.Errorf("the result does not say which cgroup limits applied, or names the group's host path: %+v", r.Cgroup)
 	}
 	want := "exit code 4 after "
 	if !strings.HasPrefix(res.Text, want) || !strings.Contains(res.Text, "--- stdout ---\nout\n"+root+"\n--- stderr ---\nerr\n") {
