@@ -21,6 +21,7 @@ import (
 //	max_output_bytes = 30000      # optional: what is kept of each of stdout and stderr
 //	memory_bytes = 8589934592     # optional: address space of each process
 //	processes = 1024              # optional: processes and threads of one command
+//	milli_cpus = 1500             # optional: a command's CPU bandwidth in thousandths of a CPU (cgroup cpu.max, where delegated); default every CPU
 //	file_bytes = 1073741824       # optional: the largest file a command may write
 //	open_files = 1024             # optional
 //	tmp_bytes = 536870912         # optional: the private /tmp
@@ -49,6 +50,7 @@ type RunConfig struct {
 	MaxOutputBytes int64             `toml:"max_output_bytes"`
 	MemoryBytes    int64             `toml:"memory_bytes"`
 	Processes      int64             `toml:"processes"`
+	MilliCPUs      int64             `toml:"milli_cpus"`
 	FileBytes      int64             `toml:"file_bytes"`
 	OpenFiles      int64             `toml:"open_files"`
 	TmpBytes       int64             `toml:"tmp_bytes"`
@@ -89,6 +91,7 @@ func (c *Config) validateRun(errs *errorList) {
 	check("max_output_bytes", r.MaxOutputBytes, limits.RunMinOutputBytes, limits.RunHardOutputBytes)
 	check("memory_bytes", r.MemoryBytes, 1, limits.RunHardMemoryBytes)
 	check("processes", r.Processes, limits.RunMinProcesses, limits.RunHardProcesses)
+	check("milli_cpus", r.MilliCPUs, limits.RunMinMilliCPUs, limits.RunHardMilliCPUs)
 	check("file_bytes", r.FileBytes, 1, limits.RunHardFileBytes)
 	check("open_files", r.OpenFiles, 1, limits.RunHardOpenFiles)
 	check("tmp_bytes", r.TmpBytes, 1, limits.RunHardTmpBytes)
@@ -183,7 +186,7 @@ func (c *Config) RunOptions() run.Config {
 		MaxOutputBytes: int(r.MaxOutputBytes),
 		Timeout:        time.Duration(r.Timeout),
 		Limits: sandbox.Limits{MemoryBytes: r.MemoryBytes, Processes: r.Processes, FileBytes: r.FileBytes,
-			OpenFiles: r.OpenFiles, TmpBytes: r.TmpBytes},
+			OpenFiles: r.OpenFiles, TmpBytes: r.TmpBytes, MilliCPUs: r.MilliCPUs},
 		Test:  commands(c.Test),
 		Build: commands(c.Build),
 	}

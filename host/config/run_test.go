@@ -20,6 +20,7 @@ containment = "required"
 timeout = "90s"
 max_output_bytes = 1000
 processes = 500
+milli_cpus = 1500
 env = { GOFLAGS = "-mod=mod", GOPROXY = "off" }
 protect = [".envrc"]
 read_only = ["/usr"]
@@ -37,7 +38,7 @@ command = ["go", "build", "./..."]
 		t.Fatal(err)
 	}
 	o := c.RunOptions()
-	if !o.RequireFull || o.Timeout != 90*time.Second || o.MaxOutputBytes != 1000 || o.Limits.Processes != 500 ||
+	if !o.RequireFull || o.Timeout != 90*time.Second || o.MaxOutputBytes != 1000 || o.Limits.Processes != 500 || o.Limits.MilliCPUs != 1500 ||
 		!slices.Equal(o.Env, []string{"GOFLAGS=-mod=mod", "GOPROXY=off"}) || !slices.Equal(o.ReadOnly, []string{"/usr"}) ||
 		!slices.Equal(o.Protect, []string{".envrc", filepath.Join(dir, "capkit.toml")}) {
 		t.Errorf("%+v", o)
@@ -66,6 +67,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{fmt.Sprintf("[run]\nmax_output_bytes = %d", limits.RunMinOutputBytes-1), "capkit.toml:2: run.max_output_bytes"},
 		{fmt.Sprintf("[run]\nmax_output_bytes = %d", limits.RunHardOutputBytes+1), "capkit.toml:2: run.max_output_bytes"},
 		{"[run]\nmemory_bytes = 0", "capkit.toml:2: run.memory_bytes"},
+		{fmt.Sprintf("[run]\nmilli_cpus = %d", limits.RunMinMilliCPUs-1), "capkit.toml:2: run.milli_cpus"},
+		{fmt.Sprintf("[run]\nmilli_cpus = %d", limits.RunHardMilliCPUs+1), "capkit.toml:2: run.milli_cpus"},
 		{"[run]\ntimeout = \"11m\"", "capkit.toml:2: run.timeout"},
 		{"[run]\nenv = { HOME = \"/root\" }", "run.env.HOME"},
 		{"[run]\nprotect = [\"../x\"]", "capkit.toml:2: run.protect"},
@@ -88,8 +91,8 @@ func TestRunConfigErrors(t *testing.T) {
 	}
 	// At the edges the values are accepted.
 	for _, doc := range []string{
-		fmt.Sprintf("[run]\nprocesses = %d\nmax_output_bytes = %d", limits.RunMinProcesses, limits.RunMinOutputBytes),
-		fmt.Sprintf("[run]\nprocesses = %d\nmax_output_bytes = %d\ntimeout = \"10m\"", limits.RunHardProcesses, limits.RunHardOutputBytes),
+		fmt.Sprintf("[run]\nprocesses = %d\nmax_output_bytes = %d\nmilli_cpus = %d", limits.RunMinProcesses, limits.RunMinOutputBytes, limits.RunMinMilliCPUs),
+		fmt.Sprintf("[run]\nprocesses = %d\nmax_output_bytes = %d\ntimeout = \"10m\"\nmilli_cpus = %d", limits.RunHardProcesses, limits.RunHardOutputBytes, limits.RunHardMilliCPUs),
 		"[run]\ncache = [\"" + cache + "\"]",
 	} {
 		if _, _, err := parseCatalogDoc(t, doc); err != nil {
