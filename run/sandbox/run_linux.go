@@ -351,9 +351,16 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	}
 	start := time.Now()
 	data, err := json.Marshal(c)
+	switch {
+	case err != nil:
+		err = fault.Wrap(fault.Internal, err, "sandbox: encoding the call failed")
+	case len(data) > limits.RunMaxSpecBytes:
+		err = fault.LimitExceeded("sandbox: the call's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
+	}
 	if err != nil {
-		kill()
-		return nil, fault.Wrap(fault.Internal, err, "sandbox: encoding the call failed")
+		h.kill()
+		h.cmd.Wait()
+		return nil, err
 	}
 	_, werr := h.specW.Write(data)
 	h.specW.Close()

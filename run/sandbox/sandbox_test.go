@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -108,6 +109,36 @@ func TestHelperEndingBeforeExec(t *testing.T) {
 		if !errors.Is(err, fault.ErrUnavailable) || !errors.Is(err, errNotBuilt) {
 			t.Errorf("reduced=%v: %v %+v, want unavailable: nothing ran", reduced, err, res)
 		}
+	}
+}
+
+// TestDescriptionBounds: a command too large to hand to the helper is
+// limit, cold and warm, and nothing runs.
+func TestDescriptionBounds(t *testing.T) {
+	s := simpleSpec(t, "echo ran > ran.txt")
+	o := &Options{Helper: helper(t)}
+	w := warmFor(t, s, o)
+	// The call's JSON with an empty last argument, then padded to the
+	// bound: accepted (and refused by execve, whose bound on one argument
+	// is smaller), and one byte past it.
+	empty, _ := json.Marshal(call{Argv: append(slices.Clone(s.Argv), ""), Dir: s.Dir, Env: s.Env, NullStdin: true})
+	for _, warm := range []*Warm{nil, w} {
+		for _, past := range []int{0, 1} {
+			big := *s
+			big.Argv = append(slices.Clone(s.Argv), strings.Repeat("x", limits.RunMaxSpecBytes-len(empty)+past))
+			o.Warm = warm
+			_, err := Run(context.Background(), &big, o)
+			want := fault.ErrUnavailable
+			if past == 1 {
+				want = fault.ErrLimit
+			}
+			if !errors.Is(err, want) {
+				t.Errorf("warm=%v, %d past the bound: %.200v", warm != nil, past, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "ran.txt")); err == nil {
+		t.Errorf("the command ran")
 	}
 }
 
