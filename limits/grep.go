@@ -39,3 +39,15 @@ const (
 // while the files before it are still being searched; entries past it are
 // found again by a second search when the page reaches them.
 const GrepKeepBytes = 256 * KiB
+
+// The lazy DFA that finds grep's matching lines (internal/linedfa).
+const (
+	// GrepDFACacheBytes bounds the states one grep worker keeps built; a
+	// full cache is emptied and built again, and a search that would
+	// empty it too often goes on with Go's regexp.
+	GrepDFACacheBytes = 2 * MiB
+	// GrepDFAMaxNFANodes bounds the byte automaton of a pattern (the
+	// program's instructions, the UTF-8 tries of its classes and their
+	// edges); a larger pattern is matched with Go's regexp.
+	GrepDFAMaxNFANodes = 20_000
+)

@@ -1,0 +1,132 @@
+package linedfa
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+)
+
+// refLines is the reference: the bounds of every line of data that re
+// matches, each line matched alone.
+func refLines(re *regexp.Regexp, data []byte) [][2]int {
+	var out [][2]int
+	for pos := 0; pos < len(data); {
+		end := len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end = pos + i
+		}
+		if re.Match(data[pos:end]) {
+			out = append(out, [2]int{pos, end})
+		}
+		pos = end + 1
+	}
+	return out
+}
+
+// dfaLines is every matching line found by repeated Next calls.
+func dfaLines(t testing.TB, s *Searcher, data []byte) [][2]int {
+	var out [][2]int
+	for pos := 0; pos < len(data); {
+		start, end, err := s.Next(context.Background(), data[pos:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start < 0 {
+			break
+		}
+		out = append(out, [2]int{pos + start, pos + end})
+		pos += end + 1
+	}
+	return out
+}
+
+func checkSame(t testing.TB, expr string, data []byte) {
+	t.Helper()
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return
+	}
+	l, err := New(re)
+	if err != nil {
+		t.Fatalf("%q: %v", expr, err)
+	}
+	want := refLines(re, data)
+	got := dfaLines(t, l.NewSearcher(), data)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pattern %q over %q:\n got %v\nwant %v", expr, data, got, want)
+	}
+}
+
+func goSourceText() []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < 8<<20; i++ {
+		fmt.Fprintf(&b, "func (s *server%d) handle(ctx context.Context, req *Request) error {\n", i)
+		fmt.Fprintf(&b, "\tif err := s.check(req.ID%d); err != nil {\n\t\treturn fmt.Errorf(\"check: %%w\", err)\n\t}\n", i)
+		b.WriteString("\treturn nil\n}\n\n")
+	}
+	return b.Bytes()
+}
+
+func BenchmarkNext(b *testing.B) {
+	data := goSourceText()
+	for _, expr := range []string{`(?m)[A-Z][a-z]+[0-9]{3}[a-z]`, `(?m)[A-Z][a-z]+[0-9]{4}\b`, `(?mi)CONTEXT`} {
+		re := regexp.MustCompile(expr)
+		l, err := New(re)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := l.NewSearcher()
+		checkSame(b, expr, data)
+		b.Run(expr, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				dfaLines(b, s, data)
+			}
+		})
+	}
+}
+
+func BenchmarkRealSource(b *testing.B) {
+	data, err := os.ReadFile("/tmp/gosrc/src64.txt")
+	if err != nil {
+		b.Skip(err)
+	}
+	for _, expr := range []string{`(?m)[A-Z][a-z]+[0-9]{3}[a-z]`, `(?m)[A-Z][a-z]+[0-9]{4}\b`, `(?m)func [A-Z][a-zA-Z]*Handler`} {
+		re := regexp.MustCompile(expr)
+		l, err := New(re)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := l.NewSearcher()
+		b.Run(expr, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				dfaLines(b, s, data)
+			}
+		})
+	}
+}
+
+// checkSameBudget is checkSame with a state cache of budget bytes, so
+// that it is emptied (or thrashes) while searching.
+func checkSameBudget(t testing.TB, expr string, data []byte, budget int) {
+	t.Helper()
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return
+	}
+	l, err := New(re)
+	if err != nil {
+		t.Fatalf("%q: %v", expr, err)
+	}
+	s := l.NewSearcher()
+	s.budget = budget
+	want := refLines(re, data)
+	got := dfaLines(t, s, data)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pattern %q (cache %d bytes) over %q:\n got %v\nwant %v", expr, budget, data, got, want)
+	}
+}
