@@ -32,6 +32,8 @@ func BenchmarkScan(b *testing.B) {
 		{"fold-literal", "(?i)CONTEXT", true},
 		{"regex-prefix", `func \(s \*server\d+\) handle`, false},
 		{"regex-no-literal", `[A-Z][a-z]+[0-9]{4}\b`, false},
+		{"regex-no-literal-bench", `[A-Z][a-z]+[0-9]{3}[a-z]`, false},
+		{"fold-regex-no-literal", `(?i)[a-z]+[0-9]{3}x`, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			expr := "(?m)" + c.expr

@@ -7,15 +7,21 @@ import (
 	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/capkit/capkit/internal/linedfa"
 )
 
-// matcher finds the lines that match a grep pattern. Go's regexp has no
-// DFA and is slow over large texts, so a matcher first looks for a
-// literal every match must contain (found by walking the parsed pattern)
-// with bytes.Index or bytes.IndexByte, which are vectorised, and runs the
-// regexp only on the lines that contain it.
+// matcher finds the lines that match a grep pattern. It first looks for
+// a literal every match must contain (found by walking the parsed
+// pattern) with bytes.Index or bytes.IndexByte, which are vectorised, and
+// matches only the lines that contain it; without a literal, a lazy DFA
+// (internal/linedfa) runs over the whole text. Go's regexp, which has no
+// DFA and is slow over large texts, is the fallback of both.
 type matcher struct {
 	re *regexp.Regexp
+	// dfa matches lines in one pass; nil when the pattern is too large
+	// for it.
+	dfa *linedfa.Lines
 	// pre finds candidate positions: every match contains one. nil means
 	// every line is a candidate.
 	pre prefilter
@@ -36,6 +42,11 @@ type prefilter interface {
 // (flags included, as it was compiled).
 func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
 	m := &matcher{re: re}
+	defer func() {
+		if !m.pure {
+			m.dfa, _ = linedfa.New(re) // nil: too large, regexp matches
+		}
+	}()
 	flags := syntax.Perl
 	if fold {
 		flags |= syntax.FoldCase
@@ -294,9 +305,26 @@ func byteRank(c byte) int {
 // buffer holds thousands of lines.
 const checkEvery = 256
 
+// searcher returns a searcher of the matcher's DFA for one goroutine,
+// reusing have when it is one; nil when the matcher has no DFA.
+func (m *matcher) searcher(have *linedfa.Searcher) *linedfa.Searcher {
+	switch {
+	case m.dfa == nil:
+		return nil
+	case have != nil && have.Lines() == m.dfa:
+		return have
+	}
+	return m.dfa.NewSearcher()
+}
+
 // lines calls hit with the bounds of each line of data (no newline) that
-// has a match, in order, until hit returns false or ctx ends.
-func (m *matcher) lines(ctx context.Context, data []byte, hit func(start, end int) bool) {
+// has a match, in order, until hit returns false or ctx ends. dfa is the
+// goroutine's searcher of m.dfa (nil without one).
+func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher, hit func(start, end int) bool) {
+	if _, ok := m.pre.(*byteSet); dfa != nil && (m.pre == nil || ok) {
+		m.dfaLines(ctx, data, dfa, hit)
+		return
+	}
 	pos, n := 0, 0
 	var fold *foldCursor
 	if p, ok := m.pre.(foldPrefilter); ok {
@@ -325,13 +353,33 @@ func (m *matcher) lines(ctx context.Context, data []byte, hit func(start, end in
 		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
 			end = at + i
 		}
-		if m.pure || m.re.Match(data[start:end]) {
+		if m.pure || m.matchLine(ctx, dfa, data[start:end]) {
 			if !hit(start, end) {
 				return
 			}
 		}
 		pos = end + 1
 	}
+}
+
+// dfaLines is lines by the DFA alone.
+func (m *matcher) dfaLines(ctx context.Context, data []byte, dfa *linedfa.Searcher, hit func(start, end int) bool) {
+	for pos := 0; pos < len(data); {
+		start, end, err := dfa.Next(ctx, data[pos:])
+		if err != nil || start < 0 || !hit(pos+start, pos+end) {
+			return
+		}
+		pos += end + 1
+	}
+}
+
+// matchLine reports whether a candidate line matches.
+func (m *matcher) matchLine(ctx context.Context, dfa *linedfa.Searcher, line []byte) bool {
+	if dfa == nil {
+		return m.re.Match(line)
+	}
+	ok, _ := dfa.MatchLine(ctx, line)
+	return ok
 }
 
 // nextLine returns the start of the first line from pos on that the

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/linedfa"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -67,6 +68,7 @@ const binaryProbeBytes = 64 * 1024
 // scanner searches files through one reused buffer.
 type scanner struct {
 	buf []byte
+	dfa *linedfa.Searcher // of the last matcher searched with
 }
 
 func newScanner() *scanner {
@@ -86,12 +88,14 @@ type fileState struct {
 	afterLeft int
 	cur       *entry // the entry being written, if kept
 	stop      bool   // files mode: the first match decides
+	dfa       *linedfa.Searcher
 }
 
 // search streams r through the buffer. A line longer than the buffer is
 // searched in pieces of the buffer's size.
 func (sc *scanner) search(ctx context.Context, r io.Reader, o *scanOpts, res *fileResult) error {
-	st := &fileState{o: o, res: res, cntLine: 1}
+	sc.dfa = o.m.searcher(sc.dfa)
+	st := &fileState{o: o, res: res, cntLine: 1, dfa: sc.dfa}
 	buf := sc.buf
 	n, scanFrom := 0, 0 // valid bytes, first unsearched
 	eof, first, inLong := false, true, false
@@ -185,7 +189,7 @@ func (st *fileState) countTo(buf []byte, at int) {
 // context).
 func (st *fileState) segment(ctx context.Context, data []byte, from int) {
 	seg := data[from:]
-	st.o.m.lines(ctx, seg, func(start, end int) bool {
+	st.o.m.lines(ctx, seg, st.dfa, func(start, end int) bool {
 		st.hit(data, from+start, from+end)
 		return !st.stop
 	})

@@ -122,6 +122,9 @@ func (l *Lines) NewSearcher() *Searcher {
 	return s
 }
 
+// Lines returns the expression the searcher runs.
+func (s *Searcher) Lines() *Lines { return s.l }
+
 // Search results of a run of the automaton.
 const (
 	runNone    = iota // no line of the text matches
