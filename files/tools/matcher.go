@@ -21,7 +21,7 @@ type matcher struct {
 	re *regexp.Regexp
 	// dfa matches lines in one pass; nil when the pattern is too large
 	// for it.
-	dfa *linedfa.Lines
+	dfa *linedfa.DFA
 	// pre finds candidate positions: every match contains one. nil means
 	// every line is a candidate.
 	pre prefilter
@@ -311,7 +311,7 @@ func (m *matcher) searcher(have *linedfa.Searcher) *linedfa.Searcher {
 	switch {
 	case m.dfa == nil:
 		return nil
-	case have != nil && have.Lines() == m.dfa:
+	case have != nil && have.DFA() == m.dfa:
 		return have
 	}
 	return m.dfa.NewSearcher()
@@ -322,7 +322,7 @@ func (m *matcher) searcher(have *linedfa.Searcher) *linedfa.Searcher {
 // goroutine's searcher of m.dfa (nil without one).
 func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher, hit func(start, end int) bool) {
 	if _, ok := m.pre.(*byteSet); dfa != nil && (m.pre == nil || ok) {
-		m.dfaLines(ctx, data, dfa, hit)
+		dfa.Lines(ctx, data, hit) // a cancelled search ends early, as below
 		return
 	}
 	pos, n := 0, 0
@@ -359,17 +359,6 @@ func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher,
 			}
 		}
 		pos = end + 1
-	}
-}
-
-// dfaLines is lines by the DFA alone.
-func (m *matcher) dfaLines(ctx context.Context, data []byte, dfa *linedfa.Searcher, hit func(start, end int) bool) {
-	for pos := 0; pos < len(data); {
-		start, end, err := dfa.Next(ctx, data[pos:])
-		if err != nil || start < 0 || !hit(pos+start, pos+end) {
-			return
-		}
-		pos += end + 1
 	}
 }
 

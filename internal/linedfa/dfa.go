@@ -30,10 +30,10 @@ type dstate struct {
 	flags uint8
 }
 
-// Searcher runs a Lines expression with its own state cache; one
+// Searcher runs a DFA with its own state cache; one
 // goroutine at a time.
 type Searcher struct {
-	l      *Lines
+	l      *DFA
 	trans  []int32 // stride entries per state
 	states []dstate
 	ids    map[string]int32 // state key → row offset
@@ -43,6 +43,10 @@ type Searcher struct {
 	// built the states built since the context was last checked.
 	scanned, built int
 	slow           bool // the cache thrashed: regexp from here on
+	// live are the states of the streams being searched, kept when the
+	// cache is emptied.
+	live      []*int32
+	minStream int // minStreamBytes (smaller in tests)
 	scratch
 	key []byte
 }
@@ -85,11 +89,10 @@ func (s *Searcher) intern(nodes []int32, flags uint8) (row int32, ok bool) {
 	return row, true
 }
 
-// run runs the automaton over data from pos (a line's start) and tells
+// run runs the automaton over data from byte i in state st and tells
 // what it met first, at byte at.
-func (s *Searcher) run(ctx context.Context, data []byte, pos int) (at, what int, err error) {
+func (s *Searcher) run(ctx context.Context, data []byte, i int, st int32) (at, what int, err error) {
 	cls := &s.l.classes
-	st, i := int32(0), pos
 	for {
 		lim := min(len(data), i+checkBytes)
 		j, next := scan(s.trans, cls, data[:lim], i, st)
@@ -233,9 +236,21 @@ func (s *Searcher) compute(from int32, k int) (t int32, ok bool) {
 	if s.scanned < 10*len(s.states) {
 		return 0, false
 	}
-	s.reset()
+	s.resetKeeping()
 	row, _ = s.intern(s.after, tf)
 	return row, true // from's row is gone: nothing to store
+}
+
+// resetKeeping empties the cache but for the live streams' states.
+func (s *Searcher) resetKeeping() {
+	kept := make([]dstate, len(s.live))
+	for i, p := range s.live {
+		kept[i] = s.states[int(*p)/s.l.stride]
+	}
+	s.reset()
+	for i, p := range s.live {
+		*p, _ = s.intern(kept[i].nodes, kept[i].flags)
+	}
 }
 
 func (s *Searcher) store(from int32, k int, t int32) int32 {

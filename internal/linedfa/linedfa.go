@@ -34,9 +34,9 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-// Lines is a compiled expression; it is safe for concurrent use, its
+// DFA is a compiled expression; it is safe for concurrent use, its
 // Searchers are not.
-type Lines struct {
+type DFA struct {
 	re      *regexp.Regexp
 	nfa     *nfa
 	classes [256]uint8 // byte → class; classes get their own column
@@ -54,7 +54,7 @@ type Lines struct {
 
 // New builds the line matcher of re, or fails when its program is too
 // large for a DFA (the caller then keeps to re).
-func New(re *regexp.Regexp) (*Lines, error) {
+func New(re *regexp.Regexp) (*DFA, error) {
 	parsed, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func New(re *regexp.Regexp) (*Lines, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lines{re: re, nfa: a}
+	l := &DFA{re: re, nfa: a}
 	l.buildClasses()
 	var sc scratch
 	sc.init(len(a.nodes))
@@ -84,7 +84,7 @@ func New(re *regexp.Regexp) (*Lines, error) {
 // buildClasses splits the bytes into classes on which every transition
 // agrees: the automaton's edges, the newline, the UTF-8 decoder's byte
 // ranges and, with \b, the word bytes.
-func (l *Lines) buildClasses() {
+func (l *DFA) buildClasses() {
 	var cut [257]bool // cut[b]: a class starts at b
 	mark := func(lo, hi int) { cut[lo], cut[hi+1] = true, true }
 	for _, n := range l.nfa.nodes {
@@ -115,15 +115,15 @@ func (l *Lines) buildClasses() {
 }
 
 // NewSearcher returns a searcher with an empty state cache.
-func (l *Lines) NewSearcher() *Searcher {
-	s := &Searcher{l: l, budget: limits.GrepDFACacheBytes}
+func (l *DFA) NewSearcher() *Searcher {
+	s := &Searcher{l: l, budget: limits.GrepDFACacheBytes, minStream: minStreamBytes}
 	s.scratch.init(len(l.nfa.nodes))
 	s.reset()
 	return s
 }
 
-// Lines returns the expression the searcher runs.
-func (s *Searcher) Lines() *Lines { return s.l }
+// DFA returns the automaton the searcher runs.
+func (s *Searcher) DFA() *DFA { return s.l }
 
 // Search results of a run of the automaton.
 const (
@@ -137,44 +137,86 @@ const (
 // context.
 const checkBytes = 64 * limits.KiB
 
-// Next returns the bounds of the first line of data that the expression
-// matches (a line ends before a newline or at the end of data), or -1, -1
-// when none does; it stops early with ctx's error.
-func (s *Searcher) Next(ctx context.Context, data []byte) (start, end int, err error) {
-	pos := 0
-	for pos < len(data) {
-		if s.slow {
-			return s.nextByRegexp(ctx, data, pos)
-		}
-		at, what, err := s.run(ctx, data, pos)
-		if err != nil {
-			return -1, -1, err
-		}
-		if what == runNone {
-			return -1, -1, nil
-		}
-		start, end := lineAround(data, pos, at)
-		switch what {
-		case runMatch:
-			return start, end, nil
-		case runInvalid:
-			if s.l.re.Match(data[start:end]) {
-				return start, end, nil
-			}
-			pos = end + 1
-		case runThrash:
-			s.slow = true
-			pos = start
-		}
+// Lines calls hit with the bounds of each line of data that the
+// expression matches (a line ends before a newline or at the end of
+// data), in order, until hit returns false; it stops early with ctx's
+// error.
+func (s *Searcher) Lines(ctx context.Context, data []byte, hit func(start, end int) bool) error {
+	if !s.slow && len(data) >= streams*s.minStream {
+		return s.linesByStreams(ctx, data, hit)
 	}
-	return -1, -1, nil
+	x := newStream(data, 0, len(data))
+	_, err := s.finish(ctx, data, &x, hit)
+	return err
 }
 
 // MatchLine reports whether the expression matches line, which holds no
 // newline.
 func (s *Searcher) MatchLine(ctx context.Context, line []byte) (bool, error) {
-	start, _, err := s.Next(ctx, line)
-	return start >= 0, err
+	if s.slow {
+		return s.l.re.Match(line), nil
+	}
+	_, what, err := s.run(ctx, line, 0, 0)
+	switch what {
+	case runInvalid:
+		return s.l.re.Match(line), err
+	case runThrash:
+		s.slow = true
+		return s.l.re.Match(line), err
+	}
+	return what == runMatch, err
+}
+
+// stream is a run of whole lines data[start:end] being searched, at byte
+// i in state st; tail is set while the last line, which ends the text
+// without a newline, is not decided (at its end, the automaton still
+// takes the end of the text).
+type stream struct {
+	start, i, end int
+	st            int32
+	tail          bool
+}
+
+// past moves x to the line after the one ending at end.
+func (x *stream) past(end int) {
+	x.i, x.st = min(end+1, x.end), 0
+	if end >= x.end {
+		x.tail = false
+	}
+}
+
+func newStream(data []byte, start, end int) stream {
+	return stream{start: start, i: start, end: end, tail: end == len(data) && end > start && data[end-1] != '\n'}
+}
+
+// finish searches the rest of stream x, calling hit for each matching
+// line; stopped reports that hit returned false.
+func (s *Searcher) finish(ctx context.Context, data []byte, x *stream, hit func(start, end int) bool) (stopped bool, err error) {
+	for x.i < x.end || x.tail {
+		if s.slow {
+			from := x.start + bytes.LastIndexByte(data[x.start:x.i], '\n') + 1
+			x.i, x.tail = x.end, false
+			return s.linesByRegexp(ctx, data[:x.end], from, hit)
+		}
+		at, what, err := s.run(ctx, data[:x.end], x.i, x.st)
+		if err != nil || what == runNone {
+			x.i, x.tail = x.end, false
+			return false, err
+		}
+		if what == runThrash {
+			s.slow, x.i = true, at
+			continue
+		}
+		start, end := lineAround(data, x.start, at)
+		x.past(end)
+		if what == runInvalid && !s.l.re.Match(data[start:end]) {
+			continue
+		}
+		if !hit(start, end) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // lineAround returns the line of data holding byte at (at == len(data):
@@ -189,22 +231,23 @@ func lineAround(data []byte, pos, at int) (start, end int) {
 	return start, end
 }
 
-// nextByRegexp is Next line by line with the standard library.
-func (s *Searcher) nextByRegexp(ctx context.Context, data []byte, pos int) (start, end int, err error) {
+// linesByRegexp is Lines from pos (a line's start) with the standard
+// library, line by line.
+func (s *Searcher) linesByRegexp(ctx context.Context, data []byte, pos int, hit func(start, end int) bool) (stopped bool, err error) {
 	for n := 1; pos < len(data); n++ {
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
-				return -1, -1, err
+				return false, err
 			}
 		}
 		end := len(data)
 		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
 			end = pos + i
 		}
-		if s.l.re.Match(data[pos:end]) {
-			return pos, end, nil
+		if s.l.re.Match(data[pos:end]) && !hit(pos, end) {
+			return true, nil
 		}
 		pos = end + 1
 	}
-	return -1, -1, nil
+	return false, nil
 }

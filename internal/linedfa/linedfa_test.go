@@ -26,24 +26,31 @@ func refLines(re *regexp.Regexp, data []byte) [][2]int {
 	return out
 }
 
-// dfaLines is every matching line found by repeated Next calls.
+// dfaLines is every matching line Lines reports.
 func dfaLines(t testing.TB, s *Searcher, data []byte) [][2]int {
 	var out [][2]int
-	for pos := 0; pos < len(data); {
-		start, end, err := s.Next(context.Background(), data[pos:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if start < 0 {
-			break
-		}
-		out = append(out, [2]int{pos + start, pos + end})
-		pos += end + 1
+	err := s.Lines(context.Background(), data, func(start, end int) bool {
+		out = append(out, [2]int{start, end})
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
 
+// checkSame checks that Lines finds the lines regexp matches, with a
+// full and a tiny state cache, in one stream and in streams.
 func checkSame(t testing.TB, expr string, data []byte) {
+	t.Helper()
+	for _, c := range []struct{ budget, minStream int }{{0, 0}, {1024, 0}, {0, 1}, {1024, 1}} {
+		checkSameWith(t, expr, data, c.budget, c.minStream)
+	}
+}
+
+// checkSameWith is checkSame with a cache of budget bytes and streams of
+// at least minStream bytes (0: the defaults).
+func checkSameWith(t testing.TB, expr string, data []byte, budget, minStream int) {
 	t.Helper()
 	re, err := regexp.Compile(expr)
 	if err != nil {
@@ -53,10 +60,17 @@ func checkSame(t testing.TB, expr string, data []byte) {
 	if err != nil {
 		t.Fatalf("%q: %v", expr, err)
 	}
+	s := l.NewSearcher()
+	if budget > 0 {
+		s.budget = budget
+	}
+	if minStream > 0 {
+		s.minStream = minStream
+	}
 	want := refLines(re, data)
-	got := dfaLines(t, l.NewSearcher(), data)
+	got := dfaLines(t, s, data)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("pattern %q over %q:\n got %v\nwant %v", expr, data, got, want)
+		t.Fatalf("pattern %q (cache %d, streams from %d bytes) over %q:\n got %v\nwant %v", expr, budget, minStream, data, got, want)
 	}
 }
 
@@ -110,23 +124,3 @@ func BenchmarkRealSource(b *testing.B) {
 	}
 }
 
-// checkSameBudget is checkSame with a state cache of budget bytes, so
-// that it is emptied (or thrashes) while searching.
-func checkSameBudget(t testing.TB, expr string, data []byte, budget int) {
-	t.Helper()
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return
-	}
-	l, err := New(re)
-	if err != nil {
-		t.Fatalf("%q: %v", expr, err)
-	}
-	s := l.NewSearcher()
-	s.budget = budget
-	want := refLines(re, data)
-	got := dfaLines(t, s, data)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("pattern %q (cache %d bytes) over %q:\n got %v\nwant %v", expr, budget, data, got, want)
-	}
-}

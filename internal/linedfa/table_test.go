@@ -129,17 +129,13 @@ func TestThrashingStaysBounded(t *testing.T) {
 	s := l.NewSearcher()
 	maxUsed := 0
 	var got [][2]int
-	for pos := 0; pos < len(data); {
-		start, end, err := s.Next(context.Background(), data[pos:])
-		if err != nil {
-			t.Fatal(err)
-		}
+	err = s.Lines(context.Background(), data, func(start, end int) bool {
 		maxUsed = max(maxUsed, s.used, 4*cap(s.trans))
-		if start < 0 {
-			break
-		}
-		got = append(got, [2]int{pos + start, pos + end})
-		pos += end + 1
+		got = append(got, [2]int{start, end})
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if maxUsed > 2*limits.GrepDFACacheBytes {
 		t.Fatalf("cache grew to %d bytes", maxUsed)
@@ -189,9 +185,10 @@ func TestCancellation(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := &countdownCtx{Context: context.Background(), n: 2}
-			start, _, err := l.NewSearcher().Next(ctx, c.data)
-			if !errors.Is(err, context.Canceled) || start != -1 {
-				t.Fatalf("start %d, err %v; want context.Canceled", start, err)
+			hits := 0
+			err = l.NewSearcher().Lines(ctx, c.data, func(int, int) bool { hits++; return true })
+			if !errors.Is(err, context.Canceled) || hits != 0 {
+				t.Fatalf("%d lines, err %v; want context.Canceled", hits, err)
 			}
 		})
 	}
