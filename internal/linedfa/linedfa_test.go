@@ -123,4 +123,3 @@ func BenchmarkRealSource(b *testing.B) {
 		})
 	}
 }
-
