@@ -42,6 +42,8 @@ func TestGrepOptions(t *testing.T) {
 		{"before", obj{"pattern": "more", "-B": 1}, []string{"c.md-3-text", "c.md:4:more"}, ""},
 		{"context groups", obj{"pattern": "more|end", "-C": 1, "type": "md"}, []string{"c.md-3-text", "c.md:4:more", "c.md-5-x", "--", "c.md-7-z", "c.md:8:hello end"}, ""},
 		{"context merges", obj{"pattern": "^[xz]$", "-C": 1}, []string{"c.md-4-more", "c.md:5:x", "c.md-6-y", "c.md:7:z", "c.md-8-hello end"}, ""},
+		{"no literal, case-insensitive", obj{"pattern": `h[aeiou]llo\b`, "-i": true, "output_mode": "count"}, []string{"a.go:2", "b.py:1", "c.md:2"}, ""},
+		{"too large for the DFA", obj{"pattern": `(?:\pN|h){1,120}ello`, "output_mode": "count"}, []string{"a.go:1", "b.py:1", "c.md:1"}, ""},
 		{"-B wins over -C", obj{"pattern": "more", "-C": 2, "-B": 1, "-A": 0}, []string{"c.md-3-text", "c.md:4:more", "c.md-5-x", "c.md-6-y"}, ""},
 		{"context at bound", obj{"pattern": "more", "-C": limits.GrepMaxContextLines, "type": "go"}, nil, ""},
 		{"context past bound", obj{"pattern": "more", "-C": limits.GrepMaxContextLines + 1}, nil, fault.Limit},

@@ -42,18 +42,22 @@ type prefilter interface {
 // (flags included, as it was compiled).
 func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
 	m := &matcher{re: re}
-	defer func() {
-		if !m.pure {
-			m.dfa, _ = linedfa.New(re) // nil: too large, regexp matches
-		}
-	}()
+	m.choosePrefilter(expr, fold)
+	if !m.pure {
+		m.dfa, _ = linedfa.New(re) // nil: too large for it, regexp matches
+	}
+	return m
+}
+
+// choosePrefilter sets the prefilter of the pattern expr.
+func (m *matcher) choosePrefilter(expr string, fold bool) {
 	flags := syntax.Perl
 	if fold {
 		flags |= syntax.FoldCase
 	}
 	parsed, err := syntax.Parse(expr, flags)
 	if err != nil {
-		return m
+		return
 	}
 	parsed = parsed.Simplify()
 	lit, litFold, whole := requiredLiteral(parsed)
@@ -61,20 +65,19 @@ func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
 		if set, ok := requiredClass(parsed); ok {
 			m.pre = set
 		}
-		return m
+		return
 	}
 	b := []byte(string(lit))
 	if !litFold {
 		// A line never holds a newline, so a literal with one is only a
 		// candidate there (multiline mode skips the line filter).
 		m.pre, m.pure, m.required = exactPrefilter{b}, whole && !bytes.Contains(b, []byte{'\n'}), b
-		return m
+		return
 	}
 	if p, ok := newFoldPrefilter(b); ok {
 		// A verified window is a match when the pattern is the literal.
 		m.pre, m.pure = p, whole && p.verify
 	}
-	return m
 }
 
 // byteSet is a prefilter on a set of bytes one of which every match

@@ -47,12 +47,16 @@ func TestScannerAgreesWithReference(t *testing.T) {
 	patterns := []struct {
 		expr string
 		fold bool
-	}{{"ab", false}, {"(?i)ab", true}, {"^b", false}, {"a.c", false}, {"[xy]+z?", false}, {"(?i)context", true}, {"b$", false}}
+	}{{"ab", false}, {"(?i)ab", true}, {"^b", false}, {"a.c", false}, {"[xy]+z?", false}, {"(?i)context", true}, {"b$", false}, {`\bx[a-c]\b`, false}, {"[^ab]c$", false}, {"(?i)[a-c]é", true}}
 	for iter := range 400 {
 		p := patterns[iter%len(patterns)]
 		var sb strings.Builder
 		for range rng.IntN(40) {
 			for range rng.IntN(12) {
+				if rng.IntN(10) == 0 {
+					sb.WriteString([]string{"é", "\xff", "É"}[rng.IntN(3)])
+					continue
+				}
 				sb.WriteByte("abcABxyz ContEXT"[rng.IntN(16)])
 			}
 			sb.WriteByte('\n')
@@ -73,6 +77,22 @@ func TestScannerAgreesWithReference(t *testing.T) {
 		}
 		if res.count != wantCount || string(res.text) != wantText {
 			t.Fatalf("pattern %q -B%d -A%d buffer %d over %q:\ngot %d\n%s\nwant %d\n%s", p.expr, before, after, size, data, res.count, res.text, wantCount, wantText)
+		}
+	}
+}
+
+// TestMatcherEngines: a pattern without a literal is matched by the DFA,
+// a literal alone needs none, and a pattern too large for the DFA keeps
+// to regexp.
+func TestMatcherEngines(t *testing.T) {
+	for _, c := range []struct {
+		expr    string
+		wantDFA bool
+	}{{`[A-Z][a-z]+[0-9]{3}[a-z]`, true}, {`func \w+Handler`, true}, {`context`, false}, {`(?:\pN|h){1,120}ello`, false}} {
+		expr := "(?m)" + c.expr
+		m := newMatcher(regexp.MustCompile(expr), expr, false)
+		if (m.dfa != nil) != c.wantDFA {
+			t.Errorf("%q: DFA %v, want %v", c.expr, m.dfa != nil, c.wantDFA)
 		}
 	}
 }

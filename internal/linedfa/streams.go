@@ -15,7 +15,7 @@ import (
 const (
 	streams = 4
 	// minStreamBytes is the least bytes per stream worth the split.
-	minStreamBytes = 16 << 10
+	minStreamBytes = 2 << 10
 )
 
 // linesByStreams is Lines over data split into streams.
