@@ -3,14 +3,19 @@
 // program: the question grep asks, each line matched as a text of its
 // own (so ^ and $ hold at its ends), answered in one pass over the bytes.
 //
-// It is written by hand because no module fits: Go's regexp has no DFA
-// and matches a large text at tens of MB/s; the DFA-backed modules on the
-// module proxy either differ from Go's regexp on invalid UTF-8 (RE2 in
-// WebAssembly stops at it, where Go reads each bad byte as U+FFFD) or
-// pay a copy per call, or come with a multi-engine planner whose change
-// log is a list of wrong results fixed. Here the reference is the
-// standard library itself: whatever the DFA cannot decide exactly it
-// hands to regexp, line by line.
+// It is written by hand because no module on the module proxy fits. Go's
+// regexp has no DFA and matches a large text at about 100 MB/s.
+// github.com/wasilibs/go-re2 (RE2 compiled to Go through WebAssembly)
+// stops at invalid UTF-8, where Go's regexp reads each bad byte as
+// U+FFFD, so its lines would differ, and it copies the text into its
+// memory on every call (1.5 MB/s over a buffer with many matching
+// lines). github.com/coregx/coregex (v0.12.15, pure Go, lazy DFA among
+// other engines) ran grep's pattern without a literal at 190 MB/s and
+// one with  at 78 MB/s here, and its recent releases fix wrong
+// results (leftmost semantics, \B at the end of input).
+// github.com/grafana/regexp is the standard library's engines tuned, no
+// DFA. Here the reference is the standard library itself: whatever the
+// DFA cannot decide exactly it hands to regexp, line by line.
 //
 // The automaton runs on bytes: each rune instruction of the program
 // becomes a trie of the UTF-8 encodings of its runes, and a DFA state
@@ -19,10 +24,11 @@
 // bytes as U+FFFD). Empty-width assertions (^ $ \A \z \b \B) are
 // resolved between bytes, a state remembering whether it is at a line's
 // start and, when the program has \b or \B, whether the byte before was
-// a word byte. States are built on demand into a cache bounded by
-// limits.GrepDFACacheBytes; a full cache is emptied and built again, and
-// a search that would empty it too often (more states than bytes
-// searched) goes on with regexp.
+// a word byte; a match may start only between characters. States are
+// built on demand into a cache bounded by limits.GrepDFACacheBytes; a
+// full cache is emptied and built again, and a search that would empty
+// it too often (fewer than ten bytes searched per state built) goes on
+// with regexp. A program past limits.GrepDFAMaxNFANodes is refused.
 package linedfa
 
 import (
@@ -52,8 +58,9 @@ type DFA struct {
 	startFlags uint8
 }
 
-// New builds the line matcher of re, or fails when its program is too
-// large for a DFA (the caller then keeps to re).
+// New builds the line matcher of re (compiled by regexp.Compile), or
+// fails when its program is too large for a DFA (the caller then keeps
+// to re).
 func New(re *regexp.Regexp) (*DFA, error) {
 	parsed, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
