@@ -99,7 +99,7 @@ func (s *Searcher) run(ctx context.Context, data []byte, i int, st int32) (at, w
 		s.scanned += j - i
 		i, st = j, next
 		if i == len(data) {
-			if data[i-1] == '\n' {
+			if i > 0 && data[i-1] == '\n' {
 				return 0, runNone, nil
 			}
 			return s.end(st, i)

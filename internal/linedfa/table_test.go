@@ -68,6 +68,24 @@ func TestLinesTable(t *testing.T) {
 	}
 }
 
+// TestMatchLine: one line, empty included, as regexp matches it.
+func TestMatchLine(t *testing.T) {
+	for _, c := range []struct {
+		expr, line string
+		want       bool
+	}{{`^$`, "", true}, {`a*`, "", true}, {`a`, "", false}, {`\bx\b`, "x", true}, {`b$`, "ab", true}, {`.`, "\xff", true}, {`^a.c$`, "a\xffc", true}, {`^a.c$`, "a\xff\xffc", false}} {
+		re := regexp.MustCompile(c.expr)
+		l, err := New(re)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.NewSearcher().MatchLine(context.Background(), []byte(c.line))
+		if err != nil || got != c.want || re.MatchString(c.line) != c.want {
+			t.Errorf("%q on %q: %v (%v), want %v", c.expr, c.line, got, err, c.want)
+		}
+	}
+}
+
 // TestUTF8Sequences: the byte sequences of a rune range match exactly
 // the encodings of its runes, over every rune.
 func TestUTF8Sequences(t *testing.T) {
