@@ -93,6 +93,18 @@ func (s *byteSet) next(b []byte) int {
 	return -1
 }
 
+// rare reports whether every byte of the set is rarer than all bytes
+// byteRank lists (bytes past ASCII, most control bytes): a scan for them
+// then skips most of a text faster than the DFA runs over it.
+func (s *byteSet) rare() bool {
+	for c, ok := range s {
+		if ok && byteRank(byte(c)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // requiredClass returns the smallest character class (as the bytes its
 // members' UTF-8 encodings start with) of which every match of re
 // contains a member, if there is one of at most a third of all bytes.
@@ -324,7 +336,7 @@ func (m *matcher) searcher(have *linedfa.Searcher) *linedfa.Searcher {
 // has a match, in order, until hit returns false or ctx ends. dfa is the
 // goroutine's searcher of m.dfa (nil without one).
 func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher, hit func(start, end int) bool) {
-	if _, ok := m.pre.(*byteSet); dfa != nil && (m.pre == nil || ok) {
+	if set, ok := m.pre.(*byteSet); dfa != nil && (m.pre == nil || ok && !set.rare()) {
 		dfa.Lines(ctx, data, hit) // a cancelled search ends early, as below
 		return
 	}
