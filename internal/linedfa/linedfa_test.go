@@ -3,6 +3,7 @@ package linedfa
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -57,6 +58,9 @@ func checkSameWith(t testing.TB, expr string, data []byte, budget, minStream int
 		return
 	}
 	l, err := New(re)
+	if errors.Is(err, errTooLarge) {
+		return // the caller keeps to regexp
+	}
 	if err != nil {
 		t.Fatalf("%q: %v", expr, err)
 	}
