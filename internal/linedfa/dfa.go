@@ -222,7 +222,9 @@ func (s *Searcher) compute(from int32, k int) (t int32, ok bool) {
 	if s.after, matched = s.closure(a, s.after[:0], s.stepped, 0, false); matched {
 		return s.store(from, k, tMatch), true
 	}
-	if len(s.after) == 0 && l.startDead {
+	if len(s.after) == 0 && l.startDead && nu == 0 {
+		// Dead only between characters: inside a sequence that may yet
+		// prove invalid, regexp would read the bytes as U+FFFD.
 		return s.store(from, k, tDead), true
 	}
 	tf := nu << 4

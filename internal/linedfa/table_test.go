@@ -44,6 +44,7 @@ func TestLinesTable(t *testing.T) {
 		{"cut sequence", `^..$`, "\xe2\x82\n", []string{"\xe2\x82"}},
 		{"surrogate encoding is invalid", `^...$`, "\xed\xa0\x80\n", []string{"\xed\xa0\x80"}},
 		{"negated class and invalid bytes", `[^a]`, "a\n\xc0\naa", []string{"\xc0"}},
+		{"anchored, invalid lead byte", `^\x{FFFD}`, "\xed\xa0\x80\n\xe2\x82x\nab", []string{"\xed\xa0\x80", "\xe2\x82x"}},
 		{"long line, match at its end", `xy$`, long + "y\nxy", []string{long + "y", "xy"}},
 		{"long line, anchored, no match", `^y`, long + "\ny", []string{"y"}},
 		{"no literal", `[A-Z][a-z]+[0-9]{3}[a-z]`, "Abc123d\nAbc12d\nxxZz999zz", []string{"Abc123d", "xxZz999zz"}},
