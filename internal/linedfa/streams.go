@@ -157,7 +157,7 @@ func (s *Searcher) stepOne(data []byte, x *stream) (at, what int) {
 		if i := bytes.IndexByte(data[x.i+1:x.end], '\n'); i >= 0 {
 			x.i += i + 2
 		} else {
-			x.i = x.end
+			x.i, x.tail = x.end, false // the last line is decided
 		}
 	default:
 		x.st, x.i = t, x.i+1

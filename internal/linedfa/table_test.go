@@ -50,6 +50,7 @@ func TestLinesTable(t *testing.T) {
 		{"no literal", `[A-Z][a-z]+[0-9]{3}[a-z]`, "Abc123d\nAbc12d\nxxZz999zz", []string{"Abc123d", "xxZz999zz"}},
 		{"alternation with an anchored branch", `^a|b`, "xa\nxb\na", []string{"xb", "a"}},
 		{"last line without newline", `c`, "a\nbc", []string{"bc"}},
+		{"anchored, dead last line", `^(€)?$`, strings.Repeat("a\n", 40) + "Kx", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			re := regexp.MustCompile(c.expr)
