@@ -41,9 +41,9 @@ func FuzzLines(f *testing.F) {
 // so that matches, near misses and every assertion are frequent.
 func TestAgreesWithRegexp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	n := 3000
+	n := 20000
 	if testing.Short() {
-		n = 300
+		n = 2000
 	}
 	for range n {
 		expr := genPattern(rng, 3)
