@@ -41,9 +41,9 @@ func FuzzLines(f *testing.F) {
 // so that matches, near misses and every assertion are frequent.
 func TestAgreesWithRegexp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	n := 20000
+	n := 5000
 	if testing.Short() {
-		n = 2000
+		n = 500
 	}
 	for range n {
 		expr := genPattern(rng, 3)
