@@ -14,9 +14,10 @@ import (
 // matcher finds the lines that match a grep pattern. It first looks for
 // a literal every match must contain (found by walking the parsed
 // pattern) with bytes.Index or bytes.IndexByte, which are vectorised, and
-// matches only the lines that contain it; without a literal, a lazy DFA
-// (internal/linedfa) runs over the whole text. Go's regexp, which has no
-// DFA and is slow over large texts, is the fallback of both.
+// matches only the lines that contain it, with a lazy DFA
+// (internal/linedfa); without a literal, the DFA runs over the whole
+// text. Go's regexp, which has no DFA and is slow over large texts, is
+// the DFA's fallback.
 type matcher struct {
 	re *regexp.Regexp
 	// dfa matches lines in one pass; nil when the pattern is too large
