@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"testing"
 )
@@ -78,6 +77,7 @@ func checkSameWith(t testing.TB, expr string, data []byte, budget, minStream int
 	}
 }
 
+// goSourceText is 8 MiB of lines of Go-like source.
 func goSourceText() []byte {
 	var b bytes.Buffer
 	for i := 0; b.Len() < 8<<20; i++ {
@@ -88,7 +88,9 @@ func goSourceText() []byte {
 	return b.Bytes()
 }
 
-func BenchmarkNext(b *testing.B) {
+// BenchmarkLines finds the matching lines of 8 MiB of Go-like source
+// (checked against regexp first).
+func BenchmarkLines(b *testing.B) {
 	data := goSourceText()
 	for _, expr := range []string{`(?m)[A-Z][a-z]+[0-9]{3}[a-z]`, `(?m)[A-Z][a-z]+[0-9]{4}\b`, `(?mi)CONTEXT`} {
 		re := regexp.MustCompile(expr)
@@ -98,27 +100,6 @@ func BenchmarkNext(b *testing.B) {
 		}
 		s := l.NewSearcher()
 		checkSame(b, expr, data)
-		b.Run(expr, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				dfaLines(b, s, data)
-			}
-		})
-	}
-}
-
-func BenchmarkRealSource(b *testing.B) {
-	data, err := os.ReadFile("/tmp/gosrc/src64.txt")
-	if err != nil {
-		b.Skip(err)
-	}
-	for _, expr := range []string{`(?m)[A-Z][a-z]+[0-9]{3}[a-z]`, `(?m)[A-Z][a-z]+[0-9]{4}\b`, `(?m)func [A-Z][a-zA-Z]*Handler`} {
-		re := regexp.MustCompile(expr)
-		l, err := New(re)
-		if err != nil {
-			b.Fatal(err)
-		}
-		s := l.NewSearcher()
 		b.Run(expr, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
