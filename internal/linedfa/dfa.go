@@ -43,10 +43,14 @@ type Searcher struct {
 	// built the states built since the context was last checked.
 	scanned, built int
 	slow           bool // the cache thrashed: regexp from here on
+	resets         int  // times the cache was emptied
 	// live are the states of the streams being searched, kept when the
 	// cache is emptied.
 	live      []*int32
 	minStream int // minStreamBytes (smaller in tests)
+	// queued are the matching lines of each stream but the first, kept
+	// until the streams before it are done.
+	queued [streams][][2]int
 	scratch
 	key []byte
 }
@@ -238,6 +242,7 @@ func (s *Searcher) compute(from int32, k int) (t int32, ok bool) {
 	if s.scanned < 10*len(s.states) {
 		return 0, false
 	}
+	s.resets++
 	s.resetKeeping()
 	row, _ = s.intern(s.after, tf)
 	return row, true // from's row is gone: nothing to store

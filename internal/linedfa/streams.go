@@ -8,10 +8,11 @@ import (
 // One automaton walk is a chain of dependent loads (a state's row, then
 // the next), so it waits on memory at every byte. Lines searches a large
 // text as a few streams of whole lines run in lockstep, whose chains
-// overlap; lines are independent, so the result is the same. A stream
-// that meets a matching line before the first stream is done waits with
-// it, and the rest is searched stream after stream, so that lines are
-// reported in order.
+// overlap; lines are independent, so the result is the same. The
+// matching lines a later stream meets are queued until the streams
+// before it are done, so that lines are reported in order; when one
+// stream is done or has a full queue, the rest is searched stream after
+// stream.
 const (
 	streams = 4
 	// minStreamBytes is the least bytes per stream worth the split.
@@ -21,20 +22,22 @@ const (
 // linesByStreams is Lines over data split into streams.
 func (s *Searcher) linesByStreams(ctx context.Context, data []byte, hit func(start, end int) bool) error {
 	var ss [streams]stream
-	var pending [streams][2]int // a matching line met by a later stream
-	var waiting [streams]bool
 	split(data, &ss)
 	for k := range ss {
 		s.live = append(s.live, &ss[k].st)
+		s.queued[k] = s.queued[k][:0]
 	}
 	defer func() { s.live = s.live[:0] }()
-	stopped, err := s.lockstep(ctx, data, &ss, &pending, &waiting, hit)
+	stopped, err := s.lockstep(ctx, data, &ss, hit)
 	for k := range ss {
+		for _, q := range s.queued[k] {
+			if stopped || err != nil {
+				return err
+			}
+			stopped = !hit(q[0], q[1])
+		}
 		if stopped || err != nil {
 			return err
-		}
-		if waiting[k] && !hit(pending[k][0], pending[k][1]) {
-			return nil
 		}
 		stopped, err = s.finish(ctx, data, &ss[k], hit)
 	}
@@ -58,9 +61,14 @@ func split(data []byte, ss *[streams]stream) {
 	}
 }
 
-// lockstep runs all streams together while none is done or waiting;
-// the first stream's matching lines are reported as met.
-func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]stream, pending *[streams][2]int, waiting *[streams]bool, hit func(start, end int) bool) (stopped bool, err error) {
+// maxQueued bounds the matching lines a later stream keeps until the
+// streams before it are done; a stream with as many stops the lockstep.
+const maxQueued = 256
+
+// lockstep runs all streams together while none is done or has
+// maxQueued lines queued; the first stream's matching lines are reported
+// as met, the others' queued in s.queued.
+func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]stream, hit func(start, end int) bool) (stopped bool, err error) {
 	cls := &s.l.classes
 	for {
 		n := checkBytes / streams
@@ -94,12 +102,16 @@ func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]strea
 				if what == runInvalid && !s.l.re.Match(data[start:end]) {
 					continue
 				}
-				if k > 0 {
-					pending[k], waiting[k] = [2]int{start, end}, true
+				switch {
+				case k == 0:
+					if !hit(start, end) {
+						return true, nil
+					}
+				case len(s.queued[k]) == maxQueued-1:
+					s.queued[k] = append(s.queued[k], [2]int{start, end})
 					return false, nil
-				}
-				if !hit(start, end) {
-					return true, nil
+				default:
+					s.queued[k] = append(s.queued[k], [2]int{start, end})
 				}
 			}
 		}

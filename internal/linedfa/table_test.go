@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -222,5 +223,68 @@ func TestTooLarge(t *testing.T) {
 	}
 	if _, err := New(regexp.MustCompile(`\pL\pN`)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStreamsDenseMatches: with matches on most lines, later streams
+// fill their queues; lines still come in order, and a hit that returns
+// false stops the search there.
+func TestStreamsDenseMatches(t *testing.T) {
+	var b strings.Builder
+	for i := range 6000 {
+		if i%7 == 3 {
+			b.WriteString("b\n")
+		} else {
+			b.WriteString("ab\n")
+		}
+	}
+	data := []byte(b.String())
+	checkSame(t, `^a`, data)
+	l, err := New(regexp.MustCompile(`^a`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stop := range []int{1, 300, 2000, 5000} {
+		calls := 0
+		err := l.NewSearcher().Lines(context.Background(), data, func(start, end int) bool {
+			calls++
+			return calls < stop
+		})
+		if err != nil || calls != stop {
+			t.Fatalf("stop at %d: %d calls, err %v", stop, calls, err)
+		}
+	}
+}
+
+// TestCacheResets: a cache too small for the states a text needs, but
+// refilled slowly, is emptied and built again (the streams' states kept)
+// without falling back to regexp, and the lines are regexp's.
+func TestCacheResets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var b strings.Builder
+	for b.Len() < 256<<10 {
+		b.WriteString(strings.Repeat("x", 400))
+		for range 6 {
+			b.WriteByte("ab"[rng.IntN(2)])
+		}
+		b.WriteString("c\n")
+	}
+	data := []byte(b.String())
+	re := regexp.MustCompile(`(a|b)*a(a|b){5}c`)
+	l, err := New(re)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, minStream := range []int{minStreamBytes, 1 << 30} {
+		s := l.NewSearcher()
+		s.budget = 6144
+		s.minStream = minStream
+		got := dfaLines(t, s, data)
+		if s.resets == 0 || s.slow {
+			t.Fatalf("streams from %d bytes: %d resets, slow %v: the test does not test resets", minStream, s.resets, s.slow)
+		}
+		if want := refLines(re, data); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("streams from %d bytes: %d lines, want %d", minStream, len(got), len(want))
+		}
 	}
 }
