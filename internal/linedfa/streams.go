@@ -70,7 +70,11 @@ const maxQueued = 256
 // as met, the others' queued in s.queued.
 func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]stream, hit func(start, end int) bool) (stopped bool, err error) {
 	cls := &s.l.classes
+	deaths, advanced := 0, 0
 	for {
+		if deaths > 16 && deaths*deadSpan > advanced {
+			return false, nil // lines die early: one stream skips them faster
+		}
 		n := checkBytes / streams
 		for k := range ss {
 			n = min(n, ss[k].end-ss[k].i)
@@ -80,6 +84,7 @@ func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]strea
 		}
 		j := together(s.trans, cls, data, ss, n)
 		s.scanned += streams * j
+		advanced += streams * j
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
@@ -93,6 +98,8 @@ func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]strea
 			}
 			at, what := s.stepOne(data, x)
 			switch what {
+			case runDead:
+				deaths++
 			case runThrash:
 				s.slow = true
 				return false, nil
@@ -144,8 +151,17 @@ func together(trans []int32, cls *[256]uint8, data []byte, ss *[streams]stream, 
 	return j
 }
 
-// runStep is stepOne's result when the stream goes on.
-const runStep = -1
+// stepOne's results when the stream goes on: after a byte, or at the
+// next line when the line died.
+const (
+	runStep = -1
+	runDead = -2
+)
+
+// deadSpan is the bytes per dead line below which the lockstep stops: a
+// single stream skips the rest of a dead line with bytes.IndexByte,
+// faster than the streams stopping together at every line.
+const deadSpan = 128
 
 // stepOne takes stream x over its next byte, whose transition is not a
 // built state: it builds it, or skips a dead line, or reports a match,
@@ -171,6 +187,7 @@ func (s *Searcher) stepOne(data []byte, x *stream) (at, what int) {
 		} else {
 			x.i, x.tail = x.end, false // the last line is decided
 		}
+		return 0, runDead
 	default:
 		x.st, x.i = t, x.i+1
 	}
