@@ -8,12 +8,16 @@ import (
 	"slices"
 )
 
-// Transition table entries: a state's row offset, or one of these.
+// Transition table entries: a state's row offset, or one of these, which
+// have the top bit set (row offsets stay far below it: the cache is
+// bounded), so that one test tells them apart. Unsigned, so that a load
+// needs no sign extension on the automaton's chain of dependent loads.
 const (
-	tUnknown int32 = -1 // not built yet
-	tMatch   int32 = -2 // the line matches
-	tDead    int32 = -3 // the line cannot match
-	tInvalid int32 = -4 // the line is not valid UTF-8
+	special  uint32 = 1 << 31
+	tUnknown        = special | 1 // not built yet
+	tMatch          = special | 2 // the line matches
+	tDead           = special | 3 // the line cannot match
+	tInvalid        = special | 4 // the line is not valid UTF-8
 )
 
 // A state's flags: at a line's start, after a word byte (kept only when
@@ -34,11 +38,11 @@ type dstate struct {
 // goroutine at a time.
 type Searcher struct {
 	l      *DFA
-	trans  []int32 // stride entries per state
+	trans  []uint32 // stride entries per state
 	states []dstate
-	ids    map[string]int32 // state key → row offset
-	used   int              // cache bytes
-	budget int              // limits.GrepDFACacheBytes (smaller in tests)
+	ids    map[string]uint32 // state key → row offset
+	used   int               // cache bytes
+	budget int               // limits.GrepDFACacheBytes (smaller in tests)
 	// scanned counts the bytes run since the cache was last emptied;
 	// built the states built since the context was last checked.
 	scanned, built int
@@ -46,7 +50,7 @@ type Searcher struct {
 	resets         int  // times the cache was emptied
 	// live are the states of the streams being searched, kept when the
 	// cache is emptied.
-	live      []*int32
+	live      []*uint32
 	minStream int // minStreamBytes (smaller in tests)
 	// queued are the matching lines of each stream but the first, kept
 	// until the streams before it are done.
@@ -60,7 +64,7 @@ type Searcher struct {
 // no thread alive: a newline then does not change the state).
 func (s *Searcher) reset() {
 	s.trans, s.states, s.used, s.scanned = s.trans[:0], s.states[:0], 0, 0
-	s.ids = make(map[string]int32)
+	s.ids = make(map[string]uint32)
 	s.intern(nil, s.l.startFlags)
 }
 
@@ -70,7 +74,7 @@ const stateCost = 96
 
 // intern returns the row of the state (nodes, flags), adding it when it
 // fits in the cache; ok is false when it does not.
-func (s *Searcher) intern(nodes []int32, flags uint8) (row int32, ok bool) {
+func (s *Searcher) intern(nodes []int32, flags uint8) (row uint32, ok bool) {
 	s.key = append(s.key[:0], flags)
 	for _, n := range nodes {
 		s.key = binary.LittleEndian.AppendUint32(s.key, uint32(n))
@@ -83,7 +87,7 @@ func (s *Searcher) intern(nodes []int32, flags uint8) (row int32, ok bool) {
 	if s.used+cost > s.budget && len(s.states) > 0 {
 		return 0, false
 	}
-	row = int32(len(s.trans))
+	row = uint32(len(s.trans))
 	for range stride {
 		s.trans = append(s.trans, tUnknown)
 	}
@@ -95,7 +99,7 @@ func (s *Searcher) intern(nodes []int32, flags uint8) (row int32, ok bool) {
 
 // run runs the automaton over data from byte i in state st and tells
 // what it met first, at byte at.
-func (s *Searcher) run(ctx context.Context, data []byte, i int, st int32) (at, what int, err error) {
+func (s *Searcher) run(ctx context.Context, data []byte, i int, st uint32) (at, what int, err error) {
 	cls := &s.l.classes
 	for {
 		lim := min(len(data), i+checkBytes)
@@ -144,13 +148,13 @@ func (s *Searcher) run(ctx context.Context, data []byte, i int, st int32) (at, w
 // scan follows built transitions from state st at data[i] until one is
 // not a state or data ends; it returns where it stopped and the state
 // there. The one hot loop.
-func scan(trans []int32, cls *[256]uint8, data []byte, i int, st int32) (int, int32) {
+func scan(trans []uint32, cls *[256]uint8, data []byte, i int, st uint32) (int, uint32) {
 	for ; i < len(data); i++ {
 		// A state mostly stays on the next byte: comparing with it, not
 		// following the loaded entry, lets the next load start before
 		// this one ends.
 		if t := trans[int(st)+int(cls[data[i]])]; t != st {
-			if t < 0 {
+			if t >= special {
 				break
 			}
 			st = t
@@ -161,7 +165,7 @@ func scan(trans []int32, cls *[256]uint8, data []byte, i int, st int32) (int, in
 
 // end decides the last line, which ends the text without a newline, in
 // state st.
-func (s *Searcher) end(st int32, at int) (int, int, error) {
+func (s *Searcher) end(st uint32, at int) (int, int, error) {
 	t := s.trans[int(st)+s.l.eot]
 	if t == tUnknown {
 		var ok bool
@@ -190,7 +194,7 @@ func (s *Searcher) checkBuilt(ctx context.Context) error {
 // compute builds the transition from the state at row from on class k
 // (or the end of the text) and stores it; ok is false when the cache
 // thrashes.
-func (s *Searcher) compute(from int32, k int) (t int32, ok bool) {
+func (s *Searcher) compute(from uint32, k int) (t uint32, ok bool) {
 	l, a := s.l, s.l.nfa
 	st := s.states[int(from)/l.stride]
 	u := st.flags >> 4
@@ -260,7 +264,7 @@ func (s *Searcher) resetKeeping() {
 	}
 }
 
-func (s *Searcher) store(from int32, k int, t int32) int32 {
+func (s *Searcher) store(from uint32, k int, t uint32) uint32 {
 	s.trans[int(from)+k] = t
 	return t
 }

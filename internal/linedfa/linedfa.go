@@ -180,7 +180,7 @@ func (s *Searcher) MatchLine(ctx context.Context, line []byte) (bool, error) {
 // takes the end of the text).
 type stream struct {
 	start, i, end int
-	st            int32
+	st            uint32
 	tail          bool
 }
 

@@ -93,7 +93,7 @@ func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]strea
 		}
 		for k := range ss {
 			x := &ss[k]
-			if s.trans[int(x.st)+int(cls[data[x.i]])] >= 0 {
+			if s.trans[int(x.st)+int(cls[data[x.i]])] < special {
 				continue // this stream was not the one stopped
 			}
 			at, what := s.stepOne(data, x)
@@ -131,7 +131,7 @@ func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]strea
 // together advances every stream by up to n bytes, stopping all of them
 // before the first byte whose transition in any stream is not a state;
 // it returns the bytes advanced. The hot loop of a large text.
-func together(trans []int32, cls *[256]uint8, data []byte, ss *[streams]stream, n int) int {
+func together(trans []uint32, cls *[256]uint8, data []byte, ss *[streams]stream, n int) int {
 	a, b, c, d := ss[0].i, ss[1].i, ss[2].i, ss[3].i
 	sa, sb, sc, sd := ss[0].st, ss[1].st, ss[2].st, ss[3].st
 	da, db, dc, dd := data[a:a+n], data[b:b+n], data[c:c+n], data[d:d+n]
@@ -141,7 +141,7 @@ func together(trans []int32, cls *[256]uint8, data []byte, ss *[streams]stream, 
 		tb := trans[int(sb)+int(cls[db[j]])]
 		tc := trans[int(sc)+int(cls[dc[j]])]
 		td := trans[int(sd)+int(cls[dd[j]])]
-		if ta|tb|tc|td < 0 {
+		if ta|tb|tc|td >= special {
 			break
 		}
 		sa, sb, sc, sd = ta, tb, tc, td
