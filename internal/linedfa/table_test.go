@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -285,6 +286,54 @@ func TestCacheResets(t *testing.T) {
 		}
 		if want := refLines(re, data); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("streams from %d bytes: %d lines, want %d", minStream, len(got), len(want))
+		}
+	}
+}
+
+// TestNFABoundEdge: a program whose automaton has exactly the bound's
+// nodes and edges is built; with one fewer allowed, it is refused.
+func TestNFABoundEdge(t *testing.T) {
+	parsed, err := syntax.Parse(`(?i)[a-zé]+\pN{3}\b`, syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := buildNFA(prog, limits.GrepDFAMaxNFANodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(a.nodes) + a.edges
+	if _, err := buildNFA(prog, size); err != nil {
+		t.Fatalf("at the bound (%d): %v", size, err)
+	}
+	if _, err := buildNFA(prog, size-1); !errors.Is(err, errTooLarge) {
+		t.Fatalf("one past the bound (%d): %v, want errTooLarge", size-1, err)
+	}
+}
+
+// TestCacheBoundEdge: a state that brings the cache to exactly its bound
+// is kept; one byte less of bound and it is refused.
+func TestCacheBoundEdge(t *testing.T) {
+	l, err := New(regexp.MustCompile(`ab`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spare int
+		want  bool
+	}{{0, true}, {-1, false}} {
+		s := l.NewSearcher()
+		nodes := []int32{1, 2}
+		cost := stateCost + 2*(1+4*len(nodes)) + 4*l.stride
+		s.budget = s.used + cost + c.spare
+		if _, ok := s.intern(nodes, 0); ok != c.want {
+			t.Errorf("bound %+d bytes past the state: kept %v, want %v", c.spare, ok, c.want)
+		}
+		if s.used > s.budget {
+			t.Errorf("cache at %d bytes, bound %d", s.used, s.budget)
 		}
 	}
 }
