@@ -16,4 +16,6 @@ type OpenWalker interface {
 // file base in the directory that holds info (path.Base(info.Name) opens
 // info itself) under Open's guarantees, never following a symlink. open
 // is valid only during the call, and nil for the walk's starting point.
+// A regular file's info may have Size -1 (not looked at by the walk): the
+// opened File's Info has it.
 type WalkOpenFunc func(info Info, open func(base string) (File, error)) error

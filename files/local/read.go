@@ -272,7 +272,7 @@ func (p *Provider) openDir(ctx context.Context, root, name string) (*atfile.Dir,
 // it is (atfile.Walk: it descends only by opening a name inside an open
 // directory with O_NOFOLLOW, checking it is the directory it examined).
 func (p *Provider) Walk(ctx context.Context, root, name string, fn files.WalkFunc) error {
-	return p.WalkOpen(ctx, root, name, func(info files.Info, _ func(string) (files.File, error)) error { return fn(info) })
+	return p.walkOpen(ctx, root, name, false, func(info files.Info, _ func(string) (files.File, error)) error { return fn(info) })
 }
 
 // walkFile is Walk of a name that is not a directory: a regular file is

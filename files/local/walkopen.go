@@ -18,8 +18,15 @@ var _ files.OpenWalker = (*Provider)(nil)
 
 // WalkOpen is Walk with an opener relative to the directory being walked
 // (atfile.Dir.OpenRegular: no symlink, no special file, no staging name,
-// no pseudo-filesystem, no swap between look and open).
+// no pseudo-filesystem, no swap between look and open). A regular file
+// is passed with its type only (Size -1): the walk does not stat it, and
+// the opener's File has its metadata.
 func (p *Provider) WalkOpen(ctx context.Context, root, name string, fn files.WalkOpenFunc) error {
+	return p.walkOpen(ctx, root, name, true, fn)
+}
+
+// walkOpen is WalkOpen; typesOnly as in atfile.WalkBounds.
+func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bool, fn files.WalkOpenFunc) error {
 	d, err := p.openDir(ctx, root, name)
 	if fault.CodeOf(err) == fault.NotFound || errors.Is(err, atfile.ErrNotDir) {
 		return p.walkFile(ctx, root, name, func(info files.Info) error { return fn(info, nil) })
@@ -38,7 +45,7 @@ func (p *Provider) WalkOpen(ctx context.Context, root, name string, fn files.Wal
 		}
 		return err
 	}
-	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth}
+	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth, TypesOnly: typesOnly}
 	err = atfile.Walk(ctx, d, bounds, func(rel string, _ int, st atfile.Stat, parent *atfile.Dir, _ string) (bool, error) {
 		full := join(name, rel)
 		open := func(base string) (files.File, error) { return openIn(parent, path.Dir(full), base) }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -68,5 +69,81 @@ func TestWalkOpen(t *testing.T) {
 	}
 	if content != "alpha\n" {
 		t.Errorf("read %q", content)
+	}
+}
+
+// TestWalkOpenSwappedAfterListing: a regular file replaced, between the
+// listing that named it a regular file and its open, by a FIFO (with no
+// writer: an open that waited for one would hang), a symlink to a file
+// outside the tree, a directory, or nothing, is refused without being
+// read or followed; the walk goes on to the next entry.
+func TestWalkOpenSwappedAfterListing(t *testing.T) {
+	swaps := []struct {
+		name string
+		swap func(p string) error
+		want fault.Code
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }, fault.InvalidInput},
+		{"symlink", func(p string) error { return os.Symlink("../outside", p) }, fault.Denied},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, fault.InvalidInput},
+		{"removed", func(string) error { return nil }, fault.NotFound},
+	}
+	for _, tc := range swaps {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			d := filepath.Join(root, "d")
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(root, "outside"), []byte("secret\n"), 0o644)
+			os.WriteFile(filepath.Join(d, "a"), []byte("alpha\n"), 0o644)
+			os.WriteFile(filepath.Join(d, "b"), []byte("beta\n"), 0o644)
+			done := make(chan struct{})
+			var got fault.Code
+			var seen []string
+			var walkErr error
+			go func() {
+				defer close(done)
+				walkErr = New().WalkOpen(context.Background(), root, "d", func(info files.Info, open func(string) (files.File, error)) error {
+					if info.Name == "d" {
+						return nil
+					}
+					seen = append(seen, info.Name)
+					if info.Name != "d/a" {
+						return nil
+					}
+					if !info.IsRegular() {
+						t.Errorf("d/a listed as %v", info.Mode)
+					}
+					p := filepath.Join(d, "a")
+					if err := os.Remove(p); err != nil {
+						t.Error(err)
+					}
+					if err := tc.swap(p); err != nil {
+						t.Error(err)
+					}
+					f, err := open("a")
+					if err == nil {
+						b, _ := io.ReadAll(f)
+						f.Close()
+						t.Errorf("opened the swapped-in %s and read %q", tc.name, b)
+					}
+					got = fault.CodeOf(err)
+					return nil
+				})
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
+				t.Fatal("the open of a swapped-in entry hung")
+			}
+			if walkErr != nil {
+				t.Fatal(walkErr)
+			}
+			if got != tc.want {
+				t.Errorf("open of the swapped-in %s: %q, want %q", tc.name, got, tc.want)
+			}
+			if len(seen) != 2 || seen[1] != "d/b" {
+				t.Errorf("walk saw %v, want d/a then d/b", seen)
+			}
+		})
 	}
 }

@@ -44,6 +44,11 @@ type WalkBounds struct {
 	DirNames int
 	// Depth bounds the depth of any entry.
 	Depth int
+	// TypesOnly spares the lstat of an entry the directory lists as a
+	// regular file (getdents' d_type): fn gets a Stat with only its type
+	// (Size -1), and whoever opens it checks what it opened (as
+	// Dir.OpenRegular does). Every other entry is lstat'ed as without it.
+	TypesOnly bool
 }
 
 type walker struct {
@@ -53,7 +58,7 @@ type walker struct {
 }
 
 func (w *walker) walk(ctx context.Context, d *Dir, prefix string, depth int) error {
-	names, err := d.ReadNames(min(w.left, w.b.DirNames))
+	entries, err := w.read(ctx, d)
 	if err != nil {
 		switch {
 		case fault.CodeOf(err) != fault.Limit:
@@ -63,49 +68,69 @@ func (w *walker) walk(ctx context.Context, d *Dir, prefix string, depth int) err
 		}
 		return fault.New(fault.Limit, "directory %q has more than %d entries (the limit)", strings.TrimSuffix(prefix, "/"), w.b.DirNames)
 	}
-	w.left -= len(names)
-	if len(names) > 0 && depth+1 > w.b.Depth {
+	w.left -= len(entries)
+	if len(entries) > 0 && depth+1 > w.b.Depth {
 		return fault.New(fault.Limit, "the tree is deeper than %d levels (the limit)", w.b.Depth)
 	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return fault.As(err)
 		}
-		st, err := d.Lstat(name, "entry")
-		if errors.Is(err, fault.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		rel := prefix + name
-		descend, err := w.fn(rel, depth+1, st, d, name)
-		if err != nil {
-			return err
-		}
-		if !descend || !st.Mode.IsDir() {
-			continue
-		}
-		sub, sst, err := d.OpenSubdir(name, "directory")
-		if errors.Is(err, fault.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, ErrSymlink) || errors.Is(err, ErrNotDir) {
-				return fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
+		st := Stat{Size: -1}
+		if !w.b.TypesOnly || !e.Type.IsRegular() {
+			st, err = d.Lstat(e.Name, "entry")
+			if errors.Is(err, fault.ErrNotFound) {
+				continue
 			}
-			return err
+			if err != nil {
+				return err
+			}
 		}
-		if sst.Dev != st.Dev || sst.Ino != st.Ino {
-			sub.Close()
-			return fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
-		}
-		err = w.walk(ctx, sub, rel+"/", depth+1)
-		sub.Close()
-		if err != nil {
+		if err := w.visit(ctx, d, prefix, depth, e.Name, st); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// read lists d: names and d_types with TypesOnly, else names.
+func (w *walker) read(ctx context.Context, d *Dir) ([]Entry, error) {
+	max := min(w.left, w.b.DirNames)
+	if w.b.TypesOnly {
+		return d.ReadEntries(ctx, max, "directory")
+	}
+	names, err := d.ReadNames(max)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	entries := make([]Entry, len(names))
+	for i, n := range names {
+		entries[i] = Entry{Name: n}
+	}
+	return entries, nil
+}
+
+// visit calls fn for one entry and walks into it if fn asks.
+func (w *walker) visit(ctx context.Context, d *Dir, prefix string, depth int, name string, st Stat) error {
+	rel := prefix + name
+	descend, err := w.fn(rel, depth+1, st, d, name)
+	if err != nil || !descend || !st.Mode.IsDir() {
+		return err
+	}
+	sub, sst, err := d.OpenSubdir(name, "directory")
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		if errors.Is(err, ErrSymlink) || errors.Is(err, ErrNotDir) {
+			return fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
+		}
+		return err
+	}
+	defer sub.Close()
+	if sst.Dev != st.Dev || sst.Ino != st.Ino {
+		return fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
+	}
+	return w.walk(ctx, sub, rel+"/", depth+1)
 }
