@@ -48,7 +48,12 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth, TypesOnly: typesOnly}
 	err = atfile.Walk(ctx, d, bounds, func(rel string, _ int, st atfile.Stat, parent *atfile.Dir, _ string) (bool, error) {
 		full := join(name, rel)
-		open := func(base string) (files.File, error) { return openIn(parent, path.Dir(full), base) }
+		// An entry the walk did not look at (listed as regular) is opened
+		// as listed; any other name is looked at before it is opened.
+		listed := st.Size < 0 && st.Mode.IsRegular()
+		open := func(base string) (files.File, error) {
+			return openIn(parent, path.Dir(full), base, listed && base == path.Base(full))
+		}
 		switch err := fn(infoOf(full, st), open); err {
 		case nil:
 			return st.Mode.IsDir(), nil
@@ -65,13 +70,18 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 }
 
 // openIn opens the regular file base of the open directory d, named
-// dir/base in results.
-func openIn(d *atfile.Dir, dir, base string) (files.File, error) {
+// dir/base in results; listed: base was just listed as a regular file
+// (atfile.Dir.OpenListed), else it is looked at first (OpenRegular).
+func openIn(d *atfile.Dir, dir, base string, listed bool) (files.File, error) {
 	name := join(dir, base)
 	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
 		return nil, fault.New(fault.InvalidInput, "%q is not a file name in %s", base, dir)
 	}
-	f, st, err := d.OpenRegular(base, name)
+	open := d.OpenRegular
+	if listed {
+		open = d.OpenListed
+	}
+	f, st, err := open(base, name)
 	if err != nil {
 		return nil, err
 	}

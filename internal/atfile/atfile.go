@@ -20,7 +20,10 @@
 // What it guarantees: OpenRegular returns only a regular file, opened with
 // O_NOFOLLOW|O_NONBLOCK (a FIFO or device is never opened for reading in
 // the normal case, and never blocks if one is swapped in), and the file it
-// returns is the one whose metadata it checked. Nothing on a
+// returns is the one whose metadata it checked. OpenListed, for a name a
+// listing has just shown as a regular file, skips the look before the
+// open: it too returns only a regular file, but a device node renamed
+// into place since the listing is opened before it is refused. Nothing on a
 // pseudo-filesystem (procfs, sysfs and the rest of pseudoFS) is opened,
 // stat'ed or walked: every directory opened is checked with fstatfs, and
 // so is every entry on another device than its directory (a mount point).

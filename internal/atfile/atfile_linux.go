@@ -121,13 +121,41 @@ func (d *Dir) lstat(name, role string) (Stat, error) {
 	return fromSys(&st), nil
 }
 
-// OpenRegular opens name for reading. It opens with O_NOFOLLOW|O_NONBLOCK,
-// so a symlink is refused (denied) and a FIFO or device does not block the
-// open, then checks with one fstat of the descriptor that it opened a
-// regular file (anything else is closed unread: invalid_input). What is
-// checked is what was opened, so no swap between a look and the open can
-// slip past. role names the file in messages ("file", "source").
+// OpenRegular opens name for reading. It refuses a symlink (denied) and
+// anything but a regular file (invalid_input) before opening, so that no
+// device's driver is ever asked to open, then opens it as OpenListed does
+// and checks that what it opened is the file it looked at (a swap in
+// between fails with integrity). role names the file in messages ("file",
+// "source").
 func (d *Dir) OpenRegular(name, role string) (*os.File, Stat, error) {
+	before, err := d.Lstat(name, role)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	if !before.Mode.IsRegular() {
+		return nil, Stat{}, NotRegular(role, before.Mode)
+	}
+	f, st, err := d.OpenListed(name, role)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	if st.Dev != before.Dev || st.Ino != before.Ino {
+		f.Close()
+		return nil, Stat{}, fault.Wrap(fault.Integrity, ErrChanged, "%s was replaced while it was being opened", role)
+	}
+	return f, st, nil
+}
+
+// OpenListed opens for reading a name that a directory listing has just
+// shown as a regular file, without looking at it first: it opens with
+// O_NOFOLLOW|O_NONBLOCK|O_NOCTTY, so a symlink is refused (denied) and a
+// FIFO swapped in since the listing does not block, then checks with one
+// fstat of the descriptor that it opened a regular file (anything else is
+// closed unread: invalid_input). It does not cover a device node swapped
+// in since the listing: that is opened (its driver's open runs) before it
+// is refused, which needs a device node on the tree's own filesystem to
+// rename into place. Named paths go through OpenRegular.
+func (d *Dir) OpenListed(name, role string) (*os.File, Stat, error) {
 	if err := checkName(name); err != nil {
 		return nil, Stat{}, err
 	}

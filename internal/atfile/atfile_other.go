@@ -26,6 +26,9 @@ func (d *Dir) Lstat(string, string) (Stat, error) { return Stat{}, unsupported()
 // OpenRegular is unavailable on this platform.
 func (d *Dir) OpenRegular(string, string) (*os.File, Stat, error) { return nil, Stat{}, unsupported() }
 
+// OpenListed is unavailable on this platform.
+func (d *Dir) OpenListed(string, string) (*os.File, Stat, error) { return nil, Stat{}, unsupported() }
+
 // OpenSubdir is unavailable on this platform.
 func (d *Dir) OpenSubdir(string, string) (*Dir, Stat, error) { return nil, Stat{}, unsupported() }
 

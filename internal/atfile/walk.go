@@ -47,7 +47,7 @@ type WalkBounds struct {
 	// TypesOnly spares the lstat of an entry the directory lists as a
 	// regular file (getdents' d_type): fn gets a Stat with only its type
 	// (Size -1), and whoever opens it checks what it opened (as
-	// Dir.OpenRegular does). Every other entry is lstat'ed as without it.
+	// Dir.OpenListed does). Every other entry is lstat'ed as without it.
 	TypesOnly bool
 }
 
