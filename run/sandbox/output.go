@@ -66,12 +66,11 @@ func (h *headTail) output() Output {
 			break
 		}
 	}
+	// A character has at most UTFMax-1 continuation bytes: a tail that
+	// starts inside one loses them, even when they are all it has.
 	tail := ring
-	for i := 0; i < len(tail) && i < utf8.UTFMax; i++ {
-		if utf8.RuneStart(tail[i]) {
-			tail = tail[i:]
-			break
-		}
+	for k := 0; k < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); k++ {
+		tail = tail[1:]
 	}
 	omitted := h.total - int64(len(head)+len(tail))
 	return Output{
