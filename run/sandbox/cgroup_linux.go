@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,9 +31,8 @@ const cgroupPeriod = 100_000
 // through fd), its limits are written before, and it is killed whole and
 // removed when the run ends.
 type cgroup struct {
-	dir    string
-	fd     int
-	report CgroupReport
+	dir string
+	fd  int
 }
 
 // cgroupBase is the host process's cgroup v2 directory, found once, or
@@ -171,9 +169,9 @@ func newCgroup(l Limits) (*cgroup, CgroupReport) {
 		return nil, noCgroup(fmt.Sprintf("%s cannot be opened (%v)", dir, err))
 	}
 	c.fd = fd
-	c.report = applyLimits(dir, l)
-	c.report.Path = dir
-	return c, c.report
+	rep := applyLimits(dir, l)
+	rep.Path = dir
+	return c, rep
 }
 
 // noCgroup is the report of a run without a cgroup.
@@ -228,15 +226,14 @@ func controllers(dir string) ([]string, error) {
 // wantedLimits are the cgroup limits of a run: its memory and processes
 // as a whole (the rlimits bound each process), and its CPU bandwidth.
 func wantedLimits(l Limits) []cgroupLimit {
-	cpus := l.MilliCPUs
-	if cpus == 0 {
-		cpus = int64(runtime.NumCPU()) * 1000
-	}
-	return []cgroupLimit{
+	want := []cgroupLimit{
 		{"memory", "memory.max", strconv.FormatInt(l.MemoryBytes, 10), "memory is bounded per process (address space) only"},
 		{"pids", "pids.max", strconv.FormatInt(l.Processes, 10), "processes are bounded by the PID namespace's limit and RLIMIT_NPROC"},
-		{"cpu", "cpu.max", fmt.Sprintf("%d %d", cpus*cgroupPeriod/1000, cgroupPeriod), "CPU use is bounded per process (RLIMIT_CPU) only"},
 	}
+	if l.MilliCPUs != 0 {
+		want = append(want, cgroupLimit{"cpu", "cpu.max", fmt.Sprintf("%d %d", l.MilliCPUs*cgroupPeriod/1000, cgroupPeriod), "CPU use is bounded per process (RLIMIT_CPU) only"})
+	}
+	return want
 }
 
 // kill ends every process in the group, wherever it moved in the

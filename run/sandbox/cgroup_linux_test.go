@@ -3,7 +3,6 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,8 +65,9 @@ func TestCgroupPlacement(t *testing.T) {
 		if !slices.Contains(strings.Split(res.Stdout.Text, "\n"), want) {
 			t.Errorf("reduced=%v: the command's /proc/self/cgroup is\n%s\nwant the line %q", reduced, res.Stdout.Text, want)
 		}
-		if n := len(res.Cgroup.Applied) + len(res.Cgroup.Missing); n != 3 {
-			t.Errorf("reduced=%v: %d of memory, pids and cpu are reported: %+v", reduced, n, res.Cgroup)
+		// No milli-CPUs are set: memory and pids are asked for, not cpu.
+		if n := len(res.Cgroup.Applied) + len(res.Cgroup.Missing); n != 2 {
+			t.Errorf("reduced=%v: %d of memory and pids are reported: %+v", reduced, n, res.Cgroup)
 		}
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("reduced=%v: the run's cgroup is still there (%v)", reduced, err)
@@ -168,16 +168,16 @@ func TestApplyLimits(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "pids.max")); err == nil {
 		t.Errorf("pids.max written without the controller")
 	}
-	// Not delegated at all: every limit is missing, saying so; the
-	// default CPU bandwidth is every CPU.
+	// Not delegated at all: every limit is missing, saying so; without
+	// milli-CPUs no CPU bandwidth is asked for.
 	must(t, os.WriteFile(filepath.Join(parent, "cgroup.controllers"), nil, 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), nil, 0o644))
-	rep = applyLimits(dir, Limits{MemoryBytes: 1, Processes: 301})
+	rep = applyLimits(dir, Limits{MemoryBytes: 1, Processes: 301, MilliCPUs: 1000})
 	if len(rep.Applied) != 0 || len(rep.Missing) != 3 || !strings.Contains(rep.Missing[0], "not available to "+parent) {
 		t.Errorf("report %+v", rep)
 	}
-	if c := wantedLimits(Limits{})[2]; c.value != strconv.Itoa(runtime.NumCPU()*cgroupPeriod)+" 100000" {
-		t.Errorf("default cpu.max %q", c.value)
+	if w := wantedLimits(Limits{MemoryBytes: 1, Processes: 1}); len(w) != 2 || w[1].file != "pids.max" {
+		t.Errorf("without milli-CPUs, wanted %+v (no cpu.max)", w)
 	}
 }
 

@@ -124,8 +124,7 @@ func runFull(ctx context.Context, msg *message, c call, opts *Options) (*Result,
 	}
 	key := viewKey(msg, opts.Helper)
 	res, err := runWarm(ctx, msg, key, c, opts)
-	var ns *namespaceError
-	if !errors.As(err, &ns) {
+	if err == nil {
 		opts.Warm.refill(msg, key, opts.Helper)
 	}
 	return res, err
@@ -447,7 +446,7 @@ func splitReport(report string) (notes []string, failure string, execd bool) {
 func exitStatus(res *Result, cmd *exec.Cmd, err error, killed bool) error {
 	res.Killed = killed
 	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
+	if err != nil && !errors.As(err, &ee) {
 		return fault.Wrap(fault.Unavailable, err, "sandbox: waiting for the command failed")
 	}
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)

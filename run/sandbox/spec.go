@@ -117,8 +117,8 @@ type Limits struct {
 	// wall-clock bound rounded up.
 	CPUSeconds int64 `json:"cpu_seconds"`
 	// MilliCPUs bounds the run's CPU bandwidth in thousandths of a CPU
-	// (cgroup cpu.max, where the cpu controller is delegated); zero means
-	// every CPU of the machine.
+	// (cgroup cpu.max, where the cpu controller is delegated); zero sets
+	// no bandwidth limit.
 	MilliCPUs int64 `json:"milli_cpus"`
 }
 
