@@ -294,7 +294,7 @@ func (bs *batchState) returnLeases(ctx context.Context, pick func(*leaseRow) boo
 			return err
 		}
 		for _, r := range done[first:] {
-			admitted = append(admitted, leasedRow{lease: l.id, task: r.task, bytes: r.reserved, seq: r.wseq})
+			admitted = append(admitted, leasedRow{lease: l.id, task: r.task, bytes: r.reserved, charge: r.used, seq: r.wseq})
 		}
 		// The open ones stay, charged in full, outside the lease.
 		rows, err = bs.t.QueryContext(ctx, bs.s.d.rebind(`UPDATE budget_reservation SET lease = NULL WHERE lease = ? RETURNING task, bytes, win_seq`), l.id)
@@ -315,10 +315,13 @@ func (bs *batchState) returnLeases(ctx context.Context, pick func(*leaseRow) boo
 	return nil
 }
 
-// leasedRow is a reservation admitted under a lease being returned.
+// leasedRow is a reservation admitted under a lease being returned:
+// bytes it reserved, and its charge (what it used once settled, else what
+// it reserved), which is what the lease's slice bounds (a refund credited
+// to the lease lets it admit again).
 type leasedRow struct {
-	lease, task string
-	bytes, seq  int64
+	lease, task        string
+	bytes, charge, seq int64
 }
 
 // scanLeaseRows appends the rows (task, bytes, win_seq) of lease id to
@@ -330,6 +333,7 @@ func scanLeaseRows(rows *sql.Rows, id string, out []leasedRow) ([]leasedRow, err
 		if err := rows.Scan(&r.task, &r.bytes, &r.seq); err != nil {
 			return nil, err
 		}
+		r.charge = r.bytes
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -346,10 +350,10 @@ func (bs *batchState) countLeased(ctx context.Context, back []*leaseRow, admitte
 	if err := bs.need(ctx, names); err != nil {
 		return err
 	}
-	used := map[string][2]int64{}
+	used := map[string][3]int64{} // requests, reserved bytes, charged bytes
 	for _, r := range admitted {
 		u := used[r.lease]
-		used[r.lease] = [2]int64{u[0] + 1, u[1] + r.bytes}
+		used[r.lease] = [3]int64{u[0] + 1, u[1] + r.bytes, u[2] + r.charge}
 		ts := bs.tasks[r.task]
 		if ts.WindowSeq < r.seq {
 			ts.WindowSeq, ts.WindowRequests, ts.WindowBytes = r.seq, 0, 0
@@ -365,8 +369,8 @@ func (bs *batchState) countLeased(ctx context.Context, back []*leaseRow, admitte
 	g := bs.g
 	for _, l := range back {
 		u := used[l.id]
-		if u[0] > l.requests || u[1] > l.bytes {
-			return fault.New(fault.Integrity, "budget store %s: lease %s admitted %d requests and %d bytes of its %d and %d", bs.s.locator, l.id, u[0], u[1], l.requests, l.bytes)
+		if u[0] > l.requests || u[2] > l.bytes {
+			return fault.New(fault.Integrity, "budget store %s: lease %s admitted %d requests and charged %d bytes of its %d and %d", bs.s.locator, l.id, u[0], u[2], l.requests, l.bytes)
 		}
 		req, by := l.requests-u[0], l.bytes-u[1]
 		if l.seq == g.WindowSeq {

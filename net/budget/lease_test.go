@@ -312,3 +312,46 @@ func TestRootFromBeforeLeases(t *testing.T) {
 		}
 	})
 }
+
+// A refund credited to a lease lets it admit again: returning the lease
+// then counts what its rows are charged, not what they reserved, so the
+// lease (and the group's every later locked transaction) is not refused
+// as an integrity failure.
+func TestLeaseReturnedAfterRefund(t *testing.T) {
+	loc := pgtest.URL(t)
+	ctx := context.Background()
+	a := open(t, loc, policy(10, 1000), nil)
+	first, err := a.Reserve(ctx, "a", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Reserve(ctx, "a", 40)
+	if err != nil || !underLease(a, r.ID) {
+		t.Fatalf("second admission under a lease %v: %v", err == nil && underLease(a, r.ID), err)
+	}
+	if err := a.Settle(ctx, r.ID, 0, Outcome{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Reserve(ctx, "a", 40)
+	if err != nil || !underLease(a, again.ID) {
+		t.Fatalf("admission after the refund under the lease %v: %v", err == nil && underLease(a, again.ID), err)
+	}
+	other := open(t, loc, policy(10, 1000), nil)
+	st, err := other.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = other.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Charged: the first 10 and the open 40; the refunded row used 0.
+	if st.LeasedRequests != 0 || st.WindowBytes != 50 || st.WindowRequests != 3 || len(st.Open) != 2 {
+		t.Fatalf("after the lease came back: %+v (first %s)", st, first.ID)
+	}
+}
