@@ -129,9 +129,9 @@ func (bs *batchState) lockGroup(ctx context.Context, ops []*op, ps []pendingSett
 		if err := bs.loadLeases(ctx); err != nil {
 			return nil, err
 		}
-		now, leasing := bs.b.clock(), bs.b.leasing
+		now, leasable := bs.b.clock(), bs.b.leasable
 		err := bs.returnLeases(ctx, func(l *leaseRow) bool {
-			return !leasing || l.seq < g.WindowSeq || l.expires.remaining(now) == 0
+			return !leasable || l.seq < g.WindowSeq || l.expires.remaining(now) == 0
 		})
 		if err != nil {
 			return nil, err

@@ -99,8 +99,10 @@ type Budget struct {
 	log    *slog.Logger
 	// holder names this Budget's leases.
 	holder string
-	// leasing: admissions may be served by a lease (see lease.go).
-	leasing bool
+	// leasable: the policy can be served by leases (other hosts' leases
+	// may stand while it admits); leasing: this Budget takes them too
+	// (see lease.go).
+	leasable, leasing bool
 	lmu     sync.Mutex
 	lease   *lease
 }
@@ -174,8 +176,9 @@ func newBudget(s *store, p Policy, opts *Options) (*Budget, error) {
 	if opts.Log != nil {
 		b.log = opts.Log
 	}
-	b.leasing = s.d == postgresDialect && !opts.NoLease && p.MinIntervalSeconds == 0 &&
+	b.leasable = s.d == postgresDialect && p.MinIntervalSeconds == 0 &&
 		p.TaskRequests == p.WindowRequests && p.TaskBytes == p.WindowBytes
+	b.leasing = b.leasable && !opts.NoLease
 	s.b = b
 	s.q = newSettleQueue(opts.SettleDelay)
 	s.q.flush = b.flushDue

@@ -135,6 +135,10 @@ func (q *settleQueue) requeue(ps []pendingSettle) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pending = append(ps, q.pending...)
+	if !q.scheduled && q.flush != nil {
+		q.scheduled = true
+		time.AfterFunc(q.delay, q.flush)
+	}
 }
 
 // written records that ps were committed; matched are those that found

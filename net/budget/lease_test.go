@@ -355,3 +355,31 @@ func TestLeaseReturnedAfterRefund(t *testing.T) {
 		t.Fatalf("after the lease came back: %+v (first %s)", st, first.ID)
 	}
 }
+
+// A host that takes no leases itself (NoLease) leaves other hosts' leases
+// standing: whether they may stand is the policy's question, not its.
+func TestNoLeaseHostLeavesLeases(t *testing.T) {
+	loc := pgtest.URL(t)
+	ctx := context.Background()
+	a := open(t, loc, policy(10, 1000), nil)
+	for range 2 {
+		if _, err := a.Reserve(ctx, "a", 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Open(ctx, loc, policy(10, 1000), &Options{NoLease: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Reserve(ctx, "b", 10); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Leases != 1 {
+		t.Fatalf("a's lease after a NoLease host's admission and status: %+v", st)
+	}
+}
