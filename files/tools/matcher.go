@@ -5,6 +5,7 @@ import (
 	"context"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -62,6 +63,11 @@ func (m *matcher) choosePrefilter(expr string, fold bool) {
 	}
 	parsed = parsed.Simplify()
 	lit, litFold, whole := requiredLiteral(parsed)
+	if i := slices.Index(lit, utf8.RuneError); i >= 0 {
+		// regexp reads each invalid byte as U+FFFD, which the rune's own
+		// encoding does not cover: only the part before it is required.
+		lit, whole = lit[:i], false
+	}
 	if len(lit) == 0 {
 		if set, ok := requiredClass(parsed); ok {
 			m.pre = set
@@ -144,9 +150,13 @@ func classBytes(ranges []rune) (*byteSet, int) {
 		for r := lo; r <= hi && r < utf8.RuneSelf; r++ {
 			set[r] = true
 		}
+		first := 0xC2 // any multi-byte encoding: a superset, still right
+		if lo <= utf8.RuneError && utf8.RuneError <= hi {
+			first = utf8.RuneSelf // and any invalid byte, which regexp reads as U+FFFD
+		}
 		if hi >= utf8.RuneSelf {
-			for c := 0xC2; c < 256; c++ {
-				set[c] = true // any multi-byte encoding: a superset, still right
+			for c := first; c < 256; c++ {
+				set[c] = true
 			}
 		}
 	}

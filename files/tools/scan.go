@@ -141,6 +141,9 @@ func (sc *scanner) search(ctx context.Context, r io.Reader, o *scanOpts, res *fi
 			}
 		}
 		st.segment(ctx, buf[:end], scanFrom)
+		if err := ctx.Err(); err != nil {
+			return fault.As(err) // the segment ended early: its counts are not whole
+		}
 		st.flushAfter(buf[:end], end)
 		if st.stop || (eof && end == n) {
 			return nil

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/capkit/capkit/fault"
 )
 
 // refGrep is the reference: every line of data matched alone, context
@@ -123,4 +125,56 @@ func TestScannerKeepsWindow(t *testing.T) {
 			t.Fatalf("%+v: %q", c, res.text)
 		}
 	}
+}
+
+// TestMatcherInvalidBytes: regexp reads an invalid byte as U+FFFD, so a
+// pattern naming U+FFFD matches lines whose bytes are not its encoding;
+// the prefilters must not skip them.
+func TestMatcherInvalidBytes(t *testing.T) {
+	for _, c := range []struct{ expr, text string }{
+		{`\x{FFFD}`, "x\xffy\n"},
+		{`a\x{FFFD}b`, "a\xffb\n"},
+		{`[\x{FFFD}\x{FFFE}]`, "\x80\n"},
+	} {
+		expr := "(?m)" + c.expr
+		re := regexp.MustCompile(expr)
+		sc := &scanner{buf: make([]byte, 64)}
+		res := &fileResult{name: "f"}
+		o := &scanOpts{m: newMatcher(re, expr, false), keepTo: 10, maxKeepBytes: 1 << 20}
+		if err := sc.search(context.Background(), strings.NewReader(c.text), o, res); err != nil {
+			t.Fatal(err)
+		}
+		if want := len(re.FindAllIndex([]byte(c.text), -1)); res.count != want {
+			t.Errorf("%q on %q: %d matching lines, regexp finds %d", c.expr, c.text, res.count, want)
+		}
+	}
+}
+
+// TestScanCancelled: a search whose context ends fails; it does not
+// return the lines counted so far as the file's whole result.
+func TestScanCancelled(t *testing.T) {
+	expr := "(?m)[A-Z][a-z]+[0-9]{3}[a-z]"
+	text := strings.Repeat("no match on this line at all\n", 20000) + "Abc123d\n"
+	ctx := &endsAfter{Context: context.Background(), left: 2} // ends inside the search: after the binary probe's read and the first full read
+	sc := &scanner{buf: make([]byte, 1<<20)}
+	res := &fileResult{name: "f"}
+	o := &scanOpts{m: newMatcher(regexp.MustCompile(expr), expr, false), keepTo: 10, maxKeepBytes: 1 << 20}
+	if err := sc.search(ctx, strings.NewReader(text), o, res); fault.CodeOf(err) == "" {
+		t.Fatalf("a cancelled search returned %v with %d lines", err, res.count)
+	}
+}
+
+// endsAfter is a context whose Err is nil for its first left calls, then
+// context.Canceled.
+type endsAfter struct {
+	context.Context
+	left int
+}
+
+func (c *endsAfter) Err() error {
+	if c.left > 0 {
+		c.left--
+		return nil
+	}
+	return context.Canceled
 }
