@@ -24,7 +24,9 @@ type WalkFunc func(rel string, depth int, st Stat, parent *Dir, name string) (de
 // fails with integrity.
 //
 // Exceeding a bound (b) fails with fault.Limit: the walk never returns a
-// silently shorter result. An entry removed during the walk is skipped.
+// silently shorter result. An entry removed during the walk is skipped
+// (with TypesOnly, a regular file removed after the listing is still
+// passed to fn, and fails where it is opened: not_found).
 // Names in the staging namespace are never visited, and an entry on a
 // pseudo-filesystem (a mount point inside the tree) fails the walk with
 // denied (see Dir.Lstat).
@@ -66,7 +68,11 @@ func (w *walker) walk(ctx context.Context, d *Dir, prefix string, depth int) err
 		case w.left <= w.b.DirNames:
 			return fault.New(fault.Limit, "the tree has more than %d entries (the limit)", w.b.Names)
 		}
-		return fault.New(fault.Limit, "directory %q has more than %d entries (the limit)", strings.TrimSuffix(prefix, "/"), w.b.DirNames)
+		dir := strings.TrimSuffix(prefix, "/")
+		if dir == "" {
+			dir = "."
+		}
+		return fault.New(fault.Limit, "directory %q has more than %d entries (the limit)", dir, w.b.DirNames)
 	}
 	w.left -= len(entries)
 	if len(entries) > 0 && depth+1 > w.b.Depth {

@@ -277,6 +277,9 @@ func (bs *batchState) returnLeases(ctx context.Context, pick func(*leaseRow) boo
 	ids := make([]any, len(back))
 	for i, l := range back {
 		ids[i] = l.id
+		if bs.granted != nil && bs.granted.id == l.id {
+			bs.granted = nil // granted and taken back in one batch: not installed
+		}
 	}
 	in := ` IN (?` + repeatArgs(len(ids)-1) + `)`
 	if err := bs.s.exec(ctx, bs.t, `SELECT id FROM budget_lease WHERE id`+in+` FOR UPDATE`, ids...); err != nil {

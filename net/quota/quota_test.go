@@ -130,7 +130,9 @@ func TestTakeRefusesUnquiesced(t *testing.T) {
 	for _, o := range st.Open {
 		b.Settle(ctx, o.ID, o.Bytes, budget.Outcome{})
 	}
-	b.Flush(ctx)
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Take(ctx, src, nil); err != nil {
 		t.Fatal(err)
 	}
