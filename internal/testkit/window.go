@@ -2,15 +2,10 @@ package testkit
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
-	"strings"
 	"testing"
 
-	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
-	"github.com/capkit/capkit/kernel/catalog"
-	"github.com/capkit/capkit/kernel/toolkit"
 )
 
 // RuntimeBound is Runtime with every tool's output bound set to max, so
@@ -71,72 +66,4 @@ func Windows(t testing.TB, s *kernel.Session, tool string, args map[string]any, 
 	}
 	t.Fatalf("%s: still windows after %d calls", tool, WindowCalls)
 	return nil
-}
-
-// LineWindowEdges checks a tool's line windows: at the bound the whole text,
-// one byte less a window of whole lines naming the next offset; small
-// windows followed to the end give the text back exactly; a bound no line
-// fits fails with limit and says how to raise it; an offset past the end
-// is invalid_input.
-func LineWindowEdges(t *testing.T, tool string, result func(*kernel.Call, int) (kernel.Texter, toolkit.Span, error)) {
-	t.Helper()
-	call := func(max int64) *kernel.Call {
-		return &kernel.Call{Tool: &catalog.Entry{Name: tool}, MaxOutputBytes: max}
-	}
-	get := func(max int64, offset int) (string, toolkit.Span, int64, error) {
-		r, span, err := result(call(max), offset)
-		if err != nil {
-			return "", span, 0, err
-		}
-		res, err := kernel.Encode(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Text, span, res.Size(), nil
-	}
-	full, span, size, err := get(1<<30, 0)
-	if err != nil || span.NextOffset != 0 || span.TotalLines < 10 {
-		t.Fatalf("whole: %+v %v", span, err)
-	}
-	if text, span, got, err := get(size, 0); err != nil || text != full || span.NextOffset != 0 || got != size {
-		t.Fatalf("at the bound: %+v %v", span, err)
-	}
-	text, span, got, err := get(size-1, 0)
-	shown := strings.Join(strings.SplitAfter(text, "\n")[:span.Lines], "")
-	if err != nil || span.NextOffset != span.Lines || span.Lines == 0 || got > size-1 || !strings.HasPrefix(full, shown) ||
-		!strings.Contains(text, fmt.Sprintf("%s with offset=%d", tool, span.NextOffset)) {
-		t.Fatalf("one past the bound: %+v, %d bytes, %v", span, got, err)
-	}
-	const small = 1500
-	var all strings.Builder
-	for off := 0; ; {
-		text, span, got, err := get(small, off)
-		if err != nil || got > small || span.Offset != off {
-			t.Fatalf("window at %d: %+v, %d bytes, %v", off, span, got, err)
-		}
-		all.WriteString(strings.Join(strings.SplitAfter(text, "\n")[:span.Lines], ""))
-		if span.NextOffset == 0 {
-			break
-		}
-		off = span.NextOffset
-	}
-	if all.String() != full {
-		t.Fatalf("windows reassemble %d bytes, want %d", all.Len(), len(full))
-	}
-	// The longest line, at a bound of its own length (the result around it
-	// needs more), does not fit.
-	longest := 0
-	lines := strings.SplitAfter(full, "\n")
-	for i, l := range lines {
-		if len(l) > len(lines[longest]) {
-			longest = i
-		}
-	}
-	_, _, _, err = get(int64(len(lines[longest])), longest)
-	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), fmt.Sprintf("line %d of", longest+1)) || !strings.Contains(err.Error(), "[tool."+tool+"] max_output_bytes") {
-		t.Fatalf("a line over the bound: %v", err)
-	}
-	if _, _, _, err := get(size, span.TotalLines); fault.CodeOf(err) != fault.InvalidInput {
-		t.Fatalf("an offset past the end: %v", err)
-	}
 }

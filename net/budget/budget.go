@@ -103,8 +103,8 @@ type Budget struct {
 	// may stand while it admits); leasing: this Budget takes them too
 	// (see lease.go).
 	leasable, leasing bool
-	lmu     sync.Mutex
-	lease   *lease
+	lmu               sync.Mutex
+	lease             *lease
 }
 
 // Sentinel causes, for errors.Is.

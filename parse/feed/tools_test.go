@@ -9,6 +9,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/internal/testkit/linewindow"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -78,7 +79,7 @@ func TestParseOutputBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.LineWindowEdges(t, "feed_parse", func(call *kernel.Call, offset int) (kernel.Texter, toolkit.Span, error) {
+	linewindow.Edges(t, "feed_parse", func(call *kernel.Call, offset int) (kernel.Texter, toolkit.Span, error) {
 		r, err := f.result(call, offset)
 		return r, r.Span, err
 	})
