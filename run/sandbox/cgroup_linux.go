@@ -24,6 +24,19 @@ import (
 // died is recognised and removed by the next process to make one.
 const runGroupPrefix = "capkit-run."
 
+// hostLeaf is the group the host process moves into, beside its run
+// groups, when its own group is delegated to it but holds it: cgroup v2
+// enables controllers for a group's children only while no process sits
+// in the group itself.
+const hostLeaf = "capkit-host"
+
+// runControllers are the controllers a run's limits need.
+var runControllers = []string{"memory", "pids", "cpu"}
+
+// delegateAdvice is what a host does to give capkit a cgroup it can
+// enable controllers in.
+const delegateAdvice = "a host gives capkit one by starting it as the only process of a cgroup delegated to it (systemd: a service or scope with Delegate=yes)"
+
 // cgroupPeriod is cpu.max's period in microseconds (the kernel's default).
 const cgroupPeriod = 100_000
 
@@ -35,50 +48,231 @@ type cgroup struct {
 	fd  int
 }
 
-// cgroupBase is the host process's cgroup v2 directory, found once, or
-// why there is none to make run groups in.
-var cgroupBase = sync.OnceValues(func() (base, why string) {
-	base, why = findCgroup()
-	if why == "" {
-		sweepLeftovers(base)
+// cgroupHome is where run groups are made, or why none can be.
+type cgroupHome struct {
+	dir string
+	why string // why there is no dir
+	// unenabled says why controllers dir offers are not enabled for the
+	// groups made in it, "" when they are.
+	unenabled string
+	v1        []string // controllers bound to cgroup v1 hierarchies
+}
+
+// cgroupBase is the host process's cgroup home, found once: its
+// controllers enabled for run groups (moving the host process into a
+// leaf when that is what it takes) and the groups of dead processes
+// removed.
+var cgroupBase = sync.OnceValue(func() cgroupHome {
+	h := findCgroup()
+	if h.why == "" {
+		h.unenabled = delegate(h.dir, os.Getpid(), runControllers)
+		sweepLeftovers(h.dir)
 	}
-	return base, why
+	return h
 })
+
+// cgroupWrite writes a cgroup interface file (tests put a fake kernel in
+// its place).
+var cgroupWrite = func(file, value string) error {
+	return os.WriteFile(file, []byte(value), 0)
+}
 
 // findCgroup finds the cgroup v2 mount (the unified hierarchy, alone or
 // beside v1 ones) and this process's group in it, and checks that new
 // groups can be made and joined there.
-func findCgroup() (dir, why string) {
+func findCgroup() cgroupHome {
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return "", fmt.Sprintf("/proc/self/cgroup cannot be read (%v)", err)
+		return cgroupHome{why: fmt.Sprintf("/proc/self/cgroup cannot be read (%v)", err)}
 	}
+	var h cgroupHome
 	var group string
 	found := false
 	for _, line := range strings.Split(string(self), "\n") {
 		if g, ok := strings.CutPrefix(line, "0::"); ok {
 			group, found = g, true
+		} else if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] != "" {
+			h.v1 = append(h.v1, strings.Split(f[1], ",")...)
 		}
 	}
 	if !found {
-		return "", "this process is in no cgroup v2 group (only cgroup v1 hierarchies)"
+		h.why = "this process is in no cgroup v2 group (only cgroup v1 hierarchies)"
+		return h
 	}
 	mount, root, err := cgroup2Mount()
 	if err != nil {
-		return "", err.Error()
+		h.why = err.Error()
+		return h
 	}
 	rel, err := filepath.Rel(root, group)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Sprintf("this process's cgroup %s is outside the mounted cgroup v2 tree (%s)", group, root)
+		h.why = fmt.Sprintf("this process's cgroup %s is outside the mounted cgroup v2 tree (%s)", group, root)
+		return h
 	}
-	dir = filepath.Join(mount, rel)
+	dir := filepath.Join(mount, rel)
 	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return "", fmt.Sprintf("no delegated cgroup: %s is not writable by this user (%v)", dir, err)
+		h.why = fmt.Sprintf("no delegated cgroup: %s is not writable by this user (%v); %s", dir, err, delegateAdvice)
+		return h
 	}
 	if err := unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK); err != nil {
-		return "", fmt.Sprintf("no delegated cgroup: %s/cgroup.procs is not writable by this user (%v), so a process cannot be moved below it", dir, err)
+		h.why = fmt.Sprintf("no delegated cgroup: %s/cgroup.procs is not writable by this user (%v), so a process cannot be moved below it; %s", dir, err, delegateAdvice)
+		return h
 	}
-	return dir, ""
+	h.dir = dir
+	return h
+}
+
+// delegate enables, for the groups made in dir, the controllers of want
+// that dir offers. When processes in dir keep them from being enabled
+// (cgroup v2's no-internal-process rule, EBUSY) and the process pid is
+// the only one there, it moves pid into the leaf hostLeaf first, as the
+// kernel's cgroup v2 and systemd's delegation documents describe; when
+// that is not possible it leaves everything as it was. It returns why
+// controllers dir offers stay off for its children, "" when none does.
+func delegate(dir string, pid int, want []string) string {
+	offered, err := fields(dir, "cgroup.controllers")
+	if err != nil {
+		return err.Error()
+	}
+	enabled, err := fields(dir, "cgroup.subtree_control")
+	if err != nil {
+		return err.Error()
+	}
+	var pending []string
+	for _, c := range want {
+		if slices.Contains(offered, c) && !slices.Contains(enabled, c) {
+			pending = append(pending, c)
+		}
+	}
+	_, failed := enable(dir, pending)
+	if len(failed) == 0 || !errors.Is(failed[0].err, unix.EBUSY) {
+		return refusal(dir, failed)
+	}
+	held := fmt.Sprintf("%s holds processes, and cgroup v2 enables controllers for a group's children only while none sits in the group itself", dir)
+	self, others, err := scanProcs(dir, pid)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s; they cannot be listed (%v); %s", held, err, delegateAdvice)
+	case others != "":
+		return fmt.Sprintf("%s; besides this process it holds %s, which capkit does not move (it moves only itself, into a leaf group); %s", held, others, delegateAdvice)
+	case !self:
+		return refusal(dir, failed)
+	}
+	leaf := filepath.Join(dir, hostLeaf)
+	made := true
+	if err := os.Mkdir(leaf, 0o755); errors.Is(err, os.ErrExist) {
+		made = false
+	} else if err != nil {
+		return fmt.Sprintf("%s; the leaf group %s for this process cannot be made (%v); %s", held, leaf, err, delegateAdvice)
+	}
+	if err := cgroupWrite(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+		if made {
+			unix.Rmdir(leaf)
+		}
+		return fmt.Sprintf("%s; this process cannot be moved into the leaf group %s (%v); %s", held, leaf, err, delegateAdvice)
+	}
+	on, failed := enable(dir, pending)
+	if on > 0 {
+		return refusal(dir, failed)
+	}
+	// Nothing was enabled: this process goes back where it was.
+	why := fmt.Sprintf("this process moved into the leaf group %s, yet %s", leaf, refusal(dir, failed))
+	if err := cgroupWrite(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+		return fmt.Sprintf("%s; moving it back failed (%v), so it stays there", why, err)
+	}
+	if made {
+		unix.Rmdir(leaf)
+	}
+	return why
+}
+
+// controllerError is a controller cgroup.subtree_control refused.
+type controllerError struct {
+	controller string
+	err        error
+}
+
+// enable enables each controller in dir's cgroup.subtree_control: how
+// many it enabled, and those refused; the first refusal with EBUSY stops
+// it (every other would be refused alike: processes sit in dir).
+func enable(dir string, cs []string) (on int, failed []controllerError) {
+	for _, c := range cs {
+		err := cgroupWrite(filepath.Join(dir, "cgroup.subtree_control"), "+"+c)
+		if err == nil {
+			on++
+			continue
+		}
+		failed = append(failed, controllerError{c, err})
+		if errors.Is(err, unix.EBUSY) {
+			break
+		}
+	}
+	return on, failed
+}
+
+// refusal says which controllers dir's cgroup.subtree_control refused,
+// "" when none.
+func refusal(dir string, failed []controllerError) string {
+	if len(failed) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/cgroup.subtree_control refused", dir)
+	for i, f := range failed {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " +%s (%v)", f.controller, f.err)
+	}
+	b.WriteString("; ")
+	b.WriteString(delegateAdvice)
+	return b.String()
+}
+
+// maxListedProcs is how many other processes a report names.
+const maxListedProcs = 3
+
+// scanProcs reads dir's cgroup.procs: whether pid is in it, and the
+// other processes, "" when there are none.
+func scanProcs(dir string, pid int) (self bool, others string, err error) {
+	f, err := os.Open(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return false, "", err
+	}
+	defer f.Close()
+	var listed []string
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		switch p := sc.Text(); {
+		case p == strconv.Itoa(pid):
+			self = true
+		case p == "0":
+			// A process outside this PID namespace.
+			n++
+		default:
+			if n++; len(listed) < maxListedProcs {
+				listed = append(listed, p)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, "", err
+	}
+	if n == 0 {
+		return self, "", nil
+	}
+	others = fmt.Sprintf("%d other process", n)
+	if n > 1 {
+		others += "es"
+	}
+	if len(listed) == 0 {
+		return self, others + " outside this PID namespace", nil
+	}
+	if n > len(listed) {
+		listed = append(listed, "...")
+	}
+	return self, others + " (PID " + strings.Join(listed, ", ") + ")", nil
 }
 
 // cgroup2Mount is where the cgroup v2 hierarchy is mounted and which of
@@ -149,12 +343,12 @@ func startTime(pid int) string {
 // limits its enabled controllers can enforce. With no usable cgroup it
 // returns nil and a report saying why.
 func newCgroup(l Limits) (*cgroup, CgroupReport) {
-	base, why := cgroupBase()
-	if why != "" {
-		return nil, noCgroup(why)
+	home := cgroupBase()
+	if home.why != "" {
+		return nil, noCgroup(home.why)
 	}
 	name := fmt.Sprintf("%s%d.%s.%d", runGroupPrefix, os.Getpid(), selfStart(), runGroupSeq.Add(1))
-	dir := filepath.Join(base, name)
+	dir := filepath.Join(home.dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, noCgroup(fmt.Sprintf("%s cannot be made (%v)", dir, err))
 	}
@@ -169,7 +363,7 @@ func newCgroup(l Limits) (*cgroup, CgroupReport) {
 		return nil, noCgroup(fmt.Sprintf("%s cannot be opened (%v)", dir, err))
 	}
 	c.fd = fd
-	rep := applyLimits(dir, l)
+	rep := applyLimits(dir, l, home)
 	rep.Path = dir
 	return c, rep
 }
@@ -185,40 +379,51 @@ type cgroupLimit struct {
 	controller, file, value, what string
 }
 
-// applyLimits writes into the group at dir the limits of l its
-// controllers offer (its cgroup.controllers lists those its parent
+// applyLimits writes into the group at dir, made in home, the limits of
+// l its controllers offer (its cgroup.controllers lists those its parent
 // enabled for its children) and reports the others with the reason.
-func applyLimits(dir string, l Limits) CgroupReport {
+func applyLimits(dir string, l Limits, home cgroupHome) CgroupReport {
 	var rep CgroupReport
 	parent := filepath.Dir(dir)
-	enabled, err := controllers(dir)
+	enabled, err := fields(dir, "cgroup.controllers")
 	if err != nil {
 		rep.Missing = append(rep.Missing, fmt.Sprintf("memory, pids, cpu: %v", err))
 		return rep
 	}
-	available, _ := controllers(parent)
+	available, _ := fields(parent, "cgroup.controllers")
 	for _, c := range wantedLimits(l) {
-		switch {
-		case !slices.Contains(enabled, c.controller) && slices.Contains(available, c.controller):
-			rep.Missing = append(rep.Missing, fmt.Sprintf("%s: the controller is available to %s but not enabled in its cgroup.subtree_control; %s", c.controller, parent, c.what))
-		case !slices.Contains(enabled, c.controller):
-			rep.Missing = append(rep.Missing, fmt.Sprintf("%s: the controller is not available to %s (not delegated to it, or bound to a cgroup v1 hierarchy); %s", c.controller, parent, c.what))
-		default:
-			if err := os.WriteFile(filepath.Join(dir, c.file), []byte(c.value), 0); err != nil {
-				rep.Missing = append(rep.Missing, fmt.Sprintf("%s: %s cannot be written (%v); %s", c.controller, c.file, err, c.what))
-				continue
-			}
-			rep.Applied = append(rep.Applied, c.file+"="+c.value)
+		if !slices.Contains(enabled, c.controller) {
+			rep.Missing = append(rep.Missing, c.controller+": "+unavailable(c.controller, parent, available, home)+"; "+c.what)
+			continue
 		}
+		if err := cgroupWrite(filepath.Join(dir, c.file), c.value); err != nil {
+			rep.Missing = append(rep.Missing, fmt.Sprintf("%s: %s cannot be written (%v); %s", c.controller, c.file, err, c.what))
+			continue
+		}
+		rep.Applied = append(rep.Applied, c.file+"="+c.value)
 	}
 	return rep
 }
 
-// controllers lists a group's cgroup.controllers.
-func controllers(dir string) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+// unavailable says why a controller is not enabled for the groups made
+// in parent, and what a host can do about it.
+func unavailable(controller, parent string, available []string, home cgroupHome) string {
+	switch {
+	case slices.Contains(available, controller) && home.unenabled != "":
+		return fmt.Sprintf("the controller is available to %s but not enabled in its cgroup.subtree_control: %s", parent, home.unenabled)
+	case slices.Contains(available, controller):
+		return fmt.Sprintf("the controller is available to %s but not enabled in its cgroup.subtree_control", parent)
+	case slices.Contains(home.v1, controller):
+		return "the controller is bound to a cgroup v1 hierarchy here (a hybrid layout), where cgroup v2 cannot use it; a host gets it by booting with the unified hierarchy alone (systemd.unified_cgroup_hierarchy=1)"
+	}
+	return fmt.Sprintf("the controller is not delegated to %s (its cgroup.controllers does not list it); %s", parent, delegateAdvice)
+}
+
+// fields lists the words of a group's interface file.
+func fields(dir, file string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, file))
 	if err != nil {
-		return nil, fmt.Errorf("%s/cgroup.controllers cannot be read (%v)", dir, err)
+		return nil, fmt.Errorf("%s/%s cannot be read (%v)", dir, file, err)
 	}
 	return strings.Fields(string(b)), nil
 }

@@ -145,7 +145,8 @@ func TestCgroupLeftoverRemoved(t *testing.T) {
 }
 
 // TestApplyLimits: the limits of the controllers a group has are written,
-// the others reported with why, on a directory laid out as a cgroup.
+// the others reported with why and what a host can do, on a directory
+// laid out as a cgroup.
 func TestApplyLimits(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "run")
@@ -153,11 +154,11 @@ func TestApplyLimits(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(parent, "cgroup.controllers"), []byte("cpu memory pids io\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("memory cpu\n"), 0o644))
 	l := Limits{MemoryBytes: 1 << 30, Processes: 400, MilliCPUs: 1500}
-	rep := applyLimits(dir, l)
+	rep := applyLimits(dir, l, cgroupHome{dir: parent, unenabled: "the reason delegate gave"})
 	if want := []string{"memory.max=1073741824", "cpu.max=150000 100000"}; !slices.Equal(rep.Applied, want) {
 		t.Errorf("applied %q, want %q", rep.Applied, want)
 	}
-	if len(rep.Missing) != 1 || !strings.HasPrefix(rep.Missing[0], "pids: the controller is available to "+parent+" but not enabled") {
+	if len(rep.Missing) != 1 || !strings.HasPrefix(rep.Missing[0], "pids: the controller is available to "+parent+" but not enabled in its cgroup.subtree_control: the reason delegate gave; ") {
 		t.Errorf("missing %q", rep.Missing)
 	}
 	for file, want := range map[string]string{"memory.max": "1073741824", "cpu.max": "150000 100000"} {
@@ -168,16 +169,194 @@ func TestApplyLimits(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "pids.max")); err == nil {
 		t.Errorf("pids.max written without the controller")
 	}
-	// Not delegated at all: every limit is missing, saying so; without
+	// Not delegated at all: every limit is missing, saying why (bound to
+	// a v1 hierarchy, or not delegated) and what a host can do; without
 	// milli-CPUs no CPU bandwidth is asked for.
 	must(t, os.WriteFile(filepath.Join(parent, "cgroup.controllers"), nil, 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), nil, 0o644))
-	rep = applyLimits(dir, Limits{MemoryBytes: 1, Processes: 301, MilliCPUs: 1000})
-	if len(rep.Applied) != 0 || len(rep.Missing) != 3 || !strings.Contains(rep.Missing[0], "not available to "+parent) {
-		t.Errorf("report %+v", rep)
+	rep = applyLimits(dir, Limits{MemoryBytes: 1, Processes: 301, MilliCPUs: 1000}, cgroupHome{dir: parent, v1: []string{"cpu", "cpuacct", "memory"}})
+	if len(rep.Applied) != 0 || len(rep.Missing) != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, want := range []string{
+		"memory: the controller is bound to a cgroup v1 hierarchy here (a hybrid layout), where cgroup v2 cannot use it; a host gets it by booting with the unified hierarchy alone",
+		"pids: the controller is not delegated to " + parent + " (its cgroup.controllers does not list it); " + delegateAdvice + "; ",
+		"cpu: the controller is bound to a cgroup v1 hierarchy",
+	} {
+		if !strings.HasPrefix(rep.Missing[i], want) {
+			t.Errorf("missing[%d] = %q, want it to start %q", i, rep.Missing[i], want)
+		}
 	}
 	if w := wantedLimits(Limits{MemoryBytes: 1, Processes: 1}); len(w) != 2 || w[1].file != "pids.max" {
 		t.Errorf("without milli-CPUs, wanted %+v (no cpu.max)", w)
+	}
+}
+
+// fakeKernel stands, behind cgroupWrite, for the kernel over a directory
+// laid out as a cgroup: cgroup v2's no-internal-process rule (EBUSY for a
+// group holding processes that enables controllers, and for a process
+// moved into a group that has them), controllers offered by
+// cgroup.controllers, a process in one group at a time. The processes of
+// the top group are in its cgroup.procs file, those of the groups below
+// in leaves (their directories stay empty, so that rmdir works as on the
+// kernel's); refuse, when set, answers a write first.
+type fakeKernel struct {
+	root   string
+	leaves map[string][]string
+	refuse func(file, value string) error
+}
+
+func (k *fakeKernel) install(t *testing.T) {
+	old := cgroupWrite
+	cgroupWrite = k.write
+	t.Cleanup(func() { cgroupWrite = old })
+}
+
+func (k *fakeKernel) write(file, value string) error {
+	if k.refuse != nil {
+		if err := k.refuse(file, value); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Dir(file)
+	switch filepath.Base(file) {
+	case "cgroup.subtree_control":
+		c, _ := strings.CutPrefix(value, "+")
+		if procs, _ := fields(dir, "cgroup.procs"); len(procs) > 0 {
+			return unix.EBUSY
+		}
+		if offered, _ := fields(dir, "cgroup.controllers"); !slices.Contains(offered, c) {
+			return unix.ENOENT
+		}
+		on, _ := fields(dir, "cgroup.subtree_control")
+		return os.WriteFile(file, []byte(strings.Join(append(on, c), " ")), 0o644)
+	case "cgroup.procs":
+		if on, _ := fields(dir, "cgroup.subtree_control"); len(on) > 0 && dir == k.root {
+			return unix.EBUSY
+		}
+		for leaf, procs := range k.leaves {
+			k.leaves[leaf] = slices.DeleteFunc(procs, func(p string) bool { return p == value })
+		}
+		procs, _ := fields(k.root, "cgroup.procs")
+		procs = slices.DeleteFunc(procs, func(p string) bool { return p == value })
+		if dir != k.root {
+			k.leaves[dir] = append(k.leaves[dir], value)
+		} else {
+			procs = append(procs, value)
+		}
+		return os.WriteFile(filepath.Join(k.root, "cgroup.procs"), []byte(strings.Join(procs, "\n")), 0o644)
+	}
+	return os.WriteFile(file, []byte(value), 0)
+}
+
+// TestDelegate: on a fake cgroup tree, the controllers a group offers are
+// enabled for its run groups, the host process moving into a leaf group
+// when it alone keeps them off; when that cannot be done everything is
+// left as it was and the reason says why and what a host can do.
+func TestDelegate(t *testing.T) {
+	const self = 4100
+	busy := func(file, value string) error {
+		if strings.HasSuffix(file, "subtree_control") {
+			return unix.EBUSY
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name               string
+		controllers, procs string
+		leafBefore         bool
+		refuse             func(file, value string) error
+		why                []string // "" when none
+		enabled, dirProcs  string
+		leafProcs          string // "-" for no leaf group
+	}{
+		{name: "alone: moves into the leaf", controllers: "cpu io memory pids", procs: "4100",
+			enabled: "memory pids cpu", dirProcs: "", leafProcs: "4100"},
+		{name: "no process in the group", controllers: "memory pids", procs: "",
+			enabled: "memory pids", leafProcs: "-"},
+		{name: "nothing offered", controllers: "io", procs: "4100",
+			dirProcs: "4100", leafProcs: "-"},
+		{name: "the leaf is left from before", controllers: "pids", procs: "4100", leafBefore: true,
+			enabled: "pids", leafProcs: "4100"},
+		{name: "other processes", controllers: "memory pids cpu", procs: "7\n4100\n8\n9\n10",
+			why:      []string{" holds processes, and cgroup v2 enables controllers for a group's children only while none sits in the group itself; besides this process it holds 4 other processes (PID 7, 8, 9, ...), which capkit does not move", delegateAdvice},
+			dirProcs: "7 4100 8 9 10", leafProcs: "-"},
+		{name: "one other process outside the PID namespace", controllers: "memory", procs: "4100\n0",
+			why:      []string{"besides this process it holds 1 other process outside this PID namespace,"},
+			dirProcs: "4100 0", leafProcs: "-"},
+		{name: "moving is not permitted", controllers: "memory pids cpu", procs: "4100",
+			refuse: func(file, _ string) error {
+				if strings.HasSuffix(file, hostLeaf+"/cgroup.procs") {
+					return unix.EACCES
+				}
+				return nil
+			},
+			why:      []string{"this process cannot be moved into the leaf group ", "(permission denied); " + delegateAdvice},
+			dirProcs: "4100", leafProcs: "-"},
+		{name: "enabling is not permitted", controllers: "memory pids cpu", procs: "",
+			refuse: func(file, _ string) error {
+				if strings.HasSuffix(file, "subtree_control") {
+					return unix.EPERM
+				}
+				return nil
+			},
+			why:       []string{"/cgroup.subtree_control refused +memory (operation not permitted), +pids (operation not permitted), +cpu (operation not permitted); " + delegateAdvice},
+			leafProcs: "-"},
+		{name: "still busy after the move: moves back", controllers: "memory pids cpu", procs: "4100", refuse: busy,
+			why:      []string{"this process moved into the leaf group ", "yet ", "/cgroup.subtree_control refused +memory (device or resource busy); "},
+			dirProcs: "4100", leafProcs: "-"},
+		{name: "still busy, the leaf from before stays", controllers: "memory", procs: "4100", refuse: busy, leafBefore: true,
+			why:      []string{"refused +memory (device or resource busy)"},
+			dirProcs: "4100", leafProcs: ""},
+		{name: "one refused after the move", controllers: "memory pids cpu", procs: "4100",
+			refuse: func(file, value string) error {
+				if value == "+cpu" {
+					return unix.EINVAL
+				}
+				return nil
+			},
+			why:     []string{"/cgroup.subtree_control refused +cpu (invalid argument); "},
+			enabled: "memory pids", leafProcs: "4100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			k := &fakeKernel{root: dir, leaves: map[string][]string{}, refuse: tc.refuse}
+			k.install(t)
+			must(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte(tc.controllers), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), nil, 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(tc.procs), 0o644))
+			leaf := filepath.Join(dir, hostLeaf)
+			if tc.leafBefore {
+				must(t, os.Mkdir(leaf, 0o755))
+			}
+			why := delegate(dir, self, runControllers)
+			if len(tc.why) == 0 && why != "" {
+				t.Errorf("why %q, want none", why)
+			}
+			for _, w := range tc.why {
+				if !strings.Contains(why, w) {
+					t.Errorf("why %q, want it to hold %q", why, w)
+				}
+			}
+			if len(tc.why) > 0 && !strings.HasPrefix(why, dir) && !strings.HasPrefix(why, "this process moved") {
+				t.Errorf("why %q does not name the group", why)
+			}
+			if got, _ := fields(dir, "cgroup.subtree_control"); strings.Join(got, " ") != tc.enabled {
+				t.Errorf("enabled %q, want %q", got, tc.enabled)
+			}
+			if got, _ := fields(dir, "cgroup.procs"); strings.Join(got, " ") != tc.dirProcs {
+				t.Errorf("the group holds %q, want %q", got, tc.dirProcs)
+			}
+			got := strings.Join(k.leaves[leaf], " ")
+			switch _, err := os.Stat(leaf); {
+			case tc.leafProcs == "-" && err == nil:
+				t.Errorf("the leaf group is there (holding %q)", got)
+			case tc.leafProcs != "-" && err != nil:
+				t.Errorf("no leaf group: %v", err)
+			case tc.leafProcs != "-" && got != tc.leafProcs:
+				t.Errorf("the leaf holds %q, want %q", got, tc.leafProcs)
+			}
+		})
 	}
 }
 
