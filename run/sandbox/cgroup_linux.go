@@ -86,15 +86,8 @@ func findCgroup() cgroupHome {
 		return cgroupHome{why: fmt.Sprintf("/proc/self/cgroup cannot be read (%v)", err)}
 	}
 	var h cgroupHome
-	var group string
-	found := false
-	for _, line := range strings.Split(string(self), "\n") {
-		if g, ok := strings.CutPrefix(line, "0::"); ok {
-			group, found = g, true
-		} else if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] != "" {
-			h.v1 = append(h.v1, strings.Split(f[1], ",")...)
-		}
-	}
+	group, found, v1 := parseSelfCgroup(string(self))
+	h.v1 = v1
 	if !found {
 		h.why = "this process is in no cgroup v2 group (only cgroup v1 hierarchies)"
 		return h
@@ -120,6 +113,21 @@ func findCgroup() cgroupHome {
 	}
 	h.dir = dir
 	return h
+}
+
+// parseSelfCgroup reads /proc/self/cgroup: the process's cgroup v2
+// group, whether it has one, and the controllers bound to cgroup v1
+// hierarchies ("ID:CONTROLLERS:PATH" lines; named ones like name=systemd
+// are kept as they are).
+func parseSelfCgroup(self string) (group string, found bool, v1 []string) {
+	for _, line := range strings.Split(self, "\n") {
+		if g, ok := strings.CutPrefix(line, "0::"); ok {
+			group, found = g, true
+		} else if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] != "" {
+			v1 = append(v1, strings.Split(f[1], ",")...)
+		}
+	}
+	return group, found, v1
 }
 
 // delegate enables, for the groups made in dir, the controllers of want

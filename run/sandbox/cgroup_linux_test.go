@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -372,5 +375,200 @@ func TestUnescapeMount(t *testing.T) {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+var testGroupSeq int
+
+// testGroup makes a group below base for one test, removed after it with
+// the groups made in it (their processes ended first).
+func testGroup(t *testing.T, base string) string {
+	t.Helper()
+	testGroupSeq++
+	g := filepath.Join(base, "capkit-test."+strconv.Itoa(os.Getpid())+"."+strconv.Itoa(testGroupSeq))
+	must(t, os.Mkdir(g, 0o755))
+	t.Cleanup(func() {
+		subs, _ := filepath.Glob(filepath.Join(g, "*", "cgroup.procs"))
+		for _, s := range subs {
+			unix.Rmdir(filepath.Dir(s))
+		}
+		if err := unix.Rmdir(g); err != nil {
+			t.Errorf("the test group %s cannot be removed: %v", g, err)
+		}
+	})
+	return g
+}
+
+// startIn starts a process that sleeps in the group g, killed after the
+// test.
+func startIn(t *testing.T, g string) int {
+	t.Helper()
+	fd, err := unix.Open(g, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// realController is a controller enabled for the groups made in base.
+// When base enables none and is the hierarchy's root (no cgroup.type:
+// the root is exempt from the no-internal-process rule), it enables one
+// base offers for the test; otherwise it skips.
+func realController(t *testing.T, base string) string {
+	t.Helper()
+	if on, _ := fields(base, "cgroup.subtree_control"); len(on) > 0 {
+		return on[0]
+	}
+	offered, _ := fields(base, "cgroup.controllers")
+	if _, err := os.Stat(filepath.Join(base, "cgroup.type")); err == nil || len(offered) == 0 {
+		t.Skipf("%s enables no controller for its groups and cannot enable one for the test (offered %q; it is not the hierarchy's root)", base, offered)
+	}
+	c := offered[0]
+	must(t, os.WriteFile(filepath.Join(base, "cgroup.subtree_control"), []byte("+"+c), 0))
+	t.Cleanup(func() {
+		if err := os.WriteFile(filepath.Join(base, "cgroup.subtree_control"), []byte("-"+c), 0); err != nil {
+			t.Errorf("the test enabled %s in %s and cannot disable it: %v", c, base, err)
+		}
+	})
+	return c
+}
+
+// TestDelegateRealCgroup: on this machine's cgroup v2, a group that holds
+// only the host process (here a stand-in) refuses its controllers to its
+// children (EBUSY) until the process moves into the leaf group, and then
+// its run groups get them; a group that holds another process is left as
+// it was.
+func TestDelegateRealCgroup(t *testing.T) {
+	_, base := cgroupHere(t)
+	c := realController(t, base)
+	t.Run("alone", func(t *testing.T) {
+		g := testGroup(t, base)
+		pid := startIn(t, g)
+		if err := os.WriteFile(filepath.Join(g, "cgroup.subtree_control"), []byte("+"+c), 0); !errors.Is(err, unix.EBUSY) {
+			t.Fatalf("enabling %s in a group holding a process: %v, want EBUSY", c, err)
+		}
+		if why := delegate(g, pid, []string{c}); why != "" {
+			t.Fatalf("delegate: %s", why)
+		}
+		if on, _ := fields(g, "cgroup.subtree_control"); !slices.Equal(on, []string{c}) {
+			t.Errorf("enabled %q, want %s", on, c)
+		}
+		if p, _ := fields(g, "cgroup.procs"); len(p) != 0 {
+			t.Errorf("the group still holds %q", p)
+		}
+		if p, _ := fields(filepath.Join(g, hostLeaf), "cgroup.procs"); !slices.Equal(p, []string{strconv.Itoa(pid)}) {
+			t.Errorf("the leaf holds %q, want %d", p, pid)
+		}
+		run := filepath.Join(g, runGroupPrefix+"test")
+		must(t, os.Mkdir(run, 0o755))
+		if got, _ := fields(run, "cgroup.controllers"); !slices.Contains(got, c) {
+			t.Errorf("a run group beside the leaf has controllers %q, want %s", got, c)
+		}
+	})
+	t.Run("another process", func(t *testing.T) {
+		g := testGroup(t, base)
+		pid, other := startIn(t, g), startIn(t, g)
+		why := delegate(g, pid, []string{c})
+		if want := fmt.Sprintf("besides this process it holds 1 other process (PID %d), which capkit does not move", other); !strings.Contains(why, want) {
+			t.Errorf("why %q, want it to hold %q", why, want)
+		}
+		if on, _ := fields(g, "cgroup.subtree_control"); len(on) != 0 {
+			t.Errorf("enabled %q", on)
+		}
+		if p, _ := fields(g, "cgroup.procs"); len(p) != 2 {
+			t.Errorf("the group holds %q, want both processes", p)
+		}
+		if _, err := os.Stat(filepath.Join(g, hostLeaf)); err == nil {
+			t.Errorf("a leaf group was left")
+		}
+	})
+}
+
+// withHome makes run groups in h for one test.
+func withHome(t *testing.T, h cgroupHome) {
+	old := cgroupBase
+	cgroupBase = func() cgroupHome { return h }
+	t.Cleanup(func() { cgroupBase = old })
+}
+
+// TestCgroupStartFailure: when the run's group cannot be made, or made
+// but not entered, the command runs without it in the host process's
+// group, the result and its notes say why, and no group is left behind.
+func TestCgroupStartFailure(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	must(t, os.WriteFile(file, nil, 0o644))
+	type setup func(t *testing.T) (home string, why []string)
+	cases := []struct {
+		name string
+		home setup
+	}{
+		{"cannot be made", func(t *testing.T) (string, []string) {
+			return filepath.Join(file, "group"), []string{" cannot be made (", "not a directory)"}
+		}},
+		{"no cgroup.kill", func(t *testing.T) (string, []string) {
+			return t.TempDir(), []string{"the kernel has no cgroup.kill"}
+		}},
+		{"the kernel refuses a new group", func(t *testing.T) (string, []string) {
+			_, base := cgroupHere(t)
+			g := testGroup(t, base)
+			must(t, os.WriteFile(filepath.Join(g, "cgroup.max.descendants"), []byte("0"), 0))
+			return g, []string{" cannot be made (", "resource temporarily unavailable)"}
+		}},
+		{"cannot be entered", func(t *testing.T) (string, []string) {
+			// A group made beside a threaded one is "domain invalid": no
+			// process can join it.
+			_, base := cgroupHere(t)
+			g := testGroup(t, base)
+			must(t, os.Mkdir(filepath.Join(g, "threaded"), 0o755))
+			must(t, os.WriteFile(filepath.Join(g, "threaded", "cgroup.type"), []byte("threaded"), 0))
+			return g, []string{"the helper cannot start in " + filepath.Join(g, runGroupPrefix), "operation not supported"}
+		}},
+	}
+	for _, tc := range cases {
+		for _, reduced := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reduced=%v", tc.name, reduced), func(t *testing.T) {
+				home, why := tc.home(t)
+				before, _ := os.ReadDir(home)
+				withHome(t, cgroupHome{dir: home})
+				res := runIn(t, simpleSpec(t, "cat /proc/self/cgroup; echo ran"), &Options{Reduced: reduced})
+				if res.ExitCode != 0 || !strings.HasSuffix(res.Stdout.Text, "ran\n") || strings.Contains(res.Stdout.Text, runGroupPrefix) {
+					t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout.Text, res.Stderr.Text)
+				}
+				if res.Cgroup.Path != "" || len(res.Cgroup.Applied) != 0 || len(res.Cgroup.Missing) != 1 {
+					t.Fatalf("cgroup report %+v", res.Cgroup)
+				}
+				note := "cgroup limit not applied: " + res.Cgroup.Missing[0]
+				if !slices.Contains(res.Notes, note) || !strings.HasPrefix(note, "cgroup limit not applied: memory, pids, cpu: no cgroup to run in: ") {
+					t.Errorf("notes %q, want %q", res.Notes, note)
+				}
+				for _, w := range why {
+					if !strings.Contains(note, w) {
+						t.Errorf("note %q, want it to hold %q", note, w)
+					}
+				}
+				if reduced && !slices.Contains(res.Notes, "reduced containment without a cgroup: processes that leave the command's process group (setsid) may outlive the call") {
+					t.Errorf("notes %q do not say that setsid daemons may outlive the call", res.Notes)
+				}
+				if after, _ := os.ReadDir(home); len(after) != len(before) {
+					t.Errorf("left in %s: %v (before: %v)", home, after, before)
+				}
+			})
+		}
+	}
+}
+
+func TestParseSelfCgroup(t *testing.T) {
+	hybrid := "9:name=systemd:/\n4:memory:/a/b\n2:cpu,cpuacct:/\n0::/c\n"
+	if g, ok, v1 := parseSelfCgroup(hybrid); g != "/c" || !ok || !slices.Equal(v1, []string{"name=systemd", "memory", "cpu", "cpuacct"}) {
+		t.Errorf("hybrid: %q %v %q", g, ok, v1)
+	}
+	if g, ok, v1 := parseSelfCgroup("0::/\n"); g != "/" || !ok || len(v1) != 0 {
+		t.Errorf("unified: %q %v %q", g, ok, v1)
+	}
+	if _, ok, v1 := parseSelfCgroup("3:pids:/x\n"); ok || !slices.Equal(v1, []string{"pids"}) {
+		t.Errorf("v1 only: %v %q", ok, v1)
 	}
 }
