@@ -35,7 +35,9 @@ import (
 // anything of its own (taking leases back may precede a refusal: that
 // stands on its own), so a refusal leaves the batch's other operations
 // intact; any other error rolls the batch back and its operations are run
-// again one by one.
+// again: without the deferred settlements when it carried some (they may
+// be what failed: they wait for the next batch or their own flush),
+// otherwise one by one.
 
 // op is one queued operation, and the task it will touch (read with the
 // others' before the batch runs).
@@ -43,8 +45,11 @@ type op struct {
 	fn   func(ctx context.Context, bs *batchState) error
 	task string
 	// adm is an admission under a lease (lease batches only).
-	adm  *admission
-	done chan error
+	adm *admission
+	// flush marks Flush's operation, whose purpose is the settlements
+	// its batch writes.
+	flush bool
+	done  chan error
 }
 
 // batchState is what a batch's operations share: the transaction and, in
@@ -326,12 +331,17 @@ func (b *batcher) lead(second bool) {
 	}
 }
 
-// commit runs ops, and the settlements queued for deferral, in one
-// transaction and tells each op its outcome.
-func (s *store) commit(ops []*op, locked bool) {
+// commit runs ops, and when settles the settlements queued for deferral,
+// in one transaction and tells each op its outcome. A failed batch that
+// carried settlements runs again without them; one of several operations
+// runs again one by one.
+func (s *store) commit(ops []*op, locked, settles bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), limits.BudgetBusyTimeout)
 	defer cancel()
-	ps := s.q.take(0)
+	var ps []pendingSettle
+	if settles {
+		ps = s.q.take(0)
+	}
 	var results []error
 	var matched map[string]bool
 	var last *batchState
@@ -360,9 +370,13 @@ func (s *store) commit(ops []*op, locked bool) {
 	})
 	if err != nil {
 		s.q.requeue(ps)
-		if len(ops) > 1 {
+		switch {
+		case len(ps) > 0:
+			s.commitWithoutSettles(ops, locked, err)
+			return
+		case len(ops) > 1:
 			for _, o := range ops {
-				s.commit([]*op{o}, locked)
+				s.commit([]*op{o}, locked, settles)
 			}
 			return
 		}
@@ -380,5 +394,24 @@ func (s *store) commit(ops []*op, locked bool) {
 		} else {
 			o.done <- results[i]
 		}
+	}
+}
+
+// commitWithoutSettles runs again, without the deferred settlements, the
+// ops of a batch that failed while it carried them: the settlements may
+// be what failed, and an admission or a status must not fail for them
+// (they stay queued for the next batch or their own flush). A Flush among
+// ops fails with err: writing them was its purpose.
+func (s *store) commitWithoutSettles(ops []*op, locked bool, err error) {
+	var rest []*op
+	for _, o := range ops {
+		if o.flush {
+			o.done <- err
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	if len(rest) > 0 {
+		s.commit(rest, locked, false)
 	}
 }

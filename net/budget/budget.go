@@ -86,8 +86,11 @@ type Options struct {
 	// SettleDelay is how long a deferred settlement waits for another
 	// transaction to ride on; zero is limits.BudgetSettleDelay.
 	SettleDelay time.Duration
-	// Log receives what cannot be returned to a caller: a deferred
-	// settlement that failed to be written. Nil is slog.Default().
+	// Log receives what cannot be returned to a caller: deferred
+	// settlements that failed to be written (dropped: their reservations
+	// stay charged), and admissions past limits.BudgetMaxTracked
+	// remembered reservations (their settlements are not deferred). Nil
+	// is slog.Default().
 	Log *slog.Logger
 }
 
@@ -182,13 +185,24 @@ func newBudget(s *store, p Policy, opts *Options) (*Budget, error) {
 	s.b = b
 	s.q = newSettleQueue(opts.SettleDelay)
 	s.q.flush = b.flushDue
+	s.q.warn = b.warnUntracked
 	return b, nil
+}
+
+// warnUntracked tells the host that admissions are no longer remembered
+// for deferred settlement: as many reservations as the bound wait for
+// their settlement (most likely some are never settled), so the
+// settlements of the ones admitted since are written before Settle
+// returns, one transaction each.
+func (b *Budget) warnUntracked(untracked int64) {
+	b.log.Warn("budget: this process remembers as many unsettled reservations as it may; settlements of the ones admitted since are written before Settle returns, not deferred (reservations never settled stay charged, and remembered while this budget is open)",
+		"root", b.s.locator, "remembered", limits.BudgetMaxTracked, "not_remembered", untracked)
 }
 
 // Flush writes the settlements deferred so far. If it fails, they stay
 // queued (and their reservations charged).
 func (b *Budget) Flush(ctx context.Context) error {
-	return b.s.unlocked(ctx, func(context.Context, *batchState) error { return nil })
+	return b.s.enqueue(ctx, &b.s.freeB, &op{fn: func(context.Context, *batchState) error { return nil }, flush: true, done: make(chan error, 1)})
 }
 
 // flushDue writes the deferred settlements that found no transaction to

@@ -50,6 +50,10 @@ type settleQueue struct {
 	// flush writes what is queued; run delay after the first settlement
 	// that finds no flush scheduled.
 	flush func()
+	// untracked counts the admissions not remembered (the bound was
+	// reached); warn is told at the first and at each doubling.
+	untracked int64
+	warn      func(untracked int64)
 }
 
 func newSettleQueue(delay time.Duration) *settleQueue {
@@ -59,13 +63,25 @@ func newSettleQueue(delay time.Duration) *settleQueue {
 	return &settleQueue{open: map[string]*tracked{}, delay: delay}
 }
 
-// track remembers an admitted reservation, unless too many already are.
+// track remembers an admitted reservation, unless too many already are:
+// then its settlement is written before Settle returns, and warn says so
+// (at the first such admission and each time their count doubles, so a
+// host that never settles is told without a line per admission).
 func (q *settleQueue) track(id string, bytes int64, l *lease) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.open) < limits.BudgetMaxTracked && !q.closed {
+	switch {
+	case q.closed:
+	case len(q.open) < limits.BudgetMaxTracked:
 		q.open[id] = &tracked{bytes: bytes, l: l}
+	default:
+		q.untracked++
+		if n := q.untracked; n&(n-1) == 0 && q.warn != nil {
+			q.mu.Unlock()
+			q.warn(n)
+			return
+		}
 	}
+	q.mu.Unlock()
 }
 
 // forget drops a reservation settled another way.

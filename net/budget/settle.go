@@ -28,9 +28,11 @@ type Outcome struct {
 // it. A cooldown is only ever lengthened.
 //
 // What returns before it is durable: the settlement of a reservation this
-// Budget admitted, without an upstream refusal, is checked (once, and at
-// most what was reserved), queued and written by this Budget's next
-// transaction, within Options.SettleDelay, or by Flush or Close. Until it
+// Budget admitted (and remembers: at most limits.BudgetMaxTracked
+// unsettled ones, past which Options.Log is told), without an upstream
+// refusal, is checked (once, and at most what was reserved), queued and
+// written by this Budget's next transaction, within Options.SettleDelay,
+// or by Flush or Close. Until it
 // is written other processes see the reservation open and its bytes
 // charged; if this process dies first, they stay charged in full. A
 // settlement that starts a cooldown, and one of a reservation this Budget

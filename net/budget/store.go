@@ -155,8 +155,8 @@ func openPostgres(ctx context.Context, locator string) (*store, error) {
 
 func newStore(db *sql.DB, d dialect, locator string) *store {
 	s := &store{db: db, d: d, locator: locator}
-	s.lockedB.commit = func(ops []*op) { s.commit(ops, true) }
-	s.freeB.commit = func(ops []*op) { s.commit(ops, false) }
+	s.lockedB.commit = func(ops []*op) { s.commit(ops, true, true) }
+	s.freeB.commit = func(ops []*op) { s.commit(ops, false, true) }
 	s.leaseB.commit = s.commitLeased
 	s.leaseB.secondAt = secondLeaderAt
 	return s
