@@ -103,6 +103,11 @@ func findCgroup() cgroupHome {
 		return h
 	}
 	dir := filepath.Join(mount, rel)
+	if filepath.Base(dir) == hostLeaf {
+		// A capkit process moved itself there (delegate) and started
+		// this one: its run groups are made beside the leaf too.
+		dir = filepath.Dir(dir)
+	}
 	if err := unix.Access(dir, unix.W_OK); err != nil {
 		h.why = fmt.Sprintf("no delegated cgroup: %s is not writable by this user (%v); %s", dir, err, delegateAdvice)
 		return h

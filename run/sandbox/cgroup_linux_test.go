@@ -43,6 +43,9 @@ func cgroupHere(t *testing.T) (mount, dir string) {
 	if dir == "" {
 		t.Skip("this process is in no cgroup v2 group: run groups are not expected")
 	}
+	if filepath.Base(dir) == hostLeaf {
+		dir = filepath.Dir(dir) // this process moved into its leaf (delegate)
+	}
 	if err := unix.Access(dir, unix.W_OK); err != nil {
 		t.Skipf("%s is not writable by this user (%v): no delegated cgroup, run groups are not expected", dir, err)
 	}
@@ -436,6 +439,17 @@ func realController(t *testing.T, base string) string {
 	return c
 }
 
+// homeArg: print the group run groups are made in (findCgroup) and exit.
+const homeArg = "__cgroup_home"
+
+func init() {
+	if len(os.Args) == 2 && os.Args[1] == homeArg {
+		h := findCgroup()
+		fmt.Print(h.dir, h.why)
+		os.Exit(0)
+	}
+}
+
 // TestDelegateRealCgroup: on this machine's cgroup v2, a group that holds
 // only the host process (here a stand-in) refuses its controllers to its
 // children (EBUSY) until the process moves into the leaf group, and then
@@ -466,6 +480,18 @@ func TestDelegateRealCgroup(t *testing.T) {
 		must(t, os.Mkdir(run, 0o755))
 		if got, _ := fields(run, "cgroup.controllers"); !slices.Contains(got, c) {
 			t.Errorf("a run group beside the leaf has controllers %q, want %s", got, c)
+		}
+		// A process the moved one starts (in the leaf) makes its run
+		// groups beside the leaf too.
+		exe, err := os.Executable()
+		must(t, err)
+		fd, err := unix.Open(filepath.Join(g, hostLeaf), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		must(t, err)
+		defer unix.Close(fd)
+		cmd := exec.Command(exe, homeArg)
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+		if out, err := cmd.Output(); err != nil || string(out) != g {
+			t.Errorf("a process started in the leaf makes run groups in %q (%v), want %s", out, err, g)
 		}
 	})
 	t.Run("another process", func(t *testing.T) {
