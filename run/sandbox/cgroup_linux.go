@@ -35,7 +35,10 @@ var runControllers = []string{"memory", "pids", "cpu"}
 
 // delegateAdvice is what a host does to give capkit a cgroup it can
 // enable controllers in.
-const delegateAdvice = "a host gives capkit one by starting it as the only process of a cgroup delegated to it (systemd: a service or scope with Delegate=yes)"
+const (
+	delegateHow    = "starting it as the only process of a cgroup delegated to it (systemd: a service or scope with Delegate=yes)"
+	delegateAdvice = "a host gives capkit one by " + delegateHow
+)
 
 // cgroupPeriod is cpu.max's period in microseconds (the kernel's default).
 const cgroupPeriod = 100_000
@@ -140,8 +143,9 @@ func parseSelfCgroup(self string) (group string, found bool, v1 []string) {
 // (cgroup v2's no-internal-process rule, EBUSY) and the process pid is
 // the only one there, it moves pid into the leaf hostLeaf first, as the
 // kernel's cgroup v2 and systemd's delegation documents describe; when
-// that is not possible it leaves everything as it was. It returns why
-// controllers dir offers stay off for its children, "" when none does.
+// that is not possible, or dir is the hierarchy's root, it leaves
+// everything as it was. It returns why controllers dir offers stay off
+// for its children, "" when none does.
 func delegate(dir string, pid int, want []string) string {
 	offered, err := fields(dir, "cgroup.controllers")
 	if err != nil {
@@ -156,6 +160,15 @@ func delegate(dir string, pid int, want []string) string {
 		if slices.Contains(offered, c) && !slices.Contains(enabled, c) {
 			pending = append(pending, c)
 		}
+	}
+	if len(pending) == 0 {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.type")); errors.Is(err, os.ErrNotExist) {
+		// Only the hierarchy's root has no cgroup.type: its controllers
+		// are the system's, not delegated to this process.
+		return fmt.Sprintf("%s is the cgroup hierarchy's root group, whose controllers capkit leaves to the system; a host enables %s there (+%s in its cgroup.subtree_control), or gives capkit a cgroup of its own by %s",
+			dir, strings.Join(pending, ", "), strings.Join(pending, " +"), delegateHow)
 	}
 	_, failed := enable(dir, pending)
 	if len(failed) == 0 || !errors.Is(failed[0].err, unix.EBUSY) {

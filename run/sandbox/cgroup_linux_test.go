@@ -269,6 +269,7 @@ func TestDelegate(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name               string
+		root               bool // no cgroup.type: the hierarchy's root
 		controllers, procs string
 		leafBefore         bool
 		refuse             func(file, value string) error
@@ -314,6 +315,9 @@ func TestDelegate(t *testing.T) {
 		{name: "still busy, the leaf from before stays", controllers: "memory", procs: "4100", refuse: busy, leafBefore: true,
 			why:      []string{"refused +memory (device or resource busy)"},
 			dirProcs: "4100", leafProcs: ""},
+		{name: "the hierarchy's root", root: true, controllers: "cpu memory pids", procs: "4100",
+			why:      []string{" is the cgroup hierarchy's root group, whose controllers capkit leaves to the system; a host enables memory, pids, cpu there (+memory +pids +cpu in its cgroup.subtree_control), or gives capkit a cgroup of its own by " + delegateHow},
+			dirProcs: "4100", leafProcs: "-"},
 		{name: "one refused after the move", controllers: "memory pids cpu", procs: "4100",
 			refuse: func(file, value string) error {
 				if value == "+cpu" {
@@ -331,6 +335,9 @@ func TestDelegate(t *testing.T) {
 			must(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte(tc.controllers), 0o644))
 			must(t, os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), nil, 0o644))
 			must(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(tc.procs), 0o644))
+			if !tc.root {
+				must(t, os.WriteFile(filepath.Join(dir, "cgroup.type"), []byte("domain\n"), 0o644))
+			}
 			leaf := filepath.Join(dir, hostLeaf)
 			if tc.leafBefore {
 				must(t, os.Mkdir(leaf, 0o755))
