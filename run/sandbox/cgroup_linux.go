@@ -33,8 +33,8 @@ const hostLeaf = "capkit-host"
 // runControllers are the controllers a run's limits need.
 var runControllers = []string{"memory", "pids", "cpu"}
 
-// delegateAdvice is what a host does to give capkit a cgroup it can
-// enable controllers in.
+// delegateHow is how a host gives capkit a cgroup it can enable
+// controllers in; delegateAdvice says so in a note.
 const (
 	delegateHow    = "starting it as the only process of a cgroup delegated to it (systemd: a service or scope with Delegate=yes)"
 	delegateAdvice = "a host gives capkit one by " + delegateHow
@@ -88,9 +88,8 @@ func findCgroup() cgroupHome {
 	if err != nil {
 		return cgroupHome{why: fmt.Sprintf("/proc/self/cgroup cannot be read (%v)", err)}
 	}
-	var h cgroupHome
 	group, found, v1 := parseSelfCgroup(string(self))
-	h.v1 = v1
+	h := cgroupHome{v1: v1}
 	if !found {
 		h.why = "this process is in no cgroup v2 group (only cgroup v1 hierarchies)"
 		return h
