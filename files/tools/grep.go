@@ -209,7 +209,13 @@ func compilePattern(in GrepArgs) (*matcher, error) {
 	if err != nil {
 		return nil, fault.New(fault.InvalidInput, "pattern is not a valid RE2 regular expression: %s (set literal=true to search for plain text)", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
-	return newMatcher(re, expr, in.IgnoreCase), nil
+	m := newMatcher(re, expr, in.IgnoreCase)
+	if in.Multiline {
+		if m.cont, err = continuation(expr); err != nil {
+			return nil, fault.Wrap(fault.Internal, err, "the pattern could not be prepared for multiline search")
+		}
+	}
+	return m, nil
 }
 
 // outputBudget is the bytes the entries may take: the call's output bound

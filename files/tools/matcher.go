@@ -25,8 +25,17 @@ type matcher struct {
 	// for it.
 	dfa *linedfa.DFA
 	// pre finds candidate positions: every match contains one. nil means
-	// every line is a candidate.
+	// every line is a candidate (or fold finds them).
 	pre prefilter
+	// fold finds the candidates of a case-folded literal, when set.
+	fold *foldPrefilter
+	// wholeDFA is set when the DFA runs over the whole text rather than on
+	// the candidate lines of a prefilter.
+	wholeDFA bool
+	// cont is re for a search that starts after the first line of a text
+	// (multiline mode restarts at the line after each match): \A never
+	// matches there.
+	cont *regexp.Regexp
 	// pure is set when a prefilter hit is a match (the pattern is its
 	// literal), so the regexp need not run.
 	pure bool
@@ -48,6 +57,8 @@ func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
 	if !m.pure {
 		m.dfa, _ = linedfa.New(re) // nil: too large for it, regexp matches
 	}
+	set, isSet := m.pre.(*byteSet)
+	m.wholeDFA = m.dfa != nil && m.fold == nil && (m.pre == nil || isSet && !set.rare())
 	return m
 }
 
@@ -83,8 +94,33 @@ func (m *matcher) choosePrefilter(expr string, fold bool) {
 	}
 	if p, ok := newFoldPrefilter(b); ok {
 		// A verified window is a match when the pattern is the literal.
-		m.pre, m.pure = p, whole && p.verify
+		m.fold, m.pure = &p, whole && p.verify
 	}
+}
+
+// continuation returns the pattern expr as it must run from a line after
+// the first of a text, where \A cannot match: with every \A rewritten to
+// match nothing. It is nil when expr has no \A (re serves as it is).
+func continuation(expr string) (*regexp.Regexp, error) {
+	parsed, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil || !dropBeginText(parsed) {
+		return nil, err
+	}
+	return regexp.Compile(parsed.String())
+}
+
+// dropBeginText rewrites every \A in re to match nothing, and reports
+// whether there was one.
+func dropBeginText(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpBeginText {
+		*re = syntax.Regexp{Op: syntax.OpNoMatch}
+		return true
+	}
+	found := false
+	for _, sub := range re.Sub {
+		found = dropBeginText(sub) || found
+	}
+	return found
 }
 
 // byteSet is a prefilter on a set of bytes one of which every match
@@ -257,11 +293,6 @@ func toUpper(c byte) byte {
 	return c
 }
 
-func (p foldPrefilter) next(b []byte) int {
-	c := foldCursor{p: &p, lo: -1, up: -1}
-	return c.next(b, 0)
-}
-
 // foldCursor remembers where each case of the byte occurs next in one
 // text, so that a search through it scans each byte once per case.
 type foldCursor struct {
@@ -302,7 +333,7 @@ func nextByte(b []byte, from int, c byte, known int) int {
 	return len(b)
 }
 
-func (p foldPrefilter) matchesAt(b []byte, start int) bool {
+func (p *foldPrefilter) matchesAt(b []byte, start int) bool {
 	if start < 0 || start+len(p.lit) > len(b) {
 		return false
 	}
@@ -347,14 +378,14 @@ func (m *matcher) searcher(have *linedfa.Searcher) *linedfa.Searcher {
 // has a match, in order, until hit returns false or ctx ends. dfa is the
 // goroutine's searcher of m.dfa (nil without one).
 func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher, hit func(start, end int) bool) {
-	if set, ok := m.pre.(*byteSet); dfa != nil && (m.pre == nil || ok && !set.rare()) {
+	if m.wholeDFA && dfa != nil {
 		dfa.Lines(ctx, data, hit) // a cancelled search ends early, as below
 		return
 	}
 	pos, n := 0, 0
 	var fold *foldCursor
-	if p, ok := m.pre.(foldPrefilter); ok {
-		fold = &foldCursor{p: &p, lo: -1, up: -1}
+	if m.fold != nil {
+		fold = &foldCursor{p: m.fold, lo: -1, up: -1}
 	}
 	for pos < len(data) {
 		if n++; n%checkEvery == 0 && ctx.Err() != nil {

@@ -337,9 +337,12 @@ func (st *fileState) multiline(data []byte) {
 	if st.o.m.required != nil && !bytes.Contains(data, st.o.m.required) {
 		return
 	}
-	pos := 0
+	pos, re := 0, st.o.m.re
 	for pos < len(data) {
-		loc := st.o.m.re.FindIndex(data[pos:])
+		if pos > 0 && st.o.m.cont != nil {
+			re = st.o.m.cont // data[pos:] is not the text's start
+		}
+		loc := re.FindIndex(data[pos:])
 		if loc == nil {
 			return
 		}

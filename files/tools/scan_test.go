@@ -83,18 +83,28 @@ func TestScannerAgreesWithReference(t *testing.T) {
 	}
 }
 
-// TestMatcherEngines: a pattern without a literal is matched by the DFA,
-// a literal alone needs none, and a pattern too large for the DFA keeps
-// to regexp.
+// TestMatcherEngines: a pattern without a literal is matched by the DFA
+// over the whole text, unless the bytes it requires are rare enough to
+// scan for; a literal alone needs no DFA, a case-folded literal is found
+// by its prefilter, and a pattern too large for the DFA keeps to regexp.
 func TestMatcherEngines(t *testing.T) {
 	for _, c := range []struct {
-		expr    string
-		wantDFA bool
-	}{{`[A-Z][a-z]+[0-9]{3}[a-z]`, true}, {`func \w+Handler`, true}, {`context`, false}, {`(?:\pN|h){1,120}ello`, false}} {
+		expr           string
+		fold           bool
+		wantDFA, whole bool
+	}{
+		{`[A-Z][a-z]+[0-9]{3}[a-z]`, false, true, true},
+		{`func \w+Handler`, false, true, false},
+		{`context`, false, false, false},
+		{`(?i)context`, true, false, false},
+		{`(?i)con\w+`, true, true, false},
+		{`[é-ë]\w{2}`, false, true, false},
+		{`(?:\pN|h){1,120}ello`, false, false, false},
+	} {
 		expr := "(?m)" + c.expr
-		m := newMatcher(regexp.MustCompile(expr), expr, false)
-		if (m.dfa != nil) != c.wantDFA {
-			t.Errorf("%q: DFA %v, want %v", c.expr, m.dfa != nil, c.wantDFA)
+		m := newMatcher(regexp.MustCompile(expr), expr, c.fold)
+		if (m.dfa != nil) != c.wantDFA || m.wholeDFA != c.whole {
+			t.Errorf("%q: DFA %v over the whole text %v, want %v %v", c.expr, m.dfa != nil, m.wholeDFA, c.wantDFA, c.whole)
 		}
 	}
 }
@@ -177,4 +187,31 @@ func (c *endsAfter) Err() error {
 		return nil
 	}
 	return context.Canceled
+}
+
+// TestMultilineBeginText: multiline mode restarts its search at the line
+// after each match; \A must still match only at the file's start, while
+// ^ (always (?m)) and \b match at each line as they do in the whole text.
+func TestMultilineBeginText(t *testing.T) {
+	for _, c := range []struct {
+		pattern, text string
+		want          int
+	}{
+		{`\Ab`, "b\nb\n", 1},
+		{`\Ab|c`, "b\nc\nb\n", 2},
+		{`(?i)\AB`, "b\nB\n", 1},
+		{`^b`, "b\nb\n", 2},
+		{`\bb`, "b\nb\n", 2},
+		{`\Ab\nb`, "b\nb\nb\nb\n", 1},
+	} {
+		m, err := compilePattern(GrepArgs{Pattern: c.pattern, Multiline: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := &fileResult{name: "f"}
+		searchWhole([]byte(c.text), &scanOpts{m: m, mode: modeCount}, res)
+		if res.count != c.want {
+			t.Errorf("%q on %q: %d matches, want %d", c.pattern, c.text, res.count, c.want)
+		}
+	}
 }
