@@ -12,10 +12,21 @@ type OpenWalker interface {
 	WalkOpen(ctx context.Context, root, name string, fn WalkOpenFunc) error
 }
 
-// WalkOpenFunc is a WalkFunc with an opener: open(base) opens the regular
-// file base in the directory that holds info (path.Base(info.Name) opens
-// info itself) under Open's guarantees, never following a symlink. open
-// is valid only during the call, and nil for the walk's starting point.
-// A regular file's info may have Size -1 (not looked at by the walk): the
-// opened File's Info has it.
-type WalkOpenFunc func(info Info, open func(base string) (File, error)) error
+// WalkOpenFunc is a WalkFunc with the directory that holds info (nil for
+// the walk's starting point). A regular file's info may have Size -1 (not
+// looked at by the walk): the opened File's Info has it.
+type WalkOpenFunc func(info Info, dir WalkDir) error
+
+// WalkDir is the open directory that holds an entry of a walk.
+type WalkDir interface {
+	// Open opens the regular file base in the directory (Open(path.Base(
+	// info.Name)) opens info itself) under Open's guarantees, never
+	// following a symlink. It is valid during the walk's call, and after
+	// it while held.
+	Open(base string) (File, error)
+	// Hold keeps Open valid after the walk's call returns, until release
+	// is called (once), so that the file can be opened elsewhere, later:
+	// the directory stays open meanwhile, so the caller bounds how many it
+	// holds.
+	Hold() (release func())
+}

@@ -35,10 +35,15 @@ const (
 	GlobMaxLimit = GlobMaxResults
 )
 
-// GrepKeepBytes bounds the output text one grep worker keeps of a file
-// while the files before it are still being searched; entries past it are
-// found again by a second search when the page reaches them.
+// GrepKeepBytes bounds the output text one grep worker keeps of a batch
+// of files (GrepBatchFiles) while the files before it are still being
+// searched; entries past it are found again by a second search when the
+// page reaches them.
 const GrepKeepBytes = 256 * KiB
+
+// GrepBatchFiles is how many files, consecutive in walk order, grep hands
+// to one worker at a time.
+const GrepBatchFiles = 32
 
 // The lazy DFA that finds grep's matching lines (internal/linedfa).
 const (

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"syscall"
 	"time"
@@ -32,7 +33,20 @@ func main() {
 	reps := flag.Int("reps", 5, "measured calls")
 	warm := flag.Int("warm", 1, "unmeasured calls first")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the measured calls to this file")
+	traceTo := flag.String("trace", "", "write an execution trace of the calls to this file")
 	flag.Parse()
+	if *traceTo != "" {
+		f, err := os.Create(*traceTo)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "grepbench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer trace.Stop()
+	}
 	if *profile != "" {
 		f, err := os.Create(*profile)
 		if err != nil {

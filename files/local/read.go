@@ -138,7 +138,7 @@ func follow(name, cur, target string) (string, error) {
 // file hashes what is read sequentially, so a reader that streams the
 // whole file learns its version without a second pass.
 type file struct {
-	f    *os.File
+	f    regularFile
 	info files.Info
 	hash *files.VersionHash
 	eof  bool
@@ -172,6 +172,14 @@ func (f *file) Version() (files.Version, bool) {
 		return files.Version{}, false
 	}
 	return f.hash.Version(), true
+}
+
+// regularFile is what a file reads through: an *os.File, or a bare
+// descriptor (atfile.Regular) where the walk opened it.
+type regularFile interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
 }
 
 // ReadAll reads a whole regular file of at most maxBytes bytes. A file that
@@ -272,7 +280,7 @@ func (p *Provider) openDir(ctx context.Context, root, name string) (*atfile.Dir,
 // it is (atfile.Walk: it descends only by opening a name inside an open
 // directory with O_NOFOLLOW, checking it is the directory it examined).
 func (p *Provider) Walk(ctx context.Context, root, name string, fn files.WalkFunc) error {
-	return p.walkOpen(ctx, root, name, false, func(info files.Info, _ func(string) (files.File, error)) error { return fn(info) })
+	return p.walkOpen(ctx, root, name, false, func(info files.Info, _ files.WalkDir) error { return fn(info) })
 }
 
 // walkFile is Walk of a name that is not a directory: a regular file is

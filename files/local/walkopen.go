@@ -50,11 +50,11 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 		full := join(name, rel)
 		// An entry the walk did not look at (listed as regular) is opened
 		// as listed; any other name is looked at before it is opened.
-		listed := st.Size < 0 && st.Mode.IsRegular()
-		open := func(base string) (files.File, error) {
-			return openIn(parent, path.Dir(full), base, listed && base == path.Base(full))
+		wd := &walkDir{d: parent, dir: path.Dir(full)}
+		if st.Size < 0 && st.Mode.IsRegular() {
+			wd.listed = path.Base(full)
 		}
-		switch err := fn(infoOf(full, st), open); err {
+		switch err := fn(infoOf(full, st), wd); err {
 		case nil:
 			return st.Mode.IsDir(), nil
 		case iofs.SkipDir:
@@ -69,19 +69,34 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 	return err
 }
 
-// openIn opens the regular file base of the open directory d, named
-// dir/base in results; listed: base was just listed as a regular file
-// (atfile.Dir.OpenListed), else it is looked at first (OpenRegular).
-func openIn(d *atfile.Dir, dir, base string, listed bool) (files.File, error) {
-	name := join(dir, base)
+// walkDir is the directory d of the walk, named dir in results; listed
+// is the name of its entry that was just listed as a regular file and not
+// looked at (opened with atfile.Dir.OpenListedFD), "" if none: any other
+// name is looked at before it is opened (OpenRegular).
+type walkDir struct {
+	d      *atfile.Dir
+	dir    string
+	listed string
+}
+
+func (w *walkDir) Hold() (release func()) {
+	d := w.d.Hold()
+	return func() { d.Close() }
+}
+
+func (w *walkDir) Open(base string) (files.File, error) {
+	name := join(w.dir, base)
 	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
-		return nil, fault.New(fault.InvalidInput, "%q is not a file name in %s", base, dir)
+		return nil, fault.New(fault.InvalidInput, "%q is not a file name in %s", base, w.dir)
 	}
-	open := d.OpenRegular
-	if listed {
-		open = d.OpenListed
+	if base == w.listed {
+		r, st, err := w.d.OpenListedFD(base, name)
+		if err != nil {
+			return nil, err
+		}
+		return &file{f: r, info: infoOf(name, st), hash: files.NewVersionHash()}, nil
 	}
-	f, st, err := open(base, name)
+	f, st, err := w.d.OpenRegular(base, name)
 	if err != nil {
 		return nil, err
 	}

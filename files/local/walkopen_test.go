@@ -30,15 +30,15 @@ func TestWalkOpen(t *testing.T) {
 	p := New()
 	got := map[string]fault.Code{}
 	var content string
-	err := p.WalkOpen(context.Background(), root, "d", func(info files.Info, open func(string) (files.File, error)) error {
+	err := p.WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
 		if info.Name == "d" {
-			if open != nil {
-				t.Error("an opener for the walk's start")
+			if dir != nil {
+				t.Error("a directory for the walk's start")
 			}
 			return nil
 		}
 		for _, base := range []string{path.Base(info.Name), files.TempPrefix + "x", "../outside", "", "."} {
-			f, err := open(base)
+			f, err := dir.Open(base)
 			key := info.Name + " " + base
 			got[key] = fault.CodeOf(err)
 			if err == nil {
@@ -102,7 +102,7 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 			var walkErr error
 			go func() {
 				defer close(done)
-				walkErr = New().WalkOpen(context.Background(), root, "d", func(info files.Info, open func(string) (files.File, error)) error {
+				walkErr = New().WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
 					if info.Name == "d" {
 						return nil
 					}
@@ -120,7 +120,7 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 					if err := tc.swap(p); err != nil {
 						t.Error(err)
 					}
-					f, err := open("a")
+					f, err := dir.Open("a")
 					if err == nil {
 						b, _ := io.ReadAll(f)
 						f.Close()

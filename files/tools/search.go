@@ -45,18 +45,16 @@ func (f *globFilter) match(rel string) bool {
 	return f.re.MatchString(rel)
 }
 
-// grepJob is one file to search, numbered in walk order; f is the file
-// already opened by the walk, if the provider's walk can (else nil).
+// grepJob is one file to search, numbered in walk order; dir is its
+// directory held open by the walk, if the provider's walk can (else nil:
+// the file is opened by name), and release lets it go.
 type grepJob struct {
-	seq  int
-	name string // root-relative
-	size int64
-	f    files.File
+	seq     int
+	name    string // root-relative
+	size    int64
+	dir     files.WalkDir
+	release func()
 }
-
-// errVanished is the failure of a file that could not be opened when it
-// was listed.
-var errVanished = fault.New(fault.NotFound, "the file changed or vanished since it was listed")
 
 // grepRun is one grep call: a walk that feeds a bounded pool of workers,
 // and a collector that takes their results in walk order, so the output
@@ -68,6 +66,9 @@ type grepRun struct {
 	roots []string
 
 	// walk state (the walking goroutine only)
+	window       chan struct{} // a token per batch handed out, not yet collected
+	batch        *grepBatch    // being filled
+	batchSeq     int
 	w            walker
 	ignores      ignoreStack
 	ignoreSkip   int
@@ -89,6 +90,14 @@ func grepWorkers() int {
 	return max(1, min(runtime.GOMAXPROCS(0), limits.GrepMaxWorkers))
 }
 
+// grepBatch is a run of files consecutive in walk order, searched by one
+// worker: a hand-off per batch rather than per file.
+type grepBatch struct {
+	seq     int
+	jobs    []grepJob
+	results []*fileResult
+}
+
 // run walks and searches, stopping at the first failure that is not the
 // file's own (unavailable roots, cancellation).
 func (g *grepRun) run(ctx context.Context) error {
@@ -98,49 +107,60 @@ func (g *grepRun) run(ctx context.Context) error {
 		return err
 	}
 	workers := grepWorkers()
-	jobs := make(chan grepJob, workers)
-	results := make(chan *fileResult, workers)
-	window := make(chan struct{}, 4*workers) // results not yet collected
+	batches := make(chan *grepBatch, workers)
+	results := make(chan *grepBatch, workers)
+	g.window = make(chan struct{}, 4*workers) // batches not yet collected
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for j := range jobs {
-				results <- g.searchJob(ctx, j)
+			for b := range batches {
+				g.searchBatch(ctx, b)
+				results <- b
 			}
 		})
 	}
 	walkDone := make(chan error, 1)
 	go func() {
-		defer close(jobs)
-		walkDone <- g.walk(ctx, func(info files.Info, open opener) error {
-			return g.visit(ctx, info, open, jobs, window)
+		defer close(batches)
+		err := g.walk(ctx, func(info files.Info, dir files.WalkDir) error {
+			return g.visit(ctx, info, dir, batches)
 		})
+		if ferr := g.flush(ctx, batches); err == nil {
+			err = ferr
+		}
+		walkDone <- err
 	}()
 	go func() { wg.Wait(); close(results) }()
-	var firstErr error
-	pending := map[int]*fileResult{}
-	next := 0
-	for fr := range results {
-		pending[fr.seq] = fr
-		for p, ok := pending[next]; ok; p, ok = pending[next] {
-			delete(pending, next)
-			next++
-			<-window
-			if firstErr == nil {
-				if firstErr = g.collected.add(ctx, p); firstErr != nil {
-					cancel()
-				}
-			}
-		}
-	}
+	firstErr := g.collect(ctx, cancel, results)
 	if err := <-walkDone; err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return firstErr
 }
 
-// opener opens a file of the directory being walked (files.WalkOpenFunc).
-type opener = func(base string) (files.File, error)
+// collect takes the batches' results in walk order, whatever order the
+// workers finish them in.
+func (g *grepRun) collect(ctx context.Context, cancel func(), results <-chan *grepBatch) error {
+	var firstErr error
+	pending := map[int]*grepBatch{}
+	next := 0
+	for b := range results {
+		pending[b.seq] = b
+		for p, ok := pending[next]; ok; p, ok = pending[next] {
+			delete(pending, next)
+			next++
+			<-g.window
+			for _, fr := range p.results {
+				if firstErr == nil {
+					if firstErr = g.collected.add(ctx, fr); firstErr != nil {
+						cancel()
+					}
+				}
+			}
+		}
+	}
+	return firstErr
+}
 
 // walk walks the search base, with an opener where the provider has one.
 func (g *grepRun) walk(ctx context.Context, fn files.WalkOpenFunc) error {
@@ -152,7 +172,7 @@ func (g *grepRun) walk(ctx context.Context, fn files.WalkOpenFunc) error {
 
 // visit applies the walk rules and filters to one entry and queues the
 // files to search.
-func (g *grepRun) visit(ctx context.Context, info files.Info, open opener, jobs chan<- grepJob, window chan struct{}) error {
+func (g *grepRun) visit(ctx context.Context, info files.Info, wd files.WalkDir, batches chan<- *grepBatch) error {
 	rel, depth, skip := g.w.visit(info)
 	if skip != nil {
 		return skip
@@ -160,7 +180,7 @@ func (g *grepRun) visit(ctx context.Context, info files.Info, open opener, jobs 
 	g.ignores.enter(info.Name)
 	if rel != "" {
 		if dir := path.Dir(info.Name); !g.ignores.checked(dir) {
-			if err := g.loadIgnore(ctx, dir, open); err != nil {
+			if err := g.loadIgnore(ctx, dir, wd); err != nil {
 				return err
 			}
 		}
@@ -181,30 +201,50 @@ func (g *grepRun) visit(ctx context.Context, info files.Info, open opener, jobs 
 	if !info.IsRegular() || (rel != "" && !g.wanted(rel)) {
 		return nil
 	}
-	return g.queue(ctx, info, open, jobs, window)
+	return g.queue(ctx, info, wd, batches)
 }
 
-// queue hands one file to the workers, opened here when the walk can.
-func (g *grepRun) queue(ctx context.Context, info files.Info, open opener, jobs chan<- grepJob, window chan struct{}) error {
-	select {
-	case window <- struct{}{}:
-	case <-ctx.Done():
-		return fault.As(ctx.Err())
+// queue adds one file to the batch being filled, with its directory held
+// open when the walk has one: the worker opens it there, so the opens are
+// spread over the workers too. The window bounds the batches handed out,
+// and so the directories held.
+func (g *grepRun) queue(ctx context.Context, info files.Info, wd files.WalkDir, batches chan<- *grepBatch) error {
+	if g.batch == nil {
+		g.batch = &grepBatch{seq: g.batchSeq, jobs: make([]grepJob, 0, limits.GrepBatchFiles)}
+		g.batchSeq++
 	}
 	j := grepJob{seq: g.seq, name: info.Name, size: info.Size}
 	g.seq++
-	if open != nil && !g.plan.scan.multiline {
-		f, err := open(path.Base(info.Name))
-		if err != nil {
-			if fault.CodeOf(err) == fault.Unavailable || ctx.Err() != nil {
-				return err
-			}
-			j.name = "" // vanished or changed since it was listed: the worker counts it
-		}
-		j.f = f
+	if wd != nil && !g.plan.scan.multiline {
+		j.dir, j.release = wd, wd.Hold()
 	}
-	jobs <- j
-	return nil
+	g.batch.jobs = append(g.batch.jobs, j)
+	if len(g.batch.jobs) < limits.GrepBatchFiles {
+		return nil
+	}
+	return g.flush(ctx, batches)
+}
+
+// flush hands the batch being filled to the workers. When the call ends
+// first, its files are let go unsearched.
+func (g *grepRun) flush(ctx context.Context, batches chan<- *grepBatch) error {
+	b := g.batch
+	if b == nil {
+		return nil
+	}
+	g.batch = nil
+	select {
+	case g.window <- struct{}{}:
+		batches <- b
+		return nil
+	case <-ctx.Done():
+		for _, j := range b.jobs {
+			if j.release != nil {
+				j.release()
+			}
+		}
+		return fault.As(ctx.Err())
+	}
 }
 
 // wanted applies the glob and type filters.
@@ -235,11 +275,11 @@ func (g *grepRun) loadParentIgnores(ctx context.Context) error {
 	return nil
 }
 
-// loadIgnore reads dir/.gitignore, if there is one (through open, which
-// opens in dir, when not nil), compiles it once and puts its rules in
+// loadIgnore reads dir/.gitignore, if there is one (through wd, the
+// walk's open dir, when not nil), compiles it once and puts its rules in
 // force below dir.
-func (g *grepRun) loadIgnore(ctx context.Context, dir string, open opener) error {
-	data, err := g.readIgnore(ctx, dir, open)
+func (g *grepRun) loadIgnore(ctx context.Context, dir string, wd files.WalkDir) error {
+	data, err := g.readIgnore(ctx, dir, wd)
 	switch fault.CodeOf(err) {
 	case "":
 	case fault.Limit:
@@ -265,12 +305,12 @@ func (g *grepRun) loadIgnore(ctx context.Context, dir string, open opener) error
 	return nil
 }
 
-func (g *grepRun) readIgnore(ctx context.Context, dir string, open opener) ([]byte, error) {
-	if open == nil {
+func (g *grepRun) readIgnore(ctx context.Context, dir string, wd files.WalkDir) ([]byte, error) {
+	if wd == nil {
 		data, _, err := g.x.provider.ReadAll(ctx, g.t.root, path.Join(dir, ".gitignore"), limits.GitignoreMaxBytes)
 		return data, err
 	}
-	f, err := open(".gitignore")
+	f, err := wd.Open(".gitignore")
 	if err != nil {
 		return nil, err
 	}
@@ -285,16 +325,31 @@ func (g *grepRun) readIgnore(ctx context.Context, dir string, open opener) ([]by
 	return data, err
 }
 
-// searchJob searches one file with a pooled scanner.
-func (g *grepRun) searchJob(ctx context.Context, j grepJob) *fileResult {
-	o := g.plan.scan
-	o.keepFrom, o.keepTo = 0, g.plan.offset+g.plan.head
-	o.maxKeepBytes = min(g.plan.maxOutput, limits.GrepKeepBytes)
-	fr := &fileResult{seq: j.seq, job: j}
+// searchBatch searches a batch's files in order with one pooled scanner,
+// keeping at most limits.GrepKeepBytes of text for the whole batch (past
+// it, each file keeps its first entry; the collector searches again for
+// the rest when the page reaches them).
+func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
 	sc := g.scannerPool.Get().(*scanner)
 	defer g.scannerPool.Put(sc)
-	fr.err = g.searchFile(ctx, sc, j, &o, fr)
-	return fr
+	b.results = make([]*fileResult, len(b.jobs))
+	kept := 0
+	for i, j := range b.jobs {
+		o := g.plan.scan
+		o.keepFrom, o.keepTo = 0, g.plan.offset+g.plan.head
+		o.maxKeepBytes = max(min(g.plan.maxOutput, limits.GrepKeepBytes-kept), 0)
+		fr := &fileResult{seq: j.seq, job: j}
+		if err := ctx.Err(); err != nil {
+			fr.err = fault.As(err)
+		} else {
+			fr.err = g.searchFile(ctx, sc, j, &o, fr)
+		}
+		if j.release != nil {
+			j.release()
+		}
+		kept += len(fr.text)
+		b.results[i] = fr
+	}
 }
 
 // research searches a file again for the entries [from, to) that its
@@ -305,7 +360,7 @@ func (g *grepRun) research(ctx context.Context, j grepJob, from, to, maxBytes in
 	}
 	o := g.plan.scan
 	o.keepFrom, o.keepTo, o.maxKeepBytes = from, to, maxBytes
-	j.f = nil // the walk's handle was closed after the first search: open again
+	j.dir, j.release = nil, nil // let go after the first search: open by name
 	fr := &fileResult{seq: j.seq, job: j}
 	err := g.searchFile(ctx, g.researchScan, j, &o, fr)
 	return fr, err
@@ -335,15 +390,15 @@ func (g *grepRun) searchFile(ctx context.Context, sc *scanner, j grepJob, o *sca
 }
 
 func (g *grepRun) streamFile(ctx context.Context, sc *scanner, j grepJob, o *scanOpts, fr *fileResult) error {
-	f := j.f
-	if f == nil {
-		if j.name == "" {
-			return errVanished
-		}
-		var err error
-		if f, err = g.x.provider.Open(ctx, g.t.root, j.name); err != nil {
-			return err
-		}
+	var f files.File
+	var err error
+	if j.dir != nil {
+		f, err = j.dir.Open(path.Base(j.name))
+	} else {
+		f, err = g.x.provider.Open(ctx, g.t.root, j.name)
+	}
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	// Through ReadAt: a search needs no version, and Read would hash

@@ -46,6 +46,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/capkit/capkit/fault"
@@ -101,14 +102,29 @@ type Dir struct {
 	// dev is the device of the directory, checked not to be a
 	// pseudo-filesystem: an entry on the same device needs no check.
 	dev uint64
+	// holds counts the Holds not yet closed.
+	holds atomic.Int64
 }
 
 // File returns the directory's *os.File, for callers that pass it to
 // another *at helper (internal/noreplace). Do not close it.
 func (d *Dir) File() *os.File { return d.f }
 
-// Close closes the directory.
-func (d *Dir) Close() error { return d.f.Close() }
+// Hold keeps d open through one more Close: whoever holds it closes it
+// too, and the directory is closed by the last Close. Hold only a Dir
+// that is open.
+func (d *Dir) Hold() *Dir {
+	d.holds.Add(1)
+	return d
+}
+
+// Close closes the directory, unless a Hold keeps it open.
+func (d *Dir) Close() error {
+	if d.holds.Add(-1) >= 0 {
+		return nil
+	}
+	return d.f.Close()
+}
 
 // Sync makes entries created, renamed or removed in the directory durable.
 func (d *Dir) Sync() error {

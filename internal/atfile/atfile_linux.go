@@ -156,30 +156,11 @@ func (d *Dir) OpenRegular(name, role string) (*os.File, Stat, error) {
 // is refused, which needs a device node on the tree's own filesystem to
 // rename into place. Named paths go through OpenRegular.
 func (d *Dir) OpenListed(name, role string) (*os.File, Stat, error) {
-	if err := checkName(name); err != nil {
+	fd, st, err := d.openListed(name, role)
+	if err != nil {
 		return nil, Stat{}, err
 	}
-	var fd int
-	err := d.control(func(dfd int) (err error) {
-		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		return err
-	})
-	if err != nil {
-		return nil, Stat{}, Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, role)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	st, err := Fstat(f)
-	if err == nil && !st.Mode.IsRegular() {
-		err = NotRegular(role, st.Mode)
-	}
-	if err == nil && st.Dev != d.dev {
-		err = checkFS(fd, role)
-	}
-	if err != nil {
-		f.Close()
-		return nil, Stat{}, err
-	}
-	return f, st, nil
+	return os.NewFile(uintptr(fd), name), st, nil
 }
 
 // OpenSubdir opens the directory name inside d without following a

@@ -82,3 +82,21 @@ type Mount struct{ Path, FS string }
 
 // PseudoMounts is unavailable on this platform.
 func PseudoMounts(string) ([]Mount, error) { return nil, unsupported() }
+
+// Regular is a regular file open for reading (unavailable on this
+// platform).
+type Regular struct{}
+
+// OpenListedFD is unavailable on this platform.
+func (d *Dir) OpenListedFD(string, string) (*Regular, Stat, error) {
+	return nil, Stat{}, unsupported()
+}
+
+// ReadAt is unavailable on this platform.
+func (r *Regular) ReadAt([]byte, int64) (int, error) { return 0, unsupported() }
+
+// Read is unavailable on this platform.
+func (r *Regular) Read([]byte) (int, error) { return 0, unsupported() }
+
+// Close is unavailable on this platform.
+func (r *Regular) Close() error { return unsupported() }
