@@ -147,3 +147,63 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 		})
 	}
 }
+
+// TestWalkOpenHeld: a held directory opens its files after the walk has
+// moved on and after it has ended, under the same checks (a file swapped
+// for a symlink meanwhile is refused), until every hold is released.
+func TestWalkOpenHeld(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "d", "e"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "a"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "d", "b"), []byte("beta\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "d", "e", "c"), []byte("gamma\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "outside"), []byte("secret\n"), 0o644)
+	type held struct {
+		name    string
+		dir     files.WalkDir
+		release func()
+	}
+	var hs []held
+	err := New().WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
+		if info.IsRegular() {
+			hs = append(hs, held{info.Name, dir, dir.Hold()})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 3 {
+		t.Fatalf("held %d files, want 3", len(hs))
+	}
+	p := filepath.Join(root, "d", "b")
+	os.Remove(p)
+	os.Symlink("../outside", p)
+	want := map[string]string{"d/a": "alpha\n", "d/b": "", "d/e/c": "gamma\n"}
+	for _, h := range hs {
+		f, err := h.dir.Open(path.Base(h.name))
+		switch {
+		case h.name == "d/b":
+			if fault.CodeOf(err) != fault.Denied {
+				t.Errorf("d/b swapped for a symlink: %v, want denied", err)
+			}
+		case err != nil:
+			t.Errorf("%s after the walk: %v", h.name, err)
+		default:
+			b, _ := io.ReadAll(f)
+			f.Close()
+			if string(b) != want[h.name] {
+				t.Errorf("%s: %q", h.name, b)
+			}
+		}
+	}
+	for _, h := range hs {
+		h.release()
+	}
+	for _, h := range hs {
+		if f, err := h.dir.Open(path.Base(h.name)); err == nil {
+			f.Close()
+			t.Errorf("%s opened after its directory was released", h.name)
+		}
+	}
+}

@@ -138,6 +138,34 @@ func TestGrepDeepPageOfBigFile(t *testing.T) {
 	}
 }
 
+// TestGrepBatchKeepBudget: the files of one worker's batch share
+// limits.GrepKeepBytes of kept text; a page inside a file searched after
+// the budget was spent is found again, with the right lines.
+func TestGrepBatchKeepBudget(t *testing.T) {
+	root := testkit.TempDir(t)
+	line := strings.Repeat("y", 400)
+	const files, lines = 6, 250
+	if files*lines*len(line) < 2*limits.GrepKeepBytes || files > limits.GrepBatchFiles {
+		t.Fatal("fixture does not spend the budget of one batch")
+	}
+	for f := range files {
+		var b strings.Builder
+		for i := range lines {
+			fmt.Fprintf(&b, "m%d.%d %s\n", f, i+1, line)
+		}
+		writeFile(t, filepath.Join(root, fmt.Sprintf("f%d.txt", f)), b.String())
+	}
+	s := newSession(t, newRuntime(t, nil), allEffects, root)
+	for f := range files {
+		res := mustResult(t, s, Grep, obj{"pattern": "^m", "offset": f*lines + 10, "head_limit": 2})
+		got := pathsOf(res.Text)
+		want0, want1 := fmt.Sprintf("f%d.txt:11:m%d.11 ", f, f), fmt.Sprintf("f%d.txt:12:m%d.12 ", f, f)
+		if len(got) != 2 || !strings.HasPrefix(got[0], want0) || !strings.HasPrefix(got[1], want1) {
+			t.Fatalf("file %d: %.200q", f, got)
+		}
+	}
+}
+
 // TestGrepOutputBound: a page stops at the call's output bound on a whole
 // entry and says where the next page starts.
 func TestGrepOutputBound(t *testing.T) {

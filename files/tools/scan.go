@@ -122,8 +122,8 @@ func (sc *scanner) search(ctx context.Context, r io.Reader, o *scanOpts, res *fi
 				res.skipped = "binary"
 				return nil
 			}
-			if !eof {
-				continue // fill the buffer before searching
+			if !eof && o.mode != modeFiles {
+				continue // fill the buffer before searching (files mode: a match in the probe decides)
 			}
 		}
 		end := n

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -214,4 +215,38 @@ func TestMultilineBeginText(t *testing.T) {
 			t.Errorf("%q on %q: %d matches, want %d", c.pattern, c.text, res.count, c.want)
 		}
 	}
+}
+
+// TestFilesModeStopsReading: in files_with_matches mode a match in the
+// first read decides the file: the rest is not read.
+func TestFilesModeStopsReading(t *testing.T) {
+	text := "match\n" + strings.Repeat("no match on this line at all\n", 4*binaryProbeBytes/29)
+	expr := "(?m)match"
+	for _, c := range []struct {
+		mode     grepMode
+		mostRead int
+	}{{modeFiles, binaryProbeBytes}, {modeCount, len(text)}} {
+		r := &countingReader{r: strings.NewReader(text)}
+		sc := &scanner{buf: make([]byte, 1<<20)}
+		res := &fileResult{name: "f"}
+		o := &scanOpts{m: newMatcher(regexp.MustCompile(expr), expr, false), mode: c.mode, keepTo: 10, maxKeepBytes: 1 << 20}
+		if err := sc.search(context.Background(), r, o, res); err != nil {
+			t.Fatal(err)
+		}
+		if res.count == 0 || r.n > c.mostRead || (c.mode == modeCount && res.count != strings.Count(text, "match")) {
+			t.Errorf("mode %d: %d matches, read %d bytes of %d (at most %d wanted)", c.mode, res.count, r.n, len(text), c.mostRead)
+		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += n
+	return n, err
 }
