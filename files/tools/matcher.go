@@ -89,7 +89,7 @@ func (m *matcher) choosePrefilter(expr string, fold bool) {
 	if !litFold {
 		// A line never holds a newline, so a literal with one is only a
 		// candidate there (multiline mode skips the line filter).
-		m.pre, m.pure, m.required = exactPrefilter{b}, whole && !bytes.Contains(b, []byte{'\n'}), b
+		m.pre, m.pure, m.required = newExactPrefilter(b), whole && !bytes.Contains(b, []byte{'\n'}), b
 		return
 	}
 	if p, ok := newFoldPrefilter(b); ok {
@@ -233,10 +233,53 @@ func requiredLiteral(re *syntax.Regexp) (lit []rune, fold, whole bool) {
 	return nil, false, false
 }
 
-// exactPrefilter finds a case-sensitive literal.
-type exactPrefilter struct{ lit []byte }
+// exactPrefilter finds a case-sensitive literal by its rarest byte
+// (byteRank): bytes.Index scans for the literal's first byte, which in
+// source is often common ("context"), where a rare one skips most of a
+// text at IndexByte's speed.
+type exactPrefilter struct {
+	lit  []byte
+	rare byte // lit[at]
+	at   int
+}
 
-func (p exactPrefilter) next(b []byte) int { return bytes.Index(b, p.lit) }
+func newExactPrefilter(lit []byte) *exactPrefilter {
+	best, bestRank := 0, 1<<30
+	for i, c := range lit {
+		if r := byteRank(c); r < bestRank {
+			best, bestRank = i, r
+		}
+	}
+	return &exactPrefilter{lit: lit, rare: lit[best], at: best}
+}
+
+// next returns where the literal starts in b, or -1. Past a few false
+// hits for each 16 bytes scanned (a text full of the rare byte), it
+// leaves the rest to bytes.Index, which never takes quadratic time.
+func (p *exactPrefilter) next(b []byte) int {
+	n, fails := len(p.lit), 0
+	for from := p.at; from < len(b); {
+		i := bytes.IndexByte(b[from:], p.rare)
+		if i < 0 {
+			return -1
+		}
+		s := from + i - p.at
+		if s+n > len(b) {
+			return -1
+		}
+		if bytes.Equal(b[s:s+n], p.lit) {
+			return s
+		}
+		if fails++; fails > 4+from>>4 {
+			if j := bytes.Index(b[s+1:], p.lit); j >= 0 {
+				return s + 1 + j
+			}
+			return -1
+		}
+		from += i + 1
+	}
+	return -1
+}
 
 // foldPrefilter finds a case-insensitive literal by one of its bytes: the
 // rarest ASCII byte whose case folding stays within ASCII (not k or s,
