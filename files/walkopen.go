@@ -13,8 +13,9 @@ type OpenWalker interface {
 }
 
 // WalkOpenFunc is a WalkFunc with the directory that holds info (nil for
-// the walk's starting point). A regular file's info may have Size -1 (not
-// looked at by the walk): the opened File's Info has it.
+// the walk's starting point). The info of a regular file or directory may
+// have only its type, with Size -1 (not looked at by the walk): the opened
+// File's Info has a file's metadata.
 type WalkOpenFunc func(info Info, dir WalkDir) error
 
 // WalkDir is the open directory that holds an entry of a walk.
@@ -24,6 +25,10 @@ type WalkDir interface {
 	// following a symlink. It is valid during the walk's call, and after
 	// it while held.
 	Open(base string) (File, error)
+	// Listed reports whether the walk's listing of the directory had
+	// base: a name it did not list need not be opened to learn it is
+	// not there. Valid during the walk's call only.
+	Listed(base string) bool
 	// Hold keeps Open valid after the walk's call returns, until release
 	// is called (once), so that the file can be opened elsewhere, later:
 	// the directory stays open meanwhile, so the caller bounds how many it

@@ -6,6 +6,7 @@ import (
 	iofs "io/fs"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/capkit/capkit/fault"
@@ -19,8 +20,9 @@ var _ files.OpenWalker = (*Provider)(nil)
 // WalkOpen is Walk with an opener relative to the directory being walked
 // (atfile.Dir.OpenRegular: no symlink, no special file, no staging name,
 // no pseudo-filesystem, no swap between look and open). A regular file
-// is passed with its type only (Size -1): the walk does not stat it, and
-// the opener's File has its metadata.
+// or directory is passed with its type only (Size -1): the walk does not
+// stat it (atfile.WalkBounds.TypesOnly), and the opener's File has a
+// file's metadata.
 func (p *Provider) WalkOpen(ctx context.Context, root, name string, fn files.WalkOpenFunc) error {
 	return p.walkOpen(ctx, root, name, true, fn)
 }
@@ -45,12 +47,16 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 		}
 		return err
 	}
-	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth, TypesOnly: typesOnly}
-	err = atfile.Walk(ctx, d, bounds, func(rel string, _ int, st atfile.Stat, parent *atfile.Dir, _ string) (bool, error) {
+	var listings [][]atfile.Entry // by depth: the listings of the directories being walked
+	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth, TypesOnly: typesOnly,
+		OnList: func(depth int, entries []atfile.Entry) {
+			listings = append(listings[:depth], entries)
+		}}
+	err = atfile.Walk(ctx, d, bounds, func(rel string, depth int, st atfile.Stat, parent *atfile.Dir, _ string) (bool, error) {
 		full := join(name, rel)
 		// An entry the walk did not look at (listed as regular) is opened
 		// as listed; any other name is looked at before it is opened.
-		wd := &walkDir{d: parent, dir: path.Dir(full)}
+		wd := &walkDir{d: parent, dir: path.Dir(full), listing: listings[depth-1]}
 		if st.Size < 0 && st.Mode.IsRegular() {
 			wd.listed = path.Base(full)
 		}
@@ -74,9 +80,15 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 // looked at (opened with atfile.Dir.OpenListedFD), "" if none: any other
 // name is looked at before it is opened (OpenRegular).
 type walkDir struct {
-	d      *atfile.Dir
-	dir    string
-	listed string
+	d       *atfile.Dir
+	dir     string
+	listed  string
+	listing []atfile.Entry // of d, in name order
+}
+
+func (w *walkDir) Listed(base string) bool {
+	_, ok := slices.BinarySearchFunc(w.listing, base, func(e atfile.Entry, name string) int { return strings.Compare(e.Name, name) })
+	return ok
 }
 
 func (w *walkDir) Hold() (release func()) {

@@ -148,8 +148,8 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 	}
 }
 
-// TestWalkOpenHeld: a held directory opens its files after the walk has
-// moved on and after it has ended, under the same checks (a file swapped
+// TestWalkOpenHeld: a directory's listing has its entries (staging names
+// left out); a held directory opens its files after the walk has moved on and after it has ended, under the same checks (a file swapped
 // for a symlink meanwhile is refused), until every hold is released.
 func TestWalkOpenHeld(t *testing.T) {
 	root := t.TempDir()
@@ -158,6 +158,7 @@ func TestWalkOpenHeld(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "d", "b"), []byte("beta\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "d", "e", "c"), []byte("gamma\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "outside"), []byte("secret\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "d", files.TempPrefix+"x"), []byte("staged"), 0o644)
 	type held struct {
 		name    string
 		dir     files.WalkDir
@@ -165,6 +166,9 @@ func TestWalkOpenHeld(t *testing.T) {
 	}
 	var hs []held
 	err := New().WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
+		if dir != nil && (!dir.Listed(path.Base(info.Name)) || dir.Listed("absent") || dir.Listed(files.TempPrefix+"x")) {
+			t.Errorf("%s: the listing of its directory does not have it, or has others", info.Name)
+		}
 		if info.IsRegular() {
 			hs = append(hs, held{info.Name, dir, dir.Hold()})
 		}

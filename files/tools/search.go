@@ -90,6 +90,9 @@ func grepWorkers() int {
 	return max(1, min(runtime.GOMAXPROCS(0), limits.GrepMaxWorkers))
 }
 
+// errNoIgnore: the directory has no .gitignore.
+var errNoIgnore = fault.New(fault.NotFound, "no .gitignore")
+
 // grepBatch is a run of files consecutive in walk order, searched by one
 // worker: a hand-off per batch rather than per file.
 type grepBatch struct {
@@ -309,6 +312,9 @@ func (g *grepRun) readIgnore(ctx context.Context, dir string, wd files.WalkDir) 
 	if wd == nil {
 		data, _, err := g.x.provider.ReadAll(ctx, g.t.root, path.Join(dir, ".gitignore"), limits.GitignoreMaxBytes)
 		return data, err
+	}
+	if !wd.Listed(".gitignore") {
+		return nil, errNoIgnore
 	}
 	f, err := wd.Open(".gitignore")
 	if err != nil {

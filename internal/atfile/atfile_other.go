@@ -45,6 +45,7 @@ func (d *Dir) Readlink(string, string) (string, error) { return "", unsupported(
 type Entry struct {
 	Name string
 	Type fs.FileMode
+	Ino  uint64
 }
 
 // ReadEntries is unavailable on this platform.

@@ -23,6 +23,10 @@ import (
 type Entry struct {
 	Name string
 	Type fs.FileMode
+	// Ino is the inode number the directory lists (d_ino). A mount point
+	// lists the covered directory's, and some filesystems (overlayfs)
+	// may list another than the entry's stat has.
+	Ino uint64
 }
 
 // direntBufs are getdents buffers.
@@ -80,7 +84,7 @@ func (d *Dir) parseDirents(buf []byte, out []Entry, role string) ([]Entry, error
 		if reclen <= nameOff || off+reclen > len(buf) {
 			return nil, fault.New(fault.IO, "%s: malformed directory entry", role)
 		}
-		typ, raw := buf[off+18], buf[off+nameOff:off+reclen]
+		ino, typ, raw := binary.NativeEndian.Uint64(buf[off:]), buf[off+18], buf[off+nameOff:off+reclen]
 		off += reclen
 		if i := bytes.IndexByte(raw, 0); i >= 0 {
 			raw = raw[:i]
@@ -101,7 +105,7 @@ func (d *Dir) parseDirents(buf []byte, out []Entry, role string) ([]Entry, error
 			}
 			mode = st.Mode.Type()
 		}
-		out = append(out, Entry{Name: name, Type: mode})
+		out = append(out, Entry{Name: name, Type: mode, Ino: ino})
 	}
 	return out, nil
 }

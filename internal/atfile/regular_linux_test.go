@@ -1,11 +1,15 @@
 package atfile
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -102,5 +106,75 @@ func TestDirHold(t *testing.T) {
 	must(t, held.Close())
 	if _, _, err := held.OpenListedFD("f", "file"); err == nil {
 		t.Fatal("open in a directory after its last Close succeeded")
+	}
+}
+
+// TestWalkTypesOnly: a TypesOnly walk visits what a full walk visits,
+// with the types of regular files and directories from the listing
+// (Size -1) and each directory's listing passed to OnList; a directory
+// swapped after the listing for another is walked as it now is, and one
+// swapped for a symlink fails with integrity.
+func TestWalkTypesOnly(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "a/b"), 0o700))
+	must(t, os.MkdirAll(filepath.Join(dir, "c/new"), 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, "a/b/f"), nil, 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "z"), []byte("z"), 0o600))
+	must(t, os.Symlink("/", filepath.Join(dir, "a/root")))
+	walk := func(typesOnly bool, at func(rel string)) ([]string, []string, error) {
+		var got, lists []string
+		b := WalkBounds{Names: 100, Depth: 5, TypesOnly: typesOnly, OnList: func(depth int, es []Entry) {
+			names := ""
+			for _, e := range es {
+				names += e.Name + ","
+			}
+			lists = append(lists, strconv.Itoa(depth)+":"+names)
+		}}
+		err := Walk(context.Background(), openDir(t, dir), b, func(rel string, depth int, st Stat, _ *Dir, _ string) (bool, error) {
+			got = append(got, rel+":"+Kind(st.Mode)+":"+strconv.FormatInt(st.Size, 10))
+			if at != nil {
+				at(rel)
+			}
+			return true, nil
+		})
+		return got, lists, err
+	}
+	full, fullLists, err := walk(false, nil)
+	must(t, err)
+	typed, typedLists, err := walk(true, nil)
+	must(t, err)
+	relKind := func(v []string) []string {
+		out := make([]string, len(v))
+		for i, s := range v {
+			out[i] = s[:strings.LastIndexByte(s, ':')]
+		}
+		return out
+	}
+	if !slices.Equal(relKind(full), relKind(typed)) || !slices.Equal(fullLists, typedLists) {
+		t.Fatalf("TypesOnly walk %v %v, full walk %v %v", typed, typedLists, full, fullLists)
+	}
+	for _, want := range []string{"a:a directory:-1", "a/b/f:a regular file:-1", "z:a regular file:-1"} {
+		if !slices.Contains(typed, want) {
+			t.Errorf("TypesOnly walk %v has no %q", typed, want)
+		}
+	}
+	got, _, err := walk(true, func(rel string) {
+		if rel == "a" { // after the listing of the root: c is swapped
+			must(t, os.Rename(filepath.Join(dir, "c/new"), filepath.Join(dir, "c2")))
+			must(t, os.RemoveAll(filepath.Join(dir, "c")))
+			must(t, os.Rename(filepath.Join(dir, "c2"), filepath.Join(dir, "c")))
+		}
+	})
+	if err != nil || !slices.Contains(got, "c:a directory:-1") {
+		t.Fatalf("a directory swapped after the listing: %v %v", got, err)
+	}
+	_, _, err = walk(true, func(rel string) {
+		if rel == "a" {
+			must(t, os.RemoveAll(filepath.Join(dir, "c")))
+			must(t, os.Symlink("a", filepath.Join(dir, "c")))
+		}
+	})
+	if !errors.Is(err, ErrChanged) || fault.CodeOf(err) != fault.Integrity {
+		t.Fatalf("a directory swapped for a symlink after the listing: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package atfile
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -47,10 +48,19 @@ type WalkBounds struct {
 	// Depth bounds the depth of any entry.
 	Depth int
 	// TypesOnly spares the lstat of an entry the directory lists as a
-	// regular file (getdents' d_type): fn gets a Stat with only its type
-	// (Size -1), and whoever opens it checks what it opened (as
-	// Dir.OpenListed does). Every other entry is lstat'ed as without it.
+	// regular file or a directory (getdents' d_type): fn gets a Stat with
+	// only its type (Size -1; a directory's Ino is the listing's), and
+	// whoever opens a file checks what it opened (as Dir.OpenListed
+	// does); the walk opens a directory with O_NOFOLLOW|O_DIRECTORY and
+	// checks it is the inode listed (else, as at a mount point, it looks
+	// at the name and checks that). Every other entry is lstat'ed as
+	// without it.
 	TypesOnly bool
+	// OnList, when set, is called with each directory's entries, in
+	// name order, before fn is called for them: depth is the directory's
+	// own (0 for the walk's root). The slice is valid until the walk
+	// leaves the directory.
+	OnList func(depth int, entries []Entry)
 }
 
 type walker struct {
@@ -78,12 +88,19 @@ func (w *walker) walk(ctx context.Context, d *Dir, prefix string, depth int) err
 	if len(entries) > 0 && depth+1 > w.b.Depth {
 		return fault.New(fault.Limit, "the tree is deeper than %d levels (the limit)", w.b.Depth)
 	}
+	if w.b.OnList != nil {
+		w.b.OnList(depth, entries)
+	}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return fault.As(err)
 		}
 		st := Stat{Size: -1}
-		if !w.b.TypesOnly || !e.Type.IsRegular() {
+		switch {
+		case w.b.TypesOnly && e.Type.IsRegular():
+		case w.b.TypesOnly && e.Type.IsDir():
+			st = Stat{Mode: fs.ModeDir, Ino: e.Ino, Size: -1}
+		default:
 			st, err = d.Lstat(e.Name, "entry")
 			if errors.Is(err, fault.ErrNotFound) {
 				continue
@@ -135,6 +152,18 @@ func (w *walker) visit(ctx context.Context, d *Dir, prefix string, depth int, na
 		return err
 	}
 	defer sub.Close()
+	if st.Size < 0 { // type only: the listing's inode, on d's device
+		st.Dev = d.dev
+		if sst.Dev != d.dev || sst.Ino != st.Ino {
+			st, err = d.Lstat(name, "entry")
+			if errors.Is(err, fault.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
 	if sst.Dev != st.Dev || sst.Ino != st.Ino {
 		return fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
 	}
