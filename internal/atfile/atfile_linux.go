@@ -164,14 +164,17 @@ func (d *Dir) OpenListed(name, role string) (*os.File, Stat, error) {
 }
 
 // OpenSubdir opens the directory name inside d without following a
-// symlink, and returns it with its metadata.
+// symlink, and returns it with its metadata. O_DIRECTORY refuses anything
+// but a directory before it is opened, so no O_NONBLOCK is needed (and
+// without it os.NewFile does not try to register the descriptor with the
+// runtime's poller).
 func (d *Dir) OpenSubdir(name, role string) (*Dir, Stat, error) {
 	if err := checkName(name); err != nil {
 		return nil, Stat{}, err
 	}
 	var fd int
 	err := d.control(func(dfd int) (err error) {
-		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		return err
 	})
 	if err != nil {
