@@ -42,8 +42,13 @@ const (
 const GrepKeepBytes = 256 * KiB
 
 // GrepBatchFiles is how many files, consecutive in walk order, grep hands
-// to one worker at a time.
-const GrepBatchFiles = 32
+// to one worker at a time; GrepBatchDirs bounds the directories they are
+// in, each held open until its files are searched (grep holds at most
+// four batches per worker).
+const (
+	GrepBatchFiles = 32
+	GrepBatchDirs  = 4
+)
 
 // The lazy DFA that finds grep's matching lines (internal/linedfa).
 const (

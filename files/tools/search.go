@@ -98,6 +98,7 @@ var errNoIgnore = fault.New(fault.NotFound, "no .gitignore")
 type grepBatch struct {
 	seq     int
 	jobs    []grepJob
+	dirs    int // directories the jobs are in (each held open)
 	results []*fileResult
 }
 
@@ -209,8 +210,9 @@ func (g *grepRun) visit(ctx context.Context, info files.Info, wd files.WalkDir, 
 
 // queue adds one file to the batch being filled, with its directory held
 // open when the walk has one: the worker opens it there, so the opens are
-// spread over the workers too. The window bounds the batches handed out,
-// and so the directories held.
+// spread over the workers too. A batch ends at limits.GrepBatchFiles
+// files or limits.GrepBatchDirs directories, and the window bounds the
+// batches handed out, so the directories held are bounded too.
 func (g *grepRun) queue(ctx context.Context, info files.Info, wd files.WalkDir, batches chan<- *grepBatch) error {
 	if g.batch == nil {
 		g.batch = &grepBatch{seq: g.batchSeq, jobs: make([]grepJob, 0, limits.GrepBatchFiles)}
@@ -221,8 +223,12 @@ func (g *grepRun) queue(ctx context.Context, info files.Info, wd files.WalkDir, 
 	if wd != nil && !g.plan.scan.multiline {
 		j.dir, j.release = wd, wd.Hold()
 	}
-	g.batch.jobs = append(g.batch.jobs, j)
-	if len(g.batch.jobs) < limits.GrepBatchFiles {
+	b := g.batch
+	if k := len(b.jobs); k == 0 || path.Dir(b.jobs[k-1].name) != path.Dir(j.name) {
+		b.dirs++
+	}
+	b.jobs = append(b.jobs, j)
+	if len(b.jobs) < limits.GrepBatchFiles && b.dirs < limits.GrepBatchDirs {
 		return nil
 	}
 	return g.flush(ctx, batches)

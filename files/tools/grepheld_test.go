@@ -1,0 +1,85 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/files/local"
+	"github.com/capkit/capkit/limits"
+)
+
+// heldCounting is the local provider with its walk's directory holds
+// counted: how many distinct directories are held at once, at most.
+type heldCounting struct {
+	*local.Provider
+	mu        sync.Mutex
+	held      map[string]int
+	most      int
+	slowOpens bool
+}
+
+func (p *heldCounting) WalkOpen(ctx context.Context, root, name string, fn files.WalkOpenFunc) error {
+	return p.Provider.WalkOpen(ctx, root, name, func(info files.Info, dir files.WalkDir) error {
+		if dir != nil {
+			dir = &countedDir{WalkDir: dir, p: p, name: path.Dir(info.Name)}
+		}
+		return fn(info, dir)
+	})
+}
+
+type countedDir struct {
+	files.WalkDir
+	p    *heldCounting
+	name string
+}
+
+func (d *countedDir) Hold() func() {
+	p := d.p
+	p.mu.Lock()
+	p.held[d.name]++
+	p.most = max(p.most, len(p.held))
+	p.mu.Unlock()
+	release := d.WalkDir.Hold()
+	return func() {
+		p.mu.Lock()
+		if p.held[d.name]--; p.held[d.name] == 0 {
+			delete(p.held, d.name)
+		}
+		p.mu.Unlock()
+		release()
+	}
+}
+
+func (d *countedDir) Open(base string) (files.File, error) {
+	if d.p.slowOpens && base != ".gitignore" {
+		time.Sleep(time.Millisecond) // the walk runs ahead of the workers
+	}
+	return d.WalkDir.Open(base)
+}
+
+// TestGrepHoldsFewDirectories: however far the walk runs ahead of slow
+// workers, the directories it holds open for them stay within the
+// batches in flight times limits.GrepBatchDirs, not one per file queued.
+func TestGrepHoldsFewDirectories(t *testing.T) {
+	root := t.TempDir()
+	const dirs = 400
+	for i := range dirs {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("d%03d", i), "f.txt"), "match\n")
+	}
+	p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
+	s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
+	res := mustResult(t, s, Grep, obj{"pattern": "match", "output_mode": "count"})
+	if want := fmt.Sprintf("(%d files with matches)", dirs); !strings.Contains(res.Text, want) {
+		t.Fatalf("%s, want %s", res.Text, want)
+	}
+	if bound := (4*grepWorkers() + 1) * limits.GrepBatchDirs; p.most > bound || p.most == 0 {
+		t.Fatalf("%d directories held at once, want 1 to %d", p.most, bound)
+	}
+}
