@@ -200,6 +200,10 @@ func TestIgnoreRules(t *testing.T) {
 		{"build/", "build", false, false},
 		{"/top", "top", false, true},
 		{"/top", "d/top", false, false},
+		{"a/b", "a/b", false, true},
+		{"a/b", "x/a/b", false, false},
+		{"top\n!/top", "top", false, false},
+		{"top\n!/top", "d/top", false, true},
 		{"d/*.tmp", "d/a.tmp", false, true},
 		{"d/*.tmp", "x/d/a.tmp", false, false},
 		{"**/gen", "x/y/gen", true, true},
@@ -237,7 +241,7 @@ func TestIgnoreScopeAndBound(t *testing.T) {
 	sub, _ := parseIgnore("sub", []byte("!keep.gen\n*.tmp\n"), s.room())
 	s.enter("sub/x")
 	s.push(sub)
-	for name, want := range map[string]bool{"sub/a.gen": true, "sub/keep.gen": false, "sub/a.tmp": true} {
+	for name, want := range map[string]bool{"sub/a.gen": true, "sub/keep.gen": false, "sub/a.tmp": true, "subx/a.tmp": false, "sub.tmp": false} {
 		if got := s.ignored(name, false); got != want {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}

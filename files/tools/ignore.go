@@ -26,11 +26,12 @@ type ignoreRule struct {
 type ignoreFile struct {
 	dir   string // root-relative; "." for the root
 	rules []ignoreRule
-	// exact indexes the rules without metacharacters by their text
-	// (anchored ones prefixed with /), so most rules cost a map lookup;
-	// globs lists the others' indexes.
-	exact map[string][]int
-	globs []int
+	// exact and anchored index the rules without metacharacters by their
+	// text (base-name rules, anchored rules), so most rules cost a map
+	// lookup; globs lists the others' indexes.
+	exact    map[string][]int
+	anchored map[string][]int
+	globs    []int
 }
 
 // parseIgnore compiles the rules of data, declared in dir. Rules longer
@@ -133,21 +134,21 @@ func (f *ignoreFile) add(r ignoreRule) {
 		f.globs = append(f.globs, i)
 		return
 	}
-	if f.exact == nil {
-		f.exact = map[string][]int{}
-	}
-	key := r.exact
+	m := &f.exact
 	if r.anchored {
-		key = "/" + key
+		m = &f.anchored
 	}
-	f.exact[key] = append(f.exact[key], i)
+	if *m == nil {
+		*m = map[string][]int{}
+	}
+	(*m)[r.exact] = append((*m)[r.exact], i)
 }
 
 // match reports whether the rules decide rel (relative to f.dir): decided
 // is false when no rule matches, ignored is the last matching rule's say.
 func (f *ignoreFile) match(rel string, isDir bool) (ignored, decided bool) {
 	base := rel[strings.LastIndexByte(rel, '/')+1:]
-	best := max(f.lastExact(base, isDir), f.lastExact("/"+rel, isDir))
+	best := max(f.lastExact(f.exact, base, isDir), f.lastExact(f.anchored, rel, isDir))
 	for j := len(f.globs) - 1; j >= 0 && f.globs[j] > best; j-- {
 		r := &f.rules[f.globs[j]]
 		if r.dirOnly && !isDir {
@@ -170,8 +171,8 @@ func (f *ignoreFile) match(rel string, isDir bool) (ignored, decided bool) {
 
 // lastExact returns the index of the last exact rule for key that applies,
 // or -1.
-func (f *ignoreFile) lastExact(key string, isDir bool) int {
-	idx := f.exact[key]
+func (f *ignoreFile) lastExact(m map[string][]int, key string, isDir bool) int {
+	idx := m[key]
 	for j := len(idx) - 1; j >= 0; j-- {
 		if !f.rules[idx[j]].dirOnly || isDir {
 			return idx[j]
@@ -191,8 +192,7 @@ type ignoreStack struct {
 // enter drops the files of directories that are not above name.
 func (s *ignoreStack) enter(name string) {
 	for n := len(s.files); n > 0; n-- {
-		dir := s.files[n-1].dir
-		if dir == "." || strings.HasPrefix(name, dir+"/") {
+		if dir := s.files[n-1].dir; dir == "." || under(name, dir) {
 			return
 		}
 		s.rules -= len(s.files[n-1].rules)
@@ -222,9 +222,12 @@ func (s *ignoreStack) push(f *ignoreFile) {
 func (s *ignoreStack) ignored(name string, isDir bool) bool {
 	for i := len(s.files) - 1; i >= 0; i-- {
 		f := s.files[i]
+		if len(f.rules) == 0 {
+			continue // a directory without a .gitignore
+		}
 		rel := name
 		if f.dir != "." {
-			if !strings.HasPrefix(name, f.dir+"/") {
+			if !under(name, f.dir) {
 				continue
 			}
 			rel = name[len(f.dir)+1:]
@@ -234,4 +237,9 @@ func (s *ignoreStack) ignored(name string, isDir bool) bool {
 		}
 	}
 	return false
+}
+
+// under reports whether name lies below dir (both root-relative).
+func under(name, dir string) bool {
+	return len(name) > len(dir) && name[len(dir)] == '/' && strings.HasPrefix(name, dir)
 }
