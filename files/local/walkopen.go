@@ -5,7 +5,6 @@ import (
 	"errors"
 	iofs "io/fs"
 	"math"
-	"path"
 	"slices"
 	"strings"
 
@@ -52,13 +51,16 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 		OnList: func(depth int, entries []atfile.Entry) {
 			listings = append(listings[:depth], entries)
 		}}
-	err = atfile.Walk(ctx, d, bounds, func(rel string, depth int, st atfile.Stat, parent *atfile.Dir, _ string) (bool, error) {
+	err = atfile.Walk(ctx, d, bounds, func(rel string, depth int, st atfile.Stat, parent *atfile.Dir, base string) (bool, error) {
 		full := join(name, rel)
 		// An entry the walk did not look at (listed as regular) is opened
 		// as listed; any other name is looked at before it is opened.
-		wd := &walkDir{d: parent, dir: path.Dir(full), listing: listings[depth-1]}
+		wd := &walkDir{d: parent, dir: ".", listing: listings[depth-1]}
+		if n := len(full) - len(base) - 1; n > 0 {
+			wd.dir = full[:n] // path.Dir(full), which is clean
+		}
 		if st.Size < 0 && st.Mode.IsRegular() {
-			wd.listed = path.Base(full)
+			wd.listed = base
 		}
 		switch err := fn(infoOf(full, st), wd); err {
 		case nil:

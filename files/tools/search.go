@@ -183,7 +183,7 @@ func (g *grepRun) visit(ctx context.Context, info files.Info, wd files.WalkDir, 
 	}
 	g.ignores.enter(info.Name)
 	if rel != "" {
-		if dir := path.Dir(info.Name); !g.ignores.checked(dir) {
+		if dir := parentDir(info.Name); !g.ignores.checked(dir) {
 			if err := g.loadIgnore(ctx, dir, wd); err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func (g *grepRun) queue(ctx context.Context, info files.Info, wd files.WalkDir, 
 		j.dir, j.release = wd, wd.Hold()
 	}
 	b := g.batch
-	if k := len(b.jobs); k == 0 || path.Dir(b.jobs[k-1].name) != path.Dir(j.name) {
+	if k := len(b.jobs); k == 0 || parentDir(b.jobs[k-1].name) != parentDir(j.name) {
 		b.dirs++
 	}
 	b.jobs = append(b.jobs, j)
@@ -254,6 +254,15 @@ func (g *grepRun) flush(ctx context.Context, batches chan<- *grepBatch) error {
 		}
 		return fault.As(ctx.Err())
 	}
+}
+
+// parentDir is path.Dir of a clean root-relative name, without cleaning
+// it again.
+func parentDir(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[:i]
+	}
+	return "."
 }
 
 // wanted applies the glob and type filters.
