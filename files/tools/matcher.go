@@ -93,8 +93,9 @@ func (m *matcher) choosePrefilter(expr string, fold bool) {
 		return
 	}
 	if p, ok := newFoldPrefilter(b); ok {
-		// A verified window is a match when the pattern is the literal.
-		m.fold, m.pure = &p, whole && p.verify
+		// A verified window is a match when the pattern is the literal
+		// (and has no newline, as above).
+		m.fold, m.pure = &p, whole && p.verify && !bytes.Contains(b, []byte{'\n'})
 	}
 }
 

@@ -280,3 +280,45 @@ func TestExactPrefilter(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanLines: for any pattern (as regexp, or literal) and text, the
+// scanner's matching lines (prefilters, DFA) are those regexp finds line
+// by line, with the same text.
+func FuzzScanLines(f *testing.F) {
+	for _, s := range []struct {
+		pattern, text string
+		literal, fold bool
+	}{
+		{"context", "ctx context.Context\nno\ncontextual\n", true, false},
+		{"ErrShortBuffer", "io.ErrShortBuffer\nErrShort\n", true, false},
+		{"CONTEXT", "Context\ncontext\nKontext\n", true, true},
+		{`func [A-Z]\w*Handler`, "func ServeHandler()\nfunc x()\n", false, false},
+		{`[A-Z][a-z]+[0-9]{3}[a-z]`, "Abc123d\nabc\n\xff\n", false, false},
+		{`\x{FFFD}x`, "\xffx\n", false, false},
+		{"xx", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxy\nxy\n", true, false},
+	} {
+		f.Add(s.pattern, s.text, s.literal, s.fold)
+	}
+	f.Fuzz(func(t *testing.T, pattern, text string, literal, fold bool) {
+		if pattern == "" || len(pattern) > 64 || len(text) > 4096 {
+			return
+		}
+		m, err := compilePattern(GrepArgs{Pattern: pattern, Literal: literal, IgnoreCase: fold})
+		if err != nil {
+			return
+		}
+		wantCount, wantText := refGrep(m.re, []byte(text), 0, 0)
+		sc := &scanner{buf: make([]byte, 1<<16)}
+		res := &fileResult{name: "f"}
+		o := &scanOpts{m: m, keepTo: 1 << 30, maxKeepBytes: 1 << 30}
+		if err := sc.search(context.Background(), strings.NewReader(text), o, res); err != nil {
+			t.Fatal(err)
+		}
+		if res.skipped != "" {
+			return // a NUL: binary
+		}
+		if res.count != wantCount || string(res.text) != wantText {
+			t.Fatalf("%q (literal %v, fold %v) on %q: %d lines\n%s\nregexp line by line: %d\n%s", pattern, literal, fold, text, res.count, res.text, wantCount, wantText)
+		}
+	})
+}
