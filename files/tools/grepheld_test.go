@@ -83,3 +83,37 @@ func TestGrepHoldsFewDirectories(t *testing.T) {
 		t.Fatalf("%d directories held at once, want 1 to %d", p.most, bound)
 	}
 }
+
+// TestGrepBatchKeepsBounded: a batch keeps at most limits.GrepKeepBytes
+// of text and the one entry that passes it, however many of its files
+// match with large entries (the rest is searched again when a page
+// needs it).
+func TestGrepBatchKeepsBounded(t *testing.T) {
+	root := t.TempDir()
+	line := strings.Repeat("y", limits.GrepMaxLineRunes)
+	entry := strings.Repeat(line+"\n", 20) + "match\n" + strings.Repeat(line+"\n", 20) // -C 20: about 80 KiB an entry
+	var jobs []grepJob
+	for i := range limits.GrepBatchFiles {
+		name := fmt.Sprintf("f%02d.txt", i)
+		writeFile(t, filepath.Join(root, name), entry)
+		jobs = append(jobs, grepJob{seq: i, name: name, size: int64(len(entry))})
+	}
+	plan, err := planGrep(GrepArgs{Pattern: "match", Context: 20}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGrepRun(&executor{provider: local.New()}, plan, target{root: root, name: "."}, []string{root})
+	b := &grepBatch{jobs: jobs}
+	g.searchBatch(context.Background(), b)
+	kept, counted := 0, 0
+	for _, fr := range b.results {
+		if fr.err != nil || fr.count != 1 {
+			t.Fatalf("%s: %d matches, %v", fr.name, fr.count, fr.err)
+		}
+		kept += len(fr.text)
+		counted += fr.count
+	}
+	if most := limits.GrepKeepBytes + len(entry) + 41*len("f00.txt:00:-"); kept > most || counted != limits.GrepBatchFiles {
+		t.Fatalf("the batch kept %d bytes (at most %d wanted) of %d matches", kept, most, counted)
+	}
+}

@@ -347,9 +347,9 @@ func (g *grepRun) readIgnore(ctx context.Context, dir string, wd files.WalkDir) 
 }
 
 // searchBatch searches a batch's files in order with one pooled scanner,
-// keeping at most limits.GrepKeepBytes of text for the whole batch (past
-// it, each file keeps its first entry; the collector searches again for
-// the rest when the page reaches them).
+// keeping at most limits.GrepKeepBytes of text for the whole batch (and
+// the entry that passes it): once it is spent, the files after keep
+// nothing, and the collector searches again for what the page needs.
 func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
 	sc := g.scannerPool.Get().(*scanner)
 	defer g.scannerPool.Put(sc)
@@ -358,7 +358,10 @@ func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
 	for i, j := range b.jobs {
 		o := g.plan.scan
 		o.keepFrom, o.keepTo = 0, g.plan.offset+g.plan.head
-		o.maxKeepBytes = max(min(g.plan.maxOutput, limits.GrepKeepBytes-kept), 0)
+		if kept >= limits.GrepKeepBytes {
+			o.keepTo = 0
+		}
+		o.maxKeepBytes = min(g.plan.maxOutput, limits.GrepKeepBytes-kept)
 		fr := &fileResult{seq: j.seq, job: j}
 		if err := ctx.Err(); err != nil {
 			fr.err = fault.As(err)
