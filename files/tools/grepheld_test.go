@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,5 +116,63 @@ func TestGrepBatchKeepsBounded(t *testing.T) {
 	}
 	if most := limits.GrepKeepBytes + len(entry) + 41*len("f00.txt:00:-"); kept > most || counted != limits.GrepBatchFiles {
 		t.Fatalf("the batch kept %d bytes (at most %d wanted) of %d matches", kept, most, counted)
+	}
+}
+
+// TestGrepBatchEdges: a batch is handed out at limits.GrepBatchFiles
+// files, or when a file in its limits.GrepBatchDirs-th directory joins
+// it; the next file starts the next batch.
+func TestGrepBatchEdges(t *testing.T) {
+	plan, err := planGrep(GrepArgs{Pattern: "x"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(names []string) []int {
+		g := newGrepRun(&executor{provider: local.New()}, plan, target{root: t.TempDir(), name: "."}, nil)
+		g.window = make(chan struct{}, len(names)+1)
+		batches := make(chan *grepBatch, len(names)+1)
+		for _, n := range names {
+			if err := g.queue(context.Background(), files.Info{Name: n}, nil, batches); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.flush(context.Background(), batches); err != nil {
+			t.Fatal(err)
+		}
+		close(batches)
+		var sizes []int
+		for b := range batches {
+			sizes = append(sizes, len(b.jobs))
+		}
+		return sizes
+	}
+	inOne := func(n int) []string {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("d/f%03d", i))
+		}
+		return names
+	}
+	inDirs := func(n int) []string {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("d%d/f", i), fmt.Sprintf("d%d/g", i))
+		}
+		return names
+	}
+	k, d := limits.GrepBatchFiles, limits.GrepBatchDirs
+	for _, c := range []struct {
+		what  string
+		names []string
+		want  []int
+	}{
+		{"files at the bound", inOne(k), []int{k}},
+		{"one file past", inOne(k + 1), []int{k, 1}},
+		{"directories at the bound", inDirs(d), []int{2*d - 1, 1}},
+		{"one directory past", inDirs(d + 1), []int{2*d - 1, 3}},
+	} {
+		if got := run(c.names); !slices.Equal(got, c.want) {
+			t.Errorf("%s: batches of %v, want %v", c.what, got, c.want)
+		}
 	}
 }
