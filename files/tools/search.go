@@ -65,9 +65,12 @@ type grepRun struct {
 	t     target
 	roots []string
 
+	// window holds a token per batch handed out and not yet collected
+	// (the walk puts them, the collector takes them).
+	window chan struct{}
+
 	// walk state (the walking goroutine only)
-	window       chan struct{} // a token per batch handed out, not yet collected
-	batch        *grepBatch    // being filled
+	batch        *grepBatch // being filled
 	batchSeq     int
 	w            walker
 	ignores      ignoreStack
@@ -166,7 +169,8 @@ func (g *grepRun) collect(ctx context.Context, cancel func(), results <-chan *gr
 	return firstErr
 }
 
-// walk walks the search base, with an opener where the provider has one.
+// walk walks the search base, with each entry's directory where the
+// provider's walk can give it.
 func (g *grepRun) walk(ctx context.Context, fn files.WalkOpenFunc) error {
 	if ow, ok := g.x.provider.(files.OpenWalker); ok {
 		return ow.WalkOpen(ctx, g.t.root, g.t.name, fn)
