@@ -23,7 +23,8 @@
 // returns is the one whose metadata it checked. OpenListed, for a name a
 // listing has just shown as a regular file, skips the look before the
 // open: it too returns only a regular file, but a device node renamed
-// into place since the listing is opened before it is refused. Nothing on a
+// into place since the listing is opened before it is refused;
+// OpenListedFD is OpenListed on a bare descriptor (Regular). Nothing on a
 // pseudo-filesystem (procfs, sysfs and the rest of pseudoFS) is opened,
 // stat'ed or walked: every directory opened is checked with fstatfs, and
 // so is every entry on another device than its directory (a mount point).
