@@ -1,49 +1,29 @@
 package budget
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
-// logLines is a log a test reads: the lines a Budget's Options.Log wrote.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(strings.TrimSpace(l.buf.String()), "\n")
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+// logLines are the lines a Budget's Options.Log wrote.
+func logLines(log *testkit.Buffer) []string {
+	return strings.Split(strings.TrimSpace(log.String()), "\n")
 }
 
 // openLogged opens a Budget whose log the test reads, with a settlement
 // delay of delay.
-func openLogged(t *testing.T, loc string, delay time.Duration) (*Budget, *logLines) {
+func openLogged(t *testing.T, loc string, delay time.Duration) (*Budget, *testkit.Buffer) {
 	t.Helper()
-	log := &logLines{}
+	log := &testkit.Buffer{}
 	b, err := Open(context.Background(), loc, policy(100, 1<<20), &Options{SettleDelay: delay, Log: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +179,7 @@ func TestSettlementFlushFailureLogged(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		for _, line := range log.lines() {
+		for _, line := range logLines(log) {
 			for _, want := range []string{"level=WARN", "deferred settlements could not be written; their reservations stay charged in full", "settlements refused by the test", "root="} {
 				if !strings.Contains(line, want) {
 					t.Errorf("the warning %q does not hold %q", line, want)
@@ -214,9 +194,9 @@ func TestSettlementFlushFailureLogged(t *testing.T) {
 }
 
 // dropped sums the settlements the log's warnings count.
-func dropped(log *logLines) int {
+func dropped(log *testkit.Buffer) int {
 	n := 0
-	for _, line := range log.lines() {
+	for _, line := range logLines(log) {
 		for _, f := range strings.Fields(line) {
 			if v, ok := strings.CutPrefix(f, "settlements="); ok {
 				k, _ := strconv.Atoi(v)
@@ -283,7 +263,7 @@ func TestTrackedBoundWarns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines := log.lines()
+		lines := logLines(log)
 		if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "not deferred") ||
 			!strings.Contains(lines[0], fmt.Sprint("remembered=", limits.BudgetMaxTracked)) || !strings.Contains(lines[0], "not_remembered=1") {
 			t.Fatalf("one past the bound, the log: %q", lines)
@@ -311,7 +291,7 @@ func TestTrackedBoundWarns(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if lines := log.lines(); len(lines) != 3 || !strings.Contains(lines[1], "not_remembered=2") || !strings.Contains(lines[2], "not_remembered=4") {
+		if lines := logLines(log); len(lines) != 3 || !strings.Contains(lines[1], "not_remembered=2") || !strings.Contains(lines[2], "not_remembered=4") {
 			t.Fatalf("after 4 not remembered, the log: %q", lines)
 		}
 	})
