@@ -32,6 +32,21 @@ func openLogged(t *testing.T, loc string, delay time.Duration) (*Budget, *testki
 	return b, log
 }
 
+// reserveN reserves 100 bytes n times for host "a" and returns the
+// reservations' IDs.
+func reserveN(t *testing.T, b *Budget, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		r, err := b.Reserve(context.Background(), "a", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
 // openIDs are the reservations another process sees open (charged in
 // full), after folding the settlements written.
 func openIDs(t *testing.T, observer *Budget) map[string]bool {
@@ -155,14 +170,7 @@ func TestSettlementFlushFailureLogged(t *testing.T) {
 		ctx := context.Background()
 		b, log := openLogged(t, loc, time.Millisecond)
 		observer := open(t, loc, policy(100, 1<<20), nil)
-		var ids []string
-		for range 2 {
-			r, err := b.Reserve(ctx, "a", 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, r.ID)
-		}
+		ids := reserveN(t, b, 2)
 		restore := failSettlements(t, b)
 		defer restore(b)
 		for _, id := range ids {
@@ -214,14 +222,7 @@ func TestCloseCountsDroppedSettlements(t *testing.T) {
 		ctx := context.Background()
 		b, _ := openLogged(t, loc, time.Hour)
 		observer := open(t, loc, policy(100, 1<<20), nil)
-		var ids []string
-		for range 3 {
-			r, err := b.Reserve(ctx, "a", 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, r.ID)
-		}
+		ids := reserveN(t, b, 3)
 		restore := failSettlements(t, b)
 		for _, id := range ids {
 			if err := b.Settle(ctx, id, 10, Outcome{}); err != nil {
