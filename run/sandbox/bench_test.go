@@ -17,7 +17,7 @@ func benchHelper(b *testing.B) []string {
 	if h := os.Getenv("SANDBOX_BENCH_HELPER"); h != "" {
 		return strings.Fields(h)
 	}
-	return helper(b)
+	return helperArgv(b)
 }
 
 // cpuTime is the CPU this process and its reaped children have used.
@@ -66,7 +66,7 @@ func BenchmarkRunTrue(b *testing.B) {
 			s := &Spec{Argv: []string{"/bin/true"}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}}
 			o := &Options{Helper: benchHelper(b), Reduced: mode == "reduced"}
 			if mode == "full-small-helper" {
-				o.Helper = helper(b)
+				o.Helper = helperArgv(b)
 			}
 			var wait func()
 			if strings.HasPrefix(mode, "warm") {

@@ -1,4 +1,4 @@
-package sandbox
+package helper
 
 import (
 	"cmp"
@@ -8,8 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/capkit/capkit/limits"
 )
@@ -29,14 +28,14 @@ type mountPlan struct {
 // buildRoot assembles the container's root and pivots into it. It runs in
 // the new user and mount namespaces, with CAP_SYS_ADMIN there. It returns
 // the protected paths it mounted read-only: Landlock keeps the others.
-func buildRoot(s *Spec, note func(string)) (map[string]bool, error) {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+func buildRoot(s *View, note func(string)) (map[string]bool, error) {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("sandbox helper: making mounts private: %w", err)
 	}
 	plans, links, err := planMounts(s)
 	defer func() {
 		for _, p := range plans {
-			unix.Close(p.fd)
+			syscall.Close(p.fd)
 		}
 	}()
 	if err != nil {
@@ -72,26 +71,26 @@ func buildRoot(s *Spec, note func(string)) (map[string]bool, error) {
 // /etc entries read-only, device nodes, the roots, and read-only clones
 // of the protected paths that exist. Merged-/usr symbolic links (/bin ->
 // usr/bin) are returned to be recreated.
-func planMounts(s *Spec) (plans []mountPlan, links map[string]string, err error) {
+func planMounts(s *View) (plans []mountPlan, links map[string]string, err error) {
 	links = map[string]string{}
 	clone := func(src string, ro, dev bool) error {
 		st, err := os.Stat(src)
 		if err != nil {
 			return fmt.Errorf("sandbox helper: %s: %w", src, err)
 		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		fd, err := openTree(src, openTreeClone|syscall.O_CLOEXEC|atRecursive)
 		if err != nil {
 			return fmt.Errorf("sandbox helper: cloning %s: %w", src, err)
 		}
 		plans = append(plans, mountPlan{fd: fd, target: src, dir: st.IsDir()})
-		attr := uint64(unix.MOUNT_ATTR_NOSUID)
+		attr := uint64(mountAttrNosuid)
 		if !dev {
-			attr |= unix.MOUNT_ATTR_NODEV
+			attr |= mountAttrNodev
 		}
 		if ro {
-			attr |= unix.MOUNT_ATTR_RDONLY
+			attr |= mountAttrRdonly
 		}
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attr}); err != nil {
+		if err := mountSetattr(fd, "", atEmptyPath|atRecursive, attr); err != nil {
 			return fmt.Errorf("sandbox helper: mount attributes of %s: %w", src, err)
 		}
 		return nil
@@ -153,7 +152,7 @@ func mountTmpfs(target string, size int64, inodes int, mode string) error {
 		return fmt.Errorf("sandbox helper: %s: %w", target, err)
 	}
 	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s", size, inodes, mode)
-	if err := unix.Mount("capkit", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if err := syscall.Mount("capkit", target, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("sandbox helper: tmpfs on %s: %w", target, err)
 	}
 	return nil
@@ -167,7 +166,7 @@ func writeSkeleton(links map[string]string) error {
 			return fmt.Errorf("sandbox helper: skeleton %s: %w", d, err)
 		}
 	}
-	id := strconv.Itoa(sandboxID)
+	id := strconv.Itoa(ID)
 	files := map[string]string{
 		"/etc/passwd":   "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:" + id + ":" + id + ":sandbox:/tmp/home:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		"/etc/group":    "root:x:0:\nsandbox:x:" + id + ":\nnogroup:x:65534:\n",
@@ -209,7 +208,7 @@ func place(p mountPlan) error {
 			return fmt.Errorf("sandbox helper: mount point %s: %w", p.target, err)
 		}
 	}
-	if err := unix.MoveMount(p.fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+	if err := moveMount(p.fd, target); err != nil {
 		return fmt.Errorf("sandbox helper: mounting %s: %w", p.target, err)
 	}
 	return nil
@@ -223,19 +222,19 @@ func place(p mountPlan) error {
 // only bound left.
 func mountProc(processes int64, note func(string)) error {
 	target := newRoot + "/proc"
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-	if err := unix.Mount("proc", target, "proc", flags, ""); err != nil {
+	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC)
+	if err := syscall.Mount("proc", target, "proc", flags, ""); err != nil {
 		return fmt.Errorf("sandbox helper: mounting /proc: %w", err)
 	}
 	pidMax := strconv.FormatInt(max(processes, limits.RunMinProcesses), 10)
 	werr := os.WriteFile(target+"/sys/kernel/pid_max", []byte(pidMax), 0)
-	if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
+	if err := syscall.Unmount(target, syscall.MNT_DETACH); err != nil {
 		return fmt.Errorf("sandbox helper: unmounting /proc: %w", err)
 	}
 	if werr != nil {
 		note(fmt.Sprintf("the PID namespace's process limit could not be set (%v): processes are bounded by RLIMIT_NPROC alone, which does not bind the host's root", werr))
 	}
-	if err := unix.Mount("proc", target, "proc", flags, "subset=pid"); err != nil {
+	if err := syscall.Mount("proc", target, "proc", flags, "subset=pid"); err != nil {
 		return fmt.Errorf("sandbox helper: mounting /proc: %w", err)
 	}
 	return nil
@@ -244,19 +243,19 @@ func mountProc(processes int64, note func(string)) error {
 // pivot makes the new root the process's root, detaches the old one, and
 // makes the skeleton read-only.
 func pivot() error {
-	if err := unix.Chdir(newRoot); err != nil {
+	if err := syscall.Chdir(newRoot); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
 	}
-	if err := unix.PivotRoot(".", "."); err != nil {
+	if err := syscall.PivotRoot(".", "."); err != nil {
 		return fmt.Errorf("sandbox helper: pivot_root: %w", err)
 	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+	if err := syscall.Unmount(".", syscall.MNT_DETACH); err != nil {
 		return fmt.Errorf("sandbox helper: detaching the host's root: %w", err)
 	}
-	if err := unix.Chdir("/"); err != nil {
+	if err := syscall.Chdir("/"); err != nil {
 		return fmt.Errorf("sandbox helper: %w", err)
 	}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+	if err := mountSetattr(atFDCWD, "/", 0, mountAttrRdonly); err != nil {
 		return fmt.Errorf("sandbox helper: making the root read-only: %w", err)
 	}
 	return nil
