@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/run/sandbox/internal/helper"
 )
 
@@ -81,14 +81,12 @@ const (
 )
 
 func endBeforeExec() int {
-	dec := json.NewDecoder(os.NewFile(helper.SpecFD, "spec"))
-	var msg message
-	var c call
-	if dec.Decode(&msg) != nil {
+	in := os.NewFile(helper.SpecFD, "spec")
+	if _, err := helper.DecodeMessage(in, limits.RunMaxSpecBytes); err != nil {
 		return 1
 	}
 	os.NewFile(helper.ReportFD, "report").WriteString(helper.ReadyLine + "\n")
-	if dec.Decode(&c) != nil {
+	if _, err := helper.DecodeCall(in, limits.RunMaxSpecBytes); err != nil {
 		return 1
 	}
 	return 0

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,7 +45,12 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	}
 	s := spec.withDefaults()
 	c := call{Argv: s.Argv, Dir: s.Dir, Env: s.Env, NullStdin: opts.Stdin == nil}
-	view := helper.View{Writable: s.Writable, ReadOnly: s.ReadOnly, Protected: s.Protected, Limits: helper.Limits(s.Limits)}
+	// The helper takes the paths as clean (check made the roots so).
+	protected := make([]string, len(s.Protected))
+	for i, p := range s.Protected {
+		protected[i] = filepath.Clean(p)
+	}
+	view := helper.View{Writable: s.Writable, ReadOnly: s.ReadOnly, Protected: protected, Limits: helper.Limits(s.Limits)}
 	msg := message{View: &view, Full: !opts.Reduced}
 	var notes []string
 	if msg.Full {
@@ -183,10 +188,7 @@ func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 	if m.Seccomp, err = seccompFilter(m.Full); err != nil {
 		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: no seccomp filter for this system")
 	}
-	data, err := json.Marshal(&m)
-	if err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "sandbox: encoding the spec failed")
-	}
+	data := m.Encode()
 	if len(data) > limits.RunMaxSpecBytes {
 		return nil, fault.LimitExceeded("sandbox: the run's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
 	}
@@ -321,17 +323,11 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %s", errNotBuilt, h.failure), "sandbox: the container could not be set up")
 	}
 	start := time.Now()
-	data, err := json.Marshal(c)
-	switch {
-	case err != nil:
-		err = fault.Wrap(fault.Internal, err, "sandbox: encoding the call failed")
-	case len(data) > limits.RunMaxSpecBytes:
-		err = fault.LimitExceeded("sandbox: the call's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
-	}
-	if err != nil {
+	data := c.Encode()
+	if len(data) > limits.RunMaxSpecBytes {
 		h.kill()
 		h.cmd.Wait()
-		return nil, err
+		return nil, fault.LimitExceeded("sandbox: the call's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
 	}
 	_, werr := h.specW.Write(data)
 	h.specW.Close()
@@ -350,7 +346,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	copies.Go(func() { io.Copy(stdout, h.stdoutR) })
 	copies.Go(func() { io.Copy(stderr, h.stderrR) })
 	report, _ := io.ReadAll(h.report)
-	err = h.cmd.Wait()
+	err := h.cmd.Wait()
 	stop()
 	// What is left of the command's process group (reduced containment:
 	// background jobs; full: nothing, the namespace is gone) and of its

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -119,14 +118,22 @@ func TestDescriptionBounds(t *testing.T) {
 	s := simpleSpec(t, "echo ran > ran.txt")
 	o := &Options{Helper: helperArgv(t)}
 	w := warmFor(t, s, o)
-	// The call's JSON with an empty last argument, then padded to the
-	// bound: accepted (and refused by execve, whose bound on one argument
-	// is smaller), and one byte past it.
-	empty, _ := json.Marshal(call{Argv: append(slices.Clone(s.Argv), ""), Dir: s.Dir, Env: s.Env, NullStdin: true})
+	// The call with a last argument that makes its frame the bound:
+	// accepted (and refused by execve, whose bound on one argument is
+	// smaller), and one byte past it.
+	frame := func(last int) int {
+		c := call{Argv: append(slices.Clone(s.Argv), strings.Repeat("x", last)), Dir: s.Dir, Env: s.Env, NullStdin: true}
+		return len(c.Encode())
+	}
+	last := limits.RunMaxSpecBytes - frame(0)
+	last -= frame(last) - limits.RunMaxSpecBytes // the lengths' own bytes
+	if frame(last) != limits.RunMaxSpecBytes {
+		t.Fatalf("no argument makes the call's frame %d bytes", limits.RunMaxSpecBytes)
+	}
 	for _, warm := range []*Warm{nil, w} {
 		for _, past := range []int{0, 1} {
 			big := *s
-			big.Argv = append(slices.Clone(s.Argv), strings.Repeat("x", limits.RunMaxSpecBytes-len(empty)+past))
+			big.Argv = append(slices.Clone(s.Argv), strings.Repeat("x", last+past))
 			o.Warm = warm
 			_, err := Run(context.Background(), &big, o)
 			want := fault.ErrUnavailable

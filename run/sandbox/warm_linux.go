@@ -1,9 +1,9 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -24,11 +24,7 @@ type pending struct {
 // viewKey names what a warm helper was built for: the helper command,
 // the containment, and every field of the spec but the call's.
 func viewKey(msg *message, helperCmd []string) string {
-	b, _ := json.Marshal(struct {
-		Helper []string
-		Msg    *message
-	}{helperCmd, msg})
-	return string(b)
+	return strconv.Quote(strings.Join(helperCmd, "\x00")) + string(msg.Encode())
 }
 
 // identity is what the host's tree looks like at the view's roots and

@@ -61,42 +61,42 @@ const ScratchDir = "scratch"
 // Message is what the helper receives first: the view the container
 // shows.
 type Message struct {
-	View *View `json:"spec"`
-	Full bool  `json:"full"`
+	View *View
+	Full bool
 	// Tmp is, for reduced containment, the private temporary directory
 	// Run made on the host.
-	Tmp string `json:"tmp,omitempty"`
+	Tmp string
 	// Seccomp is the filter, as the kernel's struct sock_filter array in
 	// the host's byte order.
-	Seccomp []byte `json:"seccomp"`
+	Seccomp []byte
 }
 
 // View is the tree and bounds of the container (a run's spec without its
 // call).
 type View struct {
-	Writable  []string `json:"writable"`
-	ReadOnly  []string `json:"read_only"`
-	Protected []string `json:"protected"`
-	Limits    Limits   `json:"limits"`
+	Writable  []string
+	ReadOnly  []string
+	Protected []string
+	Limits    Limits
 }
 
 // Limits are a run's bounds, as run/sandbox's Limits (defaults applied).
 type Limits struct {
-	MemoryBytes int64 `json:"memory_bytes"`
-	Processes   int64 `json:"processes"`
-	FileBytes   int64 `json:"file_bytes"`
-	OpenFiles   int64 `json:"open_files"`
-	TmpBytes    int64 `json:"tmp_bytes"`
-	CPUSeconds  int64 `json:"cpu_seconds"`
-	MilliCPUs   int64 `json:"milli_cpus"`
+	MemoryBytes int64
+	Processes   int64
+	FileBytes   int64
+	OpenFiles   int64
+	TmpBytes    int64
+	CPUSeconds  int64
+	MilliCPUs   int64
 }
 
 // Call is what the helper receives second, once the container is built:
 // the command to exec.
 type Call struct {
-	Argv []string `json:"argv"`
-	Dir  string   `json:"dir"`
-	Env  []string `json:"env"`
+	Argv []string
+	Dir  string
+	Env  []string
 	// NullStdin makes the command's standard input /dev/null.
-	NullStdin bool `json:"null_stdin,omitempty"`
+	NullStdin bool
 }

@@ -2,11 +2,9 @@ package helper
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -107,7 +105,7 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
 	var rules []rule
 	add := func(r rule) error {
 		if budget--; budget < 0 {
-			return fmt.Errorf("landlock: more than %d rules", limits.RunMaxLandlockRules)
+			return errors.New("landlock: more than " + strconv.Itoa(limits.RunMaxLandlockRules) + " rules")
 		}
 		rules = append(rules, r)
 		return nil
@@ -123,7 +121,7 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
 		add(rule{paths: []string{"/"}, access: llReadDir, exact: true})
 	} else {
 		for _, e := range etcEntries {
-			p := filepath.Join("/etc", e)
+			p := "/etc/" + e
 			if st, err := os.Stat(p); err == nil {
 				if st.IsDir() {
 					add(roDirs(p))
@@ -162,7 +160,7 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
 // effort does.
 func restrictThread(rules []rule) error {
 	if err := prctl(prSetNoNewPrivs, 1, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
+		return wrap("no_new_privs", err)
 	}
 	fs, net, scoped := handled(LandlockABI())
 	if fs&llRefer == 0 {
@@ -171,7 +169,7 @@ func restrictThread(rules []rule) error {
 	attr := [3]uint64{fs, net, scoped}
 	r, _, e := syscall.Syscall(sysLandlockCreateRuleset, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if e != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", e)
+		return wrap("landlock_create_ruleset", e)
 	}
 	fd := int(r)
 	defer syscall.Close(fd)
@@ -181,7 +179,7 @@ func restrictThread(rules []rule) error {
 		}
 	}
 	if _, _, e := syscall.Syscall(sysLandlockRestrictSelf, uintptr(fd), 0, 0); e != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", e)
+		return wrap("landlock_restrict_self", e)
 	}
 	return nil
 }
@@ -189,7 +187,7 @@ func restrictThread(rules []rule) error {
 func addRule(ruleset int, r rule, fs uint64) error {
 	access := r.access & fs
 	if r.exact && access != r.access {
-		return fmt.Errorf("landlock: rights %#x not handled (%#x)", r.access, fs)
+		return errors.New("landlock: rights " + hex(r.access) + " not handled (" + hex(fs) + ")")
 	}
 	if access == 0 {
 		return nil
@@ -200,7 +198,7 @@ func addRule(ruleset int, r rule, fs uint64) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("landlock: %s: %w", p, err)
+			return wrap("landlock: "+p, err)
 		}
 		var attr [12]byte // packed: the access mask, then the descriptor
 		*(*uint64)(unsafe.Pointer(&attr[0])) = access
@@ -208,7 +206,7 @@ func addRule(ruleset int, r rule, fs uint64) error {
 		_, _, e := syscall.Syscall6(sysLandlockAddRule, uintptr(ruleset), landlockPathRule, uintptr(unsafe.Pointer(&attr[0])), 0, 0, 0)
 		syscall.Close(fd)
 		if e != 0 {
-			return fmt.Errorf("landlock_add_rule %s (rights %#x): %w", p, access, e)
+			return wrap("landlock_add_rule "+p+" (rights "+hex(access)+")", e)
 		}
 	}
 	return nil
@@ -266,14 +264,14 @@ func writableRules(root string, protected []string, add func(rule) error) error 
 	keep := map[string]bool{}
 	for _, p := range protected {
 		keep[p] = true
-		d := filepath.Dir(p)
+		d := parent(p)
 		for {
 			if _, err := os.Lstat(d); err == nil || d == root {
 				break
 			}
-			d = filepath.Dir(d)
+			d = parent(d)
 		}
-		for ; within(root, d); d = filepath.Dir(d) {
+		for ; within(root, d); d = parent(d) {
 			closed[d] = true
 			if d == root {
 				break
@@ -290,10 +288,10 @@ func writableRules(root string, protected []string, add func(rule) error) error 
 		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return fmt.Errorf("landlock: listing %s: %w", dir, err)
+			return wrap("landlock: listing "+dir, err)
 		}
 		for _, e := range entries {
-			p := filepath.Join(dir, e.Name())
+			p := join(dir, e.Name())
 			switch {
 			case keep[p]:
 			case closed[p] && e.IsDir():
@@ -314,7 +312,4 @@ func writableRules(root string, protected []string, add func(rule) error) error 
 	return open(root)
 }
 
-// within reports whether p is root or lies under it.
-func within(root, p string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
-}
+func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }

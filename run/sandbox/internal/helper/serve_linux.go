@@ -1,15 +1,11 @@
 package helper
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -24,7 +20,7 @@ func serveHelper() int {
 	report := os.NewFile(ReportFD, "sandbox-report")
 	note := func(msg string) {
 		if report != nil {
-			io.WriteString(report, NotePrefix+strings.ReplaceAll(msg, "\n", " ")+"\n")
+			io.WriteString(report, NotePrefix+oneLine(msg)+"\n")
 		}
 	}
 	err := serve(report, note)
@@ -43,25 +39,27 @@ func serve(report *os.File, note func(string)) error {
 		return errors.New("sandbox helper: no spec on descriptor 3; it is started by sandbox.Run")
 	}
 	// The view, then (after the container is built) the call.
-	dec := json.NewDecoder(io.LimitReader(in, 2*limits.RunMaxSpecBytes))
-	var msg Message
-	if err := dec.Decode(&msg); err != nil || msg.View == nil {
-		return fmt.Errorf("sandbox helper: bad spec: %v", err)
+	msg, err := DecodeMessage(in, limits.RunMaxSpecBytes)
+	if err != nil {
+		return wrap("sandbox helper: bad spec", err)
 	}
 	syscall.CloseOnExec(ReportFD)
-	v, err := build(&msg, note)
+	v, err := build(msg, note)
 	if err != nil {
 		return err
 	}
 	if _, err := io.WriteString(report, ReadyLine+"\n"); err != nil {
-		return fmt.Errorf("sandbox helper: %w", err)
+		return wrap("sandbox helper", err)
 	}
-	var c Call
-	if err := dec.Decode(&c); err != nil || len(c.Argv) == 0 {
-		return fmt.Errorf("sandbox helper: bad call: %v", err)
+	c, err := DecodeCall(in, limits.RunMaxSpecBytes)
+	if err == nil && len(c.Argv) == 0 {
+		err = errors.New("no command")
+	}
+	if err != nil {
+		return wrap("sandbox helper: bad call", err)
 	}
 	in.Close()
-	return execCall(report, &msg, v, &c)
+	return execCall(report, msg, v, c)
 }
 
 // built is what the helper prepared before its call.
@@ -85,16 +83,16 @@ func build(msg *Message, note func(string)) (*built, error) {
 		}
 		v.tmp = "/tmp"
 		if err := syscall.Sethostname([]byte("capkit-sandbox")); err != nil {
-			return nil, fmt.Errorf("sandbox helper: hostname: %w", err)
+			return nil, wrap("sandbox helper: hostname", err)
 		}
 	}
 	v.tmpdir = v.tmp
 	if len(rootsUnder(msg, v.tmp)) > 0 {
-		v.tmpdir = filepath.Join(v.tmp, ScratchDir)
+		v.tmpdir = join(v.tmp, ScratchDir)
 	}
-	for _, d := range []string{filepath.Join(v.tmp, "home"), v.tmpdir} {
+	for _, d := range []string{join(v.tmp, "home"), v.tmpdir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("sandbox helper: %s: %w", d, err)
+			return nil, wrap("sandbox helper: "+d, err)
 		}
 	}
 	return v, nil
@@ -105,13 +103,10 @@ func build(msg *Message, note func(string)) (*built, error) {
 func decodeFilter(b []byte) ([]syscall.SockFilter, error) {
 	const size = int(unsafe.Sizeof(syscall.SockFilter{}))
 	if len(b) == 0 || len(b)%size != 0 || len(b)/size > maxFilter {
-		return nil, fmt.Errorf("sandbox helper: bad seccomp filter of %d bytes", len(b))
+		return nil, errors.New("sandbox helper: bad seccomp filter of " + strconv.Itoa(len(b)) + " bytes")
 	}
 	f := make([]syscall.SockFilter, len(b)/size)
-	for i := range f {
-		r := b[i*size:]
-		f[i] = syscall.SockFilter{Code: binary.NativeEndian.Uint16(r), Jt: r[2], Jf: r[3], K: binary.NativeEndian.Uint32(r[4:])}
-	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), len(b)), b)
 	return f, nil
 }
 
@@ -123,7 +118,7 @@ func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 			return err
 		}
 	}
-	env := append(c.Env[:len(c.Env):len(c.Env)], "HOME="+filepath.Join(v.tmp, "home"), "TMPDIR="+v.tmpdir)
+	env := append(c.Env[:len(c.Env):len(c.Env)], "HOME="+join(v.tmp, "home"), "TMPDIR="+v.tmpdir)
 	path, err := lookPath(c.Argv[0], env)
 	if err != nil {
 		return err
@@ -133,53 +128,59 @@ func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 	// allocate).
 	pathp, err := syscall.BytePtrFromString(path)
 	if err != nil {
-		return fmt.Errorf("sandbox helper: exec %s: %w", c.Argv[0], err)
+		return wrap("sandbox helper: exec "+c.Argv[0], err)
 	}
 	argvp, err := syscall.SlicePtrFromStrings(c.Argv)
 	if err != nil {
-		return fmt.Errorf("sandbox helper: exec %s: %w", c.Argv[0], err)
+		return wrap("sandbox helper: exec "+c.Argv[0], err)
 	}
 	envp, err := syscall.SlicePtrFromStrings(env)
 	if err != nil {
-		return fmt.Errorf("sandbox helper: exec %s: %w", c.Argv[0], err)
+		return wrap("sandbox helper: exec "+c.Argv[0], err)
 	}
 	if err := syscall.Chdir(c.Dir); err != nil {
-		return fmt.Errorf("sandbox helper: working directory %s: %w", c.Dir, err)
+		return wrap("sandbox helper: working directory "+c.Dir, err)
 	}
+	if err := restrict(msg, v); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(report, ExecLine+"\n"); err != nil {
+		return wrap("sandbox helper", err)
+	}
+	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	return wrap("sandbox helper: exec "+c.Argv[0], e)
+}
+
+// restrict drops the helper's capabilities, enforces Landlock and the
+// seccomp filter, and sets the rlimits.
+func restrict(msg *Message, v *built) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
 	if err := restrictLandlock(msg, v.tmp, v.mounted); err != nil {
-		return fmt.Errorf("sandbox helper: %w", err)
+		return wrap("sandbox helper", err)
 	}
 	if err := loadSeccomp(v.filter); err != nil {
-		return fmt.Errorf("sandbox helper: seccomp filter: %w", err)
+		return wrap("sandbox helper: seccomp filter", err)
 	}
 	// Descriptors the host process inherited without close-on-exec (from
 	// whatever started it) would pass into the command: none but 0, 1 and
 	// 2 survive the exec.
 	if err := closeRangeCloexec(3); err != nil {
-		return fmt.Errorf("sandbox helper: closing inherited descriptors: %w", err)
+		return wrap("sandbox helper: closing inherited descriptors", err)
 	}
-	if err := setLimits(msg.View.Limits); err != nil {
-		return err
-	}
-	if _, err := io.WriteString(report, ExecLine+"\n"); err != nil {
-		return fmt.Errorf("sandbox helper: %w", err)
-	}
-	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
-	return fmt.Errorf("sandbox helper: exec %s: %w", c.Argv[0], e)
+	return setLimits(msg.View.Limits)
 }
 
 // nullStdin makes /dev/null the standard input.
 func nullStdin() error {
 	fd, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("sandbox helper: /dev/null: %w", err)
+		return wrap("sandbox helper: /dev/null", err)
 	}
 	defer syscall.Close(fd)
 	if err := syscall.Dup3(fd, 0, 0); err != nil {
-		return fmt.Errorf("sandbox helper: standard input: %w", err)
+		return wrap("sandbox helper: standard input", err)
 	}
 	return nil
 }
@@ -188,26 +189,31 @@ func nullStdin() error {
 // the first executable regular file of that name, refused when it is
 // found through a relative entry (one naming the working directory).
 func lookPath(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' {
+			return name, nil
+		}
 	}
 	var path string
 	for _, kv := range env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = p
+		if hasPrefix(kv, "PATH=") {
+			path = kv[len("PATH="):]
 		}
 	}
-	for _, dir := range filepath.SplitList(path) {
-		p := filepath.Join(dir, name)
+	for _, dir := range splitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
 		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || syscall.Access(p, 1) != nil {
 			continue
 		}
-		if !filepath.IsAbs(p) {
-			return "", fmt.Errorf("sandbox helper: %s resolves to %s, relative to the working directory, in the container's PATH", name, p)
+		if !hasPrefix(p, "/") {
+			return "", errors.New("sandbox helper: " + name + " resolves to " + p + ", relative to the working directory, in the container's PATH")
 		}
 		return p, nil
 	}
-	return "", fmt.Errorf("sandbox helper: %s not found in the container's PATH %q", name, path)
+	return "", errors.New("sandbox helper: " + name + " not found in the container's PATH " + strconv.Quote(path))
 }
 
 // setLimits sets the rlimits of the command (and every process it starts).
@@ -227,7 +233,7 @@ func setLimits(l Limits) error {
 	}
 	for _, r := range set {
 		if err := setrlimit(r.res, r.v); err != nil {
-			return fmt.Errorf("sandbox helper: rlimit %d to %d: %w", r.res, r.v, err)
+			return wrap("sandbox helper: rlimit "+strconv.Itoa(r.res)+" to "+strconv.FormatInt(r.v, 10), err)
 		}
 	}
 	return nil
@@ -239,7 +245,7 @@ func setLimits(l Limits) error {
 // the effective and permitted sets cleared last.
 func dropCapabilities() error {
 	if err := prctl(prCapAmbient, prCapAmbientClear, 0); err != nil {
-		return fmt.Errorf("sandbox helper: clearing ambient capabilities: %w", err)
+		return wrap("sandbox helper: clearing ambient capabilities", err)
 	}
 	// Capabilities are numbered from 0 without gaps: the kernel refuses
 	// (EINVAL) the first one past those it knows.
@@ -249,11 +255,11 @@ func dropCapabilities() error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("sandbox helper: dropping capability %d: %w", c, err)
+			return wrap("sandbox helper: dropping capability "+strconv.Itoa(c), err)
 		}
 	}
 	if err := clearCapabilities(); err != nil {
-		return fmt.Errorf("sandbox helper: clearing capabilities: %w", err)
+		return wrap("sandbox helper: clearing capabilities", err)
 	}
 	return nil
 }
