@@ -11,7 +11,8 @@
 // path, all of whose imports are initialized. This package's path sorts
 // before every third-party module capkit uses, so it initializes as
 // soon as its own imports have, which is why they are the standard
-// library and capkit's limits only (TestInitOrder fails otherwise):
+// library and capkit's limits only (run/sandbox's TestInitOrder fails
+// otherwise):
 // golang.org/x/sys/unix sorts after most of those modules, and
 // go-landlock imports it, so the raw system calls, their constants and
 // the Landlock ruleset (with the best-effort ABI downgrade go-landlock
