@@ -5,23 +5,27 @@
 // It serves from its package init, before main and before the package
 // init of the libraries the program links: a helper's start is on the
 // path of every cold run, and those inits (syscall tables, HTML entity
-// maps, schema registries, ...) are most of the start of a program as
-// large as capkit. The Go specification orders package initialization
-// by import path: each step initializes the first package, sorted by
-// path, all of whose imports are initialized. This package's path sorts
-// before every third-party module capkit uses, so it initializes as
-// soon as its own imports have, which is why they are the standard
-// library and capkit's limits only (run/sandbox's TestInitOrder fails
-// otherwise):
-// golang.org/x/sys/unix sorts after most of those modules, and
-// go-landlock imports it, so the raw system calls, their constants and
-// the Landlock ruleset (with the best-effort ABI downgrade go-landlock
-// would do) are written here on package syscall. The seccomp filter is
-// assembled by run/sandbox with go-seccomp-bpf's tables and arrives
-// ready, with the view.
+// maps, schema registries, ...) were most of the start of a program as
+// large as capkit. The Go specification orders package initialization:
+// each step initializes the first package, sorted by import path, all of
+// whose imports are initialized. This package's path sorts before every
+// third-party module capkit uses, so it runs as soon as its imports
+// have; but each of those imports in turn waits for every ready package
+// sorted before it, and every library sorts before "strings", "fmt",
+// "path/filepath" or "golang.org/x/sys/unix" (its imports, such as
+// encoding/json and go-landlock, too). So the helper imports only
+// standard packages that initialize before the libraries can (syscall,
+// os, strconv, slices, errors, io) and capkit's limits; run/sandbox's
+// TestInitOrder fails otherwise. Hence the raw system calls and their
+// constants here, the Landlock ruleset with the best-effort ABI
+// downgrade go-landlock would do, the few path and string operations
+// (text.go), and the frames in which the view and the call arrive
+// instead of JSON (wire.go). The seccomp filter is assembled by
+// run/sandbox with go-seccomp-bpf's tables and arrives ready, with the
+// view.
 //
-// Init runs on the main goroutine locked to the main thread; Main keeps
-// it locked, and the Landlock domain and the seccomp filter it sets
+// Init runs on the main goroutine locked to the main thread; the helper
+// keeps it locked, and the Landlock domain and the seccomp filter it sets
 // apply to that thread only, which then execs the command (the other
 // threads end at the exec).
 package helper

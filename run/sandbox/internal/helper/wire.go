@@ -10,8 +10,7 @@ import (
 // in a fixed order (strings and byte strings length-prefixed, lists
 // count-prefixed, numbers as varints). Parent and helper are one
 // program, so the order is the schema; encoding/json would make the
-// helper wait for packages that sort after the libraries (see the
-// package comment).
+// helper wait for the libraries' init (see the package comment).
 
 // Encode is m as one frame.
 func (m *Message) Encode() []byte {
