@@ -18,6 +18,10 @@
 #      waiting), vs exec of bwrap from the same process; wall clock and
 #      CPU (the process and its children) per call; and the floor of the
 #      cold path: /bin/true started from Go in the same namespaces.
+#   4. rows 1 and 3 (cold) again with capkit built with CGO_ENABLED=0: a
+#      static binary, whose start (the helper's too) skips the dynamic
+#      loader and the C runtime (capkit links cgo only through net and
+#      os/user, which then use their pure-Go code).
 # Each pair runs back to back, ROUNDS times (the machine is shared and its
 # load drifts, so a pair's two runs see similar load); a round's ratio is
 # capkit's time / the peer's, and the table shows the median times and the
@@ -36,6 +40,7 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 go build -o "$out/capkit" ./cmd/capkit
+CGO_ENABLED=0 go build -o "$out/capkit-static" ./cmd/capkit
 mkdir "$out/root"
 cache=$(go env GOCACHE)
 modcache=$(go env GOMODCACHE)
@@ -76,6 +81,7 @@ pair() {
 }
 # Warm both (page cache, build cache).
 "$out/capkit" run --root "$out/root" -- true
+"$out/capkit-static" run --root "$out/root" -- true
 "$out/capkit" test --config "$out/capkit.toml" >/dev/null
 go test -count=1 ./fault/ >/dev/null
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -84,6 +90,9 @@ echo "| what | capkit | peer | ratio (median of rounds) |"
 echo "|---|---|---|---|"
 pair "contained \`true\` vs bwrap" "$ROUNDS" \
 	"'$out/capkit' run --root '$out/root' -- true" \
+	"bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true"
+pair "contained \`true\` vs bwrap, capkit built with CGO_ENABLED=0" "$ROUNDS" \
+	"'$out/capkit-static' run --root '$out/root' -- true" \
 	"bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true"
 pair "\`go test -count=1 ./fault/\`: capkit test vs bare" "$TEST_ROUNDS" \
 	"'$out/capkit' test --config '$out/capkit.toml'" \
@@ -96,7 +105,7 @@ echo
 go test -c -o "$out/sandbox.test" ./run/sandbox/
 : >"$out/bench.txt"
 for _ in 1 2 3 4 5; do
-	(cd "$out" && SANDBOX_BENCH_HELPER="$out/capkit __sandbox" ./sandbox.test -test.run '^$' -test.bench 'RunTrue|BwrapTrue|NamespacesTrue' -test.benchtime "${ROUNDS}x" >>"$out/bench.txt")
+	(cd "$out" && SANDBOX_BENCH_HELPER="$out/capkit __sandbox" SANDBOX_BENCH_STATIC_HELPER="$out/capkit-static __sandbox" ./sandbox.test -test.run '^$' -test.bench 'RunTrue|BwrapTrue|NamespacesTrue' -test.benchtime "${ROUNDS}x" >>"$out/bench.txt")
 done
 # val NAME COLUMN: the median of a benchmark's runs (3: ns/op, 5: cpu-ms/op).
 val() { awk -v k="$1" -v c="$2" '/^Benchmark/ {n = $1; sub(/-[0-9]+$/, "", n); if (n == k) print $c}' "$out/bench.txt" | median; }
@@ -104,7 +113,7 @@ bwrap=$(val BenchmarkBwrapTrue 3)
 bwrapcpu=$(val BenchmarkBwrapTrue 5)
 echo "| sandbox.Run(true) in process vs exec of bwrap from the same process | capkit wall | bwrap wall | ratio | capkit CPU | bwrap CPU | ratio |"
 echo "|---|---|---|---|---|---|---|"
-for mode in full full-small-helper reduced warm warm-back-to-back; do
+for mode in full full-small-helper full-static-helper reduced warm warm-back-to-back; do
 	awk -v m="$mode" -v f="$(val "BenchmarkRunTrue/$mode" 3)" -v c="$(val "BenchmarkRunTrue/$mode" 5)" -v b="$bwrap" -v bc="$bwrapcpu" 'BEGIN {
 		printf "| %s | %.1f ms | %.1f ms | %.2f | %.1f ms | %.1f ms | %.2f |\n", m, f / 1e6, b / 1e6, f / b, c, bc, c / bc
 	}'

@@ -24,7 +24,8 @@ func registerRun(b *kernel.Builder, h *Host) error {
 }
 
 // SandboxHelper is the command that starts capkit as the sandbox helper
-// (its hidden __sandbox subcommand).
+// (capkit with sandbox.HelperArg, which run/sandbox serves from its
+// package init).
 func SandboxHelper() ([]string, error) {
 	exe, err := os.Executable()
 	if err != nil {

@@ -105,8 +105,7 @@ type RunnerOptions struct {
 }
 
 // NewRunner returns a Runner starting helper as the sandbox helper: a
-// program that calls sandbox.Main when given sandbox.HelperArg. opts may
-// be nil.
+// program linking run/sandbox, given sandbox.HelperArg. opts may be nil.
 func NewRunner(helper []string, opts *RunnerOptions) *Runner {
 	r := &Runner{helper: helper}
 	if opts != nil {

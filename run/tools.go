@@ -20,8 +20,8 @@ import (
 type ToolOptions struct {
 	// Config is the host's [run], [test] and [build] settings.
 	Config Config
-	// Helper starts the sandbox helper: a program that calls sandbox.Main
-	// when given sandbox.HelperArg (capkit: its own executable).
+	// Helper starts the sandbox helper: a program linking run/sandbox,
+	// given sandbox.HelperArg (capkit: its own executable).
 	Helper []string
 	// Audit receives one event per command saying how it was contained;
 	// nil disables it.

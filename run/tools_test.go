@@ -24,14 +24,6 @@ import (
 	"github.com/capkit/capkit/run/sandbox"
 )
 
-// TestMain lets the test binary serve as the sandbox helper.
-func TestMain(m *testing.M) {
-	if len(os.Args) >= 2 && os.Args[1] == sandbox.HelperArg {
-		os.Exit(sandbox.Main())
-	}
-	os.Exit(m.Run())
-}
-
 func helper(t testing.TB) []string {
 	exe, err := os.Executable()
 	if err != nil {

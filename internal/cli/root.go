@@ -100,9 +100,6 @@ Exit codes: 0 success, 1 internal error, 2 invalid_input, 3 not_found,
 
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if code, ok := sandboxHelper(args); ok {
-		return code
-	}
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	root := newRoot(env, args)
 	root.SetArgs(args)

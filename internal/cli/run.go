@@ -18,15 +18,6 @@ import (
 	"github.com/capkit/capkit/run/sandbox"
 )
 
-// sandboxHelper serves `capkit __sandbox`, the helper sandbox.Run starts,
-// before anything else of the command line runs.
-func sandboxHelper(args []string) (int, bool) {
-	if len(args) > 0 && args[0] == sandbox.HelperArg {
-		return sandbox.Main(), true
-	}
-	return 0, false
-}
-
 const runExitHelp = `capkit exits with the command's own exit code (128 plus the signal's number
 when a signal ended it), or with a fault's code when the command could not
 be run: 2 invalid_input, 5 denied, 6 limit (past --timeout; every process

@@ -8,15 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/capkit/capkit/run/sandbox"
 )
 
-// TestMain lets the test binary serve as the script worker and the
-// sandbox helper, as the capkit binary does through its hidden `script
-// worker` and `__sandbox` commands.
+// TestMain lets the test binary serve as the script worker, as the capkit
+// binary does through its hidden `script worker` command (it serves as the
+// sandbox helper from run/sandbox's init, as capkit does).
 func TestMain(m *testing.M) {
-	if len(os.Args) >= 3 && os.Args[1] == "script" && os.Args[2] == "worker" || len(os.Args) >= 2 && os.Args[1] == sandbox.HelperArg {
+	if len(os.Args) >= 3 && os.Args[1] == "script" && os.Args[2] == "worker" {
 		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())

@@ -17,7 +17,7 @@ func benchHelper(b *testing.B) []string {
 	if h := os.Getenv("SANDBOX_BENCH_HELPER"); h != "" {
 		return strings.Fields(h)
 	}
-	return helper(b)
+	return helperArgv(b)
 }
 
 // cpuTime is the CPU this process and its reaped children have used.
@@ -58,15 +58,25 @@ func measured(b *testing.B, op func(), wait func()) {
 // "warm-back-to-back" does not, so the next helper's start (its CPU and
 // any wait for it) is in each call. CPU counts the background starts in
 // both. "full-small-helper" is "full" with this test binary (a fifth of
-// capkit's size, few packages to initialise) as the helper.
+// capkit's size, few packages to initialise) as the helper;
+// "full-static-helper" with $SANDBOX_BENCH_STATIC_HELPER (bench/run.sh:
+// capkit built with CGO_ENABLED=0, which the dynamic loader does not
+// start).
 func BenchmarkRunTrue(b *testing.B) {
-	for _, mode := range []string{"full", "full-small-helper", "reduced", "warm", "warm-back-to-back"} {
+	for _, mode := range []string{"full", "full-small-helper", "full-static-helper", "reduced", "warm", "warm-back-to-back"} {
 		b.Run(mode, func(b *testing.B) {
 			root := b.TempDir()
 			s := &Spec{Argv: []string{"/bin/true"}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}}
 			o := &Options{Helper: benchHelper(b), Reduced: mode == "reduced"}
-			if mode == "full-small-helper" {
-				o.Helper = helper(b)
+			switch mode {
+			case "full-small-helper":
+				o.Helper = helperArgv(b)
+			case "full-static-helper":
+				h := os.Getenv("SANDBOX_BENCH_STATIC_HELPER")
+				if h == "" {
+					b.Skip("no $SANDBOX_BENCH_STATIC_HELPER (bench/run.sh sets it)")
+				}
+				o.Helper = strings.Fields(h)
 			}
 			var wait func()
 			if strings.HasPrefix(mode, "warm") {

@@ -272,7 +272,7 @@ func runEscape(t *testing.T, mode Containment, warm bool, e escape, late func(*f
 		e = late(f)
 	}
 	s := f.spec(e.argv(f)...)
-	o := &Options{Helper: helper(t), Reduced: mode == Reduced}
+	o := &Options{Helper: helperArgv(t), Reduced: mode == Reduced}
 	if e.adjust != nil {
 		e.adjust(f, s, o)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,16 +11,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox/internal/helper"
 )
 
-// TestMain lets the test binary serve as the sandbox helper, as capkit does
-// through its hidden subcommand, and as the probe the escape tests run
-// inside the container.
+// TestMain lets the test binary serve as the probe the escape tests run
+// inside the container, and as the processes some tests start. (It
+// serves as the sandbox helper, as every program linking this package
+// does, from the helper's package init.)
 func TestMain(m *testing.M) {
 	if len(os.Args) >= 2 {
 		switch os.Args[1] {
-		case HelperArg:
-			os.Exit(Main())
 		case probeArg:
 			os.Exit(probe(os.Args[2:]))
 		case warmParentArg, cgroupParentArg, runTrueArg:
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func helper(t testing.TB) []string {
+func helperArgv(t testing.TB) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -54,7 +55,7 @@ func runIn(t *testing.T, spec *Spec, opts *Options) *Result {
 		opts = &Options{}
 	}
 	if opts.Helper == nil {
-		opts.Helper = helper(t)
+		opts.Helper = helperArgv(t)
 	}
 	res, err := Run(ctx, spec, opts)
 	if err != nil {
@@ -80,14 +81,12 @@ const (
 )
 
 func endBeforeExec() int {
-	dec := json.NewDecoder(os.NewFile(specFD, "spec"))
-	var msg message
-	var c call
-	if dec.Decode(&msg) != nil {
+	in := os.NewFile(helper.SpecFD, "spec")
+	if _, err := helper.DecodeMessage(in, limits.RunMaxSpecBytes); err != nil {
 		return 1
 	}
-	os.NewFile(reportFD, "report").WriteString(readyLine + "\n")
-	if dec.Decode(&c) != nil {
+	os.NewFile(helper.ReportFD, "report").WriteString(helper.ReadyLine + "\n")
+	if _, err := helper.DecodeCall(in, limits.RunMaxSpecBytes); err != nil {
 		return 1
 	}
 	return 0

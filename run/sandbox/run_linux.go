@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,48 +20,16 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox/internal/helper"
 )
-
-// sandboxID is the user and group the command runs as inside the user
-// namespace: the host's user maps to it, and it holds no capability.
-const sandboxID = 1000
-
-// Helper file descriptors: the spec arrives on one; notes and a failed
-// setup are reported on the other, which closes on exec: lines starting
-// with notePrefix are notes, anything else a failure.
-const (
-	specFD   = 3
-	reportFD = 4
-)
-
-const notePrefix = "note: "
 
 // message is what Run sends the helper first: the view the container
 // shows (the spec without its command, working directory and
-// environment, which come with the call).
-type message struct {
-	Spec *Spec `json:"spec"`
-	Full bool  `json:"full"`
-	// Tmp is, for reduced containment, the private temporary directory
-	// Run made on the host.
-	Tmp string `json:"tmp,omitempty"`
-}
-
-// call is what the helper receives second, once the container is built:
-// the command to exec.
-type call struct {
-	Argv []string `json:"argv"`
-	Dir  string   `json:"dir"`
-	Env  []string `json:"env"`
-	// NullStdin makes the command's standard input /dev/null.
-	NullStdin bool `json:"null_stdin,omitempty"`
-}
-
-// readyLine is the helper's report that the container is built and it
-// waits for its call; execLine that it execs the command now.
-const (
-	readyLine = "ready"
-	execLine  = "exec"
+// environment, which come with the call), and call what it sends once
+// the container is built.
+type (
+	message = helper.Message
+	call    = helper.Call
 )
 
 // Run runs spec's command in a container until it exits or ctx ends (then
@@ -77,9 +45,13 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	}
 	s := spec.withDefaults()
 	c := call{Argv: s.Argv, Dir: s.Dir, Env: s.Env, NullStdin: opts.Stdin == nil}
-	view := *s
-	view.Argv, view.Dir, view.Env = nil, "", nil
-	msg := message{Spec: &view, Full: !opts.Reduced}
+	// The helper takes the paths as clean (check made the roots so).
+	protected := make([]string, len(s.Protected))
+	for i, p := range s.Protected {
+		protected[i] = filepath.Clean(p)
+	}
+	view := helper.View{Writable: s.Writable, ReadOnly: s.ReadOnly, Protected: protected, Limits: helper.Limits(s.Limits)}
+	msg := message{View: &view, Full: !opts.Reduced}
 	var notes []string
 	if msg.Full {
 		why := userNamespacesUnavailable()
@@ -94,7 +66,7 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 		msg.Full = false
 		notes = append(notes, "user namespaces unavailable ("+why+")")
 	}
-	if landlockABI() == 0 {
+	if helper.LandlockABI() == 0 {
 		return nil, fault.New(fault.Unavailable, "neither user namespaces nor Landlock are available here, so a command cannot be contained; nothing was run")
 	}
 	if opts.RequireFull {
@@ -210,11 +182,13 @@ type helperProc struct {
 // startHelper starts a helper for msg's view, in a cgroup of its own
 // where one can be made, and sends it the view; the container is built
 // while the caller goes on.
-func startHelper(msg *message, helper []string) (*helperProc, error) {
-	data, err := json.Marshal(msg)
-	if err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "sandbox: encoding the spec failed")
+func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
+	m := *msg
+	var err error
+	if m.Seccomp, err = seccompFilter(m.Full); err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: no seccomp filter for this system")
 	}
+	data := m.Encode()
 	if len(data) > limits.RunMaxSpecBytes {
 		return nil, fault.LimitExceeded("sandbox: the run's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
 	}
@@ -239,9 +213,9 @@ func startHelper(msg *message, helper []string) (*helperProc, error) {
 		}
 	}
 	h.report = bufio.NewReader(io.LimitReader(h.reportR, limits.RunMaxHelperErrorBytes))
-	h.cg, h.cgReport = newCgroup(msg.Spec.Limits)
+	h.cg, h.cgReport = newCgroup(Limits(msg.View.Limits))
 	for {
-		cmd := exec.Command(helper[0], helper[1:]...)
+		cmd := exec.Command(helperCmd[0], helperCmd[1:]...)
 		cmd.Env = []string{}
 		cmd.Dir = "/"
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
@@ -291,10 +265,10 @@ func (h *helperProc) awaitReady() {
 			return
 		}
 		line = strings.TrimSuffix(line, "\n")
-		if line == readyLine {
+		if line == helper.ReadyLine {
 			return
 		}
-		if n, ok := strings.CutPrefix(line, notePrefix); ok {
+		if n, ok := strings.CutPrefix(line, helper.NotePrefix); ok {
 			h.notes = append(h.notes, n)
 			continue
 		}
@@ -349,17 +323,11 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %s", errNotBuilt, h.failure), "sandbox: the container could not be set up")
 	}
 	start := time.Now()
-	data, err := json.Marshal(c)
-	switch {
-	case err != nil:
-		err = fault.Wrap(fault.Internal, err, "sandbox: encoding the call failed")
-	case len(data) > limits.RunMaxSpecBytes:
-		err = fault.LimitExceeded("sandbox: the call's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
-	}
-	if err != nil {
+	data := c.Encode()
+	if len(data) > limits.RunMaxSpecBytes {
 		h.kill()
 		h.cmd.Wait()
-		return nil, err
+		return nil, fault.LimitExceeded("sandbox: the call's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
 	}
 	_, werr := h.specW.Write(data)
 	h.specW.Close()
@@ -378,7 +346,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	copies.Go(func() { io.Copy(stdout, h.stdoutR) })
 	copies.Go(func() { io.Copy(stderr, h.stderrR) })
 	report, _ := io.ReadAll(h.report)
-	err = h.cmd.Wait()
+	err := h.cmd.Wait()
 	stop()
 	// What is left of the command's process group (reduced containment:
 	// background jobs; full: nothing, the namespace is gone) and of its
@@ -428,9 +396,9 @@ func drain(copies *sync.WaitGroup, pipes ...*os.File) {
 func splitReport(report string) (notes []string, failure string, execd bool) {
 	for report != "" {
 		line, rest, ok := strings.Cut(report, "\n")
-		n, isNote := strings.CutPrefix(line, notePrefix)
+		n, isNote := strings.CutPrefix(line, helper.NotePrefix)
 		switch {
-		case ok && line == execLine:
+		case ok && line == helper.ExecLine:
 			execd = true
 		case ok && isNote:
 			notes = append(notes, n)
@@ -463,7 +431,7 @@ func exitStatus(res *Result, cmd *exec.Cmd, err error, killed bool) error {
 }
 
 // helperAttr starts the helper in new namespaces (full containment), with
-// the host's user mapped to sandboxID and just the capabilities needed to
+// the host's user mapped to helper.ID and just the capabilities needed to
 // build the container (dropped before the command runs), in a session of
 // its own, killed if the host dies.
 func helperAttr(full bool) *syscall.SysProcAttr {
@@ -473,8 +441,8 @@ func helperAttr(full bool) *syscall.SysProcAttr {
 	}
 	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 		syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: sandboxID, HostID: os.Getuid(), Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: sandboxID, HostID: os.Getgid(), Size: 1}}
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: helper.ID, HostID: os.Getuid(), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: helper.ID, HostID: os.Getgid(), Size: 1}}
 	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	return a
 }
@@ -494,10 +462,10 @@ func userNamespacesUnavailable() string {
 // hostNotes say what of the container this host does not offer.
 func hostNotes() []string {
 	var notes []string
-	if v := landlockABI(); v == 0 {
+	if v := helper.LandlockABI(); v == 0 {
 		notes = append(notes, "no Landlock: the container's mounts are the only filesystem layer")
-	} else if v < landlockWantABI {
-		notes = append(notes, fmt.Sprintf("Landlock ABI %d (of %d): the rights of later versions are not enforced", v, landlockWantABI))
+	} else if v < helper.WantABI {
+		notes = append(notes, fmt.Sprintf("Landlock ABI %d (of %d): the rights of later versions are not enforced", v, helper.WantABI))
 	}
 	return notes
 }

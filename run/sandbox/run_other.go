@@ -4,8 +4,6 @@ package sandbox
 
 import (
 	"context"
-	"io"
-	"os"
 
 	"github.com/capkit/capkit/fault"
 )
@@ -13,12 +11,6 @@ import (
 // Run fails: the container needs Linux.
 func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	return nil, fault.New(fault.Unavailable, "contained commands need Linux (namespaces, Landlock, seccomp); nothing was run")
-}
-
-// Main reports that there is no helper on this system.
-func Main() int {
-	io.WriteString(os.Stderr, "capkit: the sandbox helper needs Linux\n")
-	return 125
 }
 
 type pending struct{}

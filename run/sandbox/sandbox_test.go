@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox/internal/helper"
 )
 
 func simpleSpec(t *testing.T, script string) *Spec {
@@ -61,7 +61,7 @@ func TestFullContainmentView(t *testing.T) {
 
 func TestRequireFull(t *testing.T) {
 	s := simpleSpec(t, "echo ran > ran.txt")
-	_, err := Run(context.Background(), s, &Options{Helper: helper(t), Reduced: true, RequireFull: true})
+	_, err := Run(context.Background(), s, &Options{Helper: helperArgv(t), Reduced: true, RequireFull: true})
 	if !errors.Is(err, fault.ErrUnavailable) {
 		t.Fatalf("err = %v, want unavailable", err)
 	}
@@ -80,7 +80,7 @@ func TestReducedIsReported(t *testing.T) {
 func TestCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := simpleSpec(t, "echo started; sleep 100")
-	opts := &Options{Helper: helper(t)}
+	opts := &Options{Helper: helperArgv(t)}
 	done := make(chan *Result)
 	go func() {
 		res, err := Run(ctx, s, opts)
@@ -116,16 +116,24 @@ func TestHelperEndingBeforeExec(t *testing.T) {
 // limit, cold and warm, and nothing runs.
 func TestDescriptionBounds(t *testing.T) {
 	s := simpleSpec(t, "echo ran > ran.txt")
-	o := &Options{Helper: helper(t)}
+	o := &Options{Helper: helperArgv(t)}
 	w := warmFor(t, s, o)
-	// The call's JSON with an empty last argument, then padded to the
-	// bound: accepted (and refused by execve, whose bound on one argument
-	// is smaller), and one byte past it.
-	empty, _ := json.Marshal(call{Argv: append(slices.Clone(s.Argv), ""), Dir: s.Dir, Env: s.Env, NullStdin: true})
+	// The call with a last argument that makes its frame the bound:
+	// accepted (and refused by execve, whose bound on one argument is
+	// smaller), and one byte past it.
+	frame := func(last int) int {
+		c := call{Argv: append(slices.Clone(s.Argv), strings.Repeat("x", last)), Dir: s.Dir, Env: s.Env, NullStdin: true}
+		return len(c.Encode())
+	}
+	last := limits.RunMaxSpecBytes - frame(0)
+	last -= frame(last) - limits.RunMaxSpecBytes // the lengths' own bytes
+	if frame(last) != limits.RunMaxSpecBytes {
+		t.Fatalf("no argument makes the call's frame %d bytes", limits.RunMaxSpecBytes)
+	}
 	for _, warm := range []*Warm{nil, w} {
 		for _, past := range []int{0, 1} {
 			big := *s
-			big.Argv = append(slices.Clone(s.Argv), strings.Repeat("x", limits.RunMaxSpecBytes-len(empty)+past))
+			big.Argv = append(slices.Clone(s.Argv), strings.Repeat("x", last+past))
 			o.Warm = warm
 			_, err := Run(context.Background(), &big, o)
 			want := fault.ErrUnavailable
@@ -190,15 +198,15 @@ func TestSplitReport(t *testing.T) {
 		execd   bool
 	}{
 		{"", nil, "", false},
-		{notePrefix + "a\n" + notePrefix + "b\n", []string{"a", "b"}, "", false},
-		{notePrefix + "a\nsandbox helper: mount failed", []string{"a"}, "sandbox helper: mount failed", false},
+		{helper.NotePrefix + "a\n" + helper.NotePrefix + "b\n", []string{"a", "b"}, "", false},
+		{helper.NotePrefix + "a\nsandbox helper: mount failed", []string{"a"}, "sandbox helper: mount failed", false},
 		{"sandbox helper: bad spec", nil, "sandbox helper: bad spec", false},
 		// A note cut short by the bound is a failure, not a note.
-		{notePrefix + "cut", nil, notePrefix + "cut", false},
-		{execLine + "\n", nil, "", true},
-		{notePrefix + "a\n" + execLine + "\nsandbox helper: exec x: no such file", []string{"a"}, "sandbox helper: exec x: no such file", true},
+		{helper.NotePrefix + "cut", nil, helper.NotePrefix + "cut", false},
+		{helper.ExecLine + "\n", nil, "", true},
+		{helper.NotePrefix + "a\n" + helper.ExecLine + "\nsandbox helper: exec x: no such file", []string{"a"}, "sandbox helper: exec x: no such file", true},
 		// Cut short, it is not the exec.
-		{execLine, nil, execLine, false},
+		{helper.ExecLine, nil, helper.ExecLine, false},
 	} {
 		notes, failure, execd := splitReport(tc.in)
 		if !slices.Equal(notes, tc.notes) || failure != tc.failure || execd != tc.execd {

@@ -1,9 +1,10 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
-	"unsafe"
+	"sync"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
@@ -171,28 +172,31 @@ func (f *filter) denyUnless(name string, arg uint32, allowed ...uint32) {
 	f.block(name, append(body, errno(unix.EPERM), loadNr)...)
 }
 
-// seccompFilter assembles the filter in the form the kernel takes (before
-// the call arrives, in a warm helper).
-func seccompFilter(sockets bool) ([]unix.SockFilter, error) {
+// seccompFilter is the filter as the helper installs it: struct
+// sock_filter (code u16, jt u8, jf u8, k u32) in the host's byte order,
+// assembled once per process for each containment.
+func seccompFilter(sockets bool) ([]byte, error) {
+	if sockets {
+		return fullFilter()
+	}
+	return reducedFilter()
+}
+
+var (
+	fullFilter    = sync.OnceValues(func() ([]byte, error) { return encodeFilter(true) })
+	reducedFilter = sync.OnceValues(func() ([]byte, error) { return encodeFilter(false) })
+)
+
+func encodeFilter(sockets bool) ([]byte, error) {
 	raw, err := seccompProgram(sockets)
 	if err != nil {
 		return nil, err
 	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	b := make([]byte, 0, 8*len(raw))
+	for _, r := range raw {
+		b = binary.NativeEndian.AppendUint16(b, r.Op)
+		b = append(b, r.Jt, r.Jf)
+		b = binary.NativeEndian.AppendUint32(b, r.K)
 	}
-	return filter, nil
-}
-
-// loadSeccomp installs the filter on the calling thread, which then execs
-// the command (see restrictThread); no_new_privs must be set already.
-func loadSeccomp(filter []unix.SockFilter) error {
-	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(filter)
-	if e != 0 {
-		return fmt.Errorf("seccomp filter: %w", e)
-	}
-	return nil
+	return b, nil
 }

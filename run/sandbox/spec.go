@@ -2,10 +2,11 @@
 // how it ended, with its output bounded.
 //
 // On Linux the container is built by capkit itself: Run re-executes the
-// host's program as a helper (Options.Helper; capkit uses its hidden
-// `__sandbox` subcommand, which calls Main) in new user, mount, PID,
-// network, IPC, UTS and cgroup namespaces. The helper, before it execs the
-// command:
+// host's program as a helper (Options.Helper: the program with
+// HelperArg, which any program linking this package serves from a
+// package init, before main and before most libraries' own init; see
+// run/sandbox/internal/helper) in new user, mount, PID, network, IPC, UTS
+// and cgroup namespaces. The helper, before it execs the command:
 //
 //   - builds a root of its own: the system directories read-only, the
 //     writable roots read-write, the read-only roots read-only, inside the
@@ -46,11 +47,11 @@
 // with fault.Unavailable instead. On other systems Run fails with
 // fault.Unavailable.
 //
-// The namespaces, mounts and filters are written by hand on
-// golang.org/x/sys/unix because no maintained Go module builds such a
-// container from inside a Go program without cgo; Landlock comes from
-// go-landlock and the seccomp syscall tables and deny list from
-// go-seccomp-bpf.
+// The namespaces, mounts, Landlock rules and filters are written by hand
+// (the helper's on package syscall alone, for its init's sake) because no
+// maintained Go module builds such a container from inside a Go program
+// without cgo; the seccomp syscall tables come from go-seccomp-bpf, and
+// Run sends the helper the assembled filter.
 package sandbox
 
 import (
@@ -61,11 +62,13 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox/internal/helper"
 )
 
 // HelperArg is the argument that makes a program serve as the sandbox
-// helper: capkit dispatches `capkit __sandbox` to Main before anything else.
-const HelperArg = "__sandbox"
+// helper: a program linking this package, started with it as its first
+// argument, is the helper from its init on and never reaches main.
+const HelperArg = helper.HelperArg
 
 // Containment says how a command was contained.
 type Containment string
@@ -125,7 +128,7 @@ type Limits struct {
 // Options configure Run. Helper is required.
 type Options struct {
 	// Helper is the command that serves as the sandbox helper: a program
-	// that calls Main when given HelperArg, e.g. [os.Executable(),
+	// linking this package, given HelperArg, e.g. [os.Executable(),
 	// HelperArg].
 	Helper []string
 	// Stdin is the command's standard input; nil means /dev/null.

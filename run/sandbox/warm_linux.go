@@ -1,12 +1,14 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/capkit/capkit/run/sandbox/internal/helper"
 )
 
 // pending is a helper being started for a view.
@@ -21,18 +23,14 @@ type pending struct {
 
 // viewKey names what a warm helper was built for: the helper command,
 // the containment, and every field of the spec but the call's.
-func viewKey(msg *message, helper []string) string {
-	b, _ := json.Marshal(struct {
-		Helper []string
-		Msg    *message
-	}{helper, msg})
-	return string(b)
+func viewKey(msg *message, helperCmd []string) string {
+	return strconv.Quote(strings.Join(helperCmd, "\x00")) + string(msg.Encode())
 }
 
 // identity is what the host's tree looks like at the view's roots and
 // protected paths: a helper built before one of them was replaced,
 // created or removed shows the old one, so it is not used.
-func identity(s *Spec) string {
+func identity(s *helper.View) string {
 	var b strings.Builder
 	for _, p := range slices.Concat(s.Writable, s.ReadOnly, s.Protected) {
 		var st unix.Stat_t
@@ -59,7 +57,7 @@ func (w *Warm) take(msg *message, key string) *helperProc {
 	if p.h == nil {
 		return nil
 	}
-	if p.key != key || p.ident != identity(msg.Spec) {
+	if p.key != key || p.ident != identity(msg.View) {
 		go p.h.discard()
 		return nil
 	}
@@ -68,9 +66,9 @@ func (w *Warm) take(msg *message, key string) *helperProc {
 
 // refill starts, in the background, the helper for the next call over
 // msg's view, replacing the one held.
-func (w *Warm) refill(msg *message, key string, helper []string) {
-	m, view := *msg, *msg.Spec
-	m.Spec = &view
+func (w *Warm) refill(msg *message, key string, helperCmd []string) {
+	m, view := *msg, *msg.View
+	m.View = &view
 	p := &pending{key: key, ident: identity(&view), started: make(chan struct{})}
 	w.mu.Lock()
 	if w.closed {
@@ -84,7 +82,7 @@ func (w *Warm) refill(msg *message, key string, helper []string) {
 		old.drop()
 		// Only after the identity is taken does the helper clone the
 		// tree: a change in between makes them differ.
-		p.h, _ = startHelper(&m, helper)
+		p.h, _ = startHelper(&m, helperCmd)
 		close(p.started)
 	}()
 }

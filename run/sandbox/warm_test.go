@@ -82,7 +82,7 @@ func gone(t *testing.T, pid int) {
 // code and output, and the next helper is started after it.
 func TestWarmHelperIsUsed(t *testing.T) {
 	s := simpleSpec(t, "readlink /proc/self/ns/pid; cat; exit 3")
-	o := &Options{Helper: helper(t), Stdin: []byte("from the call\n")}
+	o := &Options{Helper: helperArgv(t), Stdin: []byte("from the call\n")}
 	o.Warm = warmFor(t, s, o)
 	h := waitWarm(t, o.Warm)
 	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", h.cmd.Process.Pid))
@@ -108,7 +108,7 @@ func TestWarmHelperIsUsed(t *testing.T) {
 // the helper itself, with no child.
 func TestWarmHelperRunsNothingBeforeItsCall(t *testing.T) {
 	s := simpleSpec(t, "true")
-	o := &Options{Helper: helper(t)}
+	o := &Options{Helper: helperArgv(t)}
 	h := waitWarm(t, warmFor(t, s, o))
 	pid := h.cmd.Process.Pid
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -132,7 +132,7 @@ func TestWarmHelperRunsNothingBeforeItsCall(t *testing.T) {
 func TestWarmHelperForOtherRootsIsKilled(t *testing.T) {
 	a := simpleSpec(t, "true")
 	must(t, os.WriteFile(filepath.Join(a.Dir, "marker.txt"), []byte("A"), 0o644))
-	o := &Options{Helper: helper(t)}
+	o := &Options{Helper: helperArgv(t)}
 	o.Warm = warmFor(t, a, o)
 	old := waitWarm(t, o.Warm).cmd.Process.Pid
 	b := simpleSpec(t, "cat marker.txt "+filepath.Join(a.Dir, "marker.txt"))
@@ -150,7 +150,7 @@ func TestWarmHelperOverReplacedTree(t *testing.T) {
 	t.Run("root replaced", func(t *testing.T) {
 		s := simpleSpec(t, "cat marker.txt")
 		must(t, os.WriteFile(filepath.Join(s.Dir, "marker.txt"), []byte("old"), 0o644))
-		o := &Options{Helper: helper(t)}
+		o := &Options{Helper: helperArgv(t)}
 		o.Warm = warmFor(t, s, o)
 		must(t, os.Rename(s.Dir, s.Dir+".old"))
 		must(t, os.Mkdir(s.Dir, 0o755))
@@ -163,7 +163,7 @@ func TestWarmHelperOverReplacedTree(t *testing.T) {
 		s := simpleSpec(t, "echo planted > .git/config; cat .git/config")
 		git := filepath.Join(s.Dir, ".git")
 		s.Protected = []string{git}
-		o := &Options{Helper: helper(t)}
+		o := &Options{Helper: helperArgv(t)}
 		o.Warm = warmFor(t, s, o)
 		must(t, os.Mkdir(git, 0o755))
 		if res := runIn(t, s, o); res.warm {
@@ -195,7 +195,7 @@ func TestWarmHelperDiesWithItsParent(t *testing.T) {
 // TestWarmClose: Close kills the helper held.
 func TestWarmClose(t *testing.T) {
 	s := simpleSpec(t, "true")
-	o := &Options{Helper: helper(t)}
+	o := &Options{Helper: helperArgv(t)}
 	w := warmFor(t, s, o)
 	pid := waitWarm(t, w).cmd.Process.Pid
 	w.Close()
@@ -216,7 +216,7 @@ func TestWarmClose(t *testing.T) {
 // helper of its own.
 func TestWarmHelperKilledWhileWaiting(t *testing.T) {
 	s := simpleSpec(t, "echo ran")
-	o := &Options{Helper: helper(t)}
+	o := &Options{Helper: helperArgv(t)}
 	o.Warm = warmFor(t, s, o)
 	h := waitWarm(t, o.Warm)
 	must(t, h.cmd.Process.Signal(syscall.SIGKILL))

@@ -1,15 +1,11 @@
-package sandbox
+package helper
 
 import (
 	"cmp"
-	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/capkit/capkit/limits"
 )
@@ -29,14 +25,14 @@ type mountPlan struct {
 // buildRoot assembles the container's root and pivots into it. It runs in
 // the new user and mount namespaces, with CAP_SYS_ADMIN there. It returns
 // the protected paths it mounted read-only: Landlock keeps the others.
-func buildRoot(s *Spec, note func(string)) (map[string]bool, error) {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return nil, fmt.Errorf("sandbox helper: making mounts private: %w", err)
+func buildRoot(s *View, note func(string)) (map[string]bool, error) {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return nil, wrap("sandbox helper: making mounts private", err)
 	}
 	plans, links, err := planMounts(s)
 	defer func() {
 		for _, p := range plans {
-			unix.Close(p.fd)
+			syscall.Close(p.fd)
 		}
 	}()
 	if err != nil {
@@ -72,27 +68,27 @@ func buildRoot(s *Spec, note func(string)) (map[string]bool, error) {
 // /etc entries read-only, device nodes, the roots, and read-only clones
 // of the protected paths that exist. Merged-/usr symbolic links (/bin ->
 // usr/bin) are returned to be recreated.
-func planMounts(s *Spec) (plans []mountPlan, links map[string]string, err error) {
+func planMounts(s *View) (plans []mountPlan, links map[string]string, err error) {
 	links = map[string]string{}
 	clone := func(src string, ro, dev bool) error {
 		st, err := os.Stat(src)
 		if err != nil {
-			return fmt.Errorf("sandbox helper: %s: %w", src, err)
+			return wrap("sandbox helper: "+src, err)
 		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		fd, err := openTree(src, openTreeClone|syscall.O_CLOEXEC|atRecursive)
 		if err != nil {
-			return fmt.Errorf("sandbox helper: cloning %s: %w", src, err)
+			return wrap("sandbox helper: cloning "+src, err)
 		}
 		plans = append(plans, mountPlan{fd: fd, target: src, dir: st.IsDir()})
-		attr := uint64(unix.MOUNT_ATTR_NOSUID)
+		attr := uint64(mountAttrNosuid)
 		if !dev {
-			attr |= unix.MOUNT_ATTR_NODEV
+			attr |= mountAttrNodev
 		}
 		if ro {
-			attr |= unix.MOUNT_ATTR_RDONLY
+			attr |= mountAttrRdonly
 		}
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attr}); err != nil {
-			return fmt.Errorf("sandbox helper: mount attributes of %s: %w", src, err)
+		if err := mountSetattr(fd, "", atEmptyPath|atRecursive, attr); err != nil {
+			return wrap("sandbox helper: mount attributes of "+src, err)
 		}
 		return nil
 	}
@@ -102,7 +98,7 @@ func planMounts(s *Spec) (plans []mountPlan, links map[string]string, err error)
 		case err != nil:
 		case st.Mode()&os.ModeSymlink != 0:
 			if links[d], err = os.Readlink(d); err != nil {
-				return plans, nil, fmt.Errorf("sandbox helper: %s: %w", d, err)
+				return plans, nil, wrap("sandbox helper: "+d, err)
 			}
 		case st.IsDir():
 			if err := clone(d, true, false); err != nil {
@@ -143,18 +139,18 @@ func planMounts(s *Spec) (plans []mountPlan, links map[string]string, err error)
 	}
 	// Parents before children: a root's protected paths go on top of it.
 	slices.SortStableFunc(plans, func(a, b mountPlan) int {
-		return cmp.Compare(strings.Count(a.target, "/"), strings.Count(b.target, "/"))
+		return cmp.Compare(countSlashes(a.target), countSlashes(b.target))
 	})
 	return plans, links, nil
 }
 
 func mountTmpfs(target string, size int64, inodes int, mode string) error {
 	if err := os.MkdirAll(target, 0o755); err != nil {
-		return fmt.Errorf("sandbox helper: %s: %w", target, err)
+		return wrap("sandbox helper: "+target, err)
 	}
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s", size, inodes, mode)
-	if err := unix.Mount("capkit", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("sandbox helper: tmpfs on %s: %w", target, err)
+	opts := "size=" + strconv.FormatInt(size, 10) + ",nr_inodes=" + strconv.Itoa(inodes) + ",mode=" + mode
+	if err := syscall.Mount("capkit", target, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		return wrap("sandbox helper: tmpfs on "+target, err)
 	}
 	return nil
 }
@@ -164,10 +160,10 @@ func mountTmpfs(target string, size int64, inodes int, mode string) error {
 func writeSkeleton(links map[string]string) error {
 	for _, d := range []string{"/etc", "/dev", "/proc"} {
 		if err := os.Mkdir(newRoot+d, 0o755); err != nil {
-			return fmt.Errorf("sandbox helper: skeleton %s: %w", d, err)
+			return wrap("sandbox helper: skeleton "+d, err)
 		}
 	}
-	id := strconv.Itoa(sandboxID)
+	id := strconv.Itoa(ID)
 	files := map[string]string{
 		"/etc/passwd":   "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:" + id + ":" + id + ":sandbox:/tmp/home:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		"/etc/group":    "root:x:0:\nsandbox:x:" + id + ":\nnogroup:x:65534:\n",
@@ -176,7 +172,7 @@ func writeSkeleton(links map[string]string) error {
 	}
 	for name, text := range files {
 		if err := os.WriteFile(newRoot+name, []byte(text), 0o644); err != nil {
-			return fmt.Errorf("sandbox helper: skeleton %s: %w", name, err)
+			return wrap("sandbox helper: skeleton "+name, err)
 		}
 	}
 	symlinks := map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
@@ -186,7 +182,7 @@ func writeSkeleton(links map[string]string) error {
 	}
 	for l, t := range symlinks {
 		if err := os.Symlink(t, newRoot+l); err != nil {
-			return fmt.Errorf("sandbox helper: skeleton %s: %w", l, err)
+			return wrap("sandbox helper: skeleton "+l, err)
 		}
 	}
 	return nil
@@ -197,8 +193,8 @@ func writeSkeleton(links map[string]string) error {
 func place(p mountPlan) error {
 	target := newRoot + p.target
 	if _, err := os.Lstat(target); err != nil {
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return fmt.Errorf("sandbox helper: mount point %s: %w", p.target, err)
+		if err := os.MkdirAll(parent(target), 0o755); err != nil {
+			return wrap("sandbox helper: mount point "+p.target, err)
 		}
 		if p.dir {
 			err = os.Mkdir(target, 0o755)
@@ -206,11 +202,11 @@ func place(p mountPlan) error {
 			err = os.WriteFile(target, nil, 0o644)
 		}
 		if err != nil {
-			return fmt.Errorf("sandbox helper: mount point %s: %w", p.target, err)
+			return wrap("sandbox helper: mount point "+p.target, err)
 		}
 	}
-	if err := unix.MoveMount(p.fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("sandbox helper: mounting %s: %w", p.target, err)
+	if err := moveMount(p.fd, target); err != nil {
+		return wrap("sandbox helper: mounting "+p.target, err)
 	}
 	return nil
 }
@@ -223,20 +219,20 @@ func place(p mountPlan) error {
 // only bound left.
 func mountProc(processes int64, note func(string)) error {
 	target := newRoot + "/proc"
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-	if err := unix.Mount("proc", target, "proc", flags, ""); err != nil {
-		return fmt.Errorf("sandbox helper: mounting /proc: %w", err)
+	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC)
+	if err := syscall.Mount("proc", target, "proc", flags, ""); err != nil {
+		return wrap("sandbox helper: mounting /proc", err)
 	}
 	pidMax := strconv.FormatInt(max(processes, limits.RunMinProcesses), 10)
 	werr := os.WriteFile(target+"/sys/kernel/pid_max", []byte(pidMax), 0)
-	if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("sandbox helper: unmounting /proc: %w", err)
+	if err := syscall.Unmount(target, syscall.MNT_DETACH); err != nil {
+		return wrap("sandbox helper: unmounting /proc", err)
 	}
 	if werr != nil {
-		note(fmt.Sprintf("the PID namespace's process limit could not be set (%v): processes are bounded by RLIMIT_NPROC alone, which does not bind the host's root", werr))
+		note("the PID namespace's process limit could not be set (" + werr.Error() + "): processes are bounded by RLIMIT_NPROC alone, which does not bind the host's root")
 	}
-	if err := unix.Mount("proc", target, "proc", flags, "subset=pid"); err != nil {
-		return fmt.Errorf("sandbox helper: mounting /proc: %w", err)
+	if err := syscall.Mount("proc", target, "proc", flags, "subset=pid"); err != nil {
+		return wrap("sandbox helper: mounting /proc", err)
 	}
 	return nil
 }
@@ -244,20 +240,20 @@ func mountProc(processes int64, note func(string)) error {
 // pivot makes the new root the process's root, detaches the old one, and
 // makes the skeleton read-only.
 func pivot() error {
-	if err := unix.Chdir(newRoot); err != nil {
-		return fmt.Errorf("sandbox helper: %w", err)
+	if err := syscall.Chdir(newRoot); err != nil {
+		return wrap("sandbox helper", err)
 	}
-	if err := unix.PivotRoot(".", "."); err != nil {
-		return fmt.Errorf("sandbox helper: pivot_root: %w", err)
+	if err := syscall.PivotRoot(".", "."); err != nil {
+		return wrap("sandbox helper: pivot_root", err)
 	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("sandbox helper: detaching the host's root: %w", err)
+	if err := syscall.Unmount(".", syscall.MNT_DETACH); err != nil {
+		return wrap("sandbox helper: detaching the host's root", err)
 	}
-	if err := unix.Chdir("/"); err != nil {
-		return fmt.Errorf("sandbox helper: %w", err)
+	if err := syscall.Chdir("/"); err != nil {
+		return wrap("sandbox helper", err)
 	}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-		return fmt.Errorf("sandbox helper: making the root read-only: %w", err)
+	if err := mountSetattr(atFDCWD, "/", 0, mountAttrRdonly); err != nil {
+		return wrap("sandbox helper: making the root read-only", err)
 	}
 	return nil
 }

@@ -1,0 +1,315 @@
+package helper
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// WantABI is the Landlock ABI whose rights the rules use; older kernels
+// enforce what they know (best effort) and Run's result says so.
+const WantABI = 10
+
+// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
+func LandlockABI() int {
+	v, _, e := syscall.Syscall(sysLandlockCreateRuleset, 0, 0, landlockVersionArg)
+	if e != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// Landlock filesystem rights (uapi/linux/landlock.h).
+const (
+	llExecute    = 1 << 0
+	llWriteFile  = 1 << 1
+	llReadFile   = 1 << 2
+	llReadDir    = 1 << 3
+	llRemoveDir  = 1 << 4
+	llRemoveFile = 1 << 5
+	llMakeChar   = 1 << 6
+	llMakeDir    = 1 << 7
+	llMakeReg    = 1 << 8
+	llMakeSock   = 1 << 9
+	llMakeFifo   = 1 << 10
+	llMakeBlock  = 1 << 11
+	llMakeSym    = 1 << 12
+	llRefer      = 1 << 13
+	llTruncate   = 1 << 14
+
+	llRead  = llExecute | llReadFile | llReadDir
+	llWrite = llWriteFile | llRemoveDir | llRemoveFile | llMakeChar | llMakeDir | llMakeReg |
+		llMakeSock | llMakeFifo | llMakeBlock | llMakeSym | llTruncate
+	llFile = llExecute | llWriteFile | llTruncate | llReadFile
+)
+
+// handled is what a ruleset restricts on a kernel of Landlock ABI abi
+// (capped at WantABI): every filesystem right it knows, TCP (ABI 4) and
+// UDP (ABI 10) bind and connect with no rule granting any, and abstract
+// sockets and signals scoped (ABI 6).
+func handled(abi int) (fs, net, scoped uint64) {
+	abi = min(abi, WantABI)
+	fsBits := []int{0, 13, 14, 15, 15, 16, 16, 16, 16, 17, 17}[max(abi, 0)]
+	fs = 1<<fsBits - 1
+	switch {
+	case abi >= 10:
+		net = 1<<4 - 1
+	case abi >= 4:
+		net = 1<<2 - 1
+	}
+	if abi >= 6 {
+		scoped = 1<<2 - 1
+	}
+	return fs, net, scoped
+}
+
+// rule grants access beneath each of paths: of the rights the ruleset
+// handles, those of access (all of them when exact).
+type rule struct {
+	paths         []string
+	access        uint64
+	exact         bool
+	ignoreMissing bool
+}
+
+func roDirs(paths ...string) rule  { return rule{paths: paths, access: llRead} }
+func rwDirs(paths ...string) rule  { return rule{paths: paths, access: llRead | llWrite | llRefer} }
+func roFiles(paths ...string) rule { return rule{paths: paths, access: llRead & llFile} }
+func rwFiles(paths ...string) rule { return rule{paths: paths, access: (llRead | llWrite) & llFile} }
+
+// The system directories shown read-only, and the entries of /etc: what
+// programs read (the loader's cache, time zone, certificates), never
+// secrets (/etc/shadow, /etc/ssl/private: the host's user owns them, and
+// the container runs as that user).
+var (
+	systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
+	etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
+		"nsswitch.conf", "protocols", "services", "mime.types", "ssl/certs", "ca-certificates", "os-release",
+		"debian_version", "inputrc", "bash.bashrc", "profile", "gitconfig", "magic"}
+	devNodes = []string{"null", "zero", "full", "random", "urandom"}
+)
+
+// restrictLandlock applies the rules matching the container's view: in
+// full containment the paths are those of the new root (mounted lists the
+// protected paths it shows read-only); in reduced containment, the
+// host's, listed one by one (only the /etc entries above, the private tmp
+// Run made).
+func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
+	v := msg.View
+	budget := limits.RunMaxLandlockRules
+	var rules []rule
+	add := func(r rule) error {
+		if budget--; budget < 0 {
+			return errors.New("landlock: more than " + strconv.Itoa(limits.RunMaxLandlockRules) + " rules")
+		}
+		rules = append(rules, r)
+		return nil
+	}
+	for _, d := range systemDirs {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			add(roDirs(d))
+		}
+	}
+	if msg.Full {
+		// The view holds nothing else: listing directories reveals only it.
+		add(roDirs("/etc"))
+		add(rule{paths: []string{"/"}, access: llReadDir, exact: true})
+	} else {
+		for _, e := range etcEntries {
+			p := "/etc/" + e
+			if st, err := os.Stat(p); err == nil {
+				if st.IsDir() {
+					add(roDirs(p))
+				} else {
+					add(roFiles(p))
+				}
+			}
+		}
+		r := roFiles("/etc/passwd", "/etc/group", "/etc/hosts")
+		r.ignoreMissing = true
+		add(r)
+	}
+	add(roDirs("/proc"))
+	for _, d := range devNodes {
+		add(rwFiles("/dev/" + d))
+	}
+	if err := tmpRules(msg, tmp, add); err != nil {
+		return err
+	}
+	if len(v.ReadOnly) > 0 {
+		add(roDirs(v.ReadOnly...))
+	}
+	for _, root := range v.Writable {
+		if err := writableRules(root, protectedIn(v, root, mounted), add); err != nil {
+			return err
+		}
+	}
+	return restrictThread(rules)
+}
+
+// restrictThread sets no_new_privs and enforces the rules on the calling
+// thread only, which then execs the command: the command inherits its
+// domain, and the helper's other threads end at the exec. On a kernel
+// without the refer right (ABI 1), whose rulesets deny every rename and
+// link across directories, nothing is enforced, as go-landlock's best
+// effort does.
+func restrictThread(rules []rule) error {
+	if err := prctl(prSetNoNewPrivs, 1, 0); err != nil {
+		return wrap("no_new_privs", err)
+	}
+	fs, net, scoped := handled(LandlockABI())
+	if fs&llRefer == 0 {
+		return nil // no Landlock: Run has refused reduced containment then
+	}
+	attr := [3]uint64{fs, net, scoped}
+	r, _, e := syscall.Syscall(sysLandlockCreateRuleset, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if e != 0 {
+		return wrap("landlock_create_ruleset", e)
+	}
+	fd := int(r)
+	defer syscall.Close(fd)
+	for _, rl := range rules {
+		if err := addRule(fd, rl, fs); err != nil {
+			return err
+		}
+	}
+	if _, _, e := syscall.Syscall(sysLandlockRestrictSelf, uintptr(fd), 0, 0); e != 0 {
+		return wrap("landlock_restrict_self", e)
+	}
+	return nil
+}
+
+func addRule(ruleset int, r rule, fs uint64) error {
+	access := r.access & fs
+	if r.exact && access != r.access {
+		return errors.New("landlock: rights " + hex(r.access) + " not handled (" + hex(fs) + ")")
+	}
+	if access == 0 {
+		return nil
+	}
+	for _, p := range r.paths {
+		fd, err := syscall.Open(p, oPath|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.ENOENT) && r.ignoreMissing {
+			continue
+		}
+		if err != nil {
+			return wrap("landlock: "+p, err)
+		}
+		var attr [12]byte // packed: the access mask, then the descriptor
+		*(*uint64)(unsafe.Pointer(&attr[0])) = access
+		*(*int32)(unsafe.Pointer(&attr[8])) = int32(fd)
+		_, _, e := syscall.Syscall6(sysLandlockAddRule, uintptr(ruleset), landlockPathRule, uintptr(unsafe.Pointer(&attr[0])), 0, 0, 0)
+		syscall.Close(fd)
+		if e != 0 {
+			return wrap("landlock_add_rule "+p+" (rights "+hex(access)+")", e)
+		}
+	}
+	return nil
+}
+
+// tmpRules grants the private tmp read-write. Roots shown under it (full
+// containment, roots in the host's /tmp) would inherit that grant, so
+// then the directories leading to them are closed to new entries, and
+// the command's TMPDIR is a scratch directory beside them (ScratchDir).
+func tmpRules(msg *Message, tmp string, add func(rule) error) error {
+	under := rootsUnder(msg, tmp)
+	if len(under) == 0 {
+		return add(rwDirs(tmp))
+	}
+	return writableRules(tmp, under, add)
+}
+
+// rootsUnder lists the roots within dir.
+func rootsUnder(msg *Message, dir string) []string {
+	var out []string
+	if !msg.Full {
+		return nil
+	}
+	for _, r := range slices.Concat(msg.View.Writable, msg.View.ReadOnly) {
+		if within(dir, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// protectedIn lists the protected paths within root that Landlock must
+// keep read-only: those not mounted read-only (all of them in reduced
+// containment; in full containment those missing when the view was built,
+// which may exist by now). A read-only mount cannot be renamed or removed
+// either.
+func protectedIn(v *View, root string, mounted map[string]bool) []string {
+	var out []string
+	for _, p := range v.Protected {
+		if within(root, p) && !mounted[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// writableRules grants root read-write except for the protected paths:
+// the directory holding a protected path (the deepest one that exists),
+// and every directory between it and root, get read rights only, and each
+// of their other entries read-write, so the protected path can be neither
+// written nor created, renamed or removed. Symbolic links and special
+// files among those entries get nothing of their own.
+func writableRules(root string, protected []string, add func(rule) error) error {
+	closed := map[string]bool{}
+	keep := map[string]bool{}
+	for _, p := range protected {
+		keep[p] = true
+		d := parent(p)
+		for {
+			if _, err := os.Lstat(d); err == nil || d == root {
+				break
+			}
+			d = parent(d)
+		}
+		for ; within(root, d); d = parent(d) {
+			closed[d] = true
+			if d == root {
+				break
+			}
+		}
+	}
+	if !closed[root] {
+		return add(rwDirs(root))
+	}
+	var open func(dir string) error
+	open = func(dir string) error {
+		if err := add(roDirs(dir)); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return wrap("landlock: listing "+dir, err)
+		}
+		for _, e := range entries {
+			p := join(dir, e.Name())
+			switch {
+			case keep[p]:
+			case closed[p] && e.IsDir():
+				if err := open(p); err != nil {
+					return err
+				}
+			case e.IsDir():
+				err = add(rwDirs(p))
+			case e.Type().IsRegular():
+				err = add(rwFiles(p))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return open(root)
+}
+
+func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }

@@ -1,0 +1,129 @@
+package helper
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// The kernel interfaces package syscall does not name (see the package
+// comment for why not golang.org/x/sys/unix). System calls numbered from
+// 424 on have one number on every architecture.
+const (
+	sysOpenTree              = 428
+	sysMoveMount             = 429
+	sysCloseRange            = 436
+	sysMountSetattr          = 442
+	sysLandlockCreateRuleset = 444
+	sysLandlockAddRule       = 445
+	sysLandlockRestrictSelf  = 446
+
+	oPath              = 0x200000
+	atEmptyPath        = 0x1000
+	openTreeClone      = 0x1
+	atRecursive        = 0x8000
+	moveMountFEmpty    = 0x4
+	mountAttrRdonly    = 0x1
+	mountAttrNosuid    = 0x2
+	mountAttrNodev     = 0x4
+	closeRangeCloexecF = 0x4
+	prSetSeccomp       = 22
+	prCapbsetDrop      = 24
+	prSetNoNewPrivs    = 38
+	prCapAmbient       = 47
+	prCapAmbientClear  = 4
+	seccompModeFilter  = 2
+	capVersion3        = 0x20080522
+	capSysAdmin        = 21
+	rlimitNproc        = 6
+	rlimitMemlock      = 8
+	rlimitMsgqueue     = 12
+	landlockVersionArg = 0x1
+	landlockPathRule   = 1
+)
+
+func openTree(path string, flags int) (int, error) {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return -1, err
+	}
+	fd, _, e := syscall.Syscall(sysOpenTree, uintptr(atFDCWD), uintptr(unsafe.Pointer(p)), uintptr(flags))
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// atFDCWD is AT_FDCWD, a variable so that it converts to the uintptr a
+// system call takes.
+var atFDCWD = -100
+
+func moveMount(fd int, target string) error {
+	empty, t := []byte{0}, append([]byte(target), 0)
+	_, _, e := syscall.Syscall6(sysMoveMount, uintptr(fd), uintptr(unsafe.Pointer(&empty[0])), uintptr(atFDCWD), uintptr(unsafe.Pointer(&t[0])), moveMountFEmpty, 0)
+	return errnoErr(e)
+}
+
+// mountAttr is struct mount_attr.
+type mountAttr struct {
+	set, clr, propagation, userns uint64
+}
+
+// mountSetattr sets attributes on the mount at path (relative to dirfd;
+// "" with AT_EMPTY_PATH names dirfd's).
+func mountSetattr(dirfd int, path string, flags int, set uint64) error {
+	p := append([]byte(path), 0)
+	a := mountAttr{set: set}
+	_, _, e := syscall.Syscall6(sysMountSetattr, uintptr(dirfd), uintptr(unsafe.Pointer(&p[0])), uintptr(flags), uintptr(unsafe.Pointer(&a)), unsafe.Sizeof(a), 0)
+	return errnoErr(e)
+}
+
+func closeRangeCloexec(first uint) error {
+	_, _, e := syscall.Syscall(sysCloseRange, uintptr(first), ^uintptr(0)>>32, closeRangeCloexecF)
+	return errnoErr(e)
+}
+
+func prctl(option int, arg2, arg3 uintptr) error {
+	_, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, uintptr(option), arg2, arg3, 0, 0, 0)
+	return errnoErr(e)
+}
+
+// capHeader and capData are the capset structures (version 3: two data
+// elements, 64 capabilities).
+type capHeader struct {
+	version uint32
+	pid     int32
+}
+
+type capData struct {
+	effective, permitted, inheritable uint32
+}
+
+func clearCapabilities() error {
+	h := capHeader{version: capVersion3}
+	var d [2]capData
+	_, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0)
+	return errnoErr(e)
+}
+
+func setrlimit(res int, v int64) error {
+	lim := syscall.Rlimit{Cur: uint64(v), Max: uint64(v)}
+	_, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+	return errnoErr(e)
+}
+
+// loadSeccomp installs the filter on the calling thread, which then execs
+// the command (see restrictThread); no_new_privs must be set already.
+func loadSeccomp(filter []syscall.SockFilter) error {
+	prog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	err := prctl(prSetSeccomp, seccompModeFilter, uintptr(unsafe.Pointer(&prog)))
+	runtime.KeepAlive(filter)
+	return err
+}
+
+func errnoErr(e syscall.Errno) error {
+	if e != 0 {
+		return e
+	}
+	return nil
+}
