@@ -44,6 +44,8 @@ func BenchmarkScan(b *testing.B) {
 	}{
 		{"literal", "ErrShortBuffer", false},
 		{"literal-common", "context", false},
+		{"literal-upper", "Errorf", false},
+		{"literal-absent", "xcontext", false},
 		{"fold-literal", "(?i)CONTEXT", true},
 		{"regex-prefix", `func \(s \*server\d+\) handle`, false},
 		{"regex-no-literal", `[A-Z][a-z]+[0-9]{4}\b`, false},

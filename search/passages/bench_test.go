@@ -32,6 +32,8 @@ func BenchmarkFind(b *testing.B) {
 		{"exact", "needle", nil},
 		{"exact_1000", "needle", &Options{Limit: limits.PassagesMaxMatches}},
 		{"exact_common", "fox", &Options{Limit: limits.PassagesMaxMatches}},
+		{"exact_absent", "zebra", nil},
+		{"exact_none", "Zürich", nil},
 		{"fold", "NEEDLE", &Options{IgnoreCase: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
