@@ -10,23 +10,27 @@ import (
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/internal/linedfa"
+	"github.com/capkit/capkit/internal/literal"
 )
 
 // matcher finds the lines that match a grep pattern. It first looks for
 // a literal every match must contain (found by walking the parsed
-// pattern) with bytes.Index or bytes.IndexByte, which are vectorised, and
-// matches only the lines that contain it, with a lazy DFA
-// (internal/linedfa); without a literal, the DFA runs over the whole
-// text. Go's regexp, which has no DFA and is slow over large texts, is
-// the DFA's fallback.
+// pattern) with vectorised scans for its rare bytes (internal/literal, or
+// bytes.IndexByte for a case-folded one), and matches only the lines that
+// contain it, with a lazy DFA (internal/linedfa); without a literal, the
+// DFA runs over the whole text. Go's regexp, which has no DFA and is slow
+// over large texts, is the DFA's fallback.
 type matcher struct {
 	re *regexp.Regexp
 	// dfa matches lines in one pass; nil when the pattern is too large
 	// for it.
 	dfa *linedfa.DFA
 	// pre finds candidate positions: every match contains one. nil means
-	// every line is a candidate (or fold finds them).
+	// every line is a candidate (or exact or fold finds them).
 	pre prefilter
+	// exact finds a literal every match contains (case-sensitive), when
+	// set: the candidates, and the multiline files worth searching.
+	exact *literal.Finder
 	// fold finds the candidates of a case-folded literal, when set.
 	fold *foldPrefilter
 	// wholeDFA is set when the DFA runs over the whole text rather than on
@@ -39,9 +43,6 @@ type matcher struct {
 	// pure is set when a prefilter hit is a match (the pattern is its
 	// literal), so the regexp need not run.
 	pure bool
-	// required is a literal every match contains (case-sensitive), used to
-	// skip a whole multiline file; nil when there is none.
-	required []byte
 }
 
 // prefilter finds the next candidate position in b, or -1.
@@ -58,7 +59,7 @@ func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
 		m.dfa, _ = linedfa.New(re) // nil: too large for it, regexp matches
 	}
 	set, isSet := m.pre.(*byteSet)
-	m.wholeDFA = m.dfa != nil && m.fold == nil && (m.pre == nil || isSet && !set.rare())
+	m.wholeDFA = m.dfa != nil && m.exact == nil && m.fold == nil && (m.pre == nil || isSet && !set.rare())
 	return m
 }
 
@@ -89,7 +90,7 @@ func (m *matcher) choosePrefilter(expr string, fold bool) {
 	if !litFold {
 		// A line never holds a newline, so a literal with one is only a
 		// candidate there (multiline mode skips the line filter).
-		m.pre, m.pure, m.required = newExactPrefilter(b), whole && !bytes.Contains(b, []byte{'\n'}), b
+		m.exact, m.pure = literal.New(b), whole && !bytes.Contains(b, []byte{'\n'})
 		return
 	}
 	if p, ok := newFoldPrefilter(b); ok {
@@ -232,54 +233,6 @@ func requiredLiteral(re *syntax.Regexp) (lit []rune, fold, whole bool) {
 		return lit, fold, false
 	}
 	return nil, false, false
-}
-
-// exactPrefilter finds a case-sensitive literal by its rarest byte
-// (byteRank): bytes.Index scans for the literal's first byte, which in
-// source is often common ("context"), where a rare one skips most of a
-// text at IndexByte's speed.
-type exactPrefilter struct {
-	lit  []byte
-	rare byte // lit[at]
-	at   int
-}
-
-func newExactPrefilter(lit []byte) *exactPrefilter {
-	best, bestRank := 0, 1<<30
-	for i, c := range lit {
-		if r := byteRank(c); r < bestRank {
-			best, bestRank = i, r
-		}
-	}
-	return &exactPrefilter{lit: lit, rare: lit[best], at: best}
-}
-
-// next returns where the literal starts in b, or -1. Past a few false
-// hits for each 16 bytes scanned (a text full of the rare byte), it
-// leaves the rest to bytes.Index, which never takes quadratic time.
-func (p *exactPrefilter) next(b []byte) int {
-	n, fails := len(p.lit), 0
-	for from := p.at; from < len(b); {
-		i := bytes.IndexByte(b[from:], p.rare)
-		if i < 0 {
-			return -1
-		}
-		s := from + i - p.at
-		if s+n > len(b) {
-			return -1
-		}
-		if bytes.Equal(b[s:s+n], p.lit) {
-			return s
-		}
-		if fails++; fails > 4+from>>4 {
-			if j := bytes.Index(b[s+1:], p.lit); j >= 0 {
-				return s + 1 + j
-			}
-			return -1
-		}
-		from += i + 1
-	}
-	return -1
 }
 
 // foldPrefilter finds a case-insensitive literal by one of its bytes: the
@@ -431,6 +384,10 @@ func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher,
 	if m.fold != nil {
 		fold = &foldCursor{p: m.fold, lo: -1, up: -1}
 	}
+	var exact literal.Cursor
+	if m.exact != nil {
+		exact = m.exact.Cursor()
+	}
 	for pos < len(data) {
 		if n++; n%checkEvery == 0 && ctx.Err() != nil {
 			return
@@ -439,6 +396,10 @@ func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher,
 		switch {
 		case fold != nil:
 			at = fold.next(data, pos)
+		case m.exact != nil:
+			if i := exact.Next(data[pos:]); i >= 0 {
+				at = pos + i
+			}
 		case m.pre != nil:
 			if i := m.pre.next(data[pos:]); i >= 0 {
 				at = pos + i

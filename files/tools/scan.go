@@ -334,8 +334,10 @@ func appendLine(out []byte, name string, line int, text []byte, sep byte) []byte
 // multiline reports each match of the regexp over the whole text, with
 // the lines it spans.
 func (st *fileState) multiline(data []byte) {
-	if st.o.m.required != nil && !bytes.Contains(data, st.o.m.required) {
-		return
+	if ex := st.o.m.exact; ex != nil {
+		if c := ex.Cursor(); c.Next(data) < 0 {
+			return
+		}
 	}
 	pos, re := 0, st.o.m.re
 	for pos < len(data) {

@@ -251,36 +251,6 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// TestExactPrefilter: the literal found by its rarest byte is where
-// bytes.Index finds it, on random texts of a few bytes (rare byte
-// everywhere: the fallback to bytes.Index) and on source-like text.
-func TestExactPrefilter(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for iter := range 3000 {
-		alpha := "xyq\n"
-		if iter%2 == 0 {
-			alpha = "context Buffer\n"
-		}
-		text := make([]byte, rng.IntN(400))
-		for i := range text {
-			text[i] = alpha[rng.IntN(len(alpha))]
-		}
-		lit := make([]byte, 1+rng.IntN(5))
-		for i := range lit {
-			lit[i] = alpha[rng.IntN(len(alpha))]
-		}
-		if iter%3 == 0 && len(text) > 10 {
-			lit = text[5 : 5+min(len(text)-5, 1+rng.IntN(8))]
-		}
-		p := newExactPrefilter(lit)
-		for from := 0; from <= len(text); from += 1 + rng.IntN(7) {
-			if got, want := p.next(text[from:]), bytes.Index(text[from:], lit); got != want {
-				t.Fatalf("%q in %q: %d, bytes.Index %d", lit, text[from:], got, want)
-			}
-		}
-	}
-}
-
 // FuzzScanLines: for any pattern (as regexp, or literal) and text, the
 // scanner's matching lines (prefilters, DFA) are those regexp finds line
 // by line, with the same text.

@@ -18,23 +18,20 @@
 // UTF-8. At most limits.PassagesMaxMatches matches are returned; the
 // total is always exact.
 //
-// The search runs on the source's bytes: a vectorised scan for the
-// query's two rarest bytes at their distance (github.com/gofiber/utils/v2/simd),
-// each candidate verified, bytes.Index where candidates keep failing. It
+// The search runs on the source's bytes: vectorised scans for the
+// query's rare bytes (internal/literal), each candidate verified. It
 // counts code points only up to the last returned match, and validates
 // UTF-8 on a second core meanwhile.
 package passages
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"runtime/debug"
 	"unicode/utf8"
 
-	"github.com/gofiber/utils/v2/simd"
-
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/literal"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -264,34 +261,15 @@ type matcher interface {
 	each(ctx context.Context, b []byte, fn func(at, n int) bool) error
 }
 
-// exactMatcher finds byte-exact matches. For queries of two distinct
-// bytes or more it looks for the query's two rarest bytes at their
-// distance with a vectorised pair scan (simd.MemchrPair) and verifies
-// each candidate; where candidates keep failing, bytes.Index finishes the
-// window, so no text makes verification dominate.
+// exactMatcher finds byte-exact matches by the query's rare bytes
+// (internal/literal).
 type exactMatcher struct {
 	q []byte
-	// b1 at q[i1] and b2 at q[i1+dist] are the rarest bytes, when pair.
-	b1, b2   byte
-	i1, dist int
-	pair     bool
+	f *literal.Finder
 }
 
 func newExactMatcher(q []byte) *exactMatcher {
-	m := &exactMatcher{q: q}
-	if len(q) < 2 {
-		return m
-	}
-	info := simd.SelectRareBytes(q)
-	b1, i1, b2, i2 := info.Byte1, info.Index1, info.Byte2, info.Index2
-	if b1 == b2 {
-		return m
-	}
-	if i1 > i2 {
-		b1, b2, i1, i2 = b2, b1, i2, i1
-	}
-	m.b1, m.b2, m.i1, m.dist, m.pair = b1, b2, i1, i2-i1, true
-	return m
+	return &exactMatcher{q: q, f: literal.New(q)}
 }
 
 func (m *exactMatcher) each(ctx context.Context, b []byte, fn func(at, n int) bool) error {
@@ -303,9 +281,9 @@ func (m *exactMatcher) each(ctx context.Context, b []byte, fn func(at, n int) bo
 		// Search a window of checkEvery bytes (plus what a match starting
 		// in it needs), so the context is seen between windows.
 		win := b[off:min(len(b), off+checkEvery+n-1)]
-		budget := len(win)
+		c := m.f.Cursor()
 		for at := 0; ; {
-			i := m.index(win[at:], &budget)
+			i := c.Next(win[at:])
 			if i < 0 {
 				break
 			}
@@ -317,37 +295,6 @@ func (m *exactMatcher) each(ctx context.Context, b []byte, fn func(at, n int) bo
 		off += len(win) - n + 1
 	}
 	return nil
-}
-
-// index returns the offset of the first match in w or -1. budget is the
-// verification work (bytes compared in failed candidates) the window may
-// still spend before bytes.Index takes over.
-func (m *exactMatcher) index(w []byte, budget *int) int {
-	if !m.pair || *budget <= 0 {
-		return bytes.Index(w, m.q)
-	}
-	n := len(m.q)
-	for start := m.i1; start+n-m.i1 <= len(w); {
-		c := simd.MemchrPair(w[start:], m.b1, m.b2, m.dist)
-		if c < 0 {
-			return -1
-		}
-		pos := start + c - m.i1
-		if pos+n > len(w) {
-			return -1
-		}
-		if bytes.Equal(w[pos:pos+n], m.q) {
-			return pos
-		}
-		if *budget -= n; *budget <= 0 {
-			if i := bytes.Index(w[pos+1:], m.q); i >= 0 {
-				return pos + 1 + i
-			}
-			return -1
-		}
-		start += c + 1
-	}
-	return -1
 }
 
 // ErrChanged is the cause of the integrity failure of a source that
