@@ -47,25 +47,6 @@ func BenchmarkFind(b *testing.B) {
 	}
 }
 
-// BenchmarkExact runs the byte-exact matcher alone over the whole bench
-// source, counting matches: Find's time is mostly the UTF-8 validation
-// that runs beside it on a second core.
-func BenchmarkExact(b *testing.B) {
-	src := benchSource(b)
-	for _, q := range []string{"needle", "fox", "zebra", "Zürich", "café"} {
-		b.Run(q, func(b *testing.B) {
-			m := newExactMatcher([]byte(q))
-			b.SetBytes(int64(len(src)))
-			for b.Loop() {
-				n := 0
-				if err := m.each(context.Background(), src, func(int, int) bool { n++; return true }); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkFindFile searches the file named by CAPKIT_PASSAGES_BENCH_FILE
 // (bench/search.sh builds one) for CAPKIT_PASSAGES_BENCH_QUERY.
 func BenchmarkFindFile(b *testing.B) {
