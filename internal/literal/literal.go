@@ -36,10 +36,12 @@ type Finder struct {
 	rare byte
 	at   int
 	// b1 at lit[i1] and b2 at lit[i1+dist] are the two rarest distinct
-	// bytes, when the literal has two distinct bytes (pair).
+	// bytes, when the literal has two distinct bytes (then is pair).
 	b1, b2   byte
 	i1, dist int
-	pair     bool
+	// then is the scan after the single-byte one: pair when the literal
+	// has two distinct bytes, else index.
+	then scan
 	// singleUnit and pairUnit are the bytes each scan passes for each
 	// false hit it may verify (see singleMisses and pairMisses).
 	singleUnit, pairUnit int
@@ -61,7 +63,7 @@ const pairMisses = 16
 // change it).
 func New(lit []byte) *Finder {
 	n := len(lit)
-	f := &Finder{lit: lit, singleUnit: max(n, singleMisses), pairUnit: max(n, pairMisses)}
+	f := &Finder{lit: lit, then: index, singleUnit: max(n, singleMisses), pairUnit: max(n, pairMisses)}
 	if n == 0 {
 		return f
 	}
@@ -74,7 +76,7 @@ func New(lit []byte) *Finder {
 	if i1 > i2 {
 		b1, b2, i1, i2 = b2, b1, i2, i1
 	}
-	f.b1, f.b2, f.i1, f.dist, f.pair = b1, b2, i1, i2-i1, true
+	f.b1, f.b2, f.i1, f.dist, f.then = b1, b2, i1, i2-i1, pair
 	return f
 }
 
@@ -105,21 +107,43 @@ const (
 
 // Next returns the offset of the first occurrence of the literal in b, or
 // -1 (0 for an empty literal, like bytes.Index). The work is linear in
-// len(b) and the literal's length.
+// len(b) and the literal's length. Both scans are in this one function:
+// calls come once per match, and a call more shows where matches are
+// dense.
 func (c *Cursor) Next(b []byte) int {
-	from := 0
+	f := &c.f
+	n := len(f.lit)
+	from := 0 // no occurrence starts before
 	if c.scan == single {
-		if from = c.single(b); c.scan == single {
-			return from
+		if n == 0 {
+			return 0
+		}
+		for at := f.at; c.scan == single; {
+			if at >= len(b) {
+				return -1
+			}
+			i := bytes.IndexByte(b[at:], f.rare)
+			if i < 0 {
+				c.scanned += len(b) - at
+				return -1
+			}
+			c.scanned += i + 1
+			s := at + i - f.at
+			if s+n > len(b) {
+				return -1
+			}
+			if bytes.Equal(b[s:s+n], f.lit) {
+				return s
+			}
+			if c.fails++; c.fails > 1+c.scanned/f.singleUnit {
+				c.scan, from = f.then, s+1
+			}
+			at += i + 1
 		}
 	}
-	f := &c.f
 	if c.scan == index {
 		return indexFrom(b, f.lit, from)
 	}
-	// The pair scan is here rather than in a function of its own: a call
-	// per match shows where matches are dense.
-	n := len(f.lit)
 	fails := 0
 	for start := from + f.i1; start+n-f.i1 <= len(b); {
 		i := simd.MemchrPair(b[start:], f.b1, f.b2, f.dist)
@@ -137,41 +161,6 @@ func (c *Cursor) Next(b []byte) int {
 			return indexFrom(b, f.lit, pos+1)
 		}
 		start += i + 1
-	}
-	return -1
-}
-
-// single scans b for the rare byte and returns where the literal starts,
-// or -1. When its hits have failed too often it changes c.scan and
-// returns the offset before which no occurrence starts.
-func (c *Cursor) single(b []byte) int {
-	f := &c.f
-	n := len(f.lit)
-	if n == 0 {
-		return 0
-	}
-	for from := f.at; from < len(b); {
-		i := bytes.IndexByte(b[from:], f.rare)
-		if i < 0 {
-			c.scanned += len(b) - from
-			return -1
-		}
-		c.scanned += i + 1
-		s := from + i - f.at
-		if s+n > len(b) {
-			return -1
-		}
-		if bytes.Equal(b[s:s+n], f.lit) {
-			return s
-		}
-		if c.fails++; c.fails > 1+c.scanned/f.singleUnit {
-			c.scan = index
-			if f.pair {
-				c.scan = pair
-			}
-			return s + 1
-		}
-		from += i + 1
 	}
 	return -1
 }
