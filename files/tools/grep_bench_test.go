@@ -3,25 +3,15 @@ package tools
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"regexp"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/capkit/capkit/internal/testkit"
+
 	"golang.org/x/sys/unix"
 )
-
-// goSourceText is source-like text: 8 MiB of lines of Go.
-func goSourceText() []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < 8<<20; i++ {
-		fmt.Fprintf(&b, "func (s *server%d) handle(ctx context.Context, req *Request) error {\n", i)
-		fmt.Fprintf(&b, "\tif err := s.check(req.ID%d); err != nil {\n\t\treturn fmt.Errorf(\"check: %%w\", err)\n\t}\n", i)
-		b.WriteString("\treturn nil\n}\n\n")
-	}
-	return b.Bytes()
-}
 
 // threadCPU is the CPU time of the calling thread.
 func threadCPU(b *testing.B) time.Duration {
@@ -37,7 +27,7 @@ func threadCPU(b *testing.B) time.Duration {
 // also reports the throughput in the thread's CPU time (cpu-MB/s), which
 // the other processes of a loaded machine disturb less than wall time.
 func BenchmarkScan(b *testing.B) {
-	data := goSourceText()
+	data := testkit.GoSource(8 << 20)
 	for _, c := range []struct {
 		name, expr string
 		fold       bool

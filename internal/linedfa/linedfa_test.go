@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
+
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 // refLines is the reference: the bounds of every line of data that re
@@ -77,21 +79,10 @@ func checkSameWith(t testing.TB, expr string, data []byte, budget, minStream int
 	}
 }
 
-// goSourceText is 8 MiB of lines of Go-like source.
-func goSourceText() []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < 8<<20; i++ {
-		fmt.Fprintf(&b, "func (s *server%d) handle(ctx context.Context, req *Request) error {\n", i)
-		fmt.Fprintf(&b, "\tif err := s.check(req.ID%d); err != nil {\n\t\treturn fmt.Errorf(\"check: %%w\", err)\n\t}\n", i)
-		b.WriteString("\treturn nil\n}\n\n")
-	}
-	return b.Bytes()
-}
-
 // BenchmarkLines finds the matching lines of 8 MiB of Go-like source
 // (checked against regexp first).
 func BenchmarkLines(b *testing.B) {
-	data := goSourceText()
+	data := testkit.GoSource(8 << 20)
 	for _, expr := range []string{`(?m)[A-Z][a-z]+[0-9]{3}[a-z]`, `(?m)[A-Z][a-z]+[0-9]{4}\b`, `(?mi)CONTEXT`} {
 		re := regexp.MustCompile(expr)
 		l, err := New(re)

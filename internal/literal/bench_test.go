@@ -2,22 +2,12 @@ package literal
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
+
+	"github.com/capkit/capkit/internal/testkit"
 
 	"github.com/gofiber/utils/v2/simd"
 )
-
-// sourceText is 1 MiB of lines of Go.
-func sourceText() []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < 1<<20; i++ {
-		fmt.Fprintf(&b, "func (s *server%d) handle(ctx context.Context, req *Request) error {\n", i)
-		fmt.Fprintf(&b, "\tif err := s.check(req.ID%d); err != nil {\n\t\treturn fmt.Errorf(\"check: %%w\", err)\n\t}\n", i)
-		b.WriteString("\treturn nil\n}\n\n")
-	}
-	return b.Bytes()
-}
 
 // proseText is 1 MiB of a line of prose with accents and CJK, "needle"
 // every 500 lines.
@@ -38,7 +28,7 @@ func BenchmarkNext(b *testing.B) {
 	for _, text := range []struct {
 		name string
 		b    []byte
-	}{{"source", sourceText()}, {"prose", proseText()}} {
+	}{{"source", testkit.GoSource(1 << 20)}, {"prose", proseText()}} {
 		for _, q := range []string{"ErrShortBuffer", "context", "err", "needle", "fox", "Errorf", "café"} {
 			lit := []byte(q)
 			for _, peer := range []struct {
