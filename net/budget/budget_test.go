@@ -386,32 +386,42 @@ func awaitFile(t *testing.T, path string) {
 func TestKillBetweenReserveAndSettle(t *testing.T) {
 	eachStore(t, func(t *testing.T, loc string) {
 		b := open(t, loc, policy(10, 1000), nil)
-		c := testkit.StartChild(t, "TestChildReserveAndHang", childEnv+"="+loc)
-		sc := bufio.NewScanner(c.Stdout)
-		var id string
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "reserved "); ok {
-				id = v
-				break
-			}
-		}
-		c.Kill(t)
-		if killed, _ := c.Wait(); !killed || id == "" {
-			t.Fatalf("child not killed after reserving (id %q)", id)
-		}
-		st, err := b.Status(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.WindowBytes != 600 || len(st.Open) != 1 || st.Open[0].ID != id || st.Open[0].Bytes != 600 {
-			t.Fatalf("after SIGKILL: %+v", st)
-		}
+		id := killChargedChild(t, b, loc, "TestChildReserveAndHang", "reserved")
 		wantCode(t, must(b.Reserve(context.Background(), "x", 401)), fault.Deferred, "400 of its 1000")
 		// An operator settles it once the outcome is known.
 		if err := b.Settle(context.Background(), id, 600, Outcome{}); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// killChargedChild runs the child test, which prints "<what> ID" once it
+// reserved 600 bytes as "victim" and then hangs; it SIGKILLs the child and
+// checks that the reservation ID stays open, charged in full. It returns
+// ID.
+func killChargedChild(t *testing.T, b *Budget, loc, child, what string) string {
+	t.Helper()
+	c := testkit.StartChild(t, child, childEnv+"="+loc)
+	sc := bufio.NewScanner(c.Stdout)
+	var id string
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), what+" "); ok {
+			id = v
+			break
+		}
+	}
+	c.Kill(t)
+	if killed, _ := c.Wait(); !killed || id == "" {
+		t.Fatalf("child not killed after it %s (id %q)", what, id)
+	}
+	st, err := b.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.WindowBytes != 600 || len(st.Open) != 1 || st.Open[0].ID != id || st.Open[0].Bytes != 600 {
+		t.Fatalf("after SIGKILL: %+v", st)
+	}
+	return id
 }
 
 func TestChildReserveAndHang(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,26 +152,7 @@ func TestChildHoldLease(t *testing.T) {
 func TestKillBeforeDeferredSettlementIsWritten(t *testing.T) {
 	eachStore(t, func(t *testing.T, loc string) {
 		b := open(t, loc, policy(10, 1000), nil)
-		c := testkit.StartChild(t, "TestChildSettleAndHang", childEnv+"="+loc)
-		sc := bufio.NewScanner(c.Stdout)
-		var id string
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "settled "); ok {
-				id = v
-				break
-			}
-		}
-		c.Kill(t)
-		if killed, _ := c.Wait(); !killed || id == "" {
-			t.Fatalf("child not killed after settling (id %q)", id)
-		}
-		st, err := b.Status(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.WindowBytes != 600 || len(st.Open) != 1 || st.Open[0].ID != id || st.Open[0].Bytes != 600 {
-			t.Fatalf("after SIGKILL: %+v", st)
-		}
+		killChargedChild(t, b, loc, "TestChildSettleAndHang", "settled")
 	})
 }
 
