@@ -102,8 +102,14 @@ var benchModes = []struct {
 func benchCall(b *testing.B, opts Options, tool, args string) {
 	p := startBenchPeer(b, &opts)
 	defer p.stop()
+	benchToolsCall(b, p, tool, args)
+}
+
+// benchToolsCall times tools/call round trips of tool with args over p,
+// after one checked to succeed.
+func benchToolsCall(b *testing.B, p *benchPeer, tool, args string) {
 	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`+"\n", tool, args)
-	head := make([]byte, 64)
+	head := make([]byte, 200)
 	n := p.roundTrip(b, req, head)
 	if !bytes.Contains(head, []byte(`"result"`)) || bytes.Contains(head, []byte(`"isError"`)) {
 		b.Fatalf("unexpected response %q", head)

@@ -86,18 +86,5 @@ func benchReadFile(b *testing.B, root, path string, limit int, sockets bool) {
 	if limit == 0 {
 		args = fmt.Sprintf(`{"path":%q}`, path)
 	}
-	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":%s}}`+"\n", args)
-	head := make([]byte, 200)
-	n := p.roundTrip(b, req, head)
-	if bytes.Contains(head, []byte(`"isError"`)) || !bytes.Contains(head, []byte(`"result"`)) {
-		b.Fatalf("unexpected response %q", head)
-	}
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuMeter(b)
-	for b.Loop() {
-		p.roundTrip(b, req, nil)
-	}
-	cpu()
+	benchToolsCall(b, p, "read_file", args)
 }
