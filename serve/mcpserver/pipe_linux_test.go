@@ -24,15 +24,12 @@ func procInt(t *testing.T, path string) int {
 }
 
 func TestGrowOutputSocket(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, peer := os.NewFile(uintptr(fds[0]), "out"), os.NewFile(uintptr(fds[1]), "peer")
+	out, peer := socketPair(t)
 	defer out.Close()
 	defer peer.Close()
+	fd := int(out.Fd())
 	growOutput(out)
-	got, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF)
+	got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,21 +59,18 @@ func TestGrowOutputPipe(t *testing.T) {
 // TestGrowOutputKeepsLarger: a socket whose send buffer was set larger
 // keeps it.
 func TestGrowOutputKeepsLarger(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, peer := os.NewFile(uintptr(fds[0]), "out"), os.NewFile(uintptr(fds[1]), "peer")
+	out, peer := socketPair(t)
 	defer out.Close()
 	defer peer.Close()
+	fd := int(out.Fd())
 	if procInt(t, "/proc/sys/net/core/wmem_max") < 2*pipeBytes {
 		t.Skip("wmem_max is too small to set a send buffer larger than growOutput's")
 	}
-	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 2*pipeBytes); err != nil {
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 2*pipeBytes); err != nil {
 		t.Fatal(err)
 	}
 	growOutput(out)
-	if got, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil || got != 4*pipeBytes {
+	if got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil || got != 4*pipeBytes {
 		t.Errorf("SO_SNDBUF = %d (%v), want %d", got, err, 4*pipeBytes)
 	}
 }

@@ -13,10 +13,10 @@ import (
 
 // socketPair is a connected pair of stream sockets, as Node gives a
 // server it starts for stdio.
-func socketPair(b *testing.B) (*os.File, *os.File) {
+func socketPair(tb testing.TB) (*os.File, *os.File) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return os.NewFile(uintptr(fds[0]), "sock0"), os.NewFile(uintptr(fds[1]), "sock1")
 }
