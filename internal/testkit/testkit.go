@@ -31,7 +31,14 @@ const CallTimeout = 30 * time.Second
 // error. register is a capability package's RegisterTools.
 func Runtime[O any](t testing.TB, register func(*kernel.Builder, O) error, opts O) *kernel.Runtime {
 	t.Helper()
-	b := kernel.NewBuilder(nil)
+	return build(t, nil, register, opts)
+}
+
+// build registers tools with register(b, opts) on a builder with kopts
+// and builds the runtime, failing the test on error.
+func build[O any](t testing.TB, kopts *kernel.Options, register func(*kernel.Builder, O) error, opts O) *kernel.Runtime {
+	t.Helper()
+	b := kernel.NewBuilder(kopts)
 	if err := register(b, opts); err != nil {
 		t.Fatal(err)
 	}

@@ -12,18 +12,10 @@ import (
 // that a test can put a result at its tool's bound and one past it.
 func RuntimeBound[O any](t testing.TB, register func(*kernel.Builder, O) error, opts O, max int64) *kernel.Runtime {
 	t.Helper()
-	b := kernel.NewBuilder(&kernel.Options{PolicyOverride: func(p kernel.Policy) kernel.Policy {
+	return build(t, &kernel.Options{PolicyOverride: func(p kernel.Policy) kernel.Policy {
 		p.MaxOutputBytes = max
 		return p
-	}})
-	if err := register(b, opts); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt
+	}}, register, opts)
 }
 
 // WindowCalls is the most calls Windows makes before failing the test.
