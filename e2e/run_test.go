@@ -14,6 +14,36 @@ import (
 // edit_file, and proves the fix with run_test; run_shell, not granted, is
 // not offered.
 func TestRunTestOverMCP(t *testing.T) {
+	cfg := failingGoProject(t, "", "")
+	c := stdioClient(t, "--config", cfg)
+	tools := c.tools(t)
+	if tools["run_test"] == nil || tools["run_shell"] != nil {
+		t.Fatalf("run_test listed: %v, run_shell listed: %v", tools["run_test"] != nil, tools["run_shell"] != nil)
+	}
+	text, code := c.call(t, "run_test", map[string]any{})
+	want(t, "run_test", code, "")
+	if !strings.HasPrefix(text, "exit code 1") || !strings.Contains(text, "Sum(2, 3) = -1, want 5") {
+		t.Fatalf("the failing test did not fail:\n%s", text)
+	}
+	_, code = c.call(t, "run_test", map[string]any{"args": []string{"-run=TestSum; touch x"}})
+	want(t, "run_test with a refused argument", code, "denied")
+	_, code = c.call(t, "read_file", map[string]any{"path": "sum.go"})
+	want(t, "read_file", code, "")
+	_, code = c.call(t, "edit_file", map[string]any{"path": "sum.go", "old_string": "return a - b", "new_string": "return a + b"})
+	want(t, "edit_file", code, "")
+	text, code = c.call(t, "run_test", map[string]any{"args": []string{"-run=TestSum"}})
+	want(t, "run_test", code, "")
+	if !strings.HasPrefix(text, "exit code 0") || !strings.Contains(text, "ok  \texample.com/sum") {
+		t.Fatalf("the fixed test did not pass:\n%s", text)
+	}
+}
+
+// failingGoProject writes a Go module whose test fails (Sum subtracts) and
+// a capkit.toml granting read_file, edit_file, run_test and tool_search
+// on it, plus the effects in extraEffects (`, "run_shell"`) and the TOML
+// in extraTOML; it returns the configuration's path.
+func failingGoProject(t *testing.T, extraEffects, extraTOML string) string {
+	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no Go toolchain on PATH")
@@ -43,35 +73,71 @@ func TestRunTestOverMCP(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`[[root]]
 path = %q
 [actor.assistant]
-effects = ["read_file", "edit_file", "run_test", "tool_search"]
+effects = ["read_file", "edit_file", "run_test", "tool_search"%s]
 [run]
 env = { PATH = "%s:/usr/bin:/bin", GOCACHE = %q, GOTOOLCHAIN = "local", GOPROXY = "off" }
 cache = [%q]
 [test]
 command = ["go", "test", "./..."]
 args = "-run=[A-Za-z0-9_]+"
-`, proj, filepath.Dir(goBin), cache, cache)), 0o644); err != nil {
+%s`, proj, extraEffects, filepath.Dir(goBin), cache, cache, extraTOML)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := stdioClient(t, "--config", cfg)
-	tools := c.tools(t)
-	if tools["run_test"] == nil || tools["run_shell"] != nil {
-		t.Fatalf("run_test listed: %v, run_shell listed: %v", tools["run_test"] != nil, tools["run_shell"] != nil)
+	return cfg
+}
+
+// TestTypeScriptClientRunTools drives the run group with the TypeScript
+// SDK's client, which checks every structuredContent against the tool's
+// output schema: the verifier loop (run_test fails, edit_file, run_test
+// passes), run_build, and run_shell found by tool_search, in success and
+// in each failure a model can drive it to (a refused argument, an empty
+// command, a deadline, a working directory outside every root), plus an
+// output past the bound, cut with the bytes it omitted.
+func TestTypeScriptClientRunTools(t *testing.T) {
+	modules := nodeModules(t)
+	cfg := failingGoProject(t, `, "run_shell"`, "[build]\ncommand = [\"go\", \"vet\", \"./...\"]\n")
+	plan := tsPlan{Transport: "stdio", Command: capkit, Args: []string{"--config", cfg, "serve"}, Cwd: filepath.Dir(cfg)}
+	plan.Steps = []tsStep{
+		{Op: "list"},
+		{Op: "call", Tool: "run_test"},
+		{Op: "call", Tool: "run_test", Args: map[string]any{"args": []string{"-run=TestSum; touch x"}}, want: "denied"},
+		{Op: "call", Tool: "tool_search", Args: map[string]any{"query": "run shell command"}},
+		{Op: "list"},
+		{Op: "call", Tool: "run_build"},
+		{Op: "call", Tool: "read_file", Args: map[string]any{"path": "sum.go"}},
+		{Op: "call", Tool: "edit_file", Args: map[string]any{"path": "sum.go", "old_string": "return a - b", "new_string": "return a + b"}},
+		{Op: "call", Tool: "run_test", Args: map[string]any{"args": []string{"-run=TestSum"}}},
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "echo hello; exit 3"}},
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "head -c 200000 /dev/zero | tr '\\0' a"}},
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": ""}, want: "invalid_input"},
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "sleep 60", "timeout_seconds": 1}, want: "limit"},
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "true", "cwd": "/"}, want: "denied"},
 	}
-	text, code := c.call(t, "run_test", map[string]any{})
-	want(t, "run_test", code, "")
-	if !strings.HasPrefix(text, "exit code 1") || !strings.Contains(text, "Sum(2, 3) = -1, want 5") {
-		t.Fatalf("the failing test did not fail:\n%s", text)
+	out := runTS(t, modules, plan)
+	checkCalls(t, plan.Steps, out)
+	hot := map[string]bool{}
+	for _, tl := range out.Results[0].Tools {
+		hot[tl.Name] = true
 	}
-	_, code = c.call(t, "run_test", map[string]any{"args": []string{"-run=TestSum; touch x"}})
-	want(t, "run_test with a refused argument", code, "denied")
-	_, code = c.call(t, "read_file", map[string]any{"path": "sum.go"})
-	want(t, "read_file", code, "")
-	_, code = c.call(t, "edit_file", map[string]any{"path": "sum.go", "old_string": "return a - b", "new_string": "return a + b"})
-	want(t, "edit_file", code, "")
-	text, code = c.call(t, "run_test", map[string]any{"args": []string{"-run=TestSum"}})
-	want(t, "run_test", code, "")
-	if !strings.HasPrefix(text, "exit code 0") || !strings.Contains(text, "ok  \texample.com/sum") {
-		t.Fatalf("the fixed test did not pass:\n%s", text)
+	listed := map[string]bool{}
+	for _, tl := range out.Results[4].Tools {
+		listed[tl.Name] = true
+	}
+	if !hot["run_test"] || hot["run_shell"] || !listed["run_shell"] || !listed["run_build"] {
+		t.Errorf("run_test hot %v, run_shell hot %v; after tool_search run_shell %v, run_build %v",
+			hot["run_test"], hot["run_shell"], listed["run_shell"], listed["run_build"])
+	}
+	for i, want := range map[int][]string{
+		1:  {"exit code 1", "Sum(2, 3) = -1, want 5"},
+		5:  {"exit code 0"},
+		8:  {"exit code 0", "ok  \texample.com/sum"},
+		9:  {"exit code 3", "hello"},
+		10: {"exit code 0", "bytes omitted"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(out.Results[i].Text, w) {
+				t.Errorf("step %d %s: text lacks %q:\n%.600s", i, plan.Steps[i].Tool, w, out.Results[i].Text)
+			}
+		}
 	}
 }
