@@ -118,16 +118,16 @@ type SearchArgs struct {
 	Offset   int    `json:"offset,omitempty" jsonschema:"hits to skip first, in rank order: the previous answer's next_offset; default 0"`
 }
 
-// Window is where a tool's list was cut to fit the output bound: Offset
+// Page is where a tool's list was cut to fit the output bound: Offset
 // is its first item shown (0-based), NextOffset the offset of the next
 // window (0: none follows).
-type Window struct {
+type Page struct {
 	Offset     int `json:"offset,omitzero"`
 	NextOffset int `json:"next_offset,omitzero"`
 }
 
 // footer is the line that says where the next window starts.
-func (w Window) footer(tool string, shown int) string {
+func (w Page) footer(tool string, shown int) string {
 	if w.Offset == 0 && w.NextOffset == 0 {
 		return ""
 	}
@@ -141,7 +141,7 @@ func (w Window) footer(tool string, shown int) string {
 // SearchWindow is semindex_search's result.
 type SearchWindow struct {
 	SearchResult
-	Window
+	Page
 }
 
 // ToolText is what the model reads.
@@ -152,7 +152,7 @@ func (r SearchWindow) ToolText() string {
 // StatusWindow is semindex_status's result.
 type StatusWindow struct {
 	Status
-	Window
+	Page
 }
 
 // ToolText is what the model reads.
@@ -169,7 +169,7 @@ type AuditArgs struct {
 // AuditWindow is semindex_audit's result.
 type AuditWindow struct {
 	AuditReport
-	Window
+	Page
 }
 
 // ToolText is what the model reads.
@@ -355,7 +355,7 @@ Example: {"index": "work/sem.db", "query": "a fast animal", "limit": 5}`, limits
 					return SearchWindow{}, err
 				}
 				return toolkit.Prefix(call, r.Hits, in.Offset, "hit", func(shown []Hit, next int) SearchWindow {
-					w := SearchWindow{SearchResult: *r, Window: Window{Offset: in.Offset, NextOffset: next}}
+					w := SearchWindow{SearchResult: *r, Page: Page{Offset: in.Offset, NextOffset: next}}
 					w.Hits = shown
 					return w
 				})
@@ -379,7 +379,7 @@ Example: {"index": "work/sem.db", "current": {"doc-1": "sha256-of-doc-1"}}`,
 					return StatusWindow{}, err
 				}
 				return toolkit.Prefix(call, st.Entries, in.Offset, "entry", func(shown []RefStatus, next int) StatusWindow {
-					w := StatusWindow{Status: *st, Window: Window{Offset: in.Offset, NextOffset: next}}
+					w := StatusWindow{Status: *st, Page: Page{Offset: in.Offset, NextOffset: next}}
 					w.Entries = shown
 					return w
 				})
@@ -407,7 +407,7 @@ Example: {"index": "work/sem.db"}`,
 					return AuditWindow{}, err
 				}
 				return toolkit.Prefix(call, rep.Problems, in.Offset, "problem", func(shown []AuditProblem, next int) AuditWindow {
-					w := AuditWindow{AuditReport: *rep, Window: Window{Offset: in.Offset, NextOffset: next}}
+					w := AuditWindow{AuditReport: *rep, Page: Page{Offset: in.Offset, NextOffset: next}}
 					w.Problems = shown
 					return w
 				})
