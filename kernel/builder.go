@@ -73,6 +73,12 @@ type Options struct {
 	// control. The returned policy is checked like any other (hard limits)
 	// and must keep the name.
 	PolicyOverride func(Policy) Policy
+	// CheckOutput validates every successful result's structured content
+	// against its tool's output schema, as clients such as the MCP
+	// TypeScript SDK's do, and fails a call whose result does not match
+	// with internal. It decodes every result once more, so it is meant
+	// for tests; a result that does not match is a tool's defect.
+	CheckOutput bool
 }
 
 type tool struct {
@@ -168,8 +174,9 @@ func (b *Builder) Build() (*Runtime, error) {
 		tools:      b.tools,
 		audit:      b.opts.Audit,
 		log:        log,
-		toolSearch: !b.opts.DisableToolSearch,
-		workers:    newWorkers(),
+		toolSearch:  !b.opts.DisableToolSearch,
+		checkOutput: b.opts.CheckOutput,
+		workers:     newWorkers(),
 	}
 	b.entries, b.tools = nil, nil
 	return rt, nil

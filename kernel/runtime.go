@@ -16,8 +16,10 @@ type Runtime struct {
 	audit      *slog.Logger
 	log        *slog.Logger
 	toolSearch bool
-	sessions   atomic.Uint64
-	workers    *workers
+	// checkOutput is Options.CheckOutput.
+	checkOutput bool
+	sessions    atomic.Uint64
+	workers     *workers
 }
 
 // Catalog returns the runtime's catalog.

@@ -172,6 +172,9 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 	if a != nil {
 		entry = a.call.Tool
 	}
+	if err == nil && s.rt.checkOutput {
+		err = matchesOutputSchema(entry, res)
+	}
 	var code fault.Code
 	var out int64
 	if err != nil {
@@ -202,6 +205,18 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 			slog.Int64("out_bytes", out), slog.Int64("duration_us", time.Since(start).Microseconds()))
 	}
 	return res, err
+}
+
+// matchesOutputSchema fails with internal when res's structured content
+// does not match its tool's output schema (Options.CheckOutput).
+func matchesOutputSchema(e *catalog.Entry, res *Result) error {
+	if e == nil || len(res.Structured) == 0 {
+		return nil
+	}
+	if err := e.ValidateOutput(res.Structured); err != nil {
+		return fault.Wrap(fault.Internal, err, "tool %s returned a result that does not match its output schema", e.Name)
+	}
+	return nil
 }
 
 // toolName is the audited name: registered names only, never caller text.

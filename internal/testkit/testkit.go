@@ -31,13 +31,15 @@ const CallTimeout = 30 * time.Second
 // error. register is a capability package's RegisterTools.
 func Runtime[O any](t testing.TB, register func(*kernel.Builder, O) error, opts O) *kernel.Runtime {
 	t.Helper()
-	return build(t, nil, register, opts)
+	return build(t, &kernel.Options{}, register, opts)
 }
 
 // build registers tools with register(b, opts) on a builder with kopts
-// and builds the runtime, failing the test on error.
+// and builds the runtime, failing the test on error. Every result is
+// checked against its tool's output schema (kernel.Options.CheckOutput).
 func build[O any](t testing.TB, kopts *kernel.Options, register func(*kernel.Builder, O) error, opts O) *kernel.Runtime {
 	t.Helper()
+	kopts.CheckOutput = true
 	b := kernel.NewBuilder(kopts)
 	if err := register(b, opts); err != nil {
 		t.Fatal(err)

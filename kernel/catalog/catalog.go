@@ -90,6 +90,7 @@ type Entry struct {
 type schemas struct {
 	input, output *jsonschema.Schema
 	resolved      *jsonschema.Resolved
+	outResolved   *jsonschema.Resolved // nil without an output schema
 	// fast validates encoded arguments in one pass; nil when the schema
 	// uses keywords outside its subset.
 	fast *jsonvalid.Validator
@@ -165,12 +166,13 @@ func (e *Entry) resolve() (*schemas, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
 	}
+	var outResolved *jsonschema.Resolved
 	if out != nil {
-		if _, err := out.Resolve(nil); err != nil {
+		if outResolved, err = out.Resolve(nil); err != nil {
 			return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
 		}
 	}
-	s := &schemas{input: in, output: out, resolved: resolved}
+	s := &schemas{input: in, output: out, resolved: resolved, outResolved: outResolved}
 	s.fast, _ = jsonvalid.Compile(in)
 	return s, nil
 }
@@ -221,6 +223,21 @@ func (e *Entry) ValidateArgs(args []byte) error {
 		return err
 	}
 	return s.resolved.Validate(v)
+}
+
+// ValidateOutput checks encoded structured content against the output
+// schema, as a client that validates results does; it accepts anything
+// when the tool has no output schema. Entries must come from a Catalog.
+func (e *Entry) ValidateOutput(structured []byte) error {
+	s, err := e.schemas()
+	if err != nil || s.outResolved == nil {
+		return err
+	}
+	var v any
+	if err := jsonv2.Unmarshal(structured, &v); err != nil {
+		return err
+	}
+	return s.outResolved.Validate(v)
 }
 
 // SchemaJSON returns the input schema and the output schema (nil when the
