@@ -170,10 +170,10 @@ func (b *Builder) Build() (*Runtime, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	rt := &Runtime{
-		catalog:    cat,
-		tools:      b.tools,
-		audit:      b.opts.Audit,
-		log:        log,
+		catalog:     cat,
+		tools:       b.tools,
+		audit:       b.opts.Audit,
+		log:         log,
 		toolSearch:  !b.opts.DisableToolSearch,
 		checkOutput: b.opts.CheckOutput,
 		workers:     newWorkers(),

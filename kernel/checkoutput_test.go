@@ -15,8 +15,12 @@ import (
 // output schema leaves it out, so a client that validates results (the
 // MCP TypeScript SDK's) refuses the result.
 type (
-	Page        struct{ Offset int `json:"offset"` }
-	counts      struct{ Page int `json:"page"` }
+	Page struct {
+		Offset int `json:"offset"`
+	}
+	counts struct {
+		Page int `json:"page"`
+	}
 	shadowedOut struct {
 		counts
 		Page
