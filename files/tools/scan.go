@@ -122,8 +122,10 @@ func (sc *scanner) search(ctx context.Context, r io.Reader, o *scanOpts, res *fi
 				res.skipped = "binary"
 				return nil
 			}
-			if !eof && o.mode != modeFiles {
-				continue // fill the buffer before searching (files mode: a match in the probe decides)
+			// Fill the buffer before searching, but in files mode search
+			// the probe's whole lines first: a match there decides.
+			if !eof && (o.mode != modeFiles || bytes.IndexByte(buf[:n], '\n') < 0) {
+				continue
 			}
 		}
 		end := n

@@ -239,6 +239,25 @@ func TestFilesModeStopsReading(t *testing.T) {
 	}
 }
 
+// In files mode a first line longer than the binary probe is searched
+// whole, as in every other mode: a match across the probe's end is found
+// and no line is reported as searched in pieces.
+func TestFilesModeLongFirstLine(t *testing.T) {
+	text := strings.Repeat("a", binaryProbeBytes-3) + "NEEDLE" + strings.Repeat("b", 40000) + "\n"
+	expr := "NEEDLE|zzz"
+	for _, mode := range []grepMode{modeFiles, modeCount} {
+		sc := &scanner{buf: make([]byte, 1<<20)}
+		res := &fileResult{name: "f"}
+		o := &scanOpts{m: newMatcher(regexp.MustCompile(expr), expr, false), mode: mode, keepTo: 10, maxKeepBytes: 1 << 20}
+		if err := sc.search(context.Background(), strings.NewReader(text), o, res); err != nil {
+			t.Fatal(err)
+		}
+		if res.count != 1 || res.long != 0 {
+			t.Errorf("mode %d: %d matches, %d long lines; want 1 and 0", mode, res.count, res.long)
+		}
+	}
+}
+
 // countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader
