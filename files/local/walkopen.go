@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -95,7 +96,7 @@ func (w *walkDir) Listed(base string) bool {
 
 func (w *walkDir) Hold() (release func()) {
 	d := w.d.Hold()
-	return func() { d.Close() }
+	return sync.OnceFunc(func() { d.Close() })
 }
 
 func (w *walkDir) Open(base string) (files.File, error) {

@@ -25,9 +25,10 @@ type matcher struct {
 	// dfa matches lines in one pass; nil when the pattern is too large
 	// for it.
 	dfa *linedfa.DFA
-	// pre finds candidate positions: every match contains one. nil means
-	// every line is a candidate (or exact or fold finds them).
-	pre prefilter
+	// pre finds candidate positions: every match contains one of its
+	// bytes. nil means every line is a candidate (or exact or fold finds
+	// them).
+	pre *byteSet
 	// exact finds a literal every match contains (case-sensitive), when
 	// set: the candidates, and the multiline files worth searching.
 	exact *literal.Finder
@@ -45,11 +46,6 @@ type matcher struct {
 	pure bool
 }
 
-// prefilter finds the next candidate position in b, or -1.
-type prefilter interface {
-	next(b []byte) int
-}
-
 // newMatcher builds a matcher for a compiled pattern and its source
 // (flags included, as it was compiled).
 func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
@@ -58,8 +54,7 @@ func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
 	if !m.pure {
 		m.dfa, _ = linedfa.New(re) // nil: too large for it, regexp matches
 	}
-	set, isSet := m.pre.(*byteSet)
-	m.wholeDFA = m.dfa != nil && m.exact == nil && m.fold == nil && (m.pre == nil || isSet && !set.rare())
+	m.wholeDFA = m.dfa != nil && m.exact == nil && m.fold == nil && (m.pre == nil || !m.pre.rare())
 	return m
 }
 

@@ -30,7 +30,9 @@ type WalkFunc func(rel string, depth int, st Stat, parent *Dir, name string) (de
 // passed to fn, and fails where it is opened: not_found).
 // Names in the staging namespace are never visited, and an entry on a
 // pseudo-filesystem (a mount point inside the tree) fails the walk with
-// denied (see Dir.Lstat).
+// denied (see Dir.Lstat) where the walk looks at it; with TypesOnly, a
+// directory fn does not descend into is not looked at, so a mount there
+// neither fails the walk nor is opened.
 func Walk(ctx context.Context, root *Dir, b WalkBounds, fn WalkFunc) error {
 	if b.DirNames <= 0 || b.DirNames > b.Names {
 		b.DirNames = b.Names
