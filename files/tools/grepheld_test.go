@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -82,6 +83,46 @@ func TestGrepHoldsFewDirectories(t *testing.T) {
 	}
 	if bound := (4*grepWorkers() + 1) * limits.GrepBatchDirs; p.most > bound || p.most == 0 {
 		t.Fatalf("%d directories held at once, want 1 to %d", p.most, bound)
+	}
+}
+
+// TestGrepReleasesHoldsWhenCancelled: a grep abandoned while its walk
+// runs ahead of slow workers releases every directory it held, whenever
+// it is cancelled.
+func TestGrepReleasesHoldsWhenCancelled(t *testing.T) {
+	root := t.TempDir()
+	for i := range 300 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("d%03d", i), "f.txt"), "match\n")
+	}
+	held := 0 // the most directories any of the cancelled calls held
+	for _, after := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 40 * time.Millisecond, 160 * time.Millisecond} {
+		p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
+		s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		_, err := s.Call(ctx, Grep, json.RawMessage(`{"pattern": "match", "output_mode": "count"}`))
+		cancel()
+		if err == nil {
+			t.Fatalf("cancelled after %v: the grep of 300 slow directories succeeded", after)
+		}
+		// The call returns at its deadline; its workers release what they
+		// held as they stop.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			p.mu.Lock()
+			left, most := len(p.held), p.most
+			p.mu.Unlock()
+			if left == 0 {
+				held = max(held, most)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cancelled after %v: %d directories still held (%d at most)", after, left, most)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if held == 0 {
+		t.Fatal("no cancelled call held a directory: the test saw no hold to release")
 	}
 }
 
