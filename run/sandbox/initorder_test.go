@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -87,5 +88,22 @@ func TestInitOrder(t *testing.T) {
 		if strings.Contains(first, ".") && !own[p] {
 			t.Errorf("%s initialized before the helper, which does not import it", p)
 		}
+	}
+}
+
+// TestHelperByHand: the program started as the helper without Run's spec
+// and report pipes (by hand) says so on stderr and exits 125.
+func TestHelperByHand(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, sandbox.HelperArg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 125 || !strings.Contains(stderr.String(), "it is started by sandbox.Run") {
+		t.Fatalf("helper started by hand: %v, stderr %q; want exit 125 and the reason", err, stderr.String())
 	}
 }

@@ -17,17 +17,22 @@ import (
 // telling the parent why; the caller exits with the code returned.
 func serveHelper() int {
 	runtime.LockOSThread()
+	if !isPipe(SpecFD) || !isPipe(ReportFD) {
+		io.WriteString(os.Stderr, "sandbox helper: no spec pipe on descriptor 3 or report pipe on 4; it is started by sandbox.Run\n")
+		return 125
+	}
 	report := os.NewFile(ReportFD, "sandbox-report")
-	note := func(msg string) {
-		if report != nil {
-			io.WriteString(report, NotePrefix+oneLine(msg)+"\n")
-		}
-	}
-	err := serve(report, note)
-	if report != nil {
-		io.WriteString(report, err.Error())
-	}
+	note := func(msg string) { io.WriteString(report, NotePrefix+oneLine(msg)+"\n") }
+	io.WriteString(report, serve(report, note).Error())
 	return 125
+}
+
+// isPipe reports whether fd is an open pipe, as Run's spec and report
+// descriptors are (started by hand, those numbers may be the runtime's
+// own files, or nothing).
+func isPipe(fd int) bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO
 }
 
 // maxFilter is BPF_MAXINSNS, the most instructions a filter may have.
@@ -35,9 +40,6 @@ const maxFilter = 4096
 
 func serve(report *os.File, note func(string)) error {
 	in := os.NewFile(SpecFD, "sandbox-spec")
-	if in == nil || report == nil {
-		return errors.New("sandbox helper: no spec on descriptor 3; it is started by sandbox.Run")
-	}
 	// The view, then (after the container is built) the call.
 	msg, err := DecodeMessage(in, limits.RunMaxSpecBytes)
 	if err != nil {

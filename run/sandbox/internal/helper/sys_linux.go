@@ -78,8 +78,11 @@ func mountSetattr(dirfd int, path string, flags int, set uint64) error {
 	return errnoErr(e)
 }
 
+// closeRangeCloexec marks every descriptor from first on close-on-exec
+// (the kernel takes the range's end as an unsigned int, on every
+// architecture).
 func closeRangeCloexec(first uint) error {
-	_, _, e := syscall.Syscall(sysCloseRange, uintptr(first), ^uintptr(0)>>32, closeRangeCloexecF)
+	_, _, e := syscall.Syscall(sysCloseRange, uintptr(first), uintptr(^uint32(0)), closeRangeCloexecF)
 	return errnoErr(e)
 }
 
