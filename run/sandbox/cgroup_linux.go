@@ -80,6 +80,23 @@ var cgroupWrite = func(file, value string) error {
 	return os.WriteFile(file, []byte(value), 0)
 }
 
+// cgroupDelegated reports whether dir was handed to this process to
+// manage: systemd marks a group it delegates (Delegate=yes) with the
+// extended attribute trusted.delegate, or user.delegate for a user
+// manager, set to "1"; a container's own group is the root of the cgroup
+// mount it sees. A group that is merely writable may be one its manager
+// rewrites, so capkit does not move itself out of it (tests replace this).
+var cgroupDelegated = func(dir string) bool {
+	for _, attr := range []string{"trusted.delegate", "user.delegate"} {
+		v := make([]byte, 8)
+		if n, err := unix.Getxattr(dir, attr, v); err == nil && string(v[:n]) == "1" {
+			return true
+		}
+	}
+	var st, parent unix.Stat_t
+	return unix.Stat(dir, &st) == nil && unix.Stat(filepath.Join(dir, ".."), &parent) == nil && st.Dev != parent.Dev
+}
+
 // findCgroup finds the cgroup v2 mount (the unified hierarchy, alone or
 // beside v1 ones) and this process's group in it, and checks that new
 // groups can be made and joined there.
@@ -182,6 +199,8 @@ func delegate(dir string, pid int, want []string) string {
 		return fmt.Sprintf("%s; besides this process it holds %s, which capkit does not move (it moves only itself, into a leaf group); %s", held, others, delegateAdvice)
 	case !self:
 		return refusal(dir, failed)
+	case !cgroupDelegated(dir):
+		return fmt.Sprintf("%s; it is writable but not marked delegated (systemd sets the extended attribute trusted.delegate or user.delegate on a group it delegates, and a container's own group is the root of its cgroup mount), so capkit does not move itself out of it; %s", held, delegateAdvice)
 	}
 	leaf := filepath.Join(dir, hostLeaf)
 	made := true

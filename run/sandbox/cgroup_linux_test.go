@@ -272,6 +272,7 @@ func TestDelegate(t *testing.T) {
 		root               bool // no cgroup.type: the hierarchy's root
 		controllers, procs string
 		leafBefore         bool
+		undelegated        bool // writable, not marked delegated
 		refuse             func(file, value string) error
 		why                []string // "" when none
 		enabled, dirProcs  string
@@ -288,6 +289,9 @@ func TestDelegate(t *testing.T) {
 		{name: "other processes", controllers: "memory pids cpu", procs: "7\n4100\n8\n9\n10",
 			why:      []string{" holds processes, and cgroup v2 enables controllers for a group's children only while none sits in the group itself; besides this process it holds 4 other processes (PID 7, 8, 9, ...), which capkit does not move", delegateAdvice},
 			dirProcs: "7 4100 8 9 10", leafProcs: "-"},
+		{name: "writable, not marked delegated", controllers: "memory pids cpu", procs: "4100", undelegated: true,
+			why:      []string{" holds processes, ", "; it is writable but not marked delegated (systemd sets the extended attribute trusted.delegate", delegateAdvice},
+			dirProcs: "4100", leafProcs: "-"},
 		{name: "one other process outside the PID namespace", controllers: "memory", procs: "4100\n0",
 			why:      []string{"besides this process it holds 1 other process outside this PID namespace,"},
 			dirProcs: "4100 0", leafProcs: "-"},
@@ -332,6 +336,9 @@ func TestDelegate(t *testing.T) {
 			dir := t.TempDir()
 			k := &fakeKernel{root: dir, leaves: map[string][]string{}, refuse: tc.refuse}
 			k.install(t)
+			old := cgroupDelegated
+			cgroupDelegated = func(string) bool { return !tc.undelegated }
+			t.Cleanup(func() { cgroupDelegated = old })
 			must(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte(tc.controllers), 0o644))
 			must(t, os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), nil, 0o644))
 			must(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(tc.procs), 0o644))
@@ -467,6 +474,13 @@ func TestDelegateRealCgroup(t *testing.T) {
 	c := realController(t, base)
 	t.Run("alone", func(t *testing.T) {
 		g := testGroup(t, base)
+		if cgroupDelegated(g) {
+			t.Fatalf("%s is taken for delegated before it is marked", g)
+		}
+		// Marked as systemd marks a group it delegates.
+		if err := unix.Setxattr(g, "trusted.delegate", []byte("1"), 0); err != nil {
+			t.Skipf("the test group cannot be marked delegated: %v", err)
+		}
 		pid := startIn(t, g)
 		if err := os.WriteFile(filepath.Join(g, "cgroup.subtree_control"), []byte("+"+c), 0); !errors.Is(err, unix.EBUSY) {
 			t.Fatalf("enabling %s in a group holding a process: %v, want EBUSY", c, err)
