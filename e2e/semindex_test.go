@@ -15,11 +15,12 @@ import (
 // The tiny random BERT fixture of search/semindex/bert/testdata.
 const semPin = "776bd478161ed9031ef3ec1a88b1ea13118c2582f02631d2ec81cfcf8e578be8"
 
-// TestSemindexOverMCP is a model's semantic index session over stdio: the
-// tools found by tool_search, a source added, a ranked span found, the
-// status and the audit, and a path outside the root refused.
-func TestSemindexOverMCP(t *testing.T) {
-	dir := t.TempDir()
+// indexWorld is a folder with a root rw and a capkit.toml granting the
+// index effects on it, with the tiny BERT fixture as the semantic
+// index's model: the folder and the configuration's path.
+func indexWorld(t *testing.T) (dir, cfg string) {
+	t.Helper()
+	dir = t.TempDir()
 	rw := filepath.Join(dir, "rw")
 	if err := os.Mkdir(rw, 0o755); err != nil {
 		t.Fatal(err)
@@ -28,18 +29,19 @@ func TestSemindexOverMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := filepath.Join(dir, "capkit.toml")
-	doc := fmt.Sprintf(`[[root]]
-path = %q
-[actor.assistant]
-effects = ["index_read", "index_write", "tool_search"]
-[semindex]
-model = %q
-pin = %q
-`, rw, model, semPin)
+	cfg = filepath.Join(dir, "capkit.toml")
+	doc := fmt.Sprintf("[[root]]\npath = %q\n[actor.assistant]\neffects = [\"index_read\", \"index_write\", \"tool_search\"]\n[semindex]\nmodel = %q\npin = %q\n", rw, model, semPin)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return dir, cfg
+}
+
+// TestSemindexOverMCP is a model's semantic index session over stdio: the
+// tools found by tool_search, a source added, a ranked span found, the
+// status and the audit, and a path outside the root refused.
+func TestSemindexOverMCP(t *testing.T) {
+	dir, cfg := indexWorld(t)
 	cmd := exec.Command(capkit, "serve", "--config", cfg)
 	cmd.Stderr = &testWriter{t: t}
 	c := connect(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second})
@@ -81,20 +83,7 @@ pin = %q
 // success and in a failure a model can drive it to.
 func TestTypeScriptClientIndexes(t *testing.T) {
 	modules := nodeModules(t)
-	dir := t.TempDir()
-	rw := filepath.Join(dir, "rw")
-	if err := os.Mkdir(rw, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	model, err := filepath.Abs("../search/semindex/bert/testdata/tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "capkit.toml")
-	doc := fmt.Sprintf("[[root]]\npath = %q\n[actor.assistant]\neffects = [\"index_read\", \"index_write\", \"tool_search\"]\n[semindex]\nmodel = %q\npin = %q\n", rw, model, semPin)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, cfg := indexWorld(t)
 	outside := filepath.Join(dir, "elsewhere.db")
 	type m = map[string]any
 	steps := []tsStep{
