@@ -216,7 +216,11 @@ func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 	h.cg, h.cgReport = newCgroup(Limits(msg.View.Limits))
 	for {
 		cmd := exec.Command(helperCmd[0], helperCmd[1:]...)
-		cmd.Env = []string{}
+		// One processor for the runtime: the helper's work is one
+		// thread's, and with GOMAXPROCS set the runtime neither reads
+		// the cgroup's CPU limit nor starts threads it would not use.
+		// The command gets its own environment, not this one.
+		cmd.Env = []string{"GOMAXPROCS=1"}
 		cmd.Dir = "/"
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 		cmd.ExtraFiles = []*os.File{specR, reportW}
