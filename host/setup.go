@@ -222,6 +222,9 @@ func policyOverride(cfg *config.Config) func(kernel.Policy) kernel.Policy {
 		if t.Timeout != 0 {
 			p.Timeout = time.Duration(t.Timeout)
 		}
+		if t.MaxConcurrent != 0 {
+			p.MaxConcurrent = t.MaxConcurrent
+		}
 		return p
 	}
 }

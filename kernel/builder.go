@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -84,6 +85,8 @@ type Options struct {
 type tool struct {
 	policy  Policy
 	handler Handler
+	// running counts the calls admitted whose handler has not returned.
+	running *atomic.Int32
 }
 
 // Builder collects tools. It is not safe for concurrent use.
@@ -145,7 +148,7 @@ func (b *Builder) register(policy Policy, meta Meta, e catalog.Entry, h Handler)
 	}
 	b.names[p.Name] = true
 	b.entries = append(b.entries, e)
-	b.tools = append(b.tools, tool{policy: p, handler: h})
+	b.tools = append(b.tools, tool{policy: p, handler: h, running: new(atomic.Int32)})
 	return nil
 }
 

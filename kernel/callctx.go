@@ -26,6 +26,9 @@ import (
 type callCtx struct {
 	parent   context.Context
 	deadline time.Time
+	// bound is the call's time: the tool's limit, or less when the
+	// caller's deadline comes first.
+	bound time.Duration
 
 	state atomic.Uint32 // ctxLive until canceled, then why
 	mu    sync.Mutex
@@ -53,6 +56,7 @@ func (c *callCtx) init(parent context.Context, now time.Time, timeout time.Durat
 		c.deadline = d
 		timeout = d.Sub(now)
 	}
+	c.bound = timeout
 	return timeout
 }
 

@@ -546,3 +546,17 @@ func TestInferredSchemaFailures(t *testing.T) {
 		t.Fatalf("call: %v", err)
 	}
 }
+
+// TestCallerDeadlineNamed: a call ended by its caller's deadline, shorter
+// than the tool's limit, says so rather than naming the tool's limit.
+func TestCallerDeadlineNamed(t *testing.T) {
+	g := newGate(t, 1, limits.HardMaxTimeout)
+	s := session(t, g.rt, false, capability.ReadFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := s.Call(ctx, "gate", json.RawMessage(`{}`))
+	if codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "the caller's deadline passed after") || !strings.Contains(err.Error(), "own time limit is 10m0s") {
+		t.Fatalf("call past its caller's deadline: %v", err)
+	}
+	g.release <- struct{}{}
+}

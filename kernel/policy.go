@@ -9,8 +9,8 @@ import (
 
 // Policy bounds one tool. A zero field means the documented default of
 // package limits (DefaultMaxCalls, DefaultMaxInputBytes,
-// DefaultMaxOutputBytes, DefaultTimeout); no field may exceed the matching
-// hard limit.
+// DefaultMaxOutputBytes, DefaultTimeout, DefaultMaxConcurrent); no field
+// may exceed the matching hard limit.
 type Policy struct {
 	// Name is the tool's name as the model sees it.
 	Name string
@@ -23,6 +23,11 @@ type Policy struct {
 	MaxOutputBytes int64
 	// Timeout bounds the handler's run time.
 	Timeout time.Duration
+	// MaxConcurrent bounds the calls of this tool running at once, over
+	// every session of the runtime. A handler abandoned at its deadline
+	// keeps its slot until it returns; a call past the bound fails with
+	// limit before its handler runs.
+	MaxConcurrent int
 }
 
 // withDefaults fills zero fields and checks the hard limits.
@@ -39,6 +44,9 @@ func (p Policy) withDefaults() (Policy, error) {
 	if p.Timeout == 0 {
 		p.Timeout = limits.DefaultTimeout
 	}
+	if p.MaxConcurrent == 0 {
+		p.MaxConcurrent = limits.DefaultMaxConcurrent
+	}
 	switch {
 	case p.MaxCalls < 0 || p.MaxCalls > limits.HardMaxCalls:
 		return p, fmt.Errorf("kernel: tool %q: max calls %d outside 1..%d", p.Name, p.MaxCalls, limits.HardMaxCalls)
@@ -46,6 +54,8 @@ func (p Policy) withDefaults() (Policy, error) {
 		return p, fmt.Errorf("kernel: tool %q: max input bytes %d outside 1..%d", p.Name, p.MaxInputBytes, limits.HardMaxInputBytes)
 	case p.MaxOutputBytes < 0 || p.MaxOutputBytes > limits.HardMaxOutputBytes:
 		return p, fmt.Errorf("kernel: tool %q: max output bytes %d outside 1..%d", p.Name, p.MaxOutputBytes, limits.HardMaxOutputBytes)
+	case p.MaxConcurrent < 0 || p.MaxConcurrent > limits.HardMaxConcurrent:
+		return p, fmt.Errorf("kernel: tool %q: max concurrent calls %d outside 1..%d", p.Name, p.MaxConcurrent, limits.HardMaxConcurrent)
 	case p.Timeout < 0 || p.Timeout > limits.HardMaxTimeout:
 		return p, fmt.Errorf("kernel: tool %q: timeout %v outside 0..%v", p.Name, p.Timeout, limits.HardMaxTimeout)
 	}

@@ -259,6 +259,11 @@ func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 	if err := validate(entry, args); err != nil {
 		return a, err
 	}
+	if n := a.t.running.Add(1); n > int32(p.MaxConcurrent) {
+		a.t.running.Add(-1)
+		return a, fault.New(fault.Limit, "tool %s: %d calls of it are running, the most it runs at once (a call past its deadline keeps its place until it stops); retry when one ends, or have the host raise [tool.%s] max_concurrent in capkit.toml",
+			entry.Name, p.MaxConcurrent, entry.Name)
+	}
 	a.call.Args, a.call.MaxOutputBytes = args, p.MaxOutputBytes
 	return a, nil
 }
@@ -350,7 +355,11 @@ func (a *admitted) outcome(res *Result, err error) (*Result, error) {
 }
 
 func (a *admitted) timeLimit(err error) error {
-	return fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", a.call.Tool.Name, a.t.policy.Timeout)
+	own := a.t.policy.Timeout
+	if b := a.ctx.bound; b < own {
+		return fault.Wrap(fault.Limit, err, "tool %s: the caller's deadline passed after %v (the tool's own time limit is %v)", a.call.Tool.Name, b.Round(time.Millisecond), own)
+	}
+	return fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", a.call.Tool.Name, own)
 }
 
 // parentEnded is the failure of a call whose caller's context ended first.

@@ -97,6 +97,8 @@ func (w *workers) loop(j *job) {
 
 func (j *job) run() {
 	res, err := j.handle()
+	// Before the outcome is delivered: the caller may then reuse j.
+	j.a.t.running.Add(-1)
 	if j.p != nil {
 		j.p.handled(res, err)
 		return

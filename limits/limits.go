@@ -23,12 +23,18 @@ const (
 	// window of whole units that fits and name the next offset.
 	DefaultMaxOutputBytes = 100 * KiB
 	DefaultTimeout        = 30 * time.Second
+	// DefaultMaxConcurrent bounds the calls of one tool running at once,
+	// over every session of a runtime, counting handlers still running
+	// past their deadline: a handler stuck where its context does not
+	// reach holds its slot until it returns.
+	DefaultMaxConcurrent = 64
 
 	// HardMaxInputBytes and HardMaxOutputBytes bound any policy.
 	HardMaxInputBytes  = 128 * MiB
 	HardMaxOutputBytes = 128 * MiB
 	HardMaxTimeout     = 10 * time.Minute
 	HardMaxCalls       = 1_000_000
+	HardMaxConcurrent  = 4_096
 )
 
 // EchoMaxBytes bounds caller text (a name, a path) echoed in a message.

@@ -21,6 +21,10 @@ const (
 	RunHardTimeout = HardMaxTimeout
 	// RunMaxCommandBytes bounds run_shell's command text.
 	RunMaxCommandBytes = 64 * KiB
+	// RunDefaultConcurrent bounds the calls of each contained tool
+	// running at once, over every session ([tool.NAME] max_concurrent
+	// raises it): each holds a container, its processes and its /tmp.
+	RunDefaultConcurrent = 4
 	// RunMaxStdinBytes bounds the standard input a call may give.
 	RunMaxStdinBytes = 1 * MiB
 	// RunMaxArgs and RunMaxArgBytes bound the extra arguments a model may

@@ -106,13 +106,14 @@ func ResultOf(o *Outcome) RunResult {
 // policy is a contained tool's kernel policy: its output holds both
 // streams, each up to three times its bound (a byte that is not UTF-8 is
 // shown as the three bytes of U+FFFD); its time bound is the longest
-// command's.
+// command's; limits.RunDefaultConcurrent of its calls run at once.
 func (r *Runner) policy(name string, longest time.Duration) kernel.Policy {
 	out := r.cfg.MaxOutputBytes
 	if out == 0 {
 		out = limits.RunDefaultOutputBytes
 	}
-	return kernel.Policy{Name: name, MaxOutputBytes: int64(2*3*out) + 64*limits.KiB, Timeout: min(longest+limits.RunKillGrace, limits.HardMaxTimeout)}
+	return kernel.Policy{Name: name, MaxOutputBytes: int64(2*3*out) + 64*limits.KiB, Timeout: min(longest+limits.RunKillGrace, limits.HardMaxTimeout),
+		MaxConcurrent: limits.RunDefaultConcurrent}
 }
 
 // RegisterTools registers run_shell (effect run_shell, deferred) and, for

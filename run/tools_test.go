@@ -298,3 +298,58 @@ func TestAuditSaysHowContained(t *testing.T) {
 		t.Errorf("the audit event's cgroup: %+v", c)
 	}
 }
+
+// TestConcurrentRunsBounded: limits.RunDefaultConcurrent calls of a tool
+// run at once, over every session; the next fails with limit before
+// anything of it runs.
+func TestConcurrentRunsBounded(t *testing.T) {
+	root := t.TempDir()
+	// In a subdirectory: the top of a root without capkit.toml is closed
+	// to new entries.
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt := runtimeWith(t, Config{})
+	wait := `mktemp sub/started.XXXXXX >/dev/null; while [ ! -e go ]; do sleep 0.02; done`
+	done := make(chan error, limits.RunDefaultConcurrent)
+	for range limits.RunDefaultConcurrent {
+		s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+		go func() {
+			_, err := testkit.Call(t, s, "run_shell", map[string]any{"command": wait})
+			done <- err
+		}()
+	}
+	started := func() int {
+		m, _ := filepath.Glob(filepath.Join(root, "sub", "started.*"))
+		return len(m)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); started() < limits.RunDefaultConcurrent; {
+		select {
+		case err := <-done:
+			t.Fatalf("a call ended before its command could: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d commands started", started(), limits.RunDefaultConcurrent)
+		}
+	}
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	_, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "touch sub/started.extra"})
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "[tool.run_shell] max_concurrent") {
+		t.Errorf("call past the bound: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range limits.RunDefaultConcurrent {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := started(); n != limits.RunDefaultConcurrent {
+		t.Errorf("%d commands ran, want %d", n, limits.RunDefaultConcurrent)
+	}
+	if _, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "true"}); err != nil {
+		t.Errorf("a call after the others ended: %v", err)
+	}
+}

@@ -26,6 +26,7 @@
 //	max_input_bytes = 65536        # encoded arguments of one call
 //	max_output_bytes = 8388608     # result of one call (never truncated: a larger one fails)
 //	timeout = "30s"
+//	max_concurrent = 64            # calls of the tool running at once, every session together
 //
 //	[catalog.release_notes]        # a fixed-file catalog served as the tool release_notes
 //	[script]                       # run_script settings
@@ -163,6 +164,7 @@ type ToolPolicy struct {
 	MaxInputBytes  int64    `toml:"max_input_bytes"`
 	MaxOutputBytes int64    `toml:"max_output_bytes"`
 	Timeout        Duration `toml:"timeout"`
+	MaxConcurrent  int      `toml:"max_concurrent"`
 }
 
 // Duration is a time.Duration written as a string: "30s", "2m".
@@ -363,6 +365,7 @@ func (c *Config) validateTool(errs *errorList, name string, t ToolPolicy) {
 	check("max_calls", int64(t.MaxCalls), limits.HardMaxCalls)
 	check("max_input_bytes", t.MaxInputBytes, limits.HardMaxInputBytes)
 	check("max_output_bytes", t.MaxOutputBytes, limits.HardMaxOutputBytes)
+	check("max_concurrent", int64(t.MaxConcurrent), limits.HardMaxConcurrent)
 	if d := time.Duration(t.Timeout); (d == 0 && c.has(field+".timeout")) || d < 0 || d > limits.HardMaxTimeout {
 		errs.add(c.Errorf(field+".timeout", "%v is outside (0, %v]", d, limits.HardMaxTimeout))
 	}

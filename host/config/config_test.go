@@ -84,6 +84,8 @@ readonly = true
 		{"max_calls past hard", roots + "[tool.read_file]\nmax_calls = 1000001\n", []string{`tool.read_file.max_calls: 1000001 is outside 1..1000000`}},
 		{"input past hard", roots + "[tool.read_file]\nmax_input_bytes = 134217729\n", []string{`tool.read_file.max_input_bytes: 134217729 is outside`}},
 		{"output past hard", roots + "[tool.read_file]\nmax_output_bytes = 134217729\n", []string{`tool.read_file.max_output_bytes`}},
+		{"max_concurrent zero", roots + "[tool.read_file]\nmax_concurrent = 0\n", []string{`tool.read_file.max_concurrent: 0 is outside 1..4096`}},
+		{"max_concurrent past hard", roots + "[tool.read_file]\nmax_concurrent = 4097\n", []string{`tool.read_file.max_concurrent: 4097 is outside 1..4096`}},
 		{"timeout zero", roots + "[tool.read_file]\ntimeout = \"0s\"\n", []string{`capkit.toml:8: tool.read_file.timeout: 0s is outside`}},
 		{"timeout past hard", roots + "[tool.read_file]\ntimeout = \"10m1s\"\n", []string{`tool.read_file.timeout: 10m1s is outside`}},
 		{"bad tool name", roots + "[tool.Read]\nmax_calls = 1\n", []string{`capkit.toml:7: tool.Read: tool names must match`}},
@@ -144,6 +146,7 @@ max_calls = 1000000
 max_input_bytes = 134217728
 max_output_bytes = 134217728
 timeout = "10m"
+max_concurrent = 4096
 [catalog.notes]
 [script]
 `)
@@ -157,7 +160,7 @@ timeout = "10m"
 		t.Errorf("symlinked root resolved to %q", got)
 	}
 	tp := c.Tools["read_file"]
-	if tp.MaxCalls != limits.HardMaxCalls || time.Duration(tp.Timeout) != limits.HardMaxTimeout {
+	if tp.MaxCalls != limits.HardMaxCalls || time.Duration(tp.Timeout) != limits.HardMaxTimeout || tp.MaxConcurrent != limits.HardMaxConcurrent {
 		t.Errorf("tool policy = %+v", tp)
 	}
 	if _, ok := c.Catalogs["notes"]; !ok {
