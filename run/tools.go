@@ -58,6 +58,9 @@ type RunResult struct {
 	Omitted     int64    `json:"omitted_bytes,omitzero"`
 	Containment string   `json:"containment"`
 	Notes       []string `json:"notes,omitempty"`
+	// Closed are the directories in which no entry could be created,
+	// removed or renamed (each holds or leads to a protected path).
+	Closed []string `json:"closed,omitempty"`
 	// Cgroup says which cgroup v2 limits bound the command (the group's
 	// host path, which names the server's process, only in the audit).
 	Cgroup sandbox.CgroupReport `json:"cgroup"`
@@ -86,6 +89,18 @@ func (r RunResult) ToolText() string {
 			b.WriteByte('\n')
 		}
 	}
+	if r.ExitCode != 0 || r.Signal != "" {
+		b.WriteString(r.closedText())
+	}
+	return b.String()
+}
+
+// closedText explains a failure that may come from a closed directory.
+func (r RunResult) closedText() string {
+	var b strings.Builder
+	for _, d := range r.Closed {
+		fmt.Fprintf(&b, "note: %s was closed: no entry could be created, removed or renamed directly in it (it holds or leads to a protected path, such as .git or capkit.toml, that must not be created or replaced); its files stayed writable and its subdirectories open\n", d)
+	}
 	return b.String()
 }
 
@@ -98,7 +113,7 @@ func ResultOf(o *Outcome) RunResult {
 	return RunResult{
 		Command: o.Command, Dir: o.Dir, ExitCode: res.ExitCode, Signal: res.Signal,
 		DurationMS: res.Duration.Milliseconds(), StdoutBytes: res.Stdout.Bytes, StderrBytes: res.Stderr.Bytes,
-		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Cgroup: cg,
+		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Closed: res.Closed, Cgroup: cg,
 		stdout: res.Stdout.Text, stderr: res.Stderr.Text,
 	}
 }

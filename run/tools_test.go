@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -351,5 +352,30 @@ func TestConcurrentRunsBounded(t *testing.T) {
 	}
 	if _, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "true"}); err != nil {
 		t.Errorf("a call after the others ended: %v", err)
+	}
+}
+
+// TestClosedRootExplained: a command failing at the top of a root that a
+// missing protected path closes is told why; a command that succeeds is
+// not, though the result still lists the closed directory.
+func TestClosedRootExplained(t *testing.T) {
+	root := t.TempDir()
+	rt := runtimeWith(t, Config{})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	note := "note: " + root + " was closed"
+	for _, tc := range []struct {
+		command string
+		noted   bool
+	}{
+		{"touch new.txt", true},
+		{"echo ok", false},
+	} {
+		res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": tc.command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := decode(t, res); !slices.Equal(r.Closed, []string{root}) || strings.Contains(res.Text, note) != tc.noted {
+			t.Errorf("%s: closed %q, text:\n%s", tc.command, r.Closed, res.Text)
+		}
 	}
 }

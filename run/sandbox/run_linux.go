@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/run/sandbox/internal/helper"
@@ -59,7 +61,8 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 			res, err := runFull(ctx, &msg, c, opts)
 			var ns *namespaceError
 			if !errors.As(err, &ns) {
-				return withNotes(res, err, hostNotes())
+				closed, notes := closedDirs(&view, true)
+				return withNotes(res, err, append(hostNotes(), notes...), closed)
 			}
 			why = ns.Error()
 		}
@@ -85,7 +88,40 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 			notes = append(notes, "reduced containment without a cgroup: processes that leave the command's process group (setsid) may outlive the call")
 		}
 	}
-	return withNotes(res, err, append(notes, hostNotes()...))
+	closed, closedNotes := closedDirs(&view, false)
+	return withNotes(res, err, slices.Concat(notes, hostNotes(), closedNotes), closed)
+}
+
+// closedDirs lists the directories in which the command could not
+// create, remove or rename entries, and a note on each: those that hold a
+// protected path Landlock keeps (one missing from the view in full
+// containment, which must not be created; any in reduced containment).
+func closedDirs(v *helper.View, full bool) (closed, notes []string) {
+	for _, root := range v.Writable {
+		var kept []string
+		for _, p := range v.Protected {
+			if _, err := os.Lstat(p); capability.Within(root, p) && !(full && err == nil) {
+				kept = append(kept, p)
+			}
+		}
+		for _, d := range helper.ClosedDirs(root, kept) {
+			closed = append(closed, d)
+			notes = append(notes, fmt.Sprintf("%s was closed: no entry could be created, removed or renamed directly in it, since it holds or leads to a protected path (%s) that must not be created or replaced; its existing files stayed writable, and its subdirectories open",
+				d, strings.Join(under(d, kept), ", ")))
+		}
+	}
+	return closed, notes
+}
+
+// under lists the paths within dir.
+func under(dir string, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if capability.Within(dir, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // runFull runs with full containment, in the warm helper when one is
@@ -125,10 +161,11 @@ func runCold(ctx context.Context, msg *message, c call, opts *Options) (*Result,
 	return h.finish(ctx, c, opts)
 }
 
-func withNotes(res *Result, err error, notes []string) (*Result, error) {
+func withNotes(res *Result, err error, notes, closed []string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Closed = closed
 	for _, m := range res.Cgroup.Missing {
 		notes = append(notes, "cgroup limit not applied: "+m)
 	}
@@ -156,7 +193,6 @@ var reducedNotes = []string{
 	"reduced containment: the command shares the host's network namespace (sockets are denied by seccomp)",
 	"reduced containment: the host's processes and their command lines are visible in /proc (their memory and environment are not)",
 	"reduced containment: the mode and times of protected paths can be changed (Landlock does not govern them)",
-	"reduced containment: new entries cannot be made in a directory holding a protected path (.git, capkit.toml)",
 }
 
 // errNotBuilt is a helper that ended before its container was built or

@@ -214,3 +214,50 @@ func TestSplitReport(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedDirectoriesNoted: the result names each directory a command
+// could not add entries to because it holds a protected path Landlock
+// keeps, and a root whose protected paths all exist (full containment
+// mounts them read-only) stays open.
+func TestClosedDirectoriesNoted(t *testing.T) {
+	script := `touch top 2>/dev/null && echo top; touch sub/deep && echo deep`
+	for _, tc := range []struct {
+		name    string
+		reduced bool
+		present []string // protected paths made before the run
+		closed  bool
+	}{
+		{"full, capkit.toml missing", false, []string{".git"}, true},
+		{"full, all present", false, []string{".git", "capkit.toml"}, false},
+		{"reduced, all present", true, []string{".git", "capkit.toml"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := simpleSpec(t, script)
+			root := s.Dir
+			s.Protected = []string{filepath.Join(root, ".git"), filepath.Join(root, "capkit.toml")}
+			for _, d := range append([]string{"sub"}, tc.present...) {
+				if d == "capkit.toml" {
+					if err := os.WriteFile(filepath.Join(root, d), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := runIn(t, s, &Options{Reduced: tc.reduced})
+			want := "top\ndeep\n"
+			if tc.closed {
+				want = "deep\n"
+			}
+			if res.Stdout.Text != want {
+				t.Errorf("output %q, want %q", res.Stdout.Text, want)
+			}
+			noted := slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, root+" was closed") })
+			if noted != tc.closed {
+				t.Errorf("closed %v, but the notes are %q", tc.closed, res.Notes)
+			}
+		})
+	}
+}

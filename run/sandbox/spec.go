@@ -167,6 +167,10 @@ type Result struct {
 	// weaker than full (no cgroup, an older Landlock ABI, ...).
 	Containment Containment `json:"containment"`
 	Notes       []string    `json:"notes,omitempty"`
+	// Closed lists the directories in which no entry could be created,
+	// removed or renamed: each holds or leads to a protected path that
+	// Landlock kept (Notes say which).
+	Closed []string `json:"closed,omitempty"`
 	// Cgroup says which cgroup v2 limits bound the run and which did not.
 	Cgroup CgroupReport `json:"cgroup"`
 

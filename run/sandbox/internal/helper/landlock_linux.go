@@ -1,6 +1,7 @@
 package helper
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"slices"
@@ -261,22 +262,12 @@ func protectedIn(v *View, root string, mounted map[string]bool) []string {
 // files among those entries get nothing of their own.
 func writableRules(root string, protected []string, add func(rule) error) error {
 	closed := map[string]bool{}
+	for _, d := range ClosedDirs(root, protected) {
+		closed[d] = true
+	}
 	keep := map[string]bool{}
 	for _, p := range protected {
 		keep[p] = true
-		d := parent(p)
-		for {
-			if _, err := os.Lstat(d); err == nil || d == root {
-				break
-			}
-			d = parent(d)
-		}
-		for ; within(root, d); d = parent(d) {
-			closed[d] = true
-			if d == root {
-				break
-			}
-		}
 	}
 	if !closed[root] {
 		return add(rwDirs(root))
@@ -310,6 +301,32 @@ func writableRules(root string, protected []string, add func(rule) error) error 
 		return nil
 	}
 	return open(root)
+}
+
+// ClosedDirs lists the directories of root that writableRules closes for
+// protected (paths within root): the deepest existing directory holding
+// each, and every directory between it and root, root first.
+func ClosedDirs(root string, protected []string) []string {
+	var closed []string
+	for _, p := range protected {
+		d := parent(p)
+		for {
+			if _, err := os.Lstat(d); err == nil || d == root {
+				break
+			}
+			d = parent(d)
+		}
+		for ; within(root, d); d = parent(d) {
+			if !slices.Contains(closed, d) {
+				closed = append(closed, d)
+			}
+			if d == root {
+				break
+			}
+		}
+	}
+	slices.SortFunc(closed, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
+	return closed
 }
 
 func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
