@@ -260,12 +260,15 @@ type outcome struct {
 // error text. A protocol error is reported as code "protocol".
 func probe(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args map[string]any) outcome {
 	t.Helper()
-	return probeOwn(t, cs, w, tool, args, argStrings(args))
+	return probeOwn(t, cs, w, tool, args, argStrings(args), false)
 }
 
 // probeOwn is probe for a caller whose own strings (those it may have
-// written into files earlier, and so may read back) are own.
-func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args map[string]any, own []string) outcome {
+// written into files earlier, and so may read back) are own. With
+// splices, a path naming nothing on the host is no leak either: such a
+// caller's files hold its strings as its edits left them, and an edit of
+// one of its paths makes a path nobody has.
+func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args map[string]any, own []string, splices bool) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -294,7 +297,7 @@ func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args m
 	// Host paths: anything under the test directory the caller did not
 	// itself send (echoing the caller's own path is no leak).
 	// The granted roots are no leak: the model is told them.
-	if leak := hostPathLeak(o.text, w.dir, append(own, w.rw, w.ro)); leak != "" {
+	if leak := hostPathLeak(o.text, w.dir, append(own, w.rw, w.ro), splices); leak != "" {
 		t.Errorf("%s %.200v: host path %q leaked: %.400s", tool, args, leak, o.text)
 	}
 	if o.code != "" {
@@ -308,7 +311,8 @@ func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args m
 // hostPathLeak returns a path under dir that text names and no argument
 // contains (a caller's own path echoed back is no leak), or "". A path
 // ends at a quote, space or punctuation that cannot end a root's name.
-func hostPathLeak(text, dir string, args []string) string {
+// With onlyExisting, a path that names nothing is no leak.
+func hostPathLeak(text, dir string, args []string, onlyExisting bool) string {
 	// Match and snippet markers a tool puts around what it found are not
 	// part of a path.
 	text = strings.NewReplacer("⟦", "", "⟧", "", "«", "", "»", "").Replace(text)
@@ -323,11 +327,16 @@ func hostPathLeak(text, dir string, args []string) string {
 			end++
 		}
 		token := text[start:end]
-		if !slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, token) }) {
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, token) }) && !(onlyExisting && !exists(token)) {
 			return token
 		}
 		i = end
 	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 func argStrings(v any) []string {
@@ -1103,6 +1112,32 @@ max_calls = 5
 		own := fmt.Sprintf("s%d.txt", i)
 		if o := probe(t, cs, w, "edit_file", map[string]any{"path": own, "old_string": "session", "new_string": "edited"}); o.code != "" {
 			t.Errorf("session %d could not edit its own read file: %q %.200s", i, o.code, o.text)
+		}
+	}
+}
+
+func TestHostPathLeak(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(secret, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spliced := filepath.Join(dir, "secretlinkdirtxt")
+	for _, tc := range []struct {
+		text         string
+		own          []string
+		onlyExisting bool
+		want         string
+	}{
+		{`"at ` + secret + `"`, nil, false, secret},
+		{`"at ` + secret + `"`, nil, true, secret},
+		{`"at ` + secret + `"`, []string{secret}, false, ""},
+		{`"at ⟦` + secret + `⟧"`, []string{secret}, false, ""},
+		{`"at ` + spliced + `"`, nil, false, spliced},
+		{`"at ` + spliced + `"`, nil, true, ""},
+	} {
+		if got := hostPathLeak(tc.text, dir, tc.own, tc.onlyExisting); got != tc.want {
+			t.Errorf("hostPathLeak(%q, own %q, onlyExisting %v) = %q, want %q", tc.text, tc.own, tc.onlyExisting, got, tc.want)
 		}
 	}
 }

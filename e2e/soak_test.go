@@ -140,7 +140,7 @@ func soakCalls(t *testing.T, w *world, cs *mcp.ClientSession, tools []*mcp.Tool,
 		args := soakArgs(rng, tool.InputSchema, vocab)
 		// Anything in the vocabulary may have been written into a file
 		// by an earlier call, and read back now: it is the caller's own.
-		o := probeOwn(t, cs, w, tool.Name, args, ownStrings(args, vocab))
+		o := probeOwn(t, cs, w, tool.Name, args, ownStrings(args, vocab), true)
 		st.calls.Add(1)
 		switch o.code {
 		case "":
@@ -312,6 +312,6 @@ func FuzzSoak(f *testing.F) {
 		tool := tools[int(pick)%len(tools)]
 		vocab := soakVocabulary(w)
 		args := soakArgs(rng, tool.InputSchema, vocab)
-		probeOwn(t, cs, w, tool.Name, args, ownStrings(args, vocab))
+		probeOwn(t, cs, w, tool.Name, args, ownStrings(args, vocab), true)
 	})
 }
