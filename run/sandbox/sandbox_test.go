@@ -261,3 +261,50 @@ func TestClosedDirectoriesNoted(t *testing.T) {
 		})
 	}
 }
+
+// TestProtectedPathThroughSymlink: a protected path reached through a
+// symbolic link inside the root (planted by whoever owns the root's
+// files) is not cloned from where the link points: nothing outside the
+// roots enters the view.
+func TestProtectedPathThroughSymlink(t *testing.T) {
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
+	for _, d := range []string{root, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const secret = "outside-secret-4711"
+	if err := os.WriteFile(filepath.Join(outside, "settings.json"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../outside", filepath.Join(root, "conf")); err != nil {
+		t.Fatal(err)
+	}
+	s := &Spec{Argv: []string{"/bin/sh", "-c", "cat conf/settings.json " + outside + "/settings.json; ls " + outside}, Dir: root,
+		Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}, Protected: []string{filepath.Join(root, "conf", "settings.json")}}
+	res := runIn(t, s, nil)
+	if strings.Contains(res.Stdout.Text+res.Stderr.Text, secret) || strings.Contains(res.Stdout.Text, "settings.json") {
+		t.Errorf("a file outside the roots entered the view:\nstdout %q\nstderr %q", res.Stdout.Text, res.Stderr.Text)
+	}
+}
+
+// TestRootThatIsASymlink: a root replaced by a symbolic link after it was
+// granted is refused, not followed to where the link points.
+func TestRootThatIsASymlink(t *testing.T) {
+	base := t.TempDir()
+	target, root := filepath.Join(base, "elsewhere"), filepath.Join(base, "root")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, root); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s := &Spec{Argv: []string{"/bin/true"}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"}}
+	_, err := Run(ctx, s, &Options{Helper: helperArgv(t)})
+	if err == nil || !strings.Contains(err.Error(), "no longer a directory") {
+		t.Fatalf("Run over a root that is a symbolic link: %v", err)
+	}
+}

@@ -90,8 +90,9 @@ type Spec struct {
 	Dir string `json:"dir"`
 	// Env is the command's whole environment.
 	Env []string `json:"env"`
-	// Writable and ReadOnly are the roots, absolute directories, shown at
-	// their own paths.
+	// Writable and ReadOnly are the roots, absolute directories with no
+	// symbolic link on their paths, shown at their own paths (a root that
+	// is a symbolic link when the command starts is refused).
 	Writable []string `json:"writable"`
 	ReadOnly []string `json:"read_only"`
 	// Protected are absolute paths within writable roots that stay

@@ -70,12 +70,21 @@ func handled(abi int) (fs, net, scoped uint64) {
 }
 
 // rule grants access beneath each of paths: of the rights the ruleset
-// handles, those of access (all of them when exact).
+// handles, those of access (all of them when exact). The paths of a rule
+// in a root are opened with no symbolic link in any element: one swapped
+// in by a process writing the root would carry the grant elsewhere.
 type rule struct {
 	paths         []string
 	access        uint64
 	exact         bool
 	ignoreMissing bool
+	inRoot        bool
+}
+
+// rooted is r with its paths opened as paths in a root are.
+func rooted(r rule) rule {
+	r.inRoot = true
+	return r
 }
 
 func roDirs(paths ...string) rule  { return rule{paths: paths, access: llRead} }
@@ -143,7 +152,7 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
 		return err
 	}
 	if len(v.ReadOnly) > 0 {
-		add(roDirs(v.ReadOnly...))
+		add(rooted(roDirs(v.ReadOnly...)))
 	}
 	for _, root := range v.Writable {
 		if err := writableRules(root, protectedIn(v, root, mounted), add); err != nil {
@@ -194,7 +203,7 @@ func addRule(ruleset int, r rule, fs uint64) error {
 		return nil
 	}
 	for _, p := range r.paths {
-		fd, err := syscall.Open(p, oPath|syscall.O_CLOEXEC, 0)
+		fd, err := openRulePath(p, r.inRoot)
 		if errors.Is(err, syscall.ENOENT) && r.ignoreMissing {
 			continue
 		}
@@ -270,11 +279,11 @@ func writableRules(root string, protected []string, add func(rule) error) error 
 		keep[p] = true
 	}
 	if !closed[root] {
-		return add(rwDirs(root))
+		return add(rooted(rwDirs(root)))
 	}
 	var open func(dir string) error
 	open = func(dir string) error {
-		if err := add(roDirs(dir)); err != nil {
+		if err := add(rooted(roDirs(dir))); err != nil {
 			return err
 		}
 		entries, err := os.ReadDir(dir)
@@ -290,9 +299,9 @@ func writableRules(root string, protected []string, add func(rule) error) error 
 					return err
 				}
 			case e.IsDir():
-				err = add(rwDirs(p))
+				err = add(rooted(rwDirs(p)))
 			case e.Type().IsRegular():
-				err = add(rwFiles(p))
+				err = add(rooted(rwFiles(p)))
 			}
 			if err != nil {
 				return err
@@ -327,6 +336,15 @@ func ClosedDirs(root string, protected []string) []string {
 	}
 	slices.SortFunc(closed, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
 	return closed
+}
+
+// openRulePath opens a rule's path as an O_PATH descriptor, with no
+// symbolic link in any element when inRoot.
+func openRulePath(p string, inRoot bool) (int, error) {
+	if inRoot {
+		return openNoSymlinks(p)
+	}
+	return syscall.Open(p, oPath|syscall.O_CLOEXEC, 0)
 }
 
 func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }

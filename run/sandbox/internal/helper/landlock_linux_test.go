@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -58,5 +59,39 @@ func TestLookPath(t *testing.T) {
 	t.Chdir(dir)
 	if _, err := lookPath("prog", []string{"PATH=a"}); err == nil || !strings.Contains(err.Error(), "relative") {
 		t.Errorf("found through a relative entry: %v", err)
+	}
+}
+
+// TestRulePathsInRoots: a rule's path in a root is opened with no
+// symbolic link in any element (a link swapped in by a process writing
+// the root must not carry its grant elsewhere); a system path may be one.
+func TestRulePathsInRoots(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path   string
+		inRoot bool
+		ok     bool
+	}{
+		{filepath.Join(real, "sub"), true, true},
+		{link, true, false},
+		{filepath.Join(link, "sub"), true, false},
+		{link, false, true},
+		{filepath.Join(link, "sub"), false, true},
+	} {
+		fd, err := openRulePath(tc.path, tc.inRoot)
+		if err == nil {
+			syscall.Close(fd)
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("openRulePath(%s, inRoot %v): %v", tc.path, tc.inRoot, err)
+		}
 	}
 }

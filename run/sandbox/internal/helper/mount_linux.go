@@ -2,6 +2,7 @@ package helper
 
 import (
 	"cmp"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -69,82 +70,141 @@ func buildRoot(s *View, note func(string)) (map[string]bool, error) {
 // of the protected paths that exist. Merged-/usr symbolic links (/bin ->
 // usr/bin) are returned to be recreated.
 func planMounts(s *View) (plans []mountPlan, links map[string]string, err error) {
+	p := &planner{}
 	links = map[string]string{}
-	// clone adds src's tree; a missing src is skipped when optional.
-	clone := func(src string, ro, dev, optional bool) error {
-		fd, err := openTree(src, openTreeClone|syscall.O_CLOEXEC|atRecursive)
-		if optional && err == syscall.ENOENT {
-			return nil
-		}
-		if err != nil {
-			return wrap("sandbox helper: cloning "+src, err)
-		}
-		var st syscall.Stat_t
-		if err := syscall.Fstat(fd, &st); err != nil {
-			syscall.Close(fd)
-			return wrap("sandbox helper: "+src, err)
-		}
-		plans = append(plans, mountPlan{fd: fd, target: src, dir: st.Mode&syscall.S_IFMT == syscall.S_IFDIR})
-		attr := uint64(mountAttrNosuid)
-		if !dev {
-			attr |= mountAttrNodev
-		}
-		if ro {
-			attr |= mountAttrRdonly
-		}
-		if err := mountSetattr(fd, "", atEmptyPath|atRecursive, attr); err != nil {
-			return wrap("sandbox helper: mount attributes of "+src, err)
-		}
-		return nil
-	}
 	for _, d := range systemDirs {
 		st, err := os.Lstat(d)
 		switch {
 		case err != nil:
 		case st.Mode()&os.ModeSymlink != 0:
 			if links[d], err = os.Readlink(d); err != nil {
-				return plans, nil, wrap("sandbox helper: "+d, err)
+				return p.plans, nil, wrap("sandbox helper: "+d, err)
 			}
 		case st.IsDir():
-			if err := clone(d, true, false, false); err != nil {
-				return plans, nil, err
+			if err := p.clone(d, true, false, false); err != nil {
+				return p.plans, nil, err
 			}
 		}
 	}
 	for _, e := range etcEntries {
-		if err := clone("/etc/"+e, true, false, true); err != nil {
-			return plans, nil, err
+		if err := p.clone("/etc/"+e, true, false, true); err != nil {
+			return p.plans, nil, err
 		}
 	}
 	for _, d := range devNodes {
-		if err := clone("/dev/"+d, false, true, false); err != nil {
-			return plans, nil, err
+		if err := p.clone("/dev/"+d, false, true, false); err != nil {
+			return p.plans, nil, err
 		}
 	}
 	for _, r := range s.Writable {
-		if err := clone(r, false, false, false); err != nil {
-			return plans, nil, err
+		if err := p.cloneRoot(r, false); err != nil {
+			return p.plans, nil, err
 		}
 	}
 	for _, r := range s.ReadOnly {
-		if err := clone(r, true, false, false); err != nil {
-			return plans, nil, err
+		if err := p.cloneRoot(r, true); err != nil {
+			return p.plans, nil, err
 		}
 	}
-	// A protected path that is a symbolic link is not followed out of the
-	// root: its target is shown (or not) as any other path is.
-	for _, p := range s.Protected {
-		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSymlink == 0 {
-			if err := clone(p, true, false, false); err != nil {
-				return plans, nil, err
-			}
+	for _, pp := range s.Protected {
+		if err := p.cloneProtected(s.Writable, pp); err != nil {
+			return p.plans, nil, err
 		}
 	}
 	// Parents before children: a root's protected paths go on top of it.
-	slices.SortStableFunc(plans, func(a, b mountPlan) int {
+	slices.SortStableFunc(p.plans, func(a, b mountPlan) int {
 		return cmp.Compare(countSlashes(a.target), countSlashes(b.target))
 	})
-	return plans, links, nil
+	return p.plans, links, nil
+}
+
+// planner collects the cloned trees; the caller closes their descriptors.
+type planner struct{ plans []mountPlan }
+
+const cloneFlags = openTreeClone | syscall.O_CLOEXEC | atRecursive
+
+// clone clones the host's tree at src (a system path: symbolic links are
+// followed); a missing src is skipped when optional.
+func (p *planner) clone(src string, ro, dev, optional bool) error {
+	fd, err := openTree(src, cloneFlags)
+	if optional && err == syscall.ENOENT {
+		return nil
+	}
+	if err != nil {
+		return wrap("sandbox helper: cloning "+src, err)
+	}
+	_, err = p.add(src, fd, ro, dev)
+	return err
+}
+
+// cloneRoot clones a root, which must still be the directory at its
+// path, not a symbolic link swapped in since it was granted.
+func (p *planner) cloneRoot(root string, ro bool) error {
+	fd, err := openTree(root, cloneFlags|atSymlinkNofollow)
+	if err != nil {
+		return wrap("sandbox helper: cloning root "+root, err)
+	}
+	dir, err := p.add(root, fd, ro, false)
+	if err == nil && !dir {
+		err = errors.New("sandbox helper: root " + root + " is no longer a directory")
+	}
+	return err
+}
+
+// cloneProtected clones the protected path pp read-only when it exists
+// inside its root with no symbolic link on the way (one planted in the
+// root must not bring a tree from elsewhere into the view). Otherwise
+// nothing is mounted, and Landlock keeps pp from being made.
+func (p *planner) cloneProtected(roots []string, pp string) error {
+	root := ""
+	for _, r := range roots {
+		if within(r, pp) && len(r) > len(root) {
+			root = r
+		}
+	}
+	rootFD, err := syscall.Open(root, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return wrap("sandbox helper: root "+root, err)
+	}
+	defer syscall.Close(rootFD)
+	at, err := openBeneath(rootFD, pp[len(root)+1:])
+	switch err {
+	case nil:
+	case syscall.ENOENT, syscall.ELOOP, syscall.ENOTDIR, syscall.EXDEV:
+		return nil
+	default:
+		return wrap("sandbox helper: protected path "+pp, err)
+	}
+	defer syscall.Close(at)
+	fd, err := openTreeAt(at, "", cloneFlags|atEmptyPath)
+	if err != nil {
+		return wrap("sandbox helper: cloning "+pp, err)
+	}
+	_, err = p.add(pp, fd, true, false)
+	return err
+}
+
+// add records the tree cloned from src (descriptor fd, which p then
+// owns), sets its mount attributes, and says whether it is a directory.
+func (p *planner) add(src string, fd int, ro, dev bool) (dir bool, err error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return false, wrap("sandbox helper: "+src, err)
+	}
+	dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	p.plans = append(p.plans, mountPlan{fd: fd, target: src, dir: dir})
+	attr := uint64(mountAttrNosuid)
+	if !dev {
+		attr |= mountAttrNodev
+	}
+	if ro {
+		attr |= mountAttrRdonly
+	}
+	if err := mountSetattr(fd, "", atEmptyPath|atRecursive, attr); err != nil {
+		return dir, wrap("sandbox helper: mount attributes of "+src, err)
+	}
+	return dir, nil
 }
 
 func mountTmpfs(target string, size int64, inodes int, mode string) error {

@@ -13,6 +13,7 @@ const (
 	sysOpenTree              = 428
 	sysMoveMount             = 429
 	sysCloseRange            = 436
+	sysOpenat2               = 437
 	sysMountSetattr          = 442
 	sysLandlockCreateRuleset = 444
 	sysLandlockAddRule       = 445
@@ -20,6 +21,9 @@ const (
 
 	oPath              = 0x200000
 	atEmptyPath        = 0x1000
+	atSymlinkNofollow  = 0x100
+	resolveNoSymlinks  = 0x04
+	resolveBeneath     = 0x08
 	openTreeClone      = 0x1
 	atRecursive        = 0x8000
 	moveMountFEmpty    = 0x4
@@ -43,11 +47,42 @@ const (
 )
 
 func openTree(path string, flags int) (int, error) {
+	return openTreeAt(atFDCWD, path, flags)
+}
+
+func openTreeAt(dirfd int, path string, flags int) (int, error) {
 	p, err := syscall.BytePtrFromString(path)
 	if err != nil {
 		return -1, err
 	}
-	fd, _, e := syscall.Syscall(sysOpenTree, uintptr(atFDCWD), uintptr(unsafe.Pointer(p)), uintptr(flags))
+	fd, _, e := syscall.Syscall(sysOpenTree, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags))
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// openBeneath opens name, relative to dir, as an O_PATH descriptor
+// without leaving dir or meeting a symbolic link in any element, the
+// last one included (openat2 with RESOLVE_BENEATH and
+// RESOLVE_NO_SYMLINKS: ELOOP).
+func openBeneath(dir int, name string) (int, error) {
+	return openat2(dir, name, resolveBeneath|resolveNoSymlinks)
+}
+
+// openNoSymlinks opens path as an O_PATH descriptor, refusing a symbolic
+// link in any element, the last one included (ELOOP).
+func openNoSymlinks(path string) (int, error) {
+	return openat2(atFDCWD, path, resolveNoSymlinks)
+}
+
+func openat2(dir int, name string, resolve uint64) (int, error) {
+	p, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return -1, err
+	}
+	how := [3]uint64{oPath | syscall.O_CLOEXEC, 0, resolve}
+	fd, _, e := syscall.Syscall6(sysOpenat2, uintptr(dir), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
 	if e != 0 {
 		return -1, e
 	}
