@@ -100,7 +100,7 @@ func closedDirs(v *helper.View, full bool) (closed, notes []string) {
 	for _, root := range v.Writable {
 		var kept []string
 		for _, p := range v.Protected {
-			if _, err := os.Lstat(p); capability.Within(root, p) && !(full && err == nil) {
+			if capability.Within(root, p) && !(full && helper.Shown(v.Writable, p)) {
 				kept = append(kept, p)
 			}
 		}

@@ -156,24 +156,9 @@ func (p *planner) cloneRoot(root string, ro bool) error {
 // root must not bring a tree from elsewhere into the view). Otherwise
 // nothing is mounted, and Landlock keeps pp from being made.
 func (p *planner) cloneProtected(roots []string, pp string) error {
-	root := ""
-	for _, r := range roots {
-		if within(r, pp) && len(r) > len(root) {
-			root = r
-		}
-	}
-	rootFD, err := syscall.Open(root, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return wrap("sandbox helper: root "+root, err)
-	}
-	defer syscall.Close(rootFD)
-	at, err := openBeneath(rootFD, pp[len(root)+1:])
-	switch err {
-	case nil:
-	case syscall.ENOENT, syscall.ELOOP, syscall.ENOTDIR, syscall.EXDEV:
-		return nil
-	default:
-		return wrap("sandbox helper: protected path "+pp, err)
+	at, shown, err := openProtected(roots, pp)
+	if err != nil || !shown {
+		return err
 	}
 	defer syscall.Close(at)
 	fd, err := openTreeAt(at, "", cloneFlags|atEmptyPath)
@@ -182,6 +167,44 @@ func (p *planner) cloneProtected(roots []string, pp string) error {
 	}
 	_, err = p.add(pp, fd, true, false)
 	return err
+}
+
+// Shown reports whether full containment shows the protected path pp
+// mounted read-only: it exists in its root (the longest of roots holding
+// it) with no symbolic link on the way. Landlock keeps the others.
+func Shown(roots []string, pp string) bool {
+	fd, shown, _ := openProtected(roots, pp)
+	if shown {
+		syscall.Close(fd)
+	}
+	return shown
+}
+
+// openProtected opens pp beneath its root as an O_PATH descriptor; shown
+// is false when pp is missing or reached through a symbolic link.
+func openProtected(roots []string, pp string) (fd int, shown bool, err error) {
+	root := ""
+	for _, r := range roots {
+		if within(r, pp) && len(r) > len(root) {
+			root = r
+		}
+	}
+	if root == "" || root == pp {
+		return -1, false, errors.New("sandbox helper: protected path " + pp + " is not inside a writable root")
+	}
+	rootFD, err := syscall.Open(root, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false, wrap("sandbox helper: root "+root, err)
+	}
+	defer syscall.Close(rootFD)
+	fd, err = openBeneath(rootFD, pp[len(root)+1:])
+	switch err {
+	case nil:
+		return fd, true, nil
+	case syscall.ENOENT, syscall.ELOOP, syscall.ENOTDIR, syscall.EXDEV:
+		return -1, false, nil
+	}
+	return -1, false, wrap("sandbox helper: protected path "+pp, err)
 }
 
 // add records the tree cloned from src (descriptor fd, which p then
