@@ -53,9 +53,9 @@ type Config struct {
 	// (PATH, LANG and TERM are set; HOME and TMPDIR point into the
 	// private /tmp).
 	Env []string
-	// Protect are paths kept read-only besides .git and capkit.toml:
-	// relative ones in every writable root, absolute ones where they are.
-	Protect []string
+	// Protected are the paths kept read-only in the writable roots (the
+	// zero value: .git and capkit.toml).
+	Protected capability.Protected
 	// ReadOnly and Writable are directories outside the roots shown to
 	// every command: toolchains and module caches read-only, build caches
 	// that only contained commands use writable (a cache the host itself
@@ -78,10 +78,6 @@ type Config struct {
 
 // defaultPath is the commands' PATH unless the host sets one.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
-
-// defaultProtect are kept read-only in every writable root: what the host
-// (git, capkit) reads and runs later.
-var defaultProtect = []string{".git", "capkit.toml"}
 
 // Runner runs contained commands for sessions.
 type Runner struct {
@@ -189,7 +185,7 @@ func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outc
 		Env:       r.env(),
 		Writable:  append(slices.Clone(writable), r.cfg.Writable...),
 		ReadOnly:  append(readOnly, r.cfg.ReadOnly...),
-		Protected: r.protected(writable),
+		Protected: r.cfg.Protected.Paths(writable),
 		Limits:    r.cfg.Limits,
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
@@ -256,23 +252,6 @@ func (r *Runner) env() []string {
 		env = append(env, kv)
 	}
 	return env
-}
-
-// protected lists, for the writable roots, the paths kept read-only.
-func (r *Runner) protected(writable []string) []string {
-	var out []string
-	for _, root := range writable {
-		for _, p := range append(slices.Clone(defaultProtect), r.cfg.Protect...) {
-			if filepath.IsAbs(p) {
-				if p != root && capability.Within(root, p) && !slices.Contains(out, p) {
-					out = append(out, p)
-				}
-				continue
-			}
-			out = append(out, filepath.Join(root, p))
-		}
-	}
-	return out
 }
 
 // declared picks the named variant of a declared command and appends the

@@ -173,14 +173,26 @@ func (c *Config) resolveRun(errs *errorList) {
 	}
 }
 
+// Protected is what no tool may change in a root: .git, capkit.toml, the
+// [run] protect entries, and this configuration file itself when it lies
+// in a root.
+func (c *Config) Protected() capability.Protected {
+	entries := slices.Clone(c.Run.Protect)
+	if c.file != "" {
+		if abs, err := filepath.Abs(c.file); err == nil {
+			entries = append(entries, abs)
+		}
+	}
+	return capability.NewProtected(entries...)
+}
+
 // RunOptions is the run package's configuration: the [run] settings, the
-// declared commands, and this configuration file itself kept read-only
-// when it lies in a root.
+// declared commands, and the protected paths (Protected).
 func (c *Config) RunOptions() run.Config {
 	r := c.Run
 	out := run.Config{
 		RequireFull:    r.Containment == "required",
-		Protect:        slices.Clone(r.Protect),
+		Protected:      c.Protected(),
 		ReadOnly:       slices.Clone(r.readOnly),
 		Writable:       slices.Clone(r.cache),
 		MaxOutputBytes: int(r.MaxOutputBytes),
@@ -192,11 +204,6 @@ func (c *Config) RunOptions() run.Config {
 	}
 	for _, k := range sortedKeys(r.Env) {
 		out.Env = append(out.Env, k+"="+r.Env[k])
-	}
-	if c.file != "" {
-		if abs, err := filepath.Abs(c.file); err == nil {
-			out.Protect = append(out.Protect, abs)
-		}
 	}
 	return out
 }
