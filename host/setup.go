@@ -46,10 +46,11 @@ import (
 // may leave cleanup to h.Close with h.OnClose. The file tools and the
 // readers that take a path share one local provider, h.files; every tool
 // that replaces a file the file tools can see dispatches on h.events, the
-// seam the file policy (read before edit) is attached to.
+// seam the file policy (read before edit) is attached to. Every group that
+// changes files in roots is given h.protected, what none may change.
 var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, h *Host) error {
-		return tools.RegisterTools(b, &tools.ToolOptions{Provider: h.files, Events: h.events})
+		return tools.RegisterTools(b, &tools.ToolOptions{Provider: h.files, Events: h.events, Protected: h.protected})
 	},
 	func(b *kernel.Builder, h *Host) error {
 		return textjson.RegisterTools(b, &textjson.ToolOptions{Files: h.files})
@@ -67,19 +68,25 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 		return sniff.RegisterTools(b, &sniff.ToolOptions{Files: h.files})
 	},
 	func(b *kernel.Builder, h *Host) error {
-		return fileio.RegisterTools(b, &fileio.ToolOptions{Events: h.events})
+		return fileio.RegisterTools(b, &fileio.ToolOptions{Events: h.events, Protected: h.protected})
 	},
 	func(b *kernel.Builder, _ *Host) error { return tree.RegisterTools(b, nil) },
 	func(b *kernel.Builder, h *Host) error {
-		return state.RegisterTools(b, &state.ToolOptions{Events: h.events})
+		return state.RegisterTools(b, &state.ToolOptions{Events: h.events, Protected: h.protected})
 	},
-	func(b *kernel.Builder, _ *Host) error { return zipfile.RegisterTools(b, nil) },
-	func(b *kernel.Builder, _ *Host) error { return journal.RegisterTools(b, nil) },
 	func(b *kernel.Builder, h *Host) error {
-		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin})
+		return zipfile.RegisterTools(b, &zipfile.ToolOptions{Protected: h.protected})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return journal.RegisterTools(b, &journal.ToolOptions{Protected: h.protected})
+	},
+	func(b *kernel.Builder, h *Host) error {
+		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin, Protected: h.protected})
 	},
 	func(b *kernel.Builder, _ *Host) error { return passages.RegisterTools(b, nil) },
-	func(b *kernel.Builder, _ *Host) error { return lexindex.RegisterTools(b, nil) },
+	func(b *kernel.Builder, h *Host) error {
+		return lexindex.RegisterTools(b, &lexindex.ToolOptions{Protected: h.protected})
+	},
 	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]): catalog_script.go.
 	registerCatalogs,
 	registerScript,
@@ -116,9 +123,13 @@ type Host struct {
 	// events is the file policy seam shared by every tool that replaces
 	// or creates a file the file tools can see: the file tools,
 	// state_replace, file_copy.
-	events  *files.Events
-	audit   *slog.Logger // nil without an audit log
-	closers []func() error
+	events *files.Events
+	// protected are the paths no tool may change (config.Protected):
+	// given to every group that changes files in roots and to the
+	// contained commands.
+	protected capability.Protected
+	audit     *slog.Logger // nil without an audit log
+	closers   []func() error
 }
 
 // New builds the runtime cfg describes. A [tool.NAME] table naming no
@@ -129,7 +140,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents()}
+	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents(), protected: cfg.Protected()}
 	defer func() {
 		if err != nil {
 			h.Close()

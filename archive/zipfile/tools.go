@@ -28,6 +28,10 @@ type ToolOptions struct {
 	// Timeout bounds one call; zero means 5 minutes (a full-size archive
 	// is a gigabyte of inflation and hashing).
 	Timeout time.Duration
+	// Protected are the paths zip_create and zip_extract may not create
+	// (the zero value: .git and capkit.toml in every root); the host
+	// passes its set.
+	Protected capability.Protected
 }
 
 // CreateArgs are zip_create's arguments.
@@ -117,7 +121,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	}
 	bounds := fmt.Sprintf("at most %d members, %d bytes per member, %d bytes in all, a %d-byte central directory, %d path elements per name",
 		lim.MaxFiles, lim.MaxMemberBytes, lim.MaxTotalBytes, lim.MaxCentralDirectoryBytes, lim.MaxPathDepth)
-	t := toolSetup{lim: lim, bounds: bounds,
+	t := toolSetup{lim: lim, bounds: bounds, protected: o.Protected,
 		io: kernel.Policy{Timeout: o.Timeout, MaxInputBytes: limits.ZipMaxManifestBytes}}
 	for _, register := range []func(*kernel.Builder, toolSetup) error{registerCreate, registerExtract, registerList, registerVerify} {
 		if err := register(b, t); err != nil {
@@ -128,11 +132,12 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 }
 
 // toolSetup is what the four tools share: the resolved limits, their
-// wording for descriptions, and the policy.
+// wording for descriptions, the policy and the paths they may not create.
 type toolSetup struct {
-	lim    Limits
-	bounds string
-	io     kernel.Policy
+	lim       Limits
+	bounds    string
+	io        kernel.Policy
+	protected capability.Protected
 }
 
 func (t toolSetup) policy(name string) kernel.Policy {
@@ -180,7 +185,7 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		for i, name := range in.Files {
 			srcs[i] = source{name: name, open: func() (*fileio.File, error) { return fileio.OpenIn(base, name) }}
 		}
-		parent, leaf, closeAll, err := resolveParent(roots, in.Archive)
+		parent, leaf, closeAll, err := resolveParent(roots, in.Archive, t.protected.CheckWrite)
 		if err != nil {
 			return CreateResult{}, err
 		}
@@ -232,7 +237,9 @@ Example: {"archive": "downloads/data.zip", "destination": "work/data", "expect":
 			return ExtractResult{}, err
 		}
 		defer src.Close()
-		parent, leaf, closeAll, err := resolveParent(roots, in.Destination)
+		// The directory appears by a rename: no member can be protected
+		// unless the destination is one or holds one.
+		parent, leaf, closeAll, err := resolveParent(roots, in.Destination, t.protected.CheckRename)
 		if err != nil {
 			return ExtractResult{}, err
 		}
@@ -327,15 +334,19 @@ func openArchiveIn(roots []string, p string) (*os.File, error) {
 }
 
 // resolveParent opens the directory that will hold the new entry p inside
-// roots; closeAll releases it.
-func resolveParent(roots []string, p string) (*os.Root, string, func(), error) {
-	r, _, rel, err := atfile.ResolveRoot(roots, p)
+// roots, once checkProtected allows p; closeAll releases it.
+func resolveParent(roots []string, p string, checkProtected func(roots []string, root, name string) error) (*os.Root, string, func(), error) {
+	r, root, rel, err := atfile.ResolveRoot(roots, p)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	if rel == "." || path.Base(rel) == ".." {
 		r.Close()
 		return nil, "", nil, fault.New(fault.InvalidInput, "name a new entry inside a granted root, not the root itself")
+	}
+	if err := atfile.CheckBoth(roots, root, rel, checkProtected); err != nil {
+		r.Close()
+		return nil, "", nil, err
 	}
 	parent, leaf, err := openParent(r, rel)
 	if err != nil {

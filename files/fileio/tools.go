@@ -27,6 +27,9 @@ type ToolOptions struct {
 	// a host's gate can veto it. Nil means no gate. (A copy never
 	// replaces: its destination must not exist.)
 	Events *files.Events
+	// Protected are the paths file_copy may not create (the zero value:
+	// .git and capkit.toml in every root); the host passes its set.
+	Protected capability.Protected
 }
 
 func (o *ToolOptions) budget() int64 {
@@ -77,7 +80,7 @@ func (r CopyResult) ToolText() string { return fmt.Sprintf("copied %d bytes", r.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	t := toolSetup{budget: opts.budget()}
 	if opts != nil {
-		t.timeout, t.events = opts.Timeout, opts.Events
+		t.timeout, t.events, t.protected = opts.Timeout, opts.Events, opts.Protected
 	}
 	if err := t.registerDigest(b); err != nil {
 		return err
@@ -86,11 +89,12 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 }
 
 // toolSetup is what the file tools share: their deadline, the seam's
-// events and the largest file they read.
+// events, the paths they may not create and the largest file they read.
 type toolSetup struct {
-	timeout time.Duration
-	events  *files.Events
-	budget  int64
+	timeout   time.Duration
+	events    *files.Events
+	protected capability.Protected
+	budget    int64
 }
 
 func (t toolSetup) registerDigest(b *kernel.Builder) error {
@@ -159,6 +163,9 @@ func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArg
 	if size > maxBytes {
 		return CopyResult{}, fault.LimitExceeded("source bytes", maxBytes, size)
 	}
+	if err := t.checkDestination(caps.Roots(capability.WriteFile), in.Destination); err != nil {
+		return CopyResult{}, err
+	}
 	if err := makeParents(caps.Roots(capability.WriteFile), in.Destination); err != nil {
 		return CopyResult{}, err
 	}
@@ -172,6 +179,16 @@ func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArg
 	}
 	n, err := copyAt(ctx, sd, sname, dd, dname, maxBytes, nil)
 	return CopyResult{Bytes: n}, err
+}
+
+// checkDestination refuses a destination that is a protected path or lies
+// under one.
+func (t toolSetup) checkDestination(roots []string, p string) error {
+	root, rel, err := files.Resolve(roots, p)
+	if err != nil {
+		return err
+	}
+	return atfile.CheckBoth(roots, root, rel, t.protected.CheckWrite)
 }
 
 // expectCreate offers the creation of the file p names to ev's write gate.

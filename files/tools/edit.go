@@ -95,7 +95,7 @@ func (x *executor) editFile(ctx context.Context, req request, in EditArgs) (Edit
 	if err != nil {
 		return EditResult{}, err
 	}
-	t, err := resolve(req.caps, capability.EditFile, in.Path)
+	t, err := x.resolveChange(req.caps, capability.EditFile, in.Path)
 	if err != nil {
 		return EditResult{}, err
 	}

@@ -8,13 +8,15 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/atfile"
 )
 
 // executor runs the tools: scope, IO through the provider, windowing, and
 // the policy events.
 type executor struct {
-	provider files.Provider
-	events   *files.Events
+	provider  files.Provider
+	events    *files.Events
+	protected capability.Protected
 }
 
 // target is a path resolved for one effect.
@@ -42,6 +44,27 @@ func resolve(caps capability.Set, effect capability.Effect, p string) (target, e
 		return target{}, err
 	}
 	return target{root: root, name: rel, display: display(roots, root, rel)}, nil
+}
+
+// resolveChange is resolve for a path the tool creates, replaces or
+// removes: a protected path (or one under it), as spelled or as reached
+// through a symlink, is denied.
+func (x *executor) resolveChange(caps capability.Set, effect capability.Effect, p string) (target, error) {
+	t, err := resolve(caps, effect, p)
+	if err != nil {
+		return target{}, err
+	}
+	return t, atfile.CheckBoth(caps.Roots(effect), t.root, t.name, x.protected.CheckWrite)
+}
+
+// resolveRename is resolve for either end of a move: a protected path,
+// one under it or one holding it is denied.
+func (x *executor) resolveRename(caps capability.Set, effect capability.Effect, p string) (target, error) {
+	t, err := resolve(caps, effect, p)
+	if err != nil {
+		return target{}, err
+	}
+	return t, atfile.CheckBoth(caps.Roots(effect), t.root, t.name, x.protected.CheckRename)
 }
 
 func display(roots []string, root, rel string) string {

@@ -74,7 +74,7 @@ func (x *executor) createDirectory(ctx context.Context, req request, in MkdirArg
 	if !ok {
 		return MkdirResult{}, fault.New(fault.Unavailable, "this host's file provider cannot create directories")
 	}
-	t, err := resolve(req.caps, capability.WriteFile, in.Path)
+	t, err := x.resolveChange(req.caps, capability.WriteFile, in.Path)
 	if err != nil {
 		return MkdirResult{}, err
 	}

@@ -26,11 +26,11 @@ func (r MoveResult) ToolText() string { return "moved " + r.Source + " to " + r.
 
 func (x *executor) moveFile(ctx context.Context, req request, in MoveArgs) (MoveResult, error) {
 	caps := req.caps
-	from, err := resolve(caps, capability.MoveFile, in.Source)
+	from, err := x.resolveRename(caps, capability.MoveFile, in.Source)
 	if err != nil {
 		return MoveResult{}, err
 	}
-	to, err := resolve(caps, capability.MoveFile, in.Destination)
+	to, err := x.resolveRename(caps, capability.MoveFile, in.Destination)
 	if err != nil {
 		return MoveResult{}, err
 	}

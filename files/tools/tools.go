@@ -69,6 +69,9 @@ type ToolOptions struct {
 	// changes; only each single edit stays atomic against changes made
 	// during that call.
 	DisableGate bool
+	// Protected are the paths no tool may change (the zero value: .git
+	// and capkit.toml in every root); the host passes its configured set.
+	Protected capability.Protected
 }
 
 // ErrNoGate is returned by RegisterTools when ToolOptions.Events is nil and
@@ -121,7 +124,7 @@ func newExecutor(opts *ToolOptions) (*executor, error) {
 	if opts != nil {
 		o = *opts
 	}
-	x := &executor{provider: o.Provider, events: o.Events}
+	x := &executor{provider: o.Provider, events: o.Events, protected: o.Protected}
 	if x.provider == nil {
 		x.provider = local.New()
 	}

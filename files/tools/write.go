@@ -42,7 +42,7 @@ func (x *executor) writeFile(ctx context.Context, req request, in WriteArgs) (Wr
 	if len(in.Content) > limits.WriteMaxBytes {
 		return WriteResult{}, fault.LimitExceeded("content bytes", limits.WriteMaxBytes, int64(len(in.Content)))
 	}
-	t, err := resolve(req.caps, capability.WriteFile, in.Path)
+	t, err := x.resolveChange(req.caps, capability.WriteFile, in.Path)
 	if err != nil {
 		return WriteResult{}, err
 	}

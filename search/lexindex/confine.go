@@ -3,7 +3,6 @@ package lexindex
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
@@ -43,9 +42,9 @@ func ResolveDB(roots []string, path string, create bool) (string, error) {
 			return "", atfile.NotRegular("database", st.Mode)
 		}
 	}
-	dir, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(d.File().Fd())))
+	dir, err := d.HostPath()
 	if err != nil {
-		return "", fault.Wrap(fault.IO, err, "locating the index's directory failed")
+		return "", err
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
@@ -55,4 +54,19 @@ func ResolveDB(roots []string, path string, create bool) (string, error) {
 		return "", fault.New(fault.Denied, "the index's directory moved out of the root while it was opened")
 	}
 	return filepath.Join(dir, name), nil
+}
+
+// checkProtected refuses a database path whose database or sidecars would
+// be a protected path or lie under one.
+func checkProtected(roots []string, db string, protected capability.Protected) error {
+	root, rel, err := atfile.Resolve(roots, db)
+	if err != nil {
+		return err
+	}
+	for _, suffix := range sidecars {
+		if err := atfile.CheckBoth(roots, root, rel+suffix, protected.CheckWrite); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -21,6 +21,9 @@ type ToolOptions struct {
 	// Timeout bounds one call; zero means the kernel's default. A write
 	// waiting for another writer fails with "unavailable" when it ends.
 	Timeout time.Duration
+	// Protected are the paths no index may be at (the zero value: .git
+	// and capkit.toml in every root); the host passes its set.
+	Protected capability.Protected
 }
 
 // UpdateArgs are lexindex_update's arguments.
@@ -211,12 +214,12 @@ func (r Result) ToolText() string {
 // against the roots the session's capabilities grant the effect on.
 // opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	var timeout time.Duration
+	var o ToolOptions
 	if opts != nil {
-		timeout = opts.Timeout
+		o = *opts
 	}
-	for _, register := range []func(*kernel.Builder, time.Duration) error{registerUpdate, registerScope, registerStatus, registerSearch} {
-		if err := register(b, timeout); err != nil {
+	for _, register := range []func(*kernel.Builder, ToolOptions) error{registerUpdate, registerScope, registerStatus, registerSearch} {
+		if err := register(b, o); err != nil {
 			return err
 		}
 	}
@@ -224,17 +227,23 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 }
 
 // openIndex opens the index db inside a root the session's capabilities
-// grant e on; a writer creates it when missing.
-func openIndex(ctx context.Context, call *kernel.Call, e capability.Effect, db string) (*Index, error) {
-	path, err := ResolveDB(call.Session.Capabilities().Roots(e), db, e == capability.IndexWrite)
+// grant e on; a writer creates it when missing. Neither the database nor
+// its sidecars may be protected, also for reading: SQLite creates its
+// sidecars when it opens a database.
+func openIndex(ctx context.Context, call *kernel.Call, e capability.Effect, db string, protected capability.Protected) (*Index, error) {
+	roots := call.Session.Capabilities().Roots(e)
+	if err := checkProtected(roots, db, protected); err != nil {
+		return nil, err
+	}
+	path, err := ResolveDB(roots, db, e == capability.IndexWrite)
 	if err != nil {
 		return nil, err
 	}
 	return Open(ctx, path, &Options{Create: e == capability.IndexWrite})
 }
 
-func registerUpdate(b *kernel.Builder, timeout time.Duration) error {
-	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_update", MaxInputBytes: limits.LexToolInputBytes, Timeout: timeout},
+func registerUpdate(b *kernel.Builder, o ToolOptions) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_update", MaxInputBytes: limits.LexToolInputBytes, Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
 			Title:   "Update full-text index",
@@ -244,7 +253,7 @@ A put stores text (at most %d bytes of UTF-8) under an opaque ref with a digest 
 Example: {"db": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The quarterly report…", "digest": "sha256:ab12…"}, {"ref": "doc-3", "remove": true}]}`, limits.LexMaxDocumentBytes),
 		},
 		func(ctx context.Context, call *kernel.Call, in UpdateArgs) (Applied, error) {
-			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB, o.Protected)
 			if err != nil {
 				return Applied{}, err
 			}
@@ -253,8 +262,8 @@ Example: {"db": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The qu
 		})
 }
 
-func registerScope(b *kernel.Builder, timeout time.Duration) error {
-	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_scope", Timeout: timeout},
+func registerScope(b *kernel.Builder, o ToolOptions) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_scope", Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
 			Title:   "Full-text index scope",
@@ -263,7 +272,7 @@ func registerScope(b *kernel.Builder, timeout time.Duration) error {
 Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in ScopeArgs) (ScopeResult, error) {
-			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB, o.Protected)
 			if err != nil {
 				return ScopeResult{}, err
 			}
@@ -275,8 +284,8 @@ Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`
 		})
 }
 
-func registerStatus(b *kernel.Builder, timeout time.Duration) error {
-	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", Timeout: timeout},
+func registerStatus(b *kernel.Builder, o ToolOptions) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_status", Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
 			Title:   "Full-text index status",
@@ -285,7 +294,7 @@ func registerStatus(b *kernel.Builder, timeout time.Duration) error {
 Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
 		func(ctx context.Context, call *kernel.Call, in StatusArgs) (StatusResult, error) {
-			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB, o.Protected)
 			if err != nil {
 				return StatusResult{}, err
 			}
@@ -298,8 +307,8 @@ Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "s
 		})
 }
 
-func registerSearch(b *kernel.Builder, timeout time.Duration) error {
-	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_search", Timeout: timeout},
+func registerSearch(b *kernel.Builder, o ToolOptions) error {
+	return kernel.AddTool(b, kernel.Policy{Name: "lexindex_search", Timeout: o.Timeout},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
 			Title:   "Full-text search",
@@ -309,7 +318,7 @@ Modes: "terms" (default) requires every word; "phrase" requires the words in ord
 Example: {"db": "index/docs.db", "query": "quarterly revenue", "scope": "team-a", "snippets": true}`, limits.LexMaxHits, limits.LexDefaultHits, limits.LexMaxHits, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
 		func(ctx context.Context, call *kernel.Call, in SearchArgs) (SearchResult, error) {
-			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB)
+			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB, o.Protected)
 			if err != nil {
 				return SearchResult{}, err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -29,6 +30,9 @@ type ToolOptions struct {
 	// tools that embed whole sources (add, audit) and the kernel's default
 	// for the others.
 	Timeout time.Duration
+	// Protected are the paths no index may be at (the zero value: .git
+	// and capkit.toml in every root); the host passes its set.
+	Protected capability.Protected
 }
 
 type modelLoader struct {
@@ -254,9 +258,23 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	return nil
 }
 
-func withIndex[T any](ctx context.Context, call *kernel.Call, effect capability.Effect, path string, create bool, fn func(*Index) (T, error)) (T, error) {
+// withIndex runs fn on the index at path inside a root the session's
+// capabilities grant effect on, creating it when asked. Neither the
+// database nor its sidecars may be protected, also for reading: SQLite
+// creates its sidecars when it opens a database.
+func withIndex[T any](ctx context.Context, call *kernel.Call, effect capability.Effect, protected capability.Protected, path string, create bool, fn func(*Index) (T, error)) (T, error) {
 	var zero T
-	ix, err := OpenIn(ctx, call.Session.Capabilities().Roots(effect), path, &OpenOptions{NoCreate: !create})
+	roots := call.Session.Capabilities().Roots(effect)
+	root, rel, err := atfile.Resolve(roots, path)
+	if err != nil {
+		return zero, err
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := atfile.CheckBoth(roots, root, rel+suffix, protected.CheckWrite); err != nil {
+			return zero, err
+		}
+	}
+	ix, err := OpenIn(ctx, roots, path, &OpenOptions{NoCreate: !create})
 	if err != nil {
 		return zero, err
 	}
@@ -290,13 +308,13 @@ Example: {"index": "work/sem.db", "ref": "doc-1", "text": "The quick brown fox."
 			if err != nil {
 				return AddResult{}, err
 			}
-			return withIndex(ctx, call, capability.IndexWrite, in.Index, true, func(ix *Index) (AddResult, error) {
+			return withIndex(ctx, call, capability.IndexWrite, l.o.Protected, in.Index, true, func(ix *Index) (AddResult, error) {
 				return deref(ix.Add(ctx, m, in.Ref, in.Text, &AddOptions{Digest: in.Digest, ExpectDigest: in.ExpectDigest}))
 			})
 		})
 }
 
-func registerRemove(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) error {
+func registerRemove(b *kernel.Builder, l *modelLoader, short, _ time.Duration) error {
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_remove", Timeout: short},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
@@ -306,13 +324,13 @@ func registerRemove(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) e
 Example: {"index": "work/sem.db", "ref": "doc-1"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in RemoveArgs) (RemoveResult, error) {
-			return withIndex(ctx, call, capability.IndexWrite, in.Index, false, func(ix *Index) (RemoveResult, error) {
+			return withIndex(ctx, call, capability.IndexWrite, l.o.Protected, in.Index, false, func(ix *Index) (RemoveResult, error) {
 				return RemoveResult{Removed: in.Ref}, ix.Remove(ctx, in.Ref, in.ExpectDigest)
 			})
 		})
 }
 
-func registerScope(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) error {
+func registerScope(b *kernel.Builder, l *modelLoader, short, _ time.Duration) error {
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_scope", Timeout: short},
 		kernel.Meta{
 			Effect:  capability.IndexWrite,
@@ -322,7 +340,7 @@ func registerScope(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) er
 Example: {"index": "work/sem.db", "name": "team-a", "refs": ["doc-1", "doc-2"]}`, limits.SemScopeMaxRefs),
 		},
 		func(ctx context.Context, call *kernel.Call, in ScopeArgs) (ScopeResult, error) {
-			return withIndex(ctx, call, capability.IndexWrite, in.Index, true, func(ix *Index) (ScopeResult, error) {
+			return withIndex(ctx, call, capability.IndexWrite, l.o.Protected, in.Index, true, func(ix *Index) (ScopeResult, error) {
 				return ScopeResult{Name: in.Name, Refs: len(in.Refs)}, ix.SetScope(ctx, in.Name, in.Refs)
 			})
 		})
@@ -349,7 +367,7 @@ Example: {"index": "work/sem.db", "query": "a fast animal", "limit": 5}`, limits
 			if err != nil {
 				return SearchWindow{}, err
 			}
-			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (SearchWindow, error) {
+			return withIndex(ctx, call, capability.IndexRead, l.o.Protected, in.Index, false, func(ix *Index) (SearchWindow, error) {
 				r, err := ix.Search(ctx, m, in.Query, &SearchOptions{Scope: in.Scope, Limit: min(in.Offset+limit, limits.SemSearchMaxHits), WithText: in.WithText})
 				if err != nil {
 					return SearchWindow{}, err
@@ -363,7 +381,7 @@ Example: {"index": "work/sem.db", "query": "a fast animal", "limit": 5}`, limits
 		})
 }
 
-func registerStatus(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) error {
+func registerStatus(b *kernel.Builder, l *modelLoader, short, _ time.Duration) error {
 	return kernel.AddTool(b, kernel.Policy{Name: "semindex_status", Timeout: short},
 		kernel.Meta{
 			Effect:  capability.IndexRead,
@@ -373,7 +391,7 @@ func registerStatus(b *kernel.Builder, _ *modelLoader, short, _ time.Duration) e
 Example: {"index": "work/sem.db", "current": {"doc-1": "sha256-of-doc-1"}}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in StatusArgs) (StatusWindow, error) {
-			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (StatusWindow, error) {
+			return withIndex(ctx, call, capability.IndexRead, l.o.Protected, in.Index, false, func(ix *Index) (StatusWindow, error) {
 				st, err := ix.Status(ctx, &StatusOptions{Refs: in.Refs, Current: in.Current})
 				if err != nil {
 					return StatusWindow{}, err
@@ -401,7 +419,7 @@ Example: {"index": "work/sem.db"}`,
 			if err != nil {
 				return AuditWindow{}, err
 			}
-			return withIndex(ctx, call, capability.IndexRead, in.Index, false, func(ix *Index) (AuditWindow, error) {
+			return withIndex(ctx, call, capability.IndexRead, l.o.Protected, in.Index, false, func(ix *Index) (AuditWindow, error) {
 				rep, err := ix.Audit(ctx, m)
 				if err != nil {
 					return AuditWindow{}, err

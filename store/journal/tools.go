@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"path"
 	"reflect"
 	"time"
 
@@ -24,6 +25,11 @@ type ToolOptions struct {
 	Options Options
 	// Timeout bounds one call; zero means the kernel's default.
 	Timeout time.Duration
+	// Protected are the paths no journal tool may create or append to
+	// (the zero value: .git and capkit.toml in every root); the host
+	// passes its set. Reading tools are checked too: every tool creates
+	// the journal's lock file.
+	Protected capability.Protected
 }
 
 // AppendArgs are journal_append's arguments.
@@ -120,7 +126,7 @@ Example: {"name": "deployments", "event": {"service": "api", "version": "1.4.2",
 			if err := jsonv2.Unmarshal(call.Args, &a, jsonv2.RejectUnknownMembers(true)); err != nil {
 				return nil, fault.New(fault.InvalidInput, "journal_append: %s", err.Error())
 			}
-			j, err := openTool(call, capability.JournalWrite, a.Dir, a.Name, o.Options)
+			j, err := openTool(call, capability.JournalWrite, a.Dir, a.Name, o)
 			if err != nil {
 				return nil, err
 			}
@@ -143,7 +149,7 @@ func registerVerify(b *kernel.Builder, o ToolOptions, bounds string) error {
 Bounds: ` + bounds + `.
 Example: {"name": "deployments"}`,
 		}, func(ctx context.Context, call *kernel.Call, a VerifyArgs) (Report, error) {
-			j, err := openTool(call, capability.JournalRead, a.Dir, a.Name, o.Options)
+			j, err := openTool(call, capability.JournalRead, a.Dir, a.Name, o)
 			if err != nil {
 				return Report{}, err
 			}
@@ -173,7 +179,7 @@ Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxRead
 			if limit < 0 || limit > maxReadRecords {
 				return ReadResult{}, fault.New(fault.InvalidInput, "limit must be 1..%d", maxReadRecords)
 			}
-			j, err := openTool(call, capability.JournalRead, a.Dir, a.Name, o.Options)
+			j, err := openTool(call, capability.JournalRead, a.Dir, a.Name, o)
 			if err != nil {
 				return ReadResult{}, err
 			}
@@ -186,8 +192,6 @@ Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxRead
 		})
 }
 
-// openTool opens the journal name in dir, confined to the roots the
-// session is granted effect on.
 // readWindow is the result of the records read: all of them when they
 // fit the call's output bound, else the first ones that do and where to
 // go on.
@@ -213,20 +217,29 @@ func readWindow(call *kernel.Call, recs []Record) (ReadResult, error) {
 	return ReadResult{Records: recs}, nil
 }
 
-func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o Options) (*Journal, error) {
+// openTool opens the journal name in dir, confined to the roots the
+// session is granted effect on; neither of its files (the records and
+// the lock) may be protected.
+func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o ToolOptions) (*Journal, error) {
 	if dir == "" {
 		dir = "."
 	}
-	r, _, rel, err := atfile.ResolveRoot(call.Session.Capabilities().Roots(effect), dir)
+	roots := call.Session.Capabilities().Roots(effect)
+	r, root, rel, err := atfile.ResolveRoot(roots, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	for _, file := range []string{name + ".jsonl", name + ".lock"} {
+		if err := atfile.CheckBoth(roots, root, path.Join(rel, file), o.Protected.CheckWrite); err != nil {
+			return nil, err
+		}
+	}
 	sub, err := atfile.OpenRootIn(r, rel, "dir")
 	if err != nil {
 		return nil, err
 	}
-	j, err := openIn(sub, name, &o)
+	j, err := openIn(sub, name, &o.Options)
 	if err != nil {
 		sub.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/atfile"
@@ -43,12 +44,15 @@ func replaceAt(ctx context.Context, d *atfile.Dir, name string, data []byte, che
 // replaceTool is state_replace: the replacement is offered to the file
 // policy's write gate (ev) like write_file's, made under the guard the
 // gate sets, and reported to its observers.
-func replaceTool(ctx context.Context, s files.Session, roots []string, in ReplaceArgs, ev *files.Events) (ReplaceResult, error) {
+func replaceTool(ctx context.Context, s files.Session, roots []string, protected capability.Protected, in ReplaceArgs, ev *files.Events) (ReplaceResult, error) {
 	if err := checkSize(len(in.Content)); err != nil {
 		return ReplaceResult{}, err
 	}
 	root, rel, err := files.Resolve(roots, in.Path)
 	if err != nil {
+		return ReplaceResult{}, err
+	}
+	if err := atfile.CheckBoth(roots, root, rel, protected.CheckWrite); err != nil {
 		return ReplaceResult{}, err
 	}
 	d, name, _, err := atfile.ResolveParent(roots, in.Path)

@@ -24,6 +24,10 @@ type ToolOptions struct {
 	// state file is no way around the file policy (read before
 	// overwrite). Pass the Events the file tools use; nil means no gate.
 	Events *files.Events
+	// Protected are the paths neither tool may create, replace or move
+	// (the zero value: .git and capkit.toml in every root); the host
+	// passes its set.
+	Protected capability.Protected
 }
 
 // ReplaceArgs are state_replace's arguments.
@@ -72,7 +76,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 Example: {"path": "state/progress.json", "content": "{\"step\": 3}"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in ReplaceArgs) (ReplaceResult, error) {
-			return replaceTool(ctx, call.Session, call.Session.Capabilities().Roots(capability.StateWrite), in, o.Events)
+			return replaceTool(ctx, call.Session, call.Session.Capabilities().Roots(capability.StateWrite), o.Protected, in, o.Events)
 		})
 	if err != nil {
 		return err
@@ -106,6 +110,12 @@ Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 			}
 			if sroot != droot || sdir != ddir {
 				return PublishResult{}, notSameParent()
+			}
+			if err := atfile.CheckBoth(roots, sroot, srel, o.Protected.CheckRename); err != nil {
+				return PublishResult{}, err
+			}
+			if err := atfile.CheckBoth(roots, droot, drel, o.Protected.CheckRename); err != nil {
+				return PublishResult{}, err
 			}
 			d, err := atfile.OpenDirIn(r, sdir)
 			if err != nil {
