@@ -140,7 +140,8 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents(), protected: cfg.Protected()}
+	protected := cfg.Protected()
+	h := &Host{Config: cfg, files: local.New(&local.Options{Protected: protected}), events: policy.NewEvents(), protected: protected}
 	defer func() {
 		if err != nil {
 			h.Close()

@@ -335,7 +335,7 @@ func openArchiveIn(roots []string, p string) (*os.File, error) {
 
 // resolveParent opens the directory that will hold the new entry p inside
 // roots, once checkProtected allows p; closeAll releases it.
-func resolveParent(roots []string, p string, checkProtected func(roots []string, root, name string) error) (*os.Root, string, func(), error) {
+func resolveParent(roots []string, p string, checkProtected atfile.ProtectedCheck) (*os.Root, string, func(), error) {
 	r, root, rel, err := atfile.ResolveRoot(roots, p)
 	if err != nil {
 		return nil, "", nil, err
@@ -344,12 +344,17 @@ func resolveParent(roots []string, p string, checkProtected func(roots []string,
 		r.Close()
 		return nil, "", nil, fault.New(fault.InvalidInput, "name a new entry inside a granted root, not the root itself")
 	}
-	if err := atfile.CheckBoth(roots, root, rel, checkProtected); err != nil {
+	if err := checkProtected(roots, root, rel); err != nil {
 		r.Close()
 		return nil, "", nil, err
 	}
 	parent, leaf, err := openParent(r, rel)
 	if err != nil {
+		r.Close()
+		return nil, "", nil, err
+	}
+	if err := atfile.CheckOpenedIn(root, parent, leaf, rel, checkProtected); err != nil {
+		parent.Close()
 		r.Close()
 		return nil, "", nil, err
 	}

@@ -163,7 +163,11 @@ func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArg
 	if size > maxBytes {
 		return CopyResult{}, fault.LimitExceeded("source bytes", maxBytes, size)
 	}
-	if err := t.checkDestination(caps.Roots(capability.WriteFile), in.Destination); err != nil {
+	droot, drel, err := files.Resolve(caps.Roots(capability.WriteFile), in.Destination)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	if err := atfile.CheckBoth(caps.Roots(capability.WriteFile), droot, drel, t.protected.CheckWrite); err != nil {
 		return CopyResult{}, err
 	}
 	if err := makeParents(caps.Roots(capability.WriteFile), in.Destination); err != nil {
@@ -174,21 +178,14 @@ func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArg
 		return CopyResult{}, err
 	}
 	defer dd.Close()
+	if err := atfile.CheckOpened(droot, dd, dname, drel, t.protected.CheckWrite); err != nil {
+		return CopyResult{}, err
+	}
 	if err := expectCreate(ctx, t.events, call.Session, caps.Roots(capability.WriteFile), in.Destination); err != nil {
 		return CopyResult{}, err
 	}
 	n, err := copyAt(ctx, sd, sname, dd, dname, maxBytes, nil)
 	return CopyResult{Bytes: n}, err
-}
-
-// checkDestination refuses a destination that is a protected path or lies
-// under one.
-func (t toolSetup) checkDestination(roots []string, p string) error {
-	root, rel, err := files.Resolve(roots, p)
-	if err != nil {
-		return err
-	}
-	return atfile.CheckBoth(roots, root, rel, t.protected.CheckWrite)
 }
 
 // expectCreate offers the creation of the file p names to ev's write gate.

@@ -28,6 +28,13 @@
 //     by every replacement in the process.
 //   - Names in the staging namespace (files.TempPrefix) are never listed,
 //     walked, read, written or moved.
+//   - Protected paths (Options.Protected: .git, capkit.toml and the
+//     host's entries) are never written, moved, or made as directories:
+//     denied, checked as spelled, as reached through symlinks inside the
+//     root, and again on the directory descriptor the change is made
+//     through, so a directory swapped for a symlink meanwhile leads no
+//     write into one. (Such a race can still leave an empty directory:
+//     missing parents are made before that last check.)
 //
 // Roots are opened once per process and shared with every other tool
 // (atfile.AcquireRoot): a root is the directory that was at its path when
@@ -46,22 +53,38 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/atfile"
 )
 
-// Provider is the local-filesystem files.Provider. It holds nothing: use
-// New, or the zero value. It is safe for concurrent use.
-type Provider struct{}
+// Provider is the local-filesystem files.Provider. Use New, or the zero
+// value (which protects .git and capkit.toml). It is safe for concurrent
+// use.
+type Provider struct {
+	protected capability.Protected
+}
+
+// Options configure New. A nil *Options is valid.
+type Options struct {
+	// Protected are the paths the provider never changes; the zero value
+	// is .git and capkit.toml in every root.
+	Protected capability.Protected
+}
 
 var (
 	_ files.Provider   = (*Provider)(nil)
 	_ files.FileReader = (*Provider)(nil)
 )
 
-// New returns a Provider.
-func New() *Provider { return &Provider{} }
+// New returns a Provider; opts may be nil.
+func New(opts *Options) *Provider {
+	if opts == nil {
+		return &Provider{}
+	}
+	return &Provider{protected: opts.Protected}
+}
 
 // root returns the granted root at the absolute, cleaned host path path
 // (atfile.AcquireRoot) and the function that releases it. A root that

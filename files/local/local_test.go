@@ -34,7 +34,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	base := testkit.TempDir(t)
-	f := &fixture{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), p: New()}
+	f := &fixture{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), p: New(nil)}
 	mk := func(p string) {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)

@@ -27,6 +27,9 @@ func (p *Provider) MakeDir(ctx context.Context, root, name string) (bool, error)
 		return false, err
 	}
 	defer release()
+	if err := atfile.CheckBoth([]string{root}, root, name, p.protected.CheckWrite); err != nil {
+		return false, err
+	}
 	fi, err := r.Lstat(name)
 	switch {
 	case err == nil && fi.IsDir():

@@ -24,11 +24,19 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		return err
 	}
 	defer release()
+	for _, n := range []string{from, to} {
+		if err := atfile.CheckBoth([]string{root}, root, n, p.protected.CheckRename); err != nil {
+			return err
+		}
+	}
 	src, fromBase, err := openParent(r, from, false)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	if err := atfile.CheckOpened(root, src, fromBase, from, p.protected.CheckRename); err != nil {
+		return err
+	}
 	st, err := src.Lstat(fromBase, from)
 	if err != nil {
 		return err
@@ -44,6 +52,9 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		return err
 	}
 	defer dst.Close()
+	if err := atfile.CheckOpened(root, dst, toBase, to, p.protected.CheckRename); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return fault.As(err)
 	}

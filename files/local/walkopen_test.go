@@ -27,7 +27,7 @@ func TestWalkOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "d", files.TempPrefix+"x"), []byte("staged"), 0o644)
-	p := New()
+	p := New(nil)
 	got := map[string]fault.Code{}
 	var content string
 	err := p.WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
@@ -102,7 +102,7 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 			var walkErr error
 			go func() {
 				defer close(done)
-				walkErr = New().WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
+				walkErr = New(nil).WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
 					if info.Name == "d" {
 						return nil
 					}
@@ -165,7 +165,7 @@ func TestWalkOpenHeld(t *testing.T) {
 		release func()
 	}
 	var hs []held
-	err := New().WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
+	err := New(nil).WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
 		if dir != nil && (!dir.Listed(path.Base(info.Name)) || dir.Listed("absent") || dir.Listed(files.TempPrefix+"x")) {
 			t.Errorf("%s: the listing of its directory does not have it, or has others", info.Name)
 		}

@@ -33,11 +33,17 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 		return files.Version{}, err
 	}
 	defer release()
+	if err := atfile.CheckBoth([]string{root}, root, name, p.protected.CheckWrite); err != nil {
+		return files.Version{}, err
+	}
 	d, base, err := openParent(r, name, true)
 	if err != nil {
 		return files.Version{}, err
 	}
 	defer d.Close()
+	if err := atfile.CheckOpened(root, d, base, name, p.protected.CheckWrite); err != nil {
+		return files.Version{}, err
+	}
 	ro := &atfile.ReplaceOptions{Role: name, Mode: newFileMode, NoReplace: o.Guard && o.Expect.IsZero()}
 	if o.Guard {
 		ro.Check = func(exists bool, cur atfile.Stat) error { return checkGuard(ctx, d, base, name, o.Expect, exists, cur) }

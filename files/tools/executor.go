@@ -47,8 +47,10 @@ func resolve(caps capability.Set, effect capability.Effect, p string) (target, e
 }
 
 // resolveChange is resolve for a path the tool creates, replaces or
-// removes: a protected path (or one under it), as spelled or as reached
-// through a symlink, is denied.
+// removes: a protected path of any of the effect's roots (or one under
+// it), as spelled or as reached through a symlink, is denied before the
+// file policy asks for a read. files/local checks again on the directory
+// it changes.
 func (x *executor) resolveChange(caps capability.Set, effect capability.Effect, p string) (target, error) {
 	t, err := resolve(caps, effect, p)
 	if err != nil {

@@ -75,7 +75,7 @@ func TestGrepHoldsFewDirectories(t *testing.T) {
 	for i := range dirs {
 		writeFile(t, filepath.Join(root, fmt.Sprintf("d%03d", i), "f.txt"), "match\n")
 	}
-	p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
+	p := &heldCounting{Provider: local.New(nil), held: map[string]int{}, slowOpens: true}
 	s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
 	res := mustResult(t, s, Grep, obj{"pattern": "match", "output_mode": "count"})
 	if want := fmt.Sprintf("(%d files with matches)", dirs); !strings.Contains(res.Text, want) {
@@ -96,7 +96,7 @@ func TestGrepReleasesHoldsWhenCancelled(t *testing.T) {
 	}
 	held := 0 // the most directories any of the cancelled calls held
 	for _, after := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 40 * time.Millisecond, 160 * time.Millisecond} {
-		p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
+		p := &heldCounting{Provider: local.New(nil), held: map[string]int{}, slowOpens: true}
 		s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
 		ctx, cancel := context.WithTimeout(context.Background(), after)
 		_, err := s.Call(ctx, Grep, json.RawMessage(`{"pattern": "match", "output_mode": "count"}`))
@@ -144,7 +144,7 @@ func TestGrepBatchKeepsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGrepRun(&executor{provider: local.New()}, plan, target{root: root, name: "."}, []string{root})
+	g := newGrepRun(&executor{provider: local.New(nil)}, plan, target{root: root, name: "."}, []string{root})
 	b := &grepBatch{jobs: jobs}
 	g.searchBatch(context.Background(), b)
 	kept, counted := 0, 0
@@ -169,7 +169,7 @@ func TestGrepBatchEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(names []string) []int {
-		g := newGrepRun(&executor{provider: local.New()}, plan, target{root: t.TempDir(), name: "."}, nil)
+		g := newGrepRun(&executor{provider: local.New(nil)}, plan, target{root: t.TempDir(), name: "."}, nil)
 		g.window = make(chan struct{}, len(names)+1)
 		batches := make(chan *grepBatch, len(names)+1)
 		for _, n := range names {

@@ -126,7 +126,7 @@ func newExecutor(opts *ToolOptions) (*executor, error) {
 	}
 	x := &executor{provider: o.Provider, events: o.Events, protected: o.Protected}
 	if x.provider == nil {
-		x.provider = local.New()
+		x.provider = local.New(&local.Options{Protected: o.Protected})
 	}
 	if x.events == nil {
 		if !o.DisableGate {

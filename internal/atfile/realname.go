@@ -11,6 +11,10 @@ import (
 	"github.com/capkit/capkit/internal/clip"
 )
 
+// ProtectedCheck is a capability.Protected method (CheckWrite or
+// CheckRename): it refuses a change to name in root, one of roots.
+type ProtectedCheck func(roots []string, root, name string) error
+
 // HostPath is the directory's absolute path on the host now, as the
 // kernel names its descriptor (symlinks resolved).
 func (d *Dir) HostPath() (string, error) {
@@ -21,14 +25,13 @@ func (d *Dir) HostPath() (string, error) {
 	return p, nil
 }
 
-// CheckBoth runs check (a capability.Protected method) on the
-// root-relative name rel as spelled and as it resolves on disk: os.Root
-// follows a symlink inside the root before the last element, so a
-// symlink to .git would otherwise lead a write into it. The resolved name
-// is that of rel's deepest existing directory followed by the rest of
-// rel. A change racing with the check (a directory swapped for a symlink
-// in between) is not seen.
-func CheckBoth(roots []string, root, rel string, check func(roots []string, root, name string) error) error {
+// CheckBoth runs check on the root-relative name rel as spelled and as it
+// resolves on disk: os.Root follows a symlink inside the root before the
+// last element, so a symlink to .git would otherwise lead a change into
+// it. The resolved name is that of rel's deepest existing directory
+// followed by the rest of rel. It runs before anything is created; a
+// directory swapped for a symlink after it is CheckOpened's to catch.
+func CheckBoth(roots []string, root, rel string, check ProtectedCheck) error {
 	if err := check(roots, root, rel); err != nil {
 		return err
 	}
@@ -36,13 +39,52 @@ func CheckBoth(roots []string, root, rel string, check func(roots []string, root
 	if err != nil {
 		return err
 	}
-	if resolved == rel {
-		return nil
+	return throughLink(rel, resolved, check(roots, root, resolved))
+}
+
+// CheckOpened runs check on base, an entry of the directory d opened
+// inside root, by the root-relative name it has on disk now; name is how
+// the caller spelled it. It is bound to the descriptor the change is then
+// made through, so neither a symlink nor a directory swapped for one
+// after an earlier check can lead the change elsewhere.
+func CheckOpened(root string, d *Dir, base, name string, check ProtectedCheck) error {
+	r, release, err := AcquireRoot(root, "root")
+	if err != nil {
+		return err
 	}
-	if err := check(roots, root, resolved); err != nil {
-		return fault.New(fault.Denied, "%s goes through a symbolic link: %s", clip.Text(rel), fault.As(err).Public())
+	defer release()
+	top, err := selfPath(r)
+	if err != nil {
+		return err
 	}
-	return nil
+	dir, err := d.HostPath()
+	if err != nil {
+		return err
+	}
+	rel, err := inRoot(top, filepath.Join(dir, base), name)
+	if err != nil {
+		return err
+	}
+	return throughLink(name, rel, check([]string{root}, root, rel))
+}
+
+// CheckOpenedIn is CheckOpened for a directory opened as an os.Root.
+func CheckOpenedIn(root string, dir *os.Root, base, name string, check ProtectedCheck) error {
+	d, err := openSelfIn(dir, "the directory")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return CheckOpened(root, d, base, name, check)
+}
+
+// throughLink says that name reached the protected resolved through a
+// symbolic link.
+func throughLink(name, resolved string, err error) error {
+	if err == nil || resolved == name {
+		return err
+	}
+	return fault.New(fault.Denied, "%s goes through a symbolic link: %s", clip.Text(name), fault.As(err).Public())
 }
 
 // resolvedName is rel with its deepest existing directory replaced by
@@ -53,7 +95,7 @@ func resolvedName(root, rel string) (string, error) {
 		return "", err
 	}
 	defer release()
-	base, err := selfPath(r)
+	top, err := selfPath(r)
 	if err != nil {
 		return "", err
 	}
@@ -71,16 +113,21 @@ func resolvedName(root, rel string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		inRoot, err := filepath.Rel(base, host)
-		if err != nil || inRoot == ".." || strings.HasPrefix(inRoot, "../") {
-			return "", fault.New(fault.Denied, "%s leads out of the root", clip.Text(dir))
+		if dir == "." {
+			return inRoot(top, filepath.Join(host, rel), rel)
 		}
-		rest := rel
-		if dir != "." {
-			rest = rel[len(dir)+1:]
-		}
-		return path.Join(filepath.ToSlash(inRoot), rest), nil
+		return inRoot(top, filepath.Join(host, rel[len(dir)+1:]), rel)
 	}
+}
+
+// inRoot is the host path p relative to the root's host path top,
+// slash-separated; name is how the caller spelled it.
+func inRoot(top, p, name string) (string, error) {
+	rel, err := filepath.Rel(top, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fault.New(fault.Denied, "%s leads out of the root", clip.Text(name))
+	}
+	return filepath.ToSlash(rel), nil
 }
 
 // selfPath is the host path of r's own directory.

@@ -38,6 +38,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
@@ -93,7 +94,14 @@ type Index struct {
 type OpenOptions struct {
 	// NoCreate makes a missing index not_found instead of creating it.
 	NoCreate bool
+	// Protected are the paths OpenIn never opens an index at (the zero
+	// value: .git and capkit.toml in every root), nor its sidecars: SQLite
+	// creates those next to the database when it opens it, also to read.
+	Protected capability.Protected
 }
+
+// sidecars are the files SQLite keeps next to a database.
+var sidecars = []string{"", "-wal", "-shm", "-journal"}
 
 // Open opens or creates the index at the host path path.
 func Open(ctx context.Context, path string, opts *OpenOptions) (*Index, error) {
@@ -103,6 +111,26 @@ func Open(ctx context.Context, path string, opts *OpenOptions) (*Index, error) {
 		}
 	}
 	return open(ctx, path, nil)
+}
+
+// checkProtected refuses an index at path, whose directory d in root is
+// open and whose last element is name, when the database or a sidecar is
+// a protected path, as spelled (against every root) or as d is named on
+// disk.
+func checkProtected(roots []string, root string, d *atfile.Dir, path, name string, protected capability.Protected) error {
+	_, rel, err := atfile.Resolve(roots, path)
+	if err != nil {
+		return err
+	}
+	for _, suffix := range sidecars {
+		if err := protected.CheckWrite(roots, root, rel+suffix); err != nil {
+			return err
+		}
+		if err := atfile.CheckOpened(root, d, name+suffix, rel+suffix, protected.CheckWrite); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func missingIndex(err error) error {
@@ -116,16 +144,25 @@ func missingIndex(err error) error {
 // (fs.Resolve rules): its directory is opened through an os.Root and held,
 // and SQLite reaches the file through that open directory, so no element of
 // the path leads out of the root. A last element that is a symbolic link,
-// directory or special file is refused.
+// directory or special file is refused, and so is a protected path
+// (OpenOptions.Protected).
 func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions) (*Index, error) {
-	d, name, _, err := atfile.ResolveParent(roots, path)
+	var o OpenOptions
+	if opts != nil {
+		o = *opts
+	}
+	d, name, root, err := atfile.ResolveParent(roots, path)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkProtected(roots, root, d, path, name, o.Protected); err != nil {
+		d.Close()
 		return nil, err
 	}
 	if st, err := d.Lstat(name, "index"); err == nil && !st.Mode.IsRegular() {
 		d.Close()
 		return nil, fault.New(fault.InvalidInput, "the index path is %s, not a database file", atfile.Kind(st.Mode))
-	} else if err != nil && (fault.CodeOf(err) != fault.NotFound || opts != nil && opts.NoCreate) {
+	} else if err != nil && (fault.CodeOf(err) != fault.NotFound || o.NoCreate) {
 		d.Close()
 		return nil, missingIndex(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -259,22 +258,11 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 }
 
 // withIndex runs fn on the index at path inside a root the session's
-// capabilities grant effect on, creating it when asked. Neither the
-// database nor its sidecars may be protected, also for reading: SQLite
-// creates its sidecars when it opens a database.
+// capabilities grant effect on, creating it when asked, never at a
+// protected path (OpenOptions.Protected).
 func withIndex[T any](ctx context.Context, call *kernel.Call, effect capability.Effect, protected capability.Protected, path string, create bool, fn func(*Index) (T, error)) (T, error) {
 	var zero T
-	roots := call.Session.Capabilities().Roots(effect)
-	root, rel, err := atfile.Resolve(roots, path)
-	if err != nil {
-		return zero, err
-	}
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		if err := atfile.CheckBoth(roots, root, rel+suffix, protected.CheckWrite); err != nil {
-			return zero, err
-		}
-	}
-	ix, err := OpenIn(ctx, roots, path, &OpenOptions{NoCreate: !create})
+	ix, err := OpenIn(ctx, call.Session.Capabilities().Roots(effect), path, &OpenOptions{NoCreate: !create, Protected: protected})
 	if err != nil {
 		return zero, err
 	}

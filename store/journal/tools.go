@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"reflect"
 	"time"
@@ -192,6 +193,16 @@ Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxRead
 		})
 }
 
+// checkProtected refuses a change to name in root that check refuses, as
+// spelled (against every root) and as the directory dir, opened for the
+// change, is named on disk.
+func checkProtected(roots []string, root string, dir *os.Root, name string, check atfile.ProtectedCheck) error {
+	if err := check(roots, root, name); err != nil {
+		return err
+	}
+	return atfile.CheckOpenedIn(root, dir, path.Base(name), name, check)
+}
+
 // readWindow is the result of the records read: all of them when they
 // fit the call's output bound, else the first ones that do and where to
 // go on.
@@ -230,14 +241,15 @@ func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o T
 		return nil, err
 	}
 	defer r.Close()
-	for _, file := range []string{name + ".jsonl", name + ".lock"} {
-		if err := atfile.CheckBoth(roots, root, path.Join(rel, file), o.Protected.CheckWrite); err != nil {
-			return nil, err
-		}
-	}
 	sub, err := atfile.OpenRootIn(r, rel, "dir")
 	if err != nil {
 		return nil, err
+	}
+	for _, file := range []string{name + ".jsonl", name + ".lock"} {
+		if err := checkProtected(roots, root, sub, path.Join(rel, file), o.Protected.CheckWrite); err != nil {
+			sub.Close()
+			return nil, err
+		}
 	}
 	j, err := openIn(sub, name, &o.Options)
 	if err != nil {

@@ -52,7 +52,7 @@ func replaceTool(ctx context.Context, s files.Session, roots []string, protected
 	if err != nil {
 		return ReplaceResult{}, err
 	}
-	if err := atfile.CheckBoth(roots, root, rel, protected.CheckWrite); err != nil {
+	if err := protected.CheckWrite(roots, root, rel); err != nil {
 		return ReplaceResult{}, err
 	}
 	d, name, _, err := atfile.ResolveParent(roots, in.Path)
@@ -60,6 +60,9 @@ func replaceTool(ctx context.Context, s files.Session, roots []string, protected
 		return ReplaceResult{}, err
 	}
 	defer d.Close()
+	if err := atfile.CheckOpened(root, d, name, rel, protected.CheckWrite); err != nil {
+		return ReplaceResult{}, err
+	}
 	e := &files.Expectation{Session: s, Op: files.OpWrite, Root: root, Name: rel}
 	if ev != nil {
 		if e.Exists, e.Current, err = current(ctx, d, name); err != nil {

@@ -111,10 +111,10 @@ Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 			if sroot != droot || sdir != ddir {
 				return PublishResult{}, notSameParent()
 			}
-			if err := atfile.CheckBoth(roots, sroot, srel, o.Protected.CheckRename); err != nil {
+			if err := o.Protected.CheckRename(roots, sroot, srel); err != nil {
 				return PublishResult{}, err
 			}
-			if err := atfile.CheckBoth(roots, droot, drel, o.Protected.CheckRename); err != nil {
+			if err := o.Protected.CheckRename(roots, droot, drel); err != nil {
 				return PublishResult{}, err
 			}
 			d, err := atfile.OpenDirIn(r, sdir)
@@ -122,6 +122,12 @@ Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 				return PublishResult{}, err
 			}
 			defer d.Close()
+			if err := atfile.CheckOpened(sroot, d, sname, srel, o.Protected.CheckRename); err != nil {
+				return PublishResult{}, err
+			}
+			if err := atfile.CheckOpened(droot, d, dname, drel, o.Protected.CheckRename); err != nil {
+				return PublishResult{}, err
+			}
 			if err := publishAt(ctx, d, sname, dname, nil); err != nil {
 				return PublishResult{}, err
 			}
