@@ -1,0 +1,75 @@
+package capability
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/fault"
+)
+
+func TestProtectedPaths(t *testing.T) {
+	p := NewProtected(".envrc", "/w/a/conf/app.ini", "/w/a", "/elsewhere/x")
+	got := p.Paths([]string{"/w/a", "/w/b"})
+	want := []string{
+		"/w/a/.git", "/w/a/capkit.toml", "/w/a/.envrc", "/w/a/conf/app.ini",
+		"/w/b/.git", "/w/b/capkit.toml", "/w/b/.envrc",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Paths = %q, want %q (relative entries in every root, absolute ones inside a root but not a root itself)", got, want)
+	}
+	var zero Protected
+	if got := zero.Paths([]string{"/r"}); !slices.Equal(got, []string{"/r/.git", "/r/capkit.toml"}) {
+		t.Errorf("zero value Paths = %q, want .git and capkit.toml", got)
+	}
+}
+
+func TestProtectedCheck(t *testing.T) {
+	p := NewProtected(".envrc", "/w/a/conf/app.ini")
+	roots := []string{"/w/a", "/w/a/nested"}
+	for _, c := range []struct {
+		name          string
+		write, rename bool // refused by CheckWrite, CheckRename
+		wantInMessage string
+		root          string // "" is roots[0]
+	}{
+		{name: ".git", write: true, rename: true, wantInMessage: ".git is protected"},
+		{name: ".git/config", write: true, rename: true},
+		{name: ".git/hooks/pre-commit", write: true, rename: true},
+		{name: ".GIT/Config", write: true, rename: true},
+		{name: "capkit.toml", write: true, rename: true},
+		{name: "CapKit.TOML", write: true, rename: true},
+		{name: ".envrc", write: true, rename: true},
+		{name: "conf/app.ini", write: true, rename: true},
+		{name: "conf", rename: true, wantInMessage: "conf holds the protected conf/app.ini"},
+		{name: ".", rename: true},
+		{name: "nested/.git/config", write: true, rename: true},
+		{name: ".git", root: "/w/a/nested", write: true, rename: true, wantInMessage: "nested/.git is protected"},
+		{name: "sub/.git/config"},
+		{name: ".gitignore"},
+		{name: ".git-x"},
+		{name: "capkit.toml.bak"},
+		{name: "conf/other.ini"},
+		{name: "src/main.go"},
+	} {
+		root := c.root
+		if root == "" {
+			root = roots[0]
+		}
+		for _, k := range []struct {
+			check   func([]string, string, string) error
+			refused bool
+			what    string
+		}{{p.CheckWrite, c.write, "CheckWrite"}, {p.CheckRename, c.rename, "CheckRename"}} {
+			err := k.check(roots, root, c.name)
+			switch {
+			case !k.refused && err != nil:
+				t.Errorf("%s(%s in %s) = %v, want allowed", k.what, c.name, root, err)
+			case k.refused && fault.CodeOf(err) != fault.Denied:
+				t.Errorf("%s(%s in %s) = %v, want denied", k.what, c.name, root, err)
+			case k.refused && !strings.Contains(err.Error(), "read-only for every tool") || c.wantInMessage != "" && k.refused && !strings.Contains(err.Error(), c.wantInMessage):
+				t.Errorf("%s(%s in %s) = %v, want a message with %q saying why", k.what, c.name, root, err, c.wantInMessage)
+			}
+		}
+	}
+}

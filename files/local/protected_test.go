@@ -1,0 +1,72 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
+)
+
+// TestProtectedPaths drives the provider itself (no tool in front): a
+// write, move or mkdir of a protected path, as spelled or through a
+// symlink into .git, is denied and leaves the root as it was.
+func TestProtectedPaths(t *testing.T) {
+	root := filepath.Join(testkit.TempDir(t), "root")
+	for _, d := range []string{".git/hooks", "sub"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".git", filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	p := New(&Options{Protected: capability.NewProtected(".envrc")})
+	names := func() string {
+		var out []string
+		filepath.WalkDir(root, func(path string, _ os.DirEntry, _ error) error { out = append(out, path); return nil })
+		return strings.Join(out, "\n")
+	}
+	before := names()
+	for _, c := range []struct {
+		op  string
+		err error
+	}{
+		{"write .git/config", writeErr(t, p, root, ".git/config")},
+		{"write capkit.toml", writeErr(t, p, root, "capkit.toml")},
+		{"write .envrc", writeErr(t, p, root, ".envrc")},
+		{"write link/hooks/pre-commit", writeErr(t, p, root, "link/hooks/pre-commit")},
+		{"write link/new/x", writeErr(t, p, root, "link/new/x")},
+		{"move .git away", p.Move(ctx(t), root, ".git", "old-git")},
+		{"move onto .git/a", p.Move(ctx(t), root, "a.txt", ".git/a")},
+		{"move into link/a", p.Move(ctx(t), root, "a.txt", "link/a")},
+		{"mkdir .git/new", mkdirErr(t, p, root, ".git/new")},
+		{"mkdir link/new", mkdirErr(t, p, root, "link/new")},
+	} {
+		if fault.CodeOf(c.err) != fault.Denied || !strings.Contains(c.err.Error(), "protected") {
+			t.Errorf("%s: %v, want denied saying the path is protected", c.op, c.err)
+		}
+	}
+	if after := names(); after != before {
+		t.Errorf("refused changes changed the root:\n%s\nwas\n%s", after, before)
+	}
+	if _, err := p.Write(ctx(t), root, "sub/ok.txt", []byte("ok"), nil); err != nil {
+		t.Errorf("an ordinary write: %v", err)
+	}
+}
+
+func writeErr(t *testing.T, p *Provider, root, name string) error {
+	_, err := p.Write(ctx(t), root, name, []byte("evil"), nil)
+	return err
+}
+
+func mkdirErr(t *testing.T, p *Provider, root, name string) error {
+	_, err := p.MakeDir(ctx(t), root, name)
+	return err
+}

@@ -1,0 +1,96 @@
+package atfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+)
+
+// protectedRoot is a root holding .git/hooks, sub/ and link -> .git.
+func protectedRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{".git/hooks", "sub"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(".git", filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../.git/hooks", filepath.Join(root, "sub", "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestCheckBothFollowsSymlinks(t *testing.T) {
+	root := protectedRoot(t)
+	var p capability.Protected
+	for _, c := range []struct {
+		name    string
+		refused bool
+	}{
+		{"link/config", true},
+		{"link/hooks/pre-commit", true},
+		{"link/new/deeper/x", true},
+		{"sub/hooks/pre-commit", true},
+		{"sub/x", false},
+		{"missing/dir/x", false},
+		{"link", false}, // the link itself is an ordinary name
+	} {
+		err := CheckBoth([]string{root}, root, c.name, p.CheckWrite)
+		switch {
+		case c.refused && (fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), "symbolic link")):
+			t.Errorf("%s: %v, want denied saying it goes through a symbolic link", c.name, err)
+		case !c.refused && err != nil:
+			t.Errorf("%s: %v, want allowed", c.name, err)
+		}
+	}
+}
+
+// TestCheckOpenedBindsToTheDescriptor swaps a directory for a symlink to
+// .git after it was opened: the open directory is still the old one, and
+// a directory opened after the swap is .git.
+func TestCheckOpenedBindsToTheDescriptor(t *testing.T) {
+	root := protectedRoot(t)
+	var p capability.Protected
+	r, release, err := AcquireRoot(root, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	before, err := OpenDirIn(r, "sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	if err := os.Rename(filepath.Join(root, "sub"), filepath.Join(root, "sub-old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".git", filepath.Join(root, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOpened(root, before, "config", "sub/config", p.CheckWrite); err != nil {
+		t.Errorf("the directory opened before the swap: %v, want allowed (it is sub-old)", err)
+	}
+	after, err := OpenDirIn(r, "sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	err = CheckOpened(root, after, "config", "sub/config", p.CheckWrite)
+	if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), ".git/config is protected") {
+		t.Errorf("the directory opened after the swap: %v, want denied naming .git/config", err)
+	}
+	if err := CheckOpened(root, after, "x", "sub/x", p.CheckRename); fault.CodeOf(err) != fault.Denied {
+		t.Errorf("an entry of .git opened through a symlink: %v, want denied", err)
+	}
+}
