@@ -46,11 +46,10 @@ func (p Protected) Paths(roots []string) []string {
 	}
 	for _, root := range roots {
 		for _, e := range append(slices.Clone(defaultProtected), p.extra...) {
-			switch {
-			case !filepath.IsAbs(e):
+			if !filepath.IsAbs(e) {
 				add(filepath.Join(root, e))
-			case e != root && Within(root, e):
-				add(filepath.Clean(e))
+			} else if e = filepath.Clean(e); e != root && Within(root, e) {
+				add(e)
 			}
 		}
 	}

@@ -14,7 +14,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -295,9 +297,28 @@ func (h *Host) Sessions(actor string) (func(context.Context) (*kernel.Session, e
 }
 
 // Instructions are what a model serving session ks is told when it starts:
-// its file roots, their modes, and how paths address them.
+// its file roots, their modes, how paths address them, and the protected
+// paths in the writable ones.
 func (h *Host) Instructions(ks *kernel.Session) string {
-	return tools.RootsText(tools.Roots(ks.Capabilities()))
+	roots := tools.Roots(ks.Capabilities())
+	text := tools.RootsText(roots)
+	var writable []string
+	for _, r := range roots {
+		if r.Mode == tools.ModeReadWrite {
+			writable = append(writable, r.Path)
+		}
+	}
+	if len(writable) == 0 {
+		return text
+	}
+	var shown []string
+	for _, p := range h.protected.Paths(writable) {
+		if rel, err := filepath.Rel(roots[0].Path, p); err == nil && capability.Within(roots[0].Path, p) {
+			p = rel
+		}
+		shown = append(shown, p)
+	}
+	return text + "Read-only for every tool, whatever the root's mode (the host reads or runs them later): " + strings.Join(shown, ", ") + "\n"
 }
 
 // OnClose adds f to what Close runs (log files, catalogs' descriptors).

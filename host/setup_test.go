@@ -298,6 +298,9 @@ func TestRootsDiscoveryAndAddressing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if text := h.Instructions(s); !strings.HasSuffix(text, "\nRead-only for every tool, whatever the root's mode (the host reads or runs them later): .git, capkit.toml\n") {
+		t.Errorf("%q does not name the protected paths of the writable root (only)", text)
+	}
 	for _, text := range []string{h.Instructions(s), res.Text} {
 		for _, w := range want {
 			if !strings.Contains(text, w) {
