@@ -115,13 +115,17 @@ func checkName(name string) error {
 	return nil
 }
 
-// openParent opens the directory holding name inside r, creating it and
-// its missing parents inside the root when create is set, and returns it
-// with name's last element.
-func openParent(r *os.Root, name string, create bool) (*atfile.Dir, string, error) {
+// openParent opens the directory holding name inside r and returns it
+// with name's last element. When it is missing and mkdir is not nil,
+// mkdir approves first, then it and its missing parents are made inside
+// the root.
+func openParent(r *os.Root, name string, mkdir func() error) (*atfile.Dir, string, error) {
 	dir, base := split(name)
 	d, err := atfile.OpenDirIn(r, dir)
-	if create && errors.Is(err, iofs.ErrNotExist) {
+	if mkdir != nil && errors.Is(err, iofs.ErrNotExist) {
+		if err := mkdir(); err != nil {
+			return nil, "", err
+		}
 		if merr := r.MkdirAll(dir, 0o755); merr != nil {
 			return nil, "", atfile.Fault(merr, dir)
 		}
@@ -131,6 +135,13 @@ func openParent(r *os.Root, name string, create bool) (*atfile.Dir, string, erro
 		return nil, "", err
 	}
 	return d, base, nil
+}
+
+// checkBefore is the approval of the missing parents of name: check of
+// name as spelled and through symlinks (atfile.CheckBoth), before any is
+// made. A change is checked again on the directory it is made through.
+func (p *Provider) checkBefore(root, name string, check atfile.ProtectedCheck) func() error {
+	return func() error { return atfile.CheckBoth([]string{root}, root, name, check) }
 }
 
 func split(name string) (dir, base string) {

@@ -24,12 +24,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		return err
 	}
 	defer release()
-	for _, n := range []string{from, to} {
-		if err := atfile.CheckBoth([]string{root}, root, n, p.protected.CheckRename); err != nil {
-			return err
-		}
-	}
-	src, fromBase, err := openParent(r, from, false)
+	src, fromBase, err := openParent(r, from, nil)
 	if err != nil {
 		return err
 	}
@@ -47,7 +42,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		}
 		return atfile.NotRegular(from, st.Mode)
 	}
-	dst, toBase, err := openParent(r, to, true)
+	dst, toBase, err := openParent(r, to, p.checkBefore(root, to, p.protected.CheckRename))
 	if err != nil {
 		return err
 	}

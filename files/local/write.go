@@ -33,10 +33,7 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 		return files.Version{}, err
 	}
 	defer release()
-	if err := atfile.CheckBoth([]string{root}, root, name, p.protected.CheckWrite); err != nil {
-		return files.Version{}, err
-	}
-	d, base, err := openParent(r, name, true)
+	d, base, err := openParent(r, name, p.checkBefore(root, name, p.protected.CheckWrite))
 	if err != nil {
 		return files.Version{}, err
 	}

@@ -257,3 +257,21 @@ func BenchmarkReadWindowOfLargeLog(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteFileSmall replaces a 1 KiB file the session wrote before
+// (no read needed): resolution, the protected-path checks, the policy,
+// and an atomic replace with fsync.
+func BenchmarkWriteFileSmall(b *testing.B) {
+	e := newBenchEnv(b, "sub/small.txt", "")
+	ctx := context.Background()
+	in := WriteArgs{Path: "sub/small.txt", Content: benchText(1 << 10)}
+	if _, err := e.x.readFile(ctx, e.req, ReadArgs{Path: in.Path}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.x.writeFile(ctx, e.req, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -53,15 +53,11 @@ func CheckOpened(root string, d *Dir, base, name string, check ProtectedCheck) e
 		return err
 	}
 	defer release()
-	top, err := selfPath(r)
-	if err != nil {
-		return err
-	}
 	dir, err := d.HostPath()
 	if err != nil {
 		return err
 	}
-	rel, err := inRoot(top, filepath.Join(dir, base), name)
+	rel, err := relName(r, filepath.Join(dir, base), name)
 	if err != nil {
 		return err
 	}
@@ -95,10 +91,6 @@ func resolvedName(root, rel string) (string, error) {
 		return "", err
 	}
 	defer release()
-	top, err := selfPath(r)
-	if err != nil {
-		return "", err
-	}
 	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
 		d, err := OpenDirIn(r, dir)
 		if fault.CodeOf(err) == fault.NotFound && dir != "." {
@@ -114,20 +106,50 @@ func resolvedName(root, rel string) (string, error) {
 			return "", err
 		}
 		if dir == "." {
-			return inRoot(top, filepath.Join(host, rel), rel)
+			return relName(r, filepath.Join(host, rel), rel)
 		}
-		return inRoot(top, filepath.Join(host, rel[len(dir)+1:]), rel)
+		return relName(r, filepath.Join(host, rel[len(dir)+1:]), rel)
 	}
 }
 
-// inRoot is the host path p relative to the root's host path top,
-// slash-separated; name is how the caller spelled it.
-func inRoot(top, p, name string) (string, error) {
-	rel, err := filepath.Rel(top, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fault.New(fault.Denied, "%s leads out of the root", clip.Text(name))
+// relName is the host path p as a slash-separated name inside the root r;
+// name is how the caller spelled it. The root's host path is remembered
+// and looked up again when p is not under it (the root moved since).
+func relName(r *os.Root, p, name string) (string, error) {
+	for _, fresh := range []bool{false, true} {
+		top, err := rootPath(r, fresh)
+		if err != nil {
+			return "", err
+		}
+		rel, err := filepath.Rel(top, p)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.ToSlash(rel), nil
+		}
 	}
-	return filepath.ToSlash(rel), nil
+	return "", fault.New(fault.Denied, "%s leads out of the root", clip.Text(name))
+}
+
+// rootPath is the host path of the root r, remembered for a cached root
+// unless fresh is set.
+func rootPath(r *os.Root, fresh bool) (string, error) {
+	if !fresh {
+		roots.Lock()
+		p, ok := roots.host[r]
+		roots.Unlock()
+		if ok {
+			return p, nil
+		}
+	}
+	p, err := selfPath(r)
+	if err != nil {
+		return "", err
+	}
+	roots.Lock()
+	if _, cached := roots.dev[r]; cached {
+		roots.host[r] = p
+	}
+	roots.Unlock()
+	return p, nil
 }
 
 // selfPath is the host path of r's own directory.

@@ -94,3 +94,22 @@ func TestCheckOpenedBindsToTheDescriptor(t *testing.T) {
 		t.Errorf("an entry of .git opened through a symlink: %v, want denied", err)
 	}
 }
+
+// BenchmarkCheckBoth is the first check of a write: the name as spelled
+// and as its deepest existing directory is named on disk.
+func BenchmarkCheckBoth(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "src", "pkg"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var p capability.Protected
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := CheckBoth([]string{root}, root, "src/pkg/main.go", p.CheckWrite); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
