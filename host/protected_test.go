@@ -182,6 +182,7 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 		{"move_file", `{"source": "a.txt", "destination": ".envrc"}`},
 		{"move_file", `{"source": "conf", "destination": "conf2"}`},
 		{"move_file", `{"source": "sub", "destination": "link/sub"}`},
+		{"move_file", `{"source": "link/HEAD", "destination": "HEAD"}`},
 		{"create_directory", `{"path": ".git/hooks/new"}`},
 		{"create_directory", `{"path": ".envrc"}`},
 		{"create_directory", `{"path": "link/new"}`},
