@@ -30,11 +30,13 @@
 //     walked, read, written or moved.
 //   - Protected paths (Options.Protected: .git, capkit.toml and the
 //     host's entries) are never written, moved, or made as directories:
-//     denied, checked as spelled, as reached through symlinks inside the
-//     root, and again on the directory descriptor the change is made
-//     through, so a directory swapped for a symlink meanwhile leads no
-//     write into one. (Such a race can still leave an empty directory:
-//     missing parents are made before that last check.)
+//     denied. A write or move is checked on the directory descriptor it
+//     is made through, by the name that directory has on disk, so neither
+//     a symlink inside the root nor a directory swapped for one leads it
+//     into a protected path. Missing parent directories, and directories
+//     MakeDir makes, are checked before they are made (as spelled and
+//     through symlinks); a swap racing with that check can still leave an
+//     empty directory inside a protected one.
 //
 // Roots are opened once per process and shared with every other tool
 // (atfile.AcquireRoot): a root is the directory that was at its path when
@@ -140,7 +142,7 @@ func openParent(r *os.Root, name string, mkdir func() error) (*atfile.Dir, strin
 // checkBefore is the approval of the missing parents of name: check of
 // name as spelled and through symlinks (atfile.CheckBoth), before any is
 // made. A change is checked again on the directory it is made through.
-func (p *Provider) checkBefore(root, name string, check atfile.ProtectedCheck) func() error {
+func checkBefore(root, name string, check atfile.ProtectedCheck) func() error {
 	return func() error { return atfile.CheckBoth([]string{root}, root, name, check) }
 }
 

@@ -42,7 +42,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		}
 		return atfile.NotRegular(from, st.Mode)
 	}
-	dst, toBase, err := openParent(r, to, p.checkBefore(root, to, p.protected.CheckRename))
+	dst, toBase, err := openParent(r, to, checkBefore(root, to, p.protected.CheckRename))
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 		return files.Version{}, err
 	}
 	defer release()
-	d, base, err := openParent(r, name, p.checkBefore(root, name, p.protected.CheckWrite))
+	d, base, err := openParent(r, name, checkBefore(root, name, p.protected.CheckWrite))
 	if err != nil {
 		return files.Version{}, err
 	}
