@@ -11,7 +11,9 @@
 // mutation and an observation after every successful read, write or edit.
 // The policy itself (read-before-edit, version-guarded writes) is the
 // files/policy plugin, which the host attaches to the Events it passes in;
-// the tools never import it.
+// the tools never import it. A path a tool would change that is protected
+// (ToolOptions.Protected: .git, capkit.toml, the host's entries) is denied
+// before the policy is asked, and the provider checks again on disk.
 //
 // Written by hand: the windowed numbering, the edit matcher and its diff
 // are specific to these tools. Globs and .gitignore rules are compiled
