@@ -6,16 +6,17 @@ import (
 	"path"
 	"syscall"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/atfile"
 )
 
 // makeParents creates the missing parent directories of the caller's path
-// p inside roots, as write_file does, through an os.Root so that no
-// element leads out of the root. Staging names are refused.
-func makeParents(roots []string, p string) error {
-	r, _, rel, err := atfile.ResolveRoot(roots, p)
+// p inside roots, as write_file does (atfile.MakeDirs: no element leads
+// out of the root or into a protected path). Staging names are refused.
+func makeParents(roots []string, p string, protected capability.Protected) error {
+	r, root, rel, err := atfile.ResolveRoot(roots, p)
 	if err != nil {
 		return err
 	}
@@ -27,11 +28,12 @@ func makeParents(roots []string, p string) error {
 	if files.IsTempName(dir) {
 		return fault.New(fault.Denied, "the destination's directory uses a reserved staging name (%s)", files.TempPrefix)
 	}
-	if err := r.MkdirAll(dir, 0o755); err != nil {
+	d, _, err := atfile.MakeDirs(r, root, dir, 0o755, protected.CheckWrite)
+	if err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
 			return fault.New(fault.InvalidInput, "an element of the destination's directory is not a directory")
 		}
-		return atfile.Fault(err, "the destination's directory")
+		return err
 	}
-	return nil
+	return d.Close()
 }

@@ -167,10 +167,10 @@ func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArg
 	if err != nil {
 		return CopyResult{}, err
 	}
-	if err := atfile.CheckBoth(caps.Roots(capability.WriteFile), droot, drel, t.protected.CheckWrite); err != nil {
+	if err := t.protected.CheckWrite(caps.Roots(capability.WriteFile), droot, drel); err != nil {
 		return CopyResult{}, err
 	}
-	if err := makeParents(caps.Roots(capability.WriteFile), in.Destination); err != nil {
+	if err := makeParents(caps.Roots(capability.WriteFile), in.Destination, t.protected); err != nil {
 		return CopyResult{}, err
 	}
 	dd, dname, _, err := atfile.ResolveParent(caps.Roots(capability.WriteFile), in.Destination)

@@ -30,13 +30,11 @@
 //     walked, read, written or moved.
 //   - Protected paths (Options.Protected: .git, capkit.toml and the
 //     host's entries) are never written, moved, or made as directories:
-//     denied. A write or move is checked on the directory descriptor it
-//     is made through, by the name that directory has on disk, so neither
-//     a symlink inside the root nor a directory swapped for one leads it
-//     into a protected path. Missing parent directories, and directories
-//     MakeDir makes, are checked before they are made (as spelled and
-//     through symlinks); a swap racing with that check can still leave an
-//     empty directory inside a protected one.
+//     denied. Each change, and each missing directory made on the way
+//     (atfile.MakeDirs), is checked on the directory descriptor it is made
+//     through, by the name that directory has on disk, so neither a
+//     symlink inside the root nor a directory swapped for one leads it
+//     into a protected path.
 //
 // Roots are opened once per process and shared with every other tool
 // (atfile.AcquireRoot): a root is the directory that was at its path when
@@ -50,8 +48,6 @@
 package local
 
 import (
-	"errors"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
 
@@ -118,32 +114,26 @@ func checkName(name string) error {
 }
 
 // openParent opens the directory holding name inside r and returns it
-// with name's last element. When it is missing and mkdir is not nil,
-// mkdir approves first, then it and its missing parents are made inside
-// the root.
-func openParent(r *os.Root, name string, mkdir func() error) (*atfile.Dir, string, error) {
+// with name's last element.
+func openParent(r *os.Root, name string) (*atfile.Dir, string, error) {
 	dir, base := split(name)
 	d, err := atfile.OpenDirIn(r, dir)
-	if mkdir != nil && errors.Is(err, iofs.ErrNotExist) {
-		if err := mkdir(); err != nil {
-			return nil, "", err
-		}
-		if merr := r.MkdirAll(dir, 0o755); merr != nil {
-			return nil, "", atfile.Fault(merr, dir)
-		}
-		d, err = atfile.OpenDirIn(r, dir)
-	}
 	if err != nil {
 		return nil, "", err
 	}
 	return d, base, nil
 }
 
-// checkBefore is the approval of the missing parents of name: check of
-// name as spelled and through symlinks (atfile.CheckBoth), before any is
-// made. A change is checked again on the directory it is made through.
-func checkBefore(root, name string, check atfile.ProtectedCheck) func() error {
-	return func() error { return atfile.CheckBoth([]string{root}, root, name, check) }
+// makeParent is openParent making the directory and its missing parents
+// inside root first (atfile.MakeDirs, which makes none in a protected
+// path).
+func (p *Provider) makeParent(r *os.Root, root, name string) (*atfile.Dir, string, error) {
+	dir, base := split(name)
+	d, _, err := atfile.MakeDirs(r, root, dir, 0o755, p.protected.CheckWrite)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, base, nil
 }
 
 func split(name string) (dir, base string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -13,8 +12,9 @@ import (
 
 var _ files.DirMaker = (*Provider)(nil)
 
-// MakeDir creates name and its missing parents through the root's os.Root,
-// so no element of it leads out of the root.
+// MakeDir creates name and its missing parents with atfile.MakeDirs, so no
+// element of it leads out of the root, onto a pseudo-filesystem (a mkdir
+// in cgroupfs creates a control group) or into a protected path.
 func (p *Provider) MakeDir(ctx context.Context, root, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fault.As(err)
@@ -27,9 +27,6 @@ func (p *Provider) MakeDir(ctx context.Context, root, name string) (bool, error)
 		return false, err
 	}
 	defer release()
-	if err := atfile.CheckBoth([]string{root}, root, name, p.protected.CheckWrite); err != nil {
-		return false, err
-	}
 	fi, err := r.Lstat(name)
 	switch {
 	case err == nil && fi.IsDir():
@@ -39,26 +36,9 @@ func (p *Provider) MakeDir(ctx context.Context, root, name string) (bool, error)
 	case !errors.Is(err, os.ErrNotExist):
 		return false, atfile.Fault(err, name)
 	}
-	if err := checkAncestor(r, name); err != nil {
+	d, made, err := atfile.MakeDirs(r, root, name, 0o755, p.protected.CheckWrite)
+	if err != nil {
 		return false, err
 	}
-	if err := r.MkdirAll(name, 0o755); err != nil {
-		return false, atfile.Fault(err, name)
-	}
-	return true, nil
-}
-
-// checkAncestor refuses a directory to be made on a pseudo-filesystem (a
-// mkdir in cgroupfs creates a control group): its deepest existing
-// ancestor is opened through atfile, which checks the filesystem type.
-func checkAncestor(r *os.Root, name string) error {
-	for dir := path.Dir(name); ; dir = path.Dir(dir) {
-		d, err := atfile.OpenDirIn(r, dir)
-		if err == nil {
-			return d.Close()
-		}
-		if fault.CodeOf(err) != fault.NotFound || dir == "." {
-			return err
-		}
-	}
+	return made, d.Close()
 }

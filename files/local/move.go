@@ -24,7 +24,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		return err
 	}
 	defer release()
-	src, fromBase, err := openParent(r, from, nil)
+	src, fromBase, err := openParent(r, from)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		}
 		return atfile.NotRegular(from, st.Mode)
 	}
-	dst, toBase, err := openParent(r, to, checkBefore(root, to, p.protected.CheckRename))
+	dst, toBase, err := p.makeParent(r, root, to)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func (p *Provider) Stat(ctx context.Context, root, name string) (files.Info, err
 		st, err := atfile.Fstat(d.File())
 		return infoOf(name, st), err
 	}
-	d, base, err := openParent(r, name, nil)
+	d, base, err := openParent(r, name)
 	if err != nil {
 		return files.Info{}, err
 	}
@@ -82,7 +82,7 @@ func (p *Provider) openRegular(ctx context.Context, root, name string) (*os.File
 	defer release()
 	cur := name
 	for hops, swaps := 0, 0; ; hops++ {
-		d, base, err := openParent(r, cur, nil)
+		d, base, err := openParent(r, cur)
 		if err != nil {
 			return nil, atfile.Stat{}, err
 		}

@@ -33,7 +33,7 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 		return files.Version{}, err
 	}
 	defer release()
-	d, base, err := openParent(r, name, checkBefore(root, name, p.protected.CheckWrite))
+	d, base, err := p.makeParent(r, root, name)
 	if err != nil {
 		return files.Version{}, err
 	}

@@ -101,3 +101,8 @@ func (r *Regular) Read([]byte) (int, error) { return 0, unsupported() }
 
 // Close is unavailable on this platform.
 func (r *Regular) Close() error { return unsupported() }
+
+// MakeDirs is unavailable on this platform.
+func MakeDirs(*os.Root, string, string, fs.FileMode, ProtectedCheck) (*Dir, bool, error) {
+	return nil, false, unsupported()
+}

@@ -113,3 +113,52 @@ func BenchmarkCheckBoth(b *testing.B) {
 		}
 	}
 }
+
+func TestMakeDirs(t *testing.T) {
+	root := protectedRoot(t)
+	if err := os.Symlink("sub", filepath.Join(root, "to-sub")); err != nil {
+		t.Fatal(err)
+	}
+	var p capability.Protected
+	r, release, err := AcquireRoot(root, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, c := range []struct {
+		rel, made string // made: the directory that must exist after, "" for a refusal
+		wantMade  bool
+	}{
+		{"a/b/c", "a/b/c", true},
+		{"a/b", "a/b", false},
+		{"to-sub/x/y", "sub/x/y", true}, // a symlink inside the root is followed, as os.Root does
+		{"link/new", "", false},
+		{"sub/hooks/new/deeper", "", false},
+		{".git/new", "", false},
+		{".GIT/new", "", false},
+	} {
+		d, made, err := MakeDirs(r, root, c.rel, 0o755, p.CheckWrite)
+		if c.made == "" {
+			if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), "protected") {
+				t.Errorf("%s: %v, want denied", c.rel, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.rel, err)
+			continue
+		}
+		d.Close()
+		if made != c.wantMade {
+			t.Errorf("%s: made %v, want %v", c.rel, made, c.wantMade)
+		}
+		if st, err := os.Lstat(filepath.Join(root, c.made)); err != nil || !st.IsDir() {
+			t.Errorf("%s: %s is not a directory: %v", c.rel, c.made, err)
+		}
+	}
+	for _, p := range []string{".git/new", ".git/hooks/new", ".GIT"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+			t.Errorf("%s was made", p)
+		}
+	}
+}
