@@ -162,3 +162,32 @@ func TestMakeDirs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCheckOpened is the check on the directory a write is made
+// through.
+func BenchmarkCheckOpened(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "src", "pkg"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	r, release, err := AcquireRoot(root, "root")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer release()
+	d, err := OpenDirIn(r, "src/pkg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	var p capability.Protected
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := CheckOpened(root, d, "main.go", "src/pkg/main.go", p.CheckWrite); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
