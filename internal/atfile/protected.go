@@ -36,7 +36,7 @@ func CheckBoth(roots []string, root, rel string, check ProtectedCheck) error {
 		return err
 	}
 	resolved, err := resolvedName(root, rel)
-	if err != nil {
+	if err != nil || resolved == rel {
 		return err
 	}
 	return throughLink(rel, resolved, check(roots, root, resolved))
