@@ -126,9 +126,9 @@ type Host struct {
 	// or creates a file the file tools can see: the file tools,
 	// state_replace, file_copy.
 	events *files.Events
-	// protected are the paths no tool may change (config.Protected):
-	// given to every group that changes files in roots and to the
-	// contained commands.
+	// protected are the paths no tool may change (config.Protected),
+	// given to every group that changes files in roots; the contained
+	// commands get the same set through config.RunOptions.
 	protected capability.Protected
 	audit     *slog.Logger // nil without an audit log
 	closers   []func() error
