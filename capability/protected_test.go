@@ -1,6 +1,7 @@
 package capability
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -72,4 +73,44 @@ func TestProtectedCheck(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzProtectedCheck holds CheckWrite and CheckRename to the rule stated
+// element by element: a name (cleaned, root-relative, as files.Resolve
+// returns it) is refused when its first element folds to .git, when it
+// folds to capkit.toml or the host's entry, or (CheckRename) when it
+// holds the host's entry.
+func FuzzProtectedCheck(f *testing.F) {
+	for _, s := range []string{".git", ".git/hooks/pre-commit", ".GIT/config", "capkit.toml", "Capkit.TOML", "a/.git", ".github/x",
+		"conf", "conf/secret.yaml", "conf/secret.yaml/x", "conf2/secret.yaml", ".gitignore", "capkit.toml.bak", "x/capkit.toml"} {
+		f.Add(s)
+	}
+	const root = "/srv/r"
+	p := NewProtected("conf/secret.yaml")
+	f.Fuzz(func(t *testing.T, name string) {
+		if name == "" || name != path.Clean(name) || path.IsAbs(name) || name == "." || strings.HasPrefix(name, "../") || name == ".." {
+			return
+		}
+		elems := strings.Split(name, "/")
+		entry := []string{"conf", "secret.yaml"}
+		folds := func(a, b []string) bool { // a starts with b, element by element
+			if len(a) < len(b) {
+				return false
+			}
+			for i := range b {
+				if !strings.EqualFold(a[i], b[i]) {
+					return false
+				}
+			}
+			return true
+		}
+		write := strings.EqualFold(elems[0], ".git") || folds(elems, []string{"capkit.toml"}) || folds(elems, entry)
+		rename := write || folds(entry, elems)
+		if got := p.CheckWrite([]string{root}, root, name) != nil; got != write {
+			t.Errorf("CheckWrite(%q) refused %v, want %v", name, got, write)
+		}
+		if got := p.CheckRename([]string{root}, root, name) != nil; got != rename {
+			t.Errorf("CheckRename(%q) refused %v, want %v", name, got, rename)
+		}
+	})
 }
