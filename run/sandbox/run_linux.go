@@ -98,16 +98,20 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 // containment, which must not be created; any in reduced containment).
 func closedDirs(v *helper.View, full bool) (closed, notes []string) {
 	for _, root := range v.Writable {
-		var kept []string
+		var kept, shown []string
 		for _, p := range v.Protected {
-			if capability.Within(root, p) && !(full && helper.Shown(v.Writable, p)) {
+			switch {
+			case !capability.Within(root, p):
+			case full && helper.Shown(v.Writable, p):
+				shown = append(shown, p)
+			default:
 				kept = append(kept, p)
 			}
 		}
-		for _, d := range helper.ClosedDirs(root, kept) {
+		for _, d := range helper.ClosedDirs(root, kept, shown) {
 			closed = append(closed, d)
 			notes = append(notes, fmt.Sprintf("%s was closed: no entry could be created, removed or renamed directly in it, since it holds or leads to a protected path (%s) that must not be created or replaced; its existing files stayed writable, and its subdirectories open",
-				d, strings.Join(under(d, kept), ", ")))
+				d, strings.Join(under(d, slices.Concat(kept, shown)), ", ")))
 		}
 	}
 	return closed, notes

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
@@ -306,5 +308,91 @@ func TestRootThatIsASymlink(t *testing.T) {
 	_, err := Run(ctx, s, &Options{Helper: helperArgv(t)})
 	if err == nil || !strings.Contains(err.Error(), "no longer a directory") {
 		t.Fatalf("Run over a root that is a symbolic link: %v", err)
+	}
+}
+
+// TestNestedProtectedPathStays: a protected path below a subdirectory of
+// the root, present (full containment mounts it read-only), cannot be
+// replaced by renaming the directory holding it away and making a new
+// one: the directories above it are closed.
+func TestNestedProtectedPathStays(t *testing.T) {
+	for _, reduced := range []bool{false, true} {
+		s := simpleSpec(t, `mv sub sub2; mkdir -p sub; echo pwned > sub/secret; echo pwned > sub/secret2; cat sub/secret`)
+		root := s.Dir
+		for _, d := range []string{"sub", ".git"} {
+			if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Every protected path present: nothing closes the root itself.
+		if err := os.WriteFile(filepath.Join(root, "capkit.toml"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		secret := filepath.Join(root, "sub", "secret")
+		if err := os.WriteFile(secret, []byte("orig\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.Protected = []string{secret, filepath.Join(root, ".git"), filepath.Join(root, "capkit.toml")}
+		res := runIn(t, s, &Options{Reduced: reduced})
+		if b, err := os.ReadFile(secret); err != nil || string(b) != "orig\n" {
+			t.Errorf("reduced=%v: the protected path holds %q (%v)", reduced, b, err)
+		}
+		if res.Stdout.Text != "orig\n" {
+			t.Errorf("reduced=%v: the command read %q", reduced, res.Stdout.Text)
+		}
+		// In full containment its own directory stays open: other files
+		// there can be made (reduced containment closes it too).
+		if b, err := os.ReadFile(filepath.Join(root, "sub", "secret2")); !reduced && (err != nil || string(b) != "pwned\n") {
+			t.Errorf("reduced=%v: an ordinary file beside the protected one: %q (%v)", reduced, b, err)
+		}
+	}
+}
+
+// TestPlaceRefusesSwappedLinks: a process on the host swapping the
+// directory that holds a protected path for a symbolic link while
+// containers are built never makes the helper create anything where the
+// link points (it walks to each mount point beneath the new root, with no
+// link on the way, and makes mount points only in its own tmpfs).
+func TestPlaceRefusesSwappedLinks(t *testing.T) {
+	// Outside /tmp: the helper assembles the new root on /tmp, which
+	// covers the host's /tmp in its mount namespace.
+	out, err := os.MkdirTemp("/var/tmp", "capkit-place-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(out) })
+	root := filepath.Join(t.TempDir(), "root")
+	sub, moved := filepath.Join(root, "sub"), filepath.Join(root, "subreal")
+	for _, d := range []string{root, sub} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(sub, "secret"), []byte("orig"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			os.Rename(sub, moved)
+			os.Symlink(out, sub)
+			time.Sleep(50 * time.Microsecond)
+			os.Remove(sub)
+			os.Rename(moved, sub)
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	for i := range 100 {
+		s := &Spec{Argv: []string{"/bin/true"}, Dir: root, Writable: []string{root}, Env: []string{"PATH=/usr/bin:/bin"},
+			Protected: []string{filepath.Join(sub, "secret")}}
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		Run(ctx, s, &Options{Helper: helperArgv(t)}) // may fail: the view is changing under it
+		cancel()
+		if entries, _ := os.ReadDir(out); len(entries) > 0 {
+			t.Fatalf("run %d: the helper created %s in %s, outside the roots", i, entries[0].Name(), out)
+		}
 	}
 }

@@ -155,7 +155,8 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
 		add(rooted(roDirs(v.ReadOnly...)))
 	}
 	for _, root := range v.Writable {
-		if err := writableRules(root, protectedIn(v, root, mounted), add); err != nil {
+		kept, shown := protectedIn(v, root, mounted)
+		if err := writableRules(root, kept, shown, add); err != nil {
 			return err
 		}
 	}
@@ -231,7 +232,7 @@ func tmpRules(msg *Message, tmp string, add func(rule) error) error {
 	if len(under) == 0 {
 		return add(rwDirs(tmp))
 	}
-	return writableRules(tmp, under, add)
+	return writableRules(tmp, under, nil, add)
 }
 
 // rootsUnder lists the roots within dir.
@@ -248,19 +249,23 @@ func rootsUnder(msg *Message, dir string) []string {
 	return out
 }
 
-// protectedIn lists the protected paths within root that Landlock must
-// keep read-only: those not mounted read-only (all of them in reduced
-// containment; in full containment those missing when the view was built,
-// which may exist by now). A read-only mount cannot be renamed or removed
-// either.
-func protectedIn(v *View, root string, mounted map[string]bool) []string {
-	var out []string
+// protectedIn splits the protected paths within root: those Landlock
+// must keep read-only (all of them in reduced containment; in full
+// containment those not mounted read-only: missing when the view was
+// built, which may exist by now, or reached through a symbolic link),
+// and those shown mounted. A mount point cannot be renamed or removed,
+// but the directories above it can: Landlock closes them (ClosedDirs).
+func protectedIn(v *View, root string, mounted map[string]bool) (kept, shown []string) {
 	for _, p := range v.Protected {
-		if within(root, p) && !mounted[p] {
-			out = append(out, p)
+		switch {
+		case !within(root, p):
+		case mounted[p]:
+			shown = append(shown, p)
+		default:
+			kept = append(kept, p)
 		}
 	}
-	return out
+	return kept, shown
 }
 
 // writableRules grants root read-write except for the protected paths:
@@ -269,9 +274,9 @@ func protectedIn(v *View, root string, mounted map[string]bool) []string {
 // of their other entries read-write, so the protected path can be neither
 // written nor created, renamed or removed. Symbolic links and special
 // files among those entries get nothing of their own.
-func writableRules(root string, protected []string, add func(rule) error) error {
+func writableRules(root string, protected, shown []string, add func(rule) error) error {
 	closed := map[string]bool{}
-	for _, d := range ClosedDirs(root, protected) {
+	for _, d := range ClosedDirs(root, protected, shown) {
 		closed[d] = true
 	}
 	keep := map[string]bool{}
@@ -313,11 +318,20 @@ func writableRules(root string, protected []string, add func(rule) error) error 
 }
 
 // ClosedDirs lists the directories of root that writableRules closes for
-// protected (paths within root): the deepest existing directory holding
-// each, and every directory between it and root, root first.
-func ClosedDirs(root string, protected []string) []string {
+// protected, the paths within root Landlock keeps, and shown, those
+// mounted read-only: the deepest existing directory holding each kept
+// path, and for a shown one the directory above the one holding it (so
+// the mount cannot be carried away by a rename and replaced), and every
+// directory between those and root; root first.
+func ClosedDirs(root string, protected, shown []string) []string {
 	var closed []string
-	for _, p := range protected {
+	from := slices.Clone(protected)
+	for _, p := range shown {
+		if parent(p) != root {
+			from = append(from, parent(p))
+		}
+	}
+	for _, p := range from {
 		d := parent(p)
 		for {
 			if _, err := os.Lstat(d); err == nil || d == root {

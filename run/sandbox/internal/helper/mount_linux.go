@@ -48,21 +48,58 @@ func buildRoot(s *View, note func(string)) (map[string]bool, error) {
 	if err := mountTmpfs(newRoot+"/tmp", s.Limits.TmpBytes, limits.RunTmpInodes, "1777"); err != nil {
 		return nil, err
 	}
-	for _, p := range plans {
-		if err := place(p); err != nil {
-			return nil, err
-		}
+	mounted, err := placeAll(plans, s.Protected)
+	if err != nil {
+		return nil, err
 	}
 	if err := mountProc(s.Limits.Processes, note); err != nil {
 		return nil, err
 	}
+	return mounted, pivot()
+}
+
+// placeAll puts the cloned trees in the new root, parents first, and
+// returns the protected paths it mounted (one that vanished since it was
+// cloned is not: Landlock keeps it).
+func placeAll(plans []mountPlan, protected []string) (map[string]bool, error) {
+	top, err := syscall.Open(newRoot, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, wrap("sandbox helper: the new root", err)
+	}
+	defer syscall.Close(top)
+	ours, err := skeletonDevices()
+	if err != nil {
+		return nil, err
+	}
 	mounted := map[string]bool{}
 	for _, p := range plans {
-		if slices.Contains(s.Protected, p.target) {
+		isProtected := slices.Contains(protected, p.target)
+		err := place(top, ours, p)
+		switch {
+		case err == errVanished && isProtected:
+		case err == errVanished:
+			return nil, errors.New("sandbox helper: mount point " + p.target + " is gone or reached through a symbolic link")
+		case err != nil:
+			return nil, err
+		case isProtected:
 			mounted[p.target] = true
 		}
 	}
-	return mounted, pivot()
+	return mounted, nil
+}
+
+// skeletonDevices are the devices of the helper's own tmpfs mounts (the
+// new root and its /tmp): only there are missing mount points made.
+func skeletonDevices() ([]uint64, error) {
+	var devs []uint64
+	for _, d := range []string{newRoot, newRoot + "/tmp"} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(d, &st); err != nil {
+			return nil, wrap("sandbox helper: "+d, err)
+		}
+		devs = append(devs, uint64(st.Dev))
+	}
+	return devs, nil
 }
 
 // planMounts clones the trees the view shows: system directories and
@@ -274,27 +311,83 @@ func writeSkeleton(links map[string]string) error {
 	return nil
 }
 
-// place puts a cloned tree at its path in the new root, making the mount
-// point first unless it exists (the protected paths inside a root).
-func place(p mountPlan) error {
-	target := newRoot + p.target
-	if _, err := os.Lstat(target); err != nil {
-		if err := os.MkdirAll(parent(target), 0o755); err != nil {
-			return wrap("sandbox helper: mount point "+p.target, err)
-		}
-		if p.dir {
-			err = os.Mkdir(target, 0o755)
-		} else {
-			err = writeNew(target, "")
+// errVanished is a mount point inside a host tree that is no longer
+// there: the helper makes mount points only in its own tmpfs.
+var errVanished = errors.New("sandbox helper: the mount point is gone")
+
+// place puts a cloned tree at its path in the new root top. The path is
+// walked one element at a time beneath top, refusing a symbolic link in
+// any element, so a tree of the host (a root, where another process may
+// swap a directory for a link meanwhile) can neither lead the mount
+// elsewhere nor have the helper make anything in it: missing elements
+// are made only on the devices in ours (the helper's own tmpfs mounts).
+func place(top int, ours []uint64, p mountPlan) error {
+	dir, err := syscall.Dup(top)
+	if err != nil {
+		return wrap("sandbox helper: mounting "+p.target, err)
+	}
+	elems := splitPath(p.target)
+	for i, e := range elems {
+		last := i == len(elems)-1
+		next, err := openOrMake(dir, e, ours, !last || p.dir)
+		syscall.Close(dir)
+		switch err {
+		case errVanished, syscall.ELOOP, syscall.ENOTDIR, syscall.EXDEV:
+			return errVanished
 		}
 		if err != nil {
 			return wrap("sandbox helper: mount point "+p.target, err)
 		}
+		dir = next
 	}
-	if err := moveMount(p.fd, target); err != nil {
+	defer syscall.Close(dir)
+	if err := moveMountTo(p.fd, dir); err != nil {
 		return wrap("sandbox helper: mounting "+p.target, err)
 	}
 	return nil
+}
+
+// openOrMake opens the entry name of dir (no symbolic link), making it
+// first (a directory, or an empty file) when it is missing and dir is on
+// one of ours.
+func openOrMake(dir int, name string, ours []uint64, isDir bool) (int, error) {
+	fd, err := openBeneath(dir, name)
+	if err != syscall.ENOENT {
+		return fd, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(dir, &st); err != nil {
+		return -1, err
+	}
+	if !slices.Contains(ours, uint64(st.Dev)) {
+		return -1, errVanished
+	}
+	if isDir {
+		err = syscall.Mkdirat(dir, name, 0o755)
+	} else {
+		var f int
+		if f, err = syscall.Openat(dir, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644); err == nil {
+			syscall.Close(f)
+		}
+	}
+	if err != nil {
+		return -1, err
+	}
+	return openBeneath(dir, name)
+}
+
+// splitPath lists the elements of the clean absolute path p.
+func splitPath(p string) []string {
+	var out []string
+	for start, i := 1, 1; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			if i > start {
+				out = append(out, p[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
 }
 
 // mountProc mounts the new PID namespace's /proc, after setting the

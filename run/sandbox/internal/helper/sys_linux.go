@@ -27,6 +27,7 @@ const (
 	openTreeClone      = 0x1
 	atRecursive        = 0x8000
 	moveMountFEmpty    = 0x4
+	moveMountTEmpty    = 0x40
 	mountAttrRdonly    = 0x1
 	mountAttrNosuid    = 0x2
 	mountAttrNodev     = 0x4
@@ -93,11 +94,14 @@ func openat2(dir int, name string, resolve uint64) (int, error) {
 // system call takes.
 var atFDCWD = -100
 
-func moveMount(fd int, target string) error {
-	empty, t := []byte{0}, append([]byte(target), 0)
-	_, _, e := syscall.Syscall6(sysMoveMount, uintptr(fd), uintptr(unsafe.Pointer(&empty[0])), uintptr(atFDCWD), uintptr(unsafe.Pointer(&t[0])), moveMountFEmpty, 0)
+// moveMountTo attaches the detached tree fd on the entry the O_PATH
+// descriptor target names.
+func moveMountTo(fd, target int) error {
+	empty := []byte{0}
+	_, _, e := syscall.Syscall6(sysMoveMount, uintptr(fd), uintptr(unsafe.Pointer(&empty[0])), uintptr(target), uintptr(unsafe.Pointer(&empty[0])), moveMountFEmpty|moveMountTEmpty, 0)
 	return errnoErr(e)
 }
+
 
 // mountAttr is struct mount_attr.
 type mountAttr struct {
