@@ -102,7 +102,6 @@ func moveMountTo(fd, target int) error {
 	return errnoErr(e)
 }
 
-
 // mountAttr is struct mount_attr.
 type mountAttr struct {
 	set, clr, propagation, userns uint64
