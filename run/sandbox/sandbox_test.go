@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -394,5 +396,47 @@ func TestPlaceRefusesSwappedLinks(t *testing.T) {
 		if entries, _ := os.ReadDir(out); len(entries) > 0 {
 			t.Fatalf("run %d: the helper created %s in %s, outside the roots", i, entries[0].Name(), out)
 		}
+	}
+}
+
+// TestAsUnprivilegedUser runs tests of both containments again as a user
+// with no capability, as most hosts run capkit: the tests run as root
+// here, where a step that needs a capability (dropping the bounding set)
+// would pass unnoticed.
+func TestAsUnprivilegedUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("already unprivileged: the other tests cover it")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy any user may run (the test binary's own directory is the
+	// build's, private to root), in a directory any user may search.
+	dir, err := os.MkdirTemp("", "capkit-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sandbox.test")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.count", "1",
+		"-test.run", "^(TestExitCodeAndStdin|TestCleanEnvironment|TestFullContainmentView|TestCanceled|TestClosedDirectoriesNoted|TestNestedProtectedPathStays)$")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("as user 65534: %v\n%s", err, out)
 	}
 }

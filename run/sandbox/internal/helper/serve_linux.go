@@ -250,10 +250,14 @@ func dropCapabilities() error {
 		return wrap("sandbox helper: clearing ambient capabilities", err)
 	}
 	// Capabilities are numbered from 0 without gaps: the kernel refuses
-	// (EINVAL) the first one past those it knows.
+	// (EINVAL) the first one past those it knows. Without CAP_SETPCAP
+	// (reduced containment as an unprivileged user) the bounding set
+	// cannot be changed (EPERM), and need not be: such a process holds
+	// no capability, and no_new_privs, set before the exec, keeps the
+	// command from gaining one from a file.
 	for c := 0; c < 64; c++ {
 		err := prctl(prCapbsetDrop, uintptr(c), 0)
-		if errors.Is(err, syscall.EINVAL) {
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EPERM) && !holdsCapability(capSetpcap) {
 			break
 		}
 		if err != nil {

@@ -39,6 +39,7 @@ const (
 	prCapAmbientClear  = 4
 	seccompModeFilter  = 2
 	capVersion3        = 0x20080522
+	capSetpcap         = 8
 	capSysAdmin        = 21
 	rlimitNproc        = 6
 	rlimitMemlock      = 8
@@ -138,6 +139,15 @@ type capHeader struct {
 
 type capData struct {
 	effective, permitted, inheritable uint32
+}
+
+// holdsCapability reports whether the calling thread has capability c
+// effective.
+func holdsCapability(c uint) bool {
+	h := capHeader{version: capVersion3}
+	var d [2]capData
+	_, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0)
+	return e == 0 && d[c/32].effective&(1<<(c%32)) != 0
 }
 
 func clearCapabilities() error {
