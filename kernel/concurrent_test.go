@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,16 @@ type gate struct {
 }
 
 func newGate(t *testing.T, maxConcurrent int, timeout time.Duration) *gate {
+	return newGateWith(t, Policy{MaxConcurrent: maxConcurrent, Timeout: timeout})
+}
+
+// newGateWith is newGate with the tool's whole policy (its name is gate).
+func newGateWith(t *testing.T, p Policy) *gate {
 	t.Helper()
 	g := &gate{entered: make(chan struct{}, 16), release: make(chan struct{})}
 	b := NewBuilder(nil)
-	err := AddTool(b, Policy{Name: "gate", MaxConcurrent: maxConcurrent, Timeout: timeout},
+	p.Name = "gate"
+	err := AddTool(b, p,
 		Meta{Effect: capability.ReadFile, Hot: true, Description: "Waits at a gate."},
 		func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) {
 			g.entered <- struct{}{}
@@ -67,7 +74,7 @@ func TestMaxConcurrentEdge(t *testing.T) {
 	s := session(t, g.rt, false, capability.ReadFile)
 	first, second := g.start(t, s), g.start(t, s)
 	err := callGate(s)
-	if codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "2 calls of it are running") || !strings.Contains(err.Error(), "[tool.gate] max_concurrent") {
+	if codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "2 calls are running") || !strings.Contains(err.Error(), "[tool.gate] max_concurrent") {
 		t.Fatalf("third call at once: %v", err)
 	}
 	// The bound is the runtime's, not a session's.
@@ -96,7 +103,7 @@ func TestAbandonedHandlerKeepsItsPlace(t *testing.T) {
 	if err := <-g.start(t, s); codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "time") {
 		t.Fatalf("stuck call: %v", err)
 	}
-	if err := callGate(s); codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "1 calls of it are running") {
+	if err := callGate(s); codeOf(err) != fault.Limit || !strings.Contains(err.Error(), "1 call is running") {
 		t.Fatalf("call while the abandoned handler runs: %v", err)
 	}
 	g.release <- struct{}{} // the abandoned handler returns
@@ -135,5 +142,53 @@ func TestMaxConcurrentPolicy(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && p.MaxConcurrent != tc.want) {
 			t.Errorf("MaxConcurrent %d: got %d, %v", tc.n, p.MaxConcurrent, err)
 		}
+	}
+}
+
+// TestPlaceGivenBackHoweverTheHandlerEnds: a handler that panics or calls
+// runtime.Goexit still gives its place back, and a call refused for the
+// bound does not spend the session's call budget.
+func TestPlaceGivenBackHoweverTheHandlerEnds(t *testing.T) {
+	b := NewBuilder(nil)
+	ends := map[string]func(){"panics": func() { panic("boom") }, "exits": runtime.Goexit}
+	for name, end := range ends {
+		err := AddTool(b, Policy{Name: name, MaxConcurrent: 1, MaxCalls: 3, Timeout: 100 * time.Millisecond},
+			Meta{Effect: capability.ReadFile, Hot: true, Description: "Ends badly."},
+			func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) { end(); return echoOut{}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, rt, false, capability.ReadFile)
+	for name := range ends {
+		for i := range 3 {
+			_, err := s.Call(context.Background(), name, json.RawMessage(`{}`))
+			if c := codeOf(err); c == fault.Limit && strings.Contains(err.Error(), "running") {
+				t.Fatalf("%s, call %d: its place was not given back: %v", name, i+1, err)
+			}
+		}
+	}
+	g := newGateWith(t, Policy{MaxConcurrent: 1, MaxCalls: 2, Timeout: time.Minute})
+	gs := session(t, g.rt, false, capability.ReadFile)
+	first := g.start(t, gs)
+	for range 3 {
+		if err := callGate(gs); codeOf(err) != fault.Limit {
+			t.Fatalf("call past the bound: %v", err)
+		}
+	}
+	g.release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// The refused calls spent nothing: the session's budget of two
+	// still admits the second.
+	next := g.start(t, gs)
+	g.release <- struct{}{}
+	if err := <-next; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -559,4 +559,11 @@ func TestCallerDeadlineNamed(t *testing.T) {
 		t.Fatalf("call past its caller's deadline: %v", err)
 	}
 	g.release <- struct{}{}
+	// A deadline already passed says so, not a negative time.
+	g2 := newGate(t, 1, limits.HardMaxTimeout)
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := session(t, g2.rt, false, capability.ReadFile).Call(past, "gate", json.RawMessage(`{}`)); !strings.Contains(err.Error(), "passed after 0s") {
+		t.Errorf("call past an already passed deadline: %v", err)
+	}
 }

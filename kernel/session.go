@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -261,11 +262,20 @@ func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 	}
 	if n := a.t.running.Add(1); n > int32(p.MaxConcurrent) {
 		a.t.running.Add(-1)
-		return a, fault.New(fault.Limit, "tool %s: %d calls of it are running, the most it runs at once (a call past its deadline keeps its place until it stops); retry when one ends, or have the host raise [tool.%s] max_concurrent in capkit.toml",
-			entry.Name, p.MaxConcurrent, entry.Name)
+		s.calls[i].Add(-1) // not run: the budget is not spent
+		return a, fault.New(fault.Limit, "tool %s: %s running, the most it runs at once over every session (a call past its deadline keeps its place until it stops); retry when one ends, or have the host raise [tool.%s] max_concurrent in capkit.toml",
+			entry.Name, callsAre(p.MaxConcurrent), entry.Name)
 	}
 	a.call.Args, a.call.MaxOutputBytes = args, p.MaxOutputBytes
 	return a, nil
+}
+
+// callsAre is "1 call is" or "N calls are".
+func callsAre(n int) string {
+	if n == 1 {
+		return "1 call is"
+	}
+	return fmt.Sprintf("%d calls are", n)
 }
 
 // validate checks args against the entry's schema. Duplicate member names
@@ -357,7 +367,7 @@ func (a *admitted) outcome(res *Result, err error) (*Result, error) {
 func (a *admitted) timeLimit(err error) error {
 	own := a.t.policy.Timeout
 	if b := a.ctx.bound; b < own {
-		return fault.Wrap(fault.Limit, err, "tool %s: the caller's deadline passed after %v (the tool's own time limit is %v)", a.call.Tool.Name, b.Round(time.Millisecond), own)
+		return fault.Wrap(fault.Limit, err, "tool %s: the caller's deadline passed after %v (the tool's own time limit is %v)", a.call.Tool.Name, max(b, 0).Round(time.Millisecond), own)
 	}
 	return fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", a.call.Tool.Name, own)
 }

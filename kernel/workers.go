@@ -97,8 +97,6 @@ func (w *workers) loop(j *job) {
 
 func (j *job) run() {
 	res, err := j.handle()
-	// Before the outcome is delivered: the caller may then reuse j.
-	j.a.t.running.Add(-1)
 	if j.p != nil {
 		j.p.handled(res, err)
 		return
@@ -111,8 +109,12 @@ func (j *job) run() {
 	}
 }
 
-// handle runs the handler; a panic is an internal failure.
+// handle runs the handler; a panic is an internal failure. The call's
+// place among its tool's running calls is given back when the handler
+// ends, however it ends (runtime.Goexit too), and before the outcome is
+// delivered, after which the caller may reuse j.
 func (j *job) handle() (res *Result, err error) {
+	defer j.a.t.running.Add(-1)
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, fault.Wrap(fault.Internal, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "tool %s failed", j.a.call.Tool.Name)
