@@ -265,9 +265,9 @@ func probe(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args map[
 
 // probeOwn is probe for a caller whose own strings (those it may have
 // written into files earlier, and so may read back) are own. With
-// splices, a path naming nothing on the host is no leak either: such a
-// caller's files hold its strings as its edits left them, and an edit of
-// one of its paths makes a path nobody has.
+// splices, a splice of its own is no leak either: such a caller's files
+// hold its strings as its edits left them, and an edit of one of its
+// paths makes a path nobody has (see spliced).
 func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args map[string]any, own []string, splices bool) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
@@ -311,8 +311,8 @@ func probeOwn(t testing.TB, cs *mcp.ClientSession, w *world, tool string, args m
 // hostPathLeak returns a path under dir that text names and no argument
 // contains (a caller's own path echoed back is no leak), or "". A path
 // ends at a quote, space or punctuation that cannot end a root's name.
-// With onlyExisting, a path that names nothing is no leak.
-func hostPathLeak(text, dir string, args []string, onlyExisting bool) string {
+// With splices, a splice of the arguments (spliced) is no leak.
+func hostPathLeak(text, dir string, args []string, splices bool) string {
 	// Match and snippet markers a tool puts around what it found are not
 	// part of a path.
 	text = strings.NewReplacer("⟦", "", "⟧", "", "«", "", "»", "").Replace(text)
@@ -323,20 +323,30 @@ func hostPathLeak(text, dir string, args []string, onlyExisting bool) string {
 		}
 		start := i + j
 		end := start + len(dir)
-		for end < len(text) && !strings.ContainsRune("\"' :;,()}]\n\\", rune(text[end])) {
+		for end < len(text) && !strings.ContainsRune("\"' :;,()}]\n\\\t`", rune(text[end])) {
 			end++
 		}
 		token := text[start:end]
-		if !slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, token) }) && !(onlyExisting && !exists(token)) {
+		owned := func(s string) bool { return slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, s) }) }
+		if !owned(token) && !(splices && spliced(token, owned)) {
 			return token
 		}
 		i = end
 	}
 }
 
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
+// spliced reports whether token is a path the caller made from its own:
+// it names nothing on the host, in a directory the caller's own strings
+// name, and is no staging name (one of those is gone once written).
+func spliced(token string, owned func(string) bool) bool {
+	p := strings.TrimRight(token, ".…")
+	if strings.Contains(p, ".capkit-tmp-") {
+		return false
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return false
+	}
+	return owned(filepath.Dir(p) + "/")
 }
 
 func argStrings(v any) []string {
@@ -1122,22 +1132,32 @@ func TestHostPathLeak(t *testing.T) {
 	if err := os.WriteFile(secret, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spliced := filepath.Join(dir, "secretlinkdirtxt")
+	splice := filepath.Join(dir, "secretlinkdirtxt")
+	own := []string{secret} // the caller wrote this path into a file
+	staging := filepath.Join(dir, ".capkit-tmp-12345")
 	for _, tc := range []struct {
-		text         string
-		own          []string
-		onlyExisting bool
-		want         string
+		text    string
+		own     []string
+		splices bool
+		want    string
 	}{
 		{`"at ` + secret + `"`, nil, false, secret},
 		{`"at ` + secret + `"`, nil, true, secret},
-		{`"at ` + secret + `"`, []string{secret}, false, ""},
-		{`"at ⟦` + secret + `⟧"`, []string{secret}, false, ""},
-		{`"at ` + spliced + `"`, nil, false, spliced},
-		{`"at ` + spliced + `"`, nil, true, ""},
+		{`"at ` + secret + `"`, own, false, ""},
+		{`"at ⟦` + secret + `⟧"`, own, false, ""},
+		{`"at ` + splice + `"`, own, false, splice},
+		{`"at ` + splice + `"`, own, true, ""},
+		// Not splices: in a directory the caller never named, a real
+		// path followed by punctuation, a path cut short, a staging name.
+		{`"at ` + splice + `"`, nil, true, splice},
+		{"open " + secret + ".", nil, true, secret + "."},
+		{"open " + secret + "\tx", nil, true, secret},
+		{"open `" + secret + "`", nil, true, secret},
+		{"path " + secret[:len(secret)-3] + "…", nil, true, secret[:len(secret)-3] + "…"},
+		{"was " + staging + " gone", own, true, staging},
 	} {
-		if got := hostPathLeak(tc.text, dir, tc.own, tc.onlyExisting); got != tc.want {
-			t.Errorf("hostPathLeak(%q, own %q, onlyExisting %v) = %q, want %q", tc.text, tc.own, tc.onlyExisting, got, tc.want)
+		if got := hostPathLeak(tc.text, dir, tc.own, tc.splices); got != tc.want {
+			t.Errorf("hostPathLeak(%q, own %q, splices %v) = %q, want %q", tc.text, tc.own, tc.splices, got, tc.want)
 		}
 	}
 }
