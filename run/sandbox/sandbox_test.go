@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -438,5 +439,24 @@ func TestAsUnprivilegedUser(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("as user 65534: %v\n%s", err, out)
+	}
+}
+
+// TestClosedDirectoryPastTheRuleBound: a closed directory with more
+// entries than a run may have Landlock rules fails, naming it and the
+// way to open it.
+func TestClosedDirectoryPastTheRuleBound(t *testing.T) {
+	s := simpleSpec(t, "true")
+	for i := range limits.RunMaxLandlockRules {
+		if err := os.WriteFile(filepath.Join(s.Dir, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Protected = []string{filepath.Join(s.Dir, ".git")}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	_, err := Run(ctx, s, &Options{Helper: helperArgv(t)})
+	if err == nil || !strings.Contains(err.Error(), s.Dir+" is closed") || !strings.Contains(err.Error(), "git init") {
+		t.Fatalf("a closed root of %d entries: %v", limits.RunMaxLandlockRules, err)
 	}
 }

@@ -96,9 +96,13 @@ type Spec struct {
 	Writable []string `json:"writable"`
 	ReadOnly []string `json:"read_only"`
 	// Protected are absolute paths within writable roots that stay
-	// read-only: existing ones are mounted read-only; for a missing one,
-	// its directory is closed to new entries (Landlock), so it cannot be
-	// created.
+	// read-only. In full containment one that exists beneath its root
+	// with no symbolic link on the way is mounted read-only, and the
+	// directories above the one holding it are closed (Landlock: no entry
+	// made, removed or renamed directly in them), so it cannot be carried
+	// away and replaced; for any other (missing, reached through a link,
+	// or in reduced containment) the directory that would hold it and
+	// those above it are closed, so it cannot be created or replaced.
 	Protected []string `json:"protected"`
 	// Limits bound the command's resources; zero fields take the defaults
 	// of package limits.

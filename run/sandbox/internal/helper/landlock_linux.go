@@ -295,6 +295,11 @@ func writableRules(root string, protected, shown []string, add func(rule) error)
 		if err != nil {
 			return wrap("landlock: listing "+dir, err)
 		}
+		if len(entries) >= limits.RunMaxLandlockRules {
+			return errors.New("landlock: " + dir + " is closed (it holds or leads to a protected path that must not be created, such as a missing capkit.toml or .git) and each of its " +
+				strconv.Itoa(len(entries)) + " entries would need a rule of its own, more than the " + strconv.Itoa(limits.RunMaxLandlockRules) +
+				" a run may have; the host opens it by creating the missing path (an empty capkit.toml, or git init)")
+		}
 		for _, e := range entries {
 			p := join(dir, e.Name())
 			switch {

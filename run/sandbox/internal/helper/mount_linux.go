@@ -25,7 +25,8 @@ type mountPlan struct {
 
 // buildRoot assembles the container's root and pivots into it. It runs in
 // the new user and mount namespaces, with CAP_SYS_ADMIN there. It returns
-// the protected paths it mounted read-only: Landlock keeps the others.
+// the protected paths it mounted read-only: Landlock keeps the others and
+// closes the directories above nested mounted ones (ClosedDirs).
 func buildRoot(s *View, note func(string)) (map[string]bool, error) {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return nil, wrap("sandbox helper: making mounts private", err)
@@ -104,7 +105,8 @@ func skeletonDevices() ([]uint64, error) {
 
 // planMounts clones the trees the view shows: system directories and
 // /etc entries read-only, device nodes, the roots, and read-only clones
-// of the protected paths that exist. Merged-/usr symbolic links (/bin ->
+// of the protected paths that exist beneath their root with no symbolic
+// link on the way. Merged-/usr symbolic links (/bin ->
 // usr/bin) are returned to be recreated.
 func planMounts(s *View) (plans []mountPlan, links map[string]string, err error) {
 	p := &planner{}
@@ -438,8 +440,8 @@ func pivot() error {
 }
 
 // writeNew creates the file name holding text. The helper writes its
-// files with bare system calls: an os.File would start the runtime's
-// poller, and cost three times the calls, for a write or none.
+// files with bare system calls: an os.File costs three times the calls
+// (and the first one starts the runtime's poller), for a write or none.
 func writeNew(name, text string) error {
 	return writeFile(name, syscall.O_CREAT|syscall.O_EXCL, text)
 }
