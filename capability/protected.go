@@ -20,13 +20,19 @@ var defaultProtected = []string{".git", "capkit.toml"}
 // code run on the host; a planted capkit.toml grants more at the next
 // start), so writing one would reach past every grant.
 //
-// Relative entries apply in every root, absolute ones where they are; an
-// absolute entry that is a root itself is left out (it would make the
-// whole root read-only). Paths are compared element by element and
-// case-insensitively, so a case-folding filesystem cannot reach .git as
-// .GIT. The zero value protects .git and capkit.toml.
+// Relative entries apply in every root, absolute ones where they are. The
+// roots are those the host configured (WithRoots) and any root a check
+// is given that lies in none of them; a path that is one of these roots
+// is left out (it would make a whole root read-only, or a nested root
+// unreachable). So a check made through one root also covers a root
+// nested in it, and a root narrowed to a directory inside a configured
+// root keeps that root's protected paths where they are. Paths are
+// compared element by element and case-insensitively, so a
+// case-folding filesystem cannot reach .git as .GIT. The zero value
+// protects .git and capkit.toml.
 type Protected struct {
 	extra []string
+	roots []string
 }
 
 // NewProtected returns the default set with entries added: clean
@@ -35,21 +41,63 @@ func NewProtected(entries ...string) Protected {
 	return Protected{extra: slices.Clone(entries)}
 }
 
-// Paths lists the protected paths in roots (absolute, cleaned
-// directories), absolute and without duplicates.
+// WithRoots returns p knowing roots (absolute, cleaned directories):
+// every root the host configured. A caller that knows only the root it
+// works in (a files.Provider, a check on an opened directory) needs them
+// when roots nest: a symlink or a directory renamed meanwhile can lead a
+// change through the outer root into the inner one's .git.
+func (p Protected) WithRoots(roots ...string) Protected {
+	return Protected{extra: p.extra, roots: slices.Concat(p.roots, roots)}
+}
+
+// Paths lists the protected paths that lie inside roots (absolute,
+// cleaned directories), absolute and without duplicates; never a root
+// itself. A root that is or lies inside a protected path holds none
+// (Covers says so).
 func (p Protected) Paths(roots []string) []string {
 	var out []string
+	all := p.all(roots)
+	for _, root := range roots {
+		for _, q := range all {
+			if q != root && Within(root, q) && !slices.Contains(out, q) {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}
+
+// Covers reports whether the directory dir (absolute, cleaned) is a
+// protected path or lies under one, so that nothing in it may change: a
+// root narrowed to .git, say.
+func (p Protected) Covers(dir string) bool {
+	return slices.ContainsFunc(p.all([]string{dir}), func(q string) bool { return withinFolded(q, dir) })
+}
+
+// all is every protected path of the configured roots and of those of
+// given that lie in none of them, except these roots themselves.
+func (p Protected) all(given []string) []string {
+	bases := slices.Clone(p.roots)
+	for _, r := range given {
+		if !slices.ContainsFunc(p.roots, func(c string) bool { return Within(c, r) }) && !slices.Contains(bases, r) {
+			bases = append(bases, r)
+		}
+	}
+	var out []string
 	add := func(q string) {
-		if !slices.Contains(out, q) {
+		if !slices.Contains(out, q) && !slices.Contains(bases, q) && slices.ContainsFunc(bases, func(b string) bool { return Within(b, q) }) {
 			out = append(out, q)
 		}
 	}
-	for _, root := range roots {
-		for _, e := range append(slices.Clone(defaultProtected), p.extra...) {
-			if !filepath.IsAbs(e) {
-				add(filepath.Join(root, e))
-			} else if e = filepath.Clean(e); e != root && Within(root, e) {
-				add(e)
+	for _, b := range bases {
+		for _, e := range defaultProtected {
+			add(filepath.Join(b, e))
+		}
+		for _, e := range p.extra {
+			if filepath.IsAbs(e) {
+				add(filepath.Clean(e))
+			} else {
+				add(filepath.Join(b, e))
 			}
 		}
 	}
@@ -83,7 +131,7 @@ func (p Protected) check(roots []string, root, name string, holding bool) error 
 		}
 		return abs
 	}
-	for _, q := range p.Paths(append([]string{root}, roots...)) {
+	for _, q := range p.all(append([]string{root}, roots...)) {
 		switch {
 		case withinFolded(q, target):
 			return fault.New(fault.Denied, "%s is protected: %s", clip.Text(show(target)), protectedReason)

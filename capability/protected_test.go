@@ -114,3 +114,52 @@ func FuzzProtectedCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestProtectedConfiguredRoots: a set that knows the host's roots (a
+// root nested in another, an absolute entry naming it) holds their
+// protected paths whatever roots a check is given: one root alone, or a
+// root narrowed to a directory inside a configured one.
+func TestProtectedConfiguredRoots(t *testing.T) {
+	p := NewProtected("scripts/deploy.sh", "/w/a/sub").WithRoots("/w/a", "/w/a/sub")
+	for _, c := range []struct {
+		roots   []string // roots[0] is the root the name is in
+		name    string
+		refused bool
+	}{
+		{[]string{"/w/a"}, "sub/.git/hooks/pre-commit", true},
+		{[]string{"/w/a"}, "sub/capkit.toml", true},
+		{[]string{"/w/a"}, "sub/scripts/deploy.sh", true},
+		{[]string{"/w/a"}, "sub/x", false}, // an absolute entry naming a root leaves it writable
+		{[]string{"/w/a/sub"}, "x", false},
+		{[]string{"/w/a/scripts"}, "deploy.sh", true},
+		{[]string{"/w/a/scripts"}, "scripts/deploy.sh", false},
+		{[]string{"/w/a/.git"}, "hooks/pre-commit", true},
+		{[]string{"/w/a/.git"}, "config", true},
+		{[]string{"/w/a/src"}, "main.go", false},
+	} {
+		err := p.CheckWrite(c.roots, c.roots[0], c.name)
+		if got := fault.CodeOf(err) == fault.Denied; got != c.refused || !c.refused && err != nil {
+			t.Errorf("CheckWrite(%s in %s) = %v, want refused %v", c.name, c.roots[0], err, c.refused)
+		}
+	}
+	if got, want := p.Paths([]string{"/w/a"}), []string{
+		"/w/a/.git", "/w/a/capkit.toml", "/w/a/scripts/deploy.sh",
+		"/w/a/sub/.git", "/w/a/sub/capkit.toml", "/w/a/sub/scripts/deploy.sh",
+	}; !slices.Equal(got, want) {
+		t.Errorf("Paths(/w/a) = %q, want %q (the nested root's, never the root)", got, want)
+	}
+	if got, want := p.Paths([]string{"/w/a/scripts"}), []string{"/w/a/scripts/deploy.sh"}; !slices.Equal(got, want) {
+		t.Errorf("Paths(/w/a/scripts) = %q, want %q (where the entry is in the configured root)", got, want)
+	}
+	if got := p.Paths([]string{"/w/a/.git"}); len(got) != 0 {
+		t.Errorf("Paths(/w/a/.git) = %q, want none (the root is protected whole: Covers)", got)
+	}
+	for dir, want := range map[string]bool{
+		"/w/a/.git": true, "/w/a/.git/hooks": true, "/w/a/sub/.GIT": true, "/w/a/scripts/deploy.sh": true,
+		"/w/a": false, "/w/a/sub": false, "/w/a/scripts": false, "/elsewhere": false,
+	} {
+		if got := p.Covers(dir); got != want {
+			t.Errorf("Covers(%s) = %v, want %v", dir, got, want)
+		}
+	}
+}

@@ -353,7 +353,7 @@ func resolveParent(roots []string, p string, checkProtected atfile.ProtectedChec
 		r.Close()
 		return nil, "", nil, err
 	}
-	if err := atfile.CheckOpenedIn(root, parent, leaf, rel, checkProtected); err != nil {
+	if err := atfile.CheckOpenedIn(roots, root, parent, leaf, rel, checkProtected); err != nil {
 		parent.Close()
 		r.Close()
 		return nil, "", nil, err

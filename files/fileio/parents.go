@@ -28,7 +28,7 @@ func makeParents(roots []string, p string, protected capability.Protected) error
 	if files.IsTempName(dir) {
 		return fault.New(fault.Denied, "the destination's directory uses a reserved staging name (%s)", files.TempPrefix)
 	}
-	d, _, err := atfile.MakeDirs(r, root, dir, 0o755, protected.CheckWrite)
+	d, _, err := atfile.MakeDirs(r, roots, root, dir, 0o755, protected.CheckWrite)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
 			return fault.New(fault.InvalidInput, "an element of the destination's directory is not a directory")

@@ -178,7 +178,7 @@ func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArg
 		return CopyResult{}, err
 	}
 	defer dd.Close()
-	if err := atfile.CheckOpened(droot, dd, dname, drel, t.protected.CheckWrite); err != nil {
+	if err := atfile.CheckOpened(caps.Roots(capability.WriteFile), droot, dd, dname, drel, t.protected.CheckWrite); err != nil {
 		return CopyResult{}, err
 	}
 	if err := expectCreate(ctx, t.events, call.Session, caps.Roots(capability.WriteFile), in.Destination); err != nil {

@@ -129,7 +129,7 @@ func openParent(r *os.Root, name string) (*atfile.Dir, string, error) {
 // path).
 func (p *Provider) makeParent(r *os.Root, root, name string) (*atfile.Dir, string, error) {
 	dir, base := split(name)
-	d, _, err := atfile.MakeDirs(r, root, dir, 0o755, p.protected.CheckWrite)
+	d, _, err := atfile.MakeDirs(r, []string{root}, root, dir, 0o755, p.protected.CheckWrite)
 	if err != nil {
 		return nil, "", err
 	}

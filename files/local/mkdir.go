@@ -36,7 +36,7 @@ func (p *Provider) MakeDir(ctx context.Context, root, name string) (bool, error)
 	case !errors.Is(err, os.ErrNotExist):
 		return false, atfile.Fault(err, name)
 	}
-	d, made, err := atfile.MakeDirs(r, root, name, 0o755, p.protected.CheckWrite)
+	d, made, err := atfile.MakeDirs(r, []string{root}, root, name, 0o755, p.protected.CheckWrite)
 	if err != nil {
 		return false, err
 	}

@@ -29,7 +29,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		return err
 	}
 	defer src.Close()
-	if err := atfile.CheckOpened(root, src, fromBase, from, p.protected.CheckRename); err != nil {
+	if err := atfile.CheckOpened([]string{root}, root, src, fromBase, from, p.protected.CheckRename); err != nil {
 		return err
 	}
 	st, err := src.Lstat(fromBase, from)
@@ -47,7 +47,7 @@ func (p *Provider) Move(ctx context.Context, root, from, to string) error {
 		return err
 	}
 	defer dst.Close()
-	if err := atfile.CheckOpened(root, dst, toBase, to, p.protected.CheckRename); err != nil {
+	if err := atfile.CheckOpened([]string{root}, root, dst, toBase, to, p.protected.CheckRename); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

@@ -38,7 +38,7 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 		return files.Version{}, err
 	}
 	defer d.Close()
-	if err := atfile.CheckOpened(root, d, base, name, p.protected.CheckWrite); err != nil {
+	if err := atfile.CheckOpened([]string{root}, root, d, base, name, p.protected.CheckWrite); err != nil {
 		return files.Version{}, err
 	}
 	ro := &atfile.ReplaceOptions{Role: name, Mode: newFileMode, NoReplace: o.Guard && o.Expect.IsZero()}

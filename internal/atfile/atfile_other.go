@@ -103,6 +103,6 @@ func (r *Regular) Read([]byte) (int, error) { return 0, unsupported() }
 func (r *Regular) Close() error { return unsupported() }
 
 // MakeDirs is unavailable on this platform.
-func MakeDirs(*os.Root, string, string, fs.FileMode, ProtectedCheck) (*Dir, bool, error) {
+func MakeDirs(*os.Root, []string, string, string, fs.FileMode, ProtectedCheck) (*Dir, bool, error) {
 	return nil, false, unsupported()
 }

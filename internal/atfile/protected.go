@@ -43,11 +43,13 @@ func CheckBoth(roots []string, root, rel string, check ProtectedCheck) error {
 }
 
 // CheckOpened runs check on base, an entry of the directory d opened
-// inside root, by the root-relative name it has on disk now; name is how
-// the caller spelled it. It is bound to the descriptor the change is then
-// made through, so neither a symlink nor a directory swapped for one
-// after an earlier check can lead the change elsewhere.
-func CheckOpened(root string, d *Dir, base, name string, check ProtectedCheck) error {
+// inside root (one of roots), by the root-relative name it has on disk
+// now; name is how the caller spelled it. It is bound to the descriptor
+// the change is then made through, so neither a symlink nor a directory
+// swapped for one after an earlier check can lead the change elsewhere.
+// check is given roots too: the name on disk may lie in another of them
+// nested in root, whose protected paths hold there.
+func CheckOpened(roots []string, root string, d *Dir, base, name string, check ProtectedCheck) error {
 	r, release, err := AcquireRoot(root, "root")
 	if err != nil {
 		return err
@@ -61,17 +63,17 @@ func CheckOpened(root string, d *Dir, base, name string, check ProtectedCheck) e
 	if err != nil {
 		return err
 	}
-	return throughLink(name, rel, check([]string{root}, root, rel))
+	return throughLink(name, rel, check(roots, root, rel))
 }
 
 // CheckOpenedIn is CheckOpened for a directory opened as an os.Root.
-func CheckOpenedIn(root string, dir *os.Root, base, name string, check ProtectedCheck) error {
+func CheckOpenedIn(roots []string, root string, dir *os.Root, base, name string, check ProtectedCheck) error {
 	d, err := openSelfIn(dir, "the directory")
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return CheckOpened(root, d, base, name, check)
+	return CheckOpened(roots, root, d, base, name, check)
 }
 
 // throughLink says that name reached the protected resolved through a

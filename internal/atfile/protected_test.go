@@ -78,7 +78,7 @@ func TestCheckOpenedBindsToTheDescriptor(t *testing.T) {
 	if err := os.Symlink(".git", filepath.Join(root, "sub")); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckOpened(root, before, "config", "sub/config", p.CheckWrite); err != nil {
+	if err := CheckOpened([]string{root}, root, before, "config", "sub/config", p.CheckWrite); err != nil {
 		t.Errorf("the directory opened before the swap: %v, want allowed (it is sub-old)", err)
 	}
 	after, err := OpenDirIn(r, "sub")
@@ -86,11 +86,11 @@ func TestCheckOpenedBindsToTheDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer after.Close()
-	err = CheckOpened(root, after, "config", "sub/config", p.CheckWrite)
+	err = CheckOpened([]string{root}, root, after, "config", "sub/config", p.CheckWrite)
 	if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), ".git/config is protected") {
 		t.Errorf("the directory opened after the swap: %v, want denied naming .git/config", err)
 	}
-	if err := CheckOpened(root, after, "x", "sub/x", p.CheckRename); fault.CodeOf(err) != fault.Denied {
+	if err := CheckOpened([]string{root}, root, after, "x", "sub/x", p.CheckRename); fault.CodeOf(err) != fault.Denied {
 		t.Errorf("an entry of .git opened through a symlink: %v, want denied", err)
 	}
 }
@@ -137,7 +137,7 @@ func TestMakeDirs(t *testing.T) {
 		{".git/new", "", false},
 		{".GIT/new", "", false},
 	} {
-		d, made, err := MakeDirs(r, root, c.rel, 0o755, p.CheckWrite)
+		d, made, err := MakeDirs(r, []string{root}, root, c.rel, 0o755, p.CheckWrite)
 		if c.made == "" {
 			if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), "protected") {
 				t.Errorf("%s: %v, want denied", c.rel, err)
@@ -186,8 +186,45 @@ func BenchmarkCheckOpened(b *testing.B) {
 	var p capability.Protected
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := CheckOpened(root, d, "main.go", "src/pkg/main.go", p.CheckWrite); err != nil {
+		if err := CheckOpened([]string{root}, root, d, "main.go", "src/pkg/main.go", p.CheckWrite); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCheckOpenedCoversNestedRoots opens, through root A, a symlink to
+// the .git of a root nested in A: the check on the opened directory is
+// given both roots, so it refuses what the nested root protects, as the
+// check by name does.
+func TestCheckOpenedCoversNestedRoots(t *testing.T) {
+	root := protectedRoot(t)
+	nested := filepath.Join(root, "sub")
+	if err := os.MkdirAll(filepath.Join(nested, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub/.git", filepath.Join(root, "nested-git")); err != nil {
+		t.Fatal(err)
+	}
+	roots := []string{root, nested}
+	var p capability.Protected
+	r, release, err := AcquireRoot(root, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	d, err := OpenDirIn(r, "nested-git/hooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = CheckOpened(roots, root, d, "pre-commit", "nested-git/hooks/pre-commit", p.CheckWrite)
+	if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), "sub/.git/hooks/pre-commit is protected") {
+		t.Errorf("CheckOpened through a symlink into the nested root's .git: %v, want denied naming sub/.git/hooks/pre-commit", err)
+	}
+	if _, _, err := MakeDirs(r, roots, root, "nested-git/new", 0o755, p.CheckWrite); fault.CodeOf(err) != fault.Denied {
+		t.Errorf("MakeDirs through a symlink into the nested root's .git: %v, want denied", err)
+	}
+	if _, err := os.Lstat(filepath.Join(nested, ".git", "new")); err == nil {
+		t.Error("sub/.git/new was made")
 	}
 }

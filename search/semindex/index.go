@@ -126,7 +126,7 @@ func checkProtected(roots []string, root string, d *atfile.Dir, path, name strin
 		if err := protected.CheckWrite(roots, root, rel+suffix); err != nil {
 			return err
 		}
-		if err := atfile.CheckOpened(root, d, name+suffix, rel+suffix, protected.CheckWrite); err != nil {
+		if err := atfile.CheckOpened(roots, root, d, name+suffix, rel+suffix, protected.CheckWrite); err != nil {
 			return err
 		}
 	}

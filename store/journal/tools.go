@@ -200,7 +200,7 @@ func checkProtected(roots []string, root string, dir *os.Root, name string, chec
 	if err := check(roots, root, name); err != nil {
 		return err
 	}
-	return atfile.CheckOpenedIn(root, dir, path.Base(name), name, check)
+	return atfile.CheckOpenedIn(roots, root, dir, path.Base(name), name, check)
 }
 
 // readWindow is the result of the records read: all of them when they

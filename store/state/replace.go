@@ -60,7 +60,7 @@ func replaceTool(ctx context.Context, s files.Session, roots []string, protected
 		return ReplaceResult{}, err
 	}
 	defer d.Close()
-	if err := atfile.CheckOpened(root, d, name, rel, protected.CheckWrite); err != nil {
+	if err := atfile.CheckOpened(roots, root, d, name, rel, protected.CheckWrite); err != nil {
 		return ReplaceResult{}, err
 	}
 	e := &files.Expectation{Session: s, Op: files.OpWrite, Root: root, Name: rel}

@@ -122,10 +122,10 @@ Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 				return PublishResult{}, err
 			}
 			defer d.Close()
-			if err := atfile.CheckOpened(sroot, d, sname, srel, o.Protected.CheckRename); err != nil {
+			if err := atfile.CheckOpened(roots, sroot, d, sname, srel, o.Protected.CheckRename); err != nil {
 				return PublishResult{}, err
 			}
-			if err := atfile.CheckOpened(droot, d, dname, drel, o.Protected.CheckRename); err != nil {
+			if err := atfile.CheckOpened(roots, droot, d, dname, drel, o.Protected.CheckRename); err != nil {
 				return PublishResult{}, err
 			}
 			if err := publishAt(ctx, d, sname, dname, nil); err != nil {
