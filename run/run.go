@@ -165,17 +165,27 @@ func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outc
 	if r.helper == nil {
 		return nil, errNoHelper
 	}
-	writable := caps.Roots(q.effect)
-	if len(writable) == 0 {
+	granted := caps.Roots(q.effect)
+	if len(granted) == 0 {
 		return nil, fault.New(fault.Denied, "no root is granted for %s", q.effect)
 	}
-	var readOnly []string
+	// A root that is or lies in a protected path (a client root narrowed
+	// to .git) is shown read-only whole: the protected paths the container
+	// keeps read-only lie inside writable roots, never are one.
+	var writable, readOnly []string
+	for _, root := range granted {
+		if r.cfg.Protected.Covers(root) {
+			readOnly = append(readOnly, root)
+		} else {
+			writable = append(writable, root)
+		}
+	}
 	for _, root := range caps.Roots(capability.ReadFile) {
-		if !slices.Contains(writable, root) {
+		if !slices.Contains(granted, root) {
 			readOnly = append(readOnly, root)
 		}
 	}
-	dir, err := workingDir(writable, readOnly, q.cwd, q.dir)
+	dir, err := workingDir(granted[0], writable, readOnly, q.cwd, q.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -220,10 +230,9 @@ func (r *Runner) audited(ctx context.Context, caps capability.Set, q request, re
 		slog.Bool("killed", res.Killed), slog.Int64("duration_us", res.Duration.Microseconds()))
 }
 
-// workingDir resolves the call's cwd (relative to the first writable root,
+// workingDir resolves the call's cwd (relative to base, the first granted root,
 // or absolute inside a root) and the declared command's dir under it.
-func workingDir(writable, readOnly []string, cwd, dir string) (string, error) {
-	base := writable[0]
+func workingDir(base string, writable, readOnly []string, cwd, dir string) (string, error) {
 	if cwd != "" {
 		if strings.ContainsRune(cwd, 0) || len(cwd) > limits.PathMaxBytes {
 			return "", fault.New(fault.InvalidInput, "cwd is not a usable path")

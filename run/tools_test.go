@@ -379,3 +379,28 @@ func TestClosedRootExplained(t *testing.T) {
 		}
 	}
 }
+
+// TestRootInsideProtectedPathReadOnly: a session whose root is a
+// protected path of the configured root (a client root narrowed to .git)
+// runs commands with that root read-only, so no hook can be planted.
+func TestRootInsideProtectedPathReadOnly(t *testing.T) {
+	root := t.TempDir()
+	git := filepath.Join(root, ".git")
+	if err := os.MkdirAll(filepath.Join(git, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt := runtimeWith(t, Config{Protected: capability.NewProtected().WithRoots(root)})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{git}, capability.RunShell))
+	res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "echo evil > hooks/pre-commit; mkdir new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); r.ExitCode == 0 || r.Dir != git {
+		t.Errorf("the command could write in the root .git: %+v\n%s", r, res.Text)
+	}
+	for _, p := range []string{"hooks/pre-commit", "new"} {
+		if _, err := os.Lstat(filepath.Join(git, p)); err == nil {
+			t.Errorf(".git/%s was made", p)
+		}
+	}
+}

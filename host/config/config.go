@@ -443,6 +443,29 @@ func (c *Config) abs(p string) (string, error) {
 	return filepath.Abs(p)
 }
 
+// realPaths are the names the file at abs has once symlinks are
+// resolved, as roots are: its deepest existing directory resolved
+// followed by the rest of abs (the file need not exist yet), and, when
+// abs is itself a symlink, what it leads to. A path compared with a root
+// by name is only found inside it this way.
+func realPaths(abs string) []string {
+	dir, rest := filepath.Dir(abs), filepath.Base(abs)
+	for {
+		if d, err := filepath.EvalSymlinks(dir); err == nil {
+			out := []string{filepath.Join(d, rest)}
+			if full, err := filepath.EvalSymlinks(abs); err == nil && full != out[0] {
+				out = append(out, full)
+			}
+			return out
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return []string{abs}
+		}
+		dir, rest = up, filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
 // resolveLogs makes the log paths absolute and refuses logs a model could
 // write through a writable root.
 func (c *Config) resolveLogs(errs *errorList) {

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capkit/capkit/capability"
@@ -75,16 +75,11 @@ func (c *Config) resolveNet(errs *errorList) {
 }
 
 // refuseWritable refuses a path a model could write through a writable
-// root (resolving the symlinks of the part that exists).
+// root (by any of its realPaths).
 func (c *Config) refuseWritable(errs *errorList, field, abs string) {
-	real := abs
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		real = r
-	} else if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		real = filepath.Join(d, filepath.Base(abs))
-	}
+	real := realPaths(abs)
 	for _, r := range c.Roots {
-		if !r.ReadOnly && capability.Within(r.Dir, real) {
+		if !r.ReadOnly && slices.ContainsFunc(real, func(p string) bool { return capability.Within(r.Dir, p) }) {
 			errs.add(c.Errorf(field, "%s lies inside writable root %s: a model could rewrite it", abs, r.Dir))
 		}
 	}

@@ -60,6 +60,9 @@ type RunConfig struct {
 	Cache          []string          `toml:"cache"`
 
 	readOnly, cache []string // resolved
+	// protect is Protect with the absolute entries and the configuration
+	// file added as realPaths names them, as roots are named.
+	protect []string
 }
 
 // CommandConfig is a declared command ([test], [build]) with its variants.
@@ -164,6 +167,18 @@ func (c *Config) resolveRun(errs *errorList) {
 			*f.out = append(*f.out, dir)
 		}
 	}
+	for _, p := range r.Protect {
+		if filepath.IsAbs(p) {
+			r.protect = append(r.protect, realPaths(p)...)
+		} else {
+			r.protect = append(r.protect, p)
+		}
+	}
+	if c.file != "" {
+		if abs, err := filepath.Abs(c.file); err == nil {
+			r.protect = append(r.protect, realPaths(abs)...)
+		}
+	}
 	for i, d := range r.cache {
 		for _, root := range c.Roots {
 			if capability.Within(d, root.Dir) || capability.Within(root.Dir, d) {
@@ -175,15 +190,14 @@ func (c *Config) resolveRun(errs *errorList) {
 
 // Protected is what no tool may change in a root: .git, capkit.toml, the
 // [run] protect entries, and this configuration file itself when it lies
-// in a root.
+// in a root. It knows every configured root, so a root nested in another
+// or narrowed by a client keeps the protected paths of each.
 func (c *Config) Protected() capability.Protected {
-	entries := slices.Clone(c.Run.Protect)
-	if c.file != "" {
-		if abs, err := filepath.Abs(c.file); err == nil {
-			entries = append(entries, abs)
-		}
+	roots := make([]string, len(c.Roots))
+	for i, r := range c.Roots {
+		roots[i] = r.Dir
 	}
-	return capability.NewProtected(entries...)
+	return capability.NewProtected(c.Run.protect...).WithRoots(roots...)
 }
 
 // RunOptions is the run package's configuration: the [run] settings, the

@@ -40,9 +40,8 @@ command = ["go", "build", "./..."]
 	o := c.RunOptions()
 	if !o.RequireFull || o.Timeout != 90*time.Second || o.MaxOutputBytes != 1000 || o.Limits.Processes != 500 || o.Limits.MilliCPUs != 1500 ||
 		!slices.Equal(o.Env, []string{"GOFLAGS=-mod=mod", "GOPROXY=off"}) || !slices.Equal(o.ReadOnly, []string{"/usr"}) ||
-		!slices.Equal(o.Protected.Paths([]string{filepath.Dir(dir)}), []string{
-			filepath.Join(filepath.Dir(dir), ".git"), filepath.Join(filepath.Dir(dir), "capkit.toml"),
-			filepath.Join(filepath.Dir(dir), ".envrc"), filepath.Join(dir, "capkit.toml")}) {
+		!slices.Equal(o.Protected.Paths([]string{dir}), []string{
+			filepath.Join(dir, ".git"), filepath.Join(dir, "capkit.toml"), filepath.Join(dir, ".envrc")}) {
 		t.Errorf("%+v", o)
 	}
 	def, race := o.Test[""], o.Test["race"]
