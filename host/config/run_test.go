@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -98,6 +99,50 @@ func TestRunConfigErrors(t *testing.T) {
 	} {
 		if _, _, err := parseCatalogDoc(t, doc); err != nil {
 			t.Errorf("%q: %v", doc, err)
+		}
+	}
+}
+
+// TestProtectedThroughSymlinks loads a configuration by a path through a
+// symlinked directory (the working directory a host was started from),
+// with absolute [run] protect entries spelled through it and through a
+// symlink inside the root: each is protected where it lies on disk,
+// where roots are named, whether or not it exists yet.
+func TestProtectedThroughSymlinks(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
+	if err := os.MkdirAll(filepath.Join(real, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct{ target, at string }{{"real", link}, {"secret.sh", filepath.Join(real, "alias.sh")}} {
+		if err := os.Symlink(l.target, l.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(real, "secret.sh"), []byte("echo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := fmt.Sprintf("[[root]]\npath = \"..\"\n[run]\nprotect = [%q, %q]\n", filepath.Join(link, "alias.sh"), filepath.Join(link, "missing", "new.sh"))
+	name := filepath.Join(link, "conf", "app.toml")
+	if err := os.WriteFile(name, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(link, "conf"))
+	c, err := Load("app.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Protected()
+	roots := []string{real}
+	for name, refused := range map[string]bool{
+		"conf/app.toml": true, "alias.sh": true, "secret.sh": true, "missing/new.sh": true,
+		"conf/other.toml": false, "other.sh": false,
+	} {
+		if err := p.CheckWrite(roots, real, name); (err != nil) != refused {
+			t.Errorf("CheckWrite(%s) = %v, want refused %v", name, err, refused)
 		}
 	}
 }
