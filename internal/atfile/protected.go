@@ -1,11 +1,14 @@
 package atfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/clip"
@@ -16,10 +19,16 @@ import (
 type ProtectedCheck func(roots []string, root, name string) error
 
 // HostPath is the directory's absolute path on the host now, as the
-// kernel names its descriptor (symlinks resolved).
+// kernel names its descriptor (symlinks resolved). The kernel names none
+// of PATH_MAX bytes or more, and none without /proc.
 func (d *Dir) HostPath() (string, error) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(d.f.Fd())))
-	if err != nil {
+	switch {
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return "", fault.Wrap(fault.Limit, err, "a directory's path on the host is too long for the kernel to name (PATH_MAX), so a change in it cannot be checked against the protected paths; nothing was changed: use a shallower directory")
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fault.Wrap(fault.Unavailable, err, "/proc/self/fd cannot be read (is /proc mounted?), so a directory cannot be checked against the protected paths; nothing was changed")
+	case err != nil:
 		return "", fault.Wrap(fault.IO, err, "locating a directory failed")
 	}
 	return p, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 )
@@ -227,4 +229,34 @@ func TestCheckOpenedCoversNestedRoots(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(nested, ".git", "new")); err == nil {
 		t.Error("sub/.git/new was made")
 	}
+}
+
+// TestCheckOpenedPathTooLong makes directories until their host path is
+// longer than the kernel names: the change there is refused with limit,
+// saying why, and the directory it would have made is not made.
+func TestCheckOpenedPathTooLong(t *testing.T) {
+	root := protectedRoot(t)
+	var p capability.Protected
+	r, release, err := AcquireRoot(root, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	elem := strings.Repeat("d", 250)
+	rel := elem
+	for len(root)+len(rel) < 2*unix.PathMax {
+		d, _, err := MakeDirs(r, []string{root}, root, rel, 0o755, p.CheckWrite)
+		if err != nil {
+			if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "too long for the kernel to name") {
+				t.Fatalf("a directory at %d bytes: %v, want limit saying the path is too long", len(root)+len(rel), err)
+			}
+			if _, err := r.Stat(rel); err == nil {
+				t.Errorf("the directory at %d bytes was made", len(root)+len(rel))
+			}
+			return
+		}
+		d.Close()
+		rel += "/" + elem
+	}
+	t.Fatalf("directories of %d bytes were made and checked", len(root)+len(rel))
 }
