@@ -312,6 +312,11 @@ func (h *Host) Instructions(ks *kernel.Session) string {
 		return text
 	}
 	var shown []string
+	for _, r := range writable {
+		if h.protected.Covers(r) { // a client root inside .git, say
+			shown = append(shown, r)
+		}
+	}
 	for _, p := range h.protected.Paths(writable) {
 		if rel, err := filepath.Rel(roots[0].Path, p); err == nil && capability.Within(roots[0].Path, p) {
 			p = rel
