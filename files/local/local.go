@@ -34,7 +34,12 @@
 //     (atfile.MakeDirs), is checked on the directory descriptor it is made
 //     through, by the name that directory has on disk, so neither a
 //     symlink inside the root nor a directory swapped for one leads it
-//     into a protected path.
+//     into a protected path. A provider call knows only its own root: a
+//     root nested in it is covered when Options.Protected knows every
+//     root (capability.Protected.WithRoots, as the host's set does). A
+//     directory whose host path the kernel cannot name (PATH_MAX bytes
+//     or longer; or no /proc) cannot be checked, so nothing is changed
+//     in it: limit (unavailable without /proc).
 //
 // Roots are opened once per process and shared with every other tool
 // (atfile.AcquireRoot): a root is the directory that was at its path when
@@ -67,7 +72,8 @@ type Provider struct {
 // Options configure New. A nil *Options is valid.
 type Options struct {
 	// Protected are the paths the provider never changes; the zero value
-	// is .git and capkit.toml in every root.
+	// is .git and capkit.toml in every root. When roots nest, give it
+	// every root (WithRoots): a call sees only the root it is made in.
 	Protected capability.Protected
 }
 
