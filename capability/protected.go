@@ -23,8 +23,7 @@ var defaultProtected = []string{".git", "capkit.toml"}
 // Relative entries apply in every root, absolute ones where they are. The
 // roots are those the host configured (WithRoots) and any root a check
 // is given that lies in none of them; a path that is one of these roots
-// is left out (it would make a whole root read-only, or a nested root
-// unreachable). So a check made through one root also covers a root
+// is left out (it would make that whole root read-only). So a check made through one root also covers a root
 // nested in it, and a root narrowed to a directory inside a configured
 // root keeps that root's protected paths where they are. Paths are
 // compared element by element and case-insensitively, so a
@@ -39,6 +38,12 @@ type Protected struct {
 // relative paths or absolute paths (host/config validates [run] protect).
 func NewProtected(entries ...string) Protected {
 	return Protected{extra: slices.Clone(entries)}
+}
+
+// Relative are the entries that apply in every root: .git, capkit.toml
+// and the relative entries added.
+func (p Protected) Relative() []string {
+	return slices.Concat(defaultProtected, slices.DeleteFunc(slices.Clone(p.extra), filepath.IsAbs))
 }
 
 // WithRoots returns p knowing roots (absolute, cleaned directories):

@@ -19,6 +19,9 @@ func TestProtectedPaths(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("Paths = %q, want %q (relative entries in every root, absolute ones inside a root but not a root itself)", got, want)
 	}
+	if got, want := p.Relative(), []string{".git", "capkit.toml", ".envrc"}; !slices.Equal(got, want) {
+		t.Errorf("Relative = %q, want %q", got, want)
+	}
 	var zero Protected
 	if got := zero.Paths([]string{"/r"}); !slices.Equal(got, []string{"/r/.git", "/r/capkit.toml"}) {
 		t.Errorf("zero value Paths = %q, want .git and capkit.toml", got)

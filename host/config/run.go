@@ -179,6 +179,19 @@ func (c *Config) resolveRun(errs *errorList) {
 			r.protect = append(r.protect, realPaths(abs)...)
 		}
 	}
+	// A relative entry reached through a symlink in a root (.git linked
+	// to a directory beside it) is protected where the link leads too:
+	// the host's git and capkit follow it.
+	for _, e := range capability.NewProtected(r.Protect...).Relative() {
+		for _, root := range c.Roots {
+			spelled := filepath.Join(root.Dir, e)
+			for _, p := range realPaths(spelled) {
+				if p != spelled {
+					r.protect = append(r.protect, p)
+				}
+			}
+		}
+	}
 	for i, d := range r.cache {
 		for _, root := range c.Roots {
 			if capability.Within(d, root.Dir) || capability.Within(root.Dir, d) {

@@ -106,18 +106,24 @@ func TestRunConfigErrors(t *testing.T) {
 // TestProtectedThroughSymlinks loads a configuration by a path through a
 // symlinked directory (the working directory a host was started from),
 // with absolute [run] protect entries spelled through it and through a
-// symlink inside the root: each is protected where it lies on disk,
-// where roots are named, whether or not it exists yet.
+// symlink inside the root, and relative entries (.git among them)
+// reached through symlinks in the root: each is protected where it lies
+// on disk, where roots are named, whether or not it exists yet.
 func TestProtectedThroughSymlinks(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
-	if err := os.MkdirAll(filepath.Join(real, "conf"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"conf", "tools", "gitdata"} {
+		if err := os.MkdirAll(filepath.Join(real, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, l := range []struct{ target, at string }{{"real", link}, {"secret.sh", filepath.Join(real, "alias.sh")}} {
+	for _, l := range []struct{ target, at string }{
+		{"real", link}, {"secret.sh", filepath.Join(real, "alias.sh")},
+		{"tools", filepath.Join(real, "scripts")}, {"gitdata", filepath.Join(real, ".git")},
+	} {
 		if err := os.Symlink(l.target, l.at); err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +131,7 @@ func TestProtectedThroughSymlinks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(real, "secret.sh"), []byte("echo\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	doc := fmt.Sprintf("[[root]]\npath = \"..\"\n[run]\nprotect = [%q, %q]\n", filepath.Join(link, "alias.sh"), filepath.Join(link, "missing", "new.sh"))
+	doc := fmt.Sprintf("[[root]]\npath = \"..\"\n[run]\nprotect = [%q, %q, \"scripts/deploy.sh\"]\n", filepath.Join(link, "alias.sh"), filepath.Join(link, "missing", "new.sh"))
 	name := filepath.Join(link, "conf", "app.toml")
 	if err := os.WriteFile(name, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -139,7 +145,8 @@ func TestProtectedThroughSymlinks(t *testing.T) {
 	roots := []string{real}
 	for name, refused := range map[string]bool{
 		"conf/app.toml": true, "alias.sh": true, "secret.sh": true, "missing/new.sh": true,
-		"conf/other.toml": false, "other.sh": false,
+		"scripts/deploy.sh": true, "tools/deploy.sh": true, ".git/config": true, "gitdata/hooks/pre-commit": true,
+		"conf/other.toml": false, "other.sh": false, "tools/other.sh": false,
 	} {
 		if err := p.CheckWrite(roots, real, name); (err != nil) != refused {
 			t.Errorf("CheckWrite(%s) = %v, want refused %v", name, err, refused)
