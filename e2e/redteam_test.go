@@ -327,7 +327,9 @@ func hostPathLeak(text, dir string, args []string, splices bool) string {
 			end++
 		}
 		token := text[start:end]
-		owned := func(s string) bool { return slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, s) }) }
+		owned := func(s string) bool {
+			return slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, s) })
+		}
 		if !owned(token) && !(splices && spliced(token, owned)) {
 			return token
 		}
