@@ -35,6 +35,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -180,38 +181,6 @@ func newWorld(t testing.TB) *world {
 	w.goodSum = sum("member a\n")
 	mkzip(t, filepath.Join(w.ro, "ro.zip"), map[string]string{"a.txt": "member a\n"}, nil)
 	return w
-}
-
-// snapshot hashes a tree: names, types, modes, link targets and contents.
-func snapshot(t testing.TB, root string) string {
-	t.Helper()
-	h := sha256.New()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s %v %d\n", p, info.Mode(), info.Size())
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			fmt.Fprintf(h, "-> %s\n", target)
-		case info.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			h.Write(b)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // config grants every effect on rw (writable) and ro (read-only), the
@@ -537,7 +506,7 @@ func TestRedTeamPaths(t *testing.T) {
 	guarded := []string{w.outside, w.ro, w.evil, filepath.Join(w.dir, "ro_evil"), filepath.Join(w.dir, "cat")}
 	before := map[string]string{}
 	for _, d := range guarded {
-		before[d] = snapshot(t, d)
+		before[d] = testkit.TreeDigest(t, d)
 	}
 	cs := startRedteam(t, w, "")
 
@@ -595,7 +564,7 @@ func TestRedTeamPaths(t *testing.T) {
 func checkGuarded(t *testing.T, guarded []string, before map[string]string, after string) {
 	t.Helper()
 	for _, d := range guarded {
-		if got := snapshot(t, d); got != before[d] {
+		if got := testkit.TreeDigest(t, d); got != before[d] {
 			t.Errorf("%s changed after %.100q", d, after)
 			before[d] = got
 		}
@@ -662,7 +631,7 @@ func checkAudit(t testing.TB, w *world) {
 func TestRedTeamArchiveMembers(t *testing.T) {
 	w := newWorld(t)
 	guarded := []string{w.outside, w.ro}
-	before := map[string]string{w.outside: snapshot(t, w.outside), w.ro: snapshot(t, w.ro)}
+	before := map[string]string{w.outside: testkit.TreeDigest(t, w.outside), w.ro: testkit.TreeDigest(t, w.ro)}
 	const body = "evil member\n"
 	symlink := func(h *zip.FileHeader) { h.SetMode(fs.ModeSymlink | 0o777) }
 	fifo := func(h *zip.FileHeader) { h.SetMode(fs.ModeNamedPipe | 0o644) }
@@ -725,7 +694,7 @@ func TestRedTeamSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	guarded := []string{w.outside, w.ro}
-	before := map[string]string{w.outside: snapshot(t, w.outside), w.ro: snapshot(t, w.ro)}
+	before := map[string]string{w.outside: testkit.TreeDigest(t, w.outside), w.ro: testkit.TreeDigest(t, w.ro)}
 	cs := startRedteam(t, w, "")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -833,7 +802,7 @@ func TestRedTeamNoHostPaths(t *testing.T) {
 // and run_script.
 func TestRedTeamScript(t *testing.T) {
 	w := newWorld(t)
-	before := snapshot(t, w.outside)
+	before := testkit.TreeDigest(t, w.outside)
 	cs := startRedteamAs(t, w, "limited", `
 [actor.limited]
 effects = ["read_file", "list", "run_script", "tool_search", "catalog_read"]
@@ -881,7 +850,7 @@ max_calls = 3
 	if o := probe(t, cs, w, "list_dir", map[string]any{}); o.code != "limit" {
 		t.Errorf("list_dir after a script spent its budget: %q", o.code)
 	}
-	if snapshot(t, w.outside) != before {
+	if testkit.TreeDigest(t, w.outside) != before {
 		t.Error("outside changed")
 	}
 	checkAudit(t, w)

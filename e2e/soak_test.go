@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -66,7 +67,7 @@ func TestSoak(t *testing.T) {
 	guarded := []string{w.outside, w.ro, filepath.Join(w.dir, "ro_evil"), filepath.Join(w.dir, "cat")}
 	before := map[string]string{}
 	for _, d := range guarded {
-		before[d] = snapshot(t, d)
+		before[d] = testkit.TreeDigest(t, d)
 	}
 	deadline := time.Now().Add(soakDuration(t))
 
@@ -100,7 +101,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	for _, d := range guarded {
-		if snapshot(t, d) != before[d] {
+		if testkit.TreeDigest(t, d) != before[d] {
 			t.Errorf("%s changed during the soak", d)
 		}
 	}

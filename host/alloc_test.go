@@ -81,15 +81,7 @@ func TestAllocationPropertyAllTools(t *testing.T) {
 effects = ["read_file", "write_file", "edit_file", "move_file", "list", "search", "parse", "tool_search",
   "state_write", "archive_read", "archive_write", "journal_read", "journal_write"]
 `)
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	s, err := h.NewSession("all", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, s := startSession(t, cfg, "all")
 	entries := h.Runtime.Catalog().Entries()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	caps := s.Capabilities()

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/host/config"
 )
 
 // TestStateReplaceGoesThroughTheFileGate is the red-team input: with
@@ -18,24 +17,11 @@ import (
 // write_file then sees the session's own state_replace as read.
 func TestStateReplaceGoesThroughTheFileGate(t *testing.T) {
 	dir := fixture(t)
-	load(t, dir, allEffects)
 	main := filepath.Join(dir, "rw", "main.go")
 	if err := os.WriteFile(main, []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(filepath.Join(dir, "capkit.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	s, err := h.NewSession("all", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := startSession(t, load(t, dir, allEffects), "all")
 	do := func(tool string, args map[string]any) error {
 		b, _ := json.Marshal(args)
 		_, err := s.Call(context.Background(), tool, b)

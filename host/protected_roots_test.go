@@ -16,57 +16,23 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/host/config"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
-
-// hostFor writes doc as dir/capkit.toml and starts a session of the actor
-// "all" on the host it configures.
-func hostFor(t *testing.T, dir, doc string) (*Host, *kernel.Session) {
-	t.Helper()
-	name := filepath.Join(dir, "capkit.toml")
-	if err := os.WriteFile(name, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	s, err := h.NewSession("all", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, s
-}
 
 // nestedRoots configures a root and a root nested in it, each with a
 // repository; the outer one holds link -> sub/.git. It returns the outer
 // root and a session holding every file-changing effect on both.
 func nestedRoots(t *testing.T) (root string, s *kernel.Session) {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testkit.TempDir(t)
 	root = filepath.Join(dir, "root")
-	for p, content := range map[string]string{
+	writeTree(t, root, map[string]string{
 		"sub/.git/config":  "[core]\n\tbare = false\n",
 		"sub/.git/hooks/x": "#!/bin/sh\n",
 		"sub/.git/st/f":    "staged\n",
 		"a.sh":             "echo pwned\n",
-	} {
-		p = filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	// Private, so the journal tools would open journals in it.
 	if err := os.Chmod(filepath.Join(root, "sub", ".git"), 0o700); err != nil {
 		t.Fatal(err)
@@ -75,8 +41,8 @@ func nestedRoots(t *testing.T) (root string, s *kernel.Session) {
 		t.Fatal(err)
 	}
 	writeZip(t, filepath.Join(root, "hooks.zip"), "pre-commit", "#!/bin/sh\nevil\n")
-	_, s = hostFor(t, dir, fmt.Sprintf("[[root]]\npath = %q\n[[root]]\npath = %q\n[actor.all]\neffects = %s\n",
-		root, filepath.Join(root, "sub"), protectedEffects))
+	_, s = startSession(t, load(t, dir, fmt.Sprintf("[[root]]\npath = %q\n[[root]]\npath = %q\n[actor.all]\neffects = %s\n",
+		root, filepath.Join(root, "sub"), protectedEffects)), "all")
 	return root, s
 }
 
@@ -89,7 +55,7 @@ func TestProtectedNestedRootThroughSymlink(t *testing.T) {
 	if _, err := s.Call(ctx, "read_file", json.RawMessage(`{"path": "link/config"}`)); err != nil {
 		t.Fatal(err)
 	}
-	before := treeDigest(t, root)
+	before := testkit.TreeDigest(t, root)
 	sum := sha256.Sum256([]byte("#!/bin/sh\nevil\n"))
 	expect := `{"pre-commit": "` + hex.EncodeToString(sum[:]) + `"}`
 	for _, c := range []struct{ tool, args string }{
@@ -113,7 +79,7 @@ func TestProtectedNestedRootThroughSymlink(t *testing.T) {
 			t.Errorf("%s %s: %v, want denied saying the path is protected", c.tool, c.args, err)
 		}
 	}
-	if after := treeDigest(t, root); after != before {
+	if after := testkit.TreeDigest(t, root); after != before {
 		t.Fatal("a refused call changed the tree")
 	}
 }
@@ -159,10 +125,7 @@ func TestProtectedNestedRootRenameRace(t *testing.T) {
 // narrowed root makes of its name, and a narrowed root inside .git is
 // read-only whole (and the model is told so).
 func TestProtectedNarrowedRoots(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testkit.TempDir(t)
 	root := filepath.Join(dir, "root")
 	for _, d := range []string{".git/hooks", "scripts/scripts"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -174,7 +137,7 @@ func TestProtectedNarrowedRoots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h, _ := hostFor(t, dir, fmt.Sprintf("[[root]]\npath = %q\n[run]\nprotect = [\"scripts/deploy.sh\"]\n[actor.all]\neffects = %s\n", root, protectedEffects))
+	h, _ := startSession(t, load(t, dir, fmt.Sprintf("[[root]]\npath = %q\n[run]\nprotect = [\"scripts/deploy.sh\"]\n[actor.all]\neffects = %s\n", root, protectedEffects)), "all")
 	ctx := context.Background()
 	for _, c := range []struct {
 		within, tool, args string
@@ -222,10 +185,7 @@ func TestProtectedNarrowedRoots(t *testing.T) {
 // to it and inside the root: the configuration stays read-only, as it is
 // when started from the real directory.
 func TestProtectedConfigFromSymlinkedDir(t *testing.T) {
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := testkit.TempDir(t)
 	if err := os.MkdirAll(filepath.Join(base, "real", "conf"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -241,15 +201,7 @@ func TestProtectedConfigFromSymlinkedDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	s, err := h.NewSession("all", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := startSession(t, cfg, "all")
 	ctx := context.Background()
 	if _, err := s.Call(ctx, "read_file", json.RawMessage(`{"path": "conf/app.toml"}`)); err != nil {
 		t.Fatal(err)

@@ -8,14 +8,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/host/config"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
@@ -28,12 +27,8 @@ const protectedEffects = `["read_file", "write_file", "edit_file", "move_file", 
 // [run] protect entry names, ordinary files, and a symlink into .git.
 func protectedTree(t *testing.T) (root string, s *kernel.Session) {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	root = filepath.Join(dir, "root")
-	for p, content := range map[string]string{
+	root = filepath.Join(testkit.TempDir(t), "root")
+	writeTree(t, root, map[string]string{
 		".git/config":                  "[core]\n\tbare = false\n",
 		".git/HEAD":                    "ref: refs/heads/main\n",
 		".git/hooks/pre-commit.sample": "#!/bin/sh\n",
@@ -41,15 +36,7 @@ func protectedTree(t *testing.T) (root string, s *kernel.Session) {
 		"a.txt":                        "alpha\n",
 		"stage/f.txt":                  "staged\n",
 		"sub/s.txt":                    "sub\n",
-	} {
-		p = filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	// Private, so the journal tools would open journals in it.
 	for _, d := range []string{".git", "jr"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
@@ -65,22 +52,23 @@ func protectedTree(t *testing.T) (root string, s *kernel.Session) {
 	writeZip(t, filepath.Join(root, "hooks.zip"), "pre-commit", "#!/bin/sh\nevil\n")
 	doc := fmt.Sprintf("[[root]]\npath = \".\"\n[run]\nprotect = [\".envrc\", %q]\n[actor.all]\neffects = %s\n",
 		filepath.Join(root, "conf", "app.ini"), protectedEffects)
-	if err := os.WriteFile(filepath.Join(root, "capkit.toml"), []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(filepath.Join(root, "capkit.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	if s, err = h.NewSession("all", true); err != nil {
-		t.Fatal(err)
-	}
+	_, s = startSession(t, load(t, root, doc), "all")
 	return root, s
+}
+
+// writeTree writes each file of files, named relative to root, making
+// the directories it lies in.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // writeZip writes an archive of one member.
@@ -97,42 +85,6 @@ func writeZip(t *testing.T, path, member, content string) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// treeDigest is every entry under root: name, type, permissions, and
-// content or link target.
-func treeDigest(t *testing.T, root string) string {
-	t.Helper()
-	h := sha256.New()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s %v\n", p, info.Mode())
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(h, "-> %s\n", target)
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			h.Write(data)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // TestProtectedPathsAcrossTools tries each protected path of a root (.git
@@ -157,7 +109,7 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 			t.Errorf("%s %s: reading a protected path failed: %v", c.tool, c.args, err)
 		}
 	}
-	before := treeDigest(t, root)
+	before := testkit.TreeDigest(t, root)
 	abs := func(p string) string { b, _ := json.Marshal(filepath.Join(root, p)); return string(b) }
 	sum := sha256.Sum256([]byte("#!/bin/sh\nevil\n"))
 	expect := `{"pre-commit": "` + hex.EncodeToString(sum[:]) + `"}`
@@ -215,7 +167,7 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 			t.Errorf("%s %s: %v, want denied saying the path is protected", c.tool, c.args, err)
 		}
 	}
-	if after := treeDigest(t, root); after != before {
+	if after := testkit.TreeDigest(t, root); after != before {
 		t.Fatal("a refused call changed the tree")
 	}
 	for _, c := range []struct{ tool, args string }{

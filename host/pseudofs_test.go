@@ -43,17 +43,9 @@ func TestPseudoFSRefusedUnderRootSlash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h, s := startSession(t, cfg, "assistant")
 	if !strings.Contains(strings.Join(h.Warnings, "\n"), "procfs pseudo-filesystem at /proc") {
 		t.Errorf("no start-up warning about /proc inside root /: %q", h.Warnings)
-	}
-	s, err := h.NewSession("assistant", true)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, p := range []string{"/proc/self/environ", "/proc/self/cmdline", "/proc/self/maps", "/proc/sys/kernel/hostname", "/sys/kernel/uevent_seqnum"} {
 		if _, err := os.Stat(p); err != nil {

@@ -52,6 +52,22 @@ func load(t *testing.T, dir, doc string) *config.Config {
 	return cfg
 }
 
+// startSession starts a host on cfg, closed when the test ends, and a
+// trusted session of actor on it.
+func startSession(t *testing.T, cfg *config.Config, actor string) (*Host, *kernel.Session) {
+	t.Helper()
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	s, err := h.NewSession(actor, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, s
+}
+
 const base = `
 audit_log = "logs/audit.jsonl"
 log = "logs/capkit.log"

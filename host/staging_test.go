@@ -107,7 +107,7 @@ func killWriterMidway(t *testing.T, dir string) string {
 // removes the leftover, whose writer is gone.
 func TestStagingNamespaceAcrossTools(t *testing.T) {
 	dir := fixture(t)
-	load(t, dir, allEffects)
+	cfg := load(t, dir, allEffects)
 	leftover := killWriterMidway(t, dir)
 	// Files the writer completed before the kill are ordinary content.
 	done, _ := filepath.Glob(filepath.Join(dir, "rw", "big-*.txt"))
@@ -119,19 +119,7 @@ func TestStagingNamespaceAcrossTools(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "rw", "stage"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(filepath.Join(dir, "capkit.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	s, err := h.NewSession("all", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := startSession(t, cfg, "all")
 	hidden := func(tool, args string) {
 		t.Helper()
 		res, err := s.Call(context.Background(), tool, json.RawMessage(args))

@@ -12,18 +12,36 @@ import (
 	"github.com/capkit/capkit/fault"
 )
 
+// tempRoot is a fresh directory, symlinks resolved, holding dirs.
+func tempRoot(tb testing.TB, dirs ...string) string {
+	tb.Helper()
+	root, err := filepath.EvalSymlinks(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return root
+}
+
+// acquire is AcquireRoot(root), released when the test ends.
+func acquire(tb testing.TB, root string) *os.Root {
+	tb.Helper()
+	r, release, err := AcquireRoot(root, "root")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(release)
+	return r
+}
+
 // protectedRoot is a root holding .git/hooks, sub/ and link -> .git.
 func protectedRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{".git/hooks", "sub"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := tempRoot(t, ".git/hooks", "sub")
 	if err := os.Symlink(".git", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +82,7 @@ func TestCheckBothFollowsSymlinks(t *testing.T) {
 func TestCheckOpenedBindsToTheDescriptor(t *testing.T) {
 	root := protectedRoot(t)
 	var p capability.Protected
-	r, release, err := AcquireRoot(root, "root")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	r := acquire(t, root)
 	before, err := OpenDirIn(r, "sub")
 	if err != nil {
 		t.Fatal(err)
@@ -100,13 +114,7 @@ func TestCheckOpenedBindsToTheDescriptor(t *testing.T) {
 // BenchmarkCheckBoth is the first check of a write: the name as spelled
 // and as its deepest existing directory is named on disk.
 func BenchmarkCheckBoth(b *testing.B) {
-	root, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(root, "src", "pkg"), 0o755); err != nil {
-		b.Fatal(err)
-	}
+	root := tempRoot(b, "src/pkg")
 	var p capability.Protected
 	b.ReportAllocs()
 	for b.Loop() {
@@ -122,11 +130,7 @@ func TestMakeDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var p capability.Protected
-	r, release, err := AcquireRoot(root, "root")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	r := acquire(t, root)
 	for _, c := range []struct {
 		rel, made string // made: the directory that must exist after, "" for a refusal
 		wantMade  bool
@@ -168,18 +172,8 @@ func TestMakeDirs(t *testing.T) {
 // BenchmarkCheckOpened is the check on the directory a write is made
 // through.
 func BenchmarkCheckOpened(b *testing.B) {
-	root, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(root, "src", "pkg"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	r, release, err := AcquireRoot(root, "root")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer release()
+	root := tempRoot(b, "src/pkg")
+	r := acquire(b, root)
 	d, err := OpenDirIn(r, "src/pkg")
 	if err != nil {
 		b.Fatal(err)
@@ -209,11 +203,7 @@ func TestCheckOpenedCoversNestedRoots(t *testing.T) {
 	}
 	roots := []string{root, nested}
 	var p capability.Protected
-	r, release, err := AcquireRoot(root, "root")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	r := acquire(t, root)
 	d, err := OpenDirIn(r, "nested-git/hooks")
 	if err != nil {
 		t.Fatal(err)
@@ -237,11 +227,7 @@ func TestCheckOpenedCoversNestedRoots(t *testing.T) {
 func TestCheckOpenedPathTooLong(t *testing.T) {
 	root := protectedRoot(t)
 	var p capability.Protected
-	r, release, err := AcquireRoot(root, "root")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	r := acquire(t, root)
 	elem := strings.Repeat("d", 250)
 	rel := elem
 	for len(root)+len(rel) < 2*unix.PathMax {

@@ -55,3 +55,37 @@ func TestTempDir(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestTreeDigest: the digest stays while nothing changes and moves with
+// each kind of change it covers.
+func TestTreeDigest(t *testing.T) {
+	dir := t.TempDir()
+	f, link := filepath.Join(dir, "f"), filepath.Join(dir, "l")
+	for _, c := range []struct {
+		name   string
+		change func() error
+	}{
+		{"a new file", func() error { return os.WriteFile(f, []byte("a"), 0o644) }},
+		{"new content", func() error { return os.WriteFile(f, []byte("b"), 0o644) }},
+		{"new permissions", func() error { return os.Chmod(f, 0o600) }},
+		{"a new link", func() error { return os.Symlink("f", link) }},
+		{"a new link target", func() error {
+			if err := os.Remove(link); err != nil {
+				return err
+			}
+			return os.Symlink("g", link)
+		}},
+		{"a new directory", func() error { return os.Mkdir(filepath.Join(dir, "d"), 0o755) }},
+	} {
+		before := TreeDigest(t, dir)
+		if again := TreeDigest(t, dir); again != before {
+			t.Fatalf("before %s: the digest moved with nothing changed", c.name)
+		}
+		if err := c.change(); err != nil {
+			t.Fatal(err)
+		}
+		if TreeDigest(t, dir) == before {
+			t.Errorf("%s left the digest as it was", c.name)
+		}
+	}
+}
