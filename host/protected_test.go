@@ -87,6 +87,22 @@ func writeZip(t *testing.T, path, member, content string) {
 	}
 }
 
+// refusedAsProtected makes each call on s: every one must be denied,
+// saying the path is protected, and leave the tree under root as it was.
+func refusedAsProtected(t *testing.T, s *kernel.Session, root string, calls []struct{ tool, args string }) {
+	t.Helper()
+	before := testkit.TreeDigest(t, root)
+	for _, c := range calls {
+		_, err := s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+		if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), "protected") {
+			t.Errorf("%s %s: %v, want denied saying the path is protected", c.tool, c.args, err)
+		}
+	}
+	if after := testkit.TreeDigest(t, root); after != before {
+		t.Fatal("a refused call changed the tree")
+	}
+}
+
 // TestProtectedPathsAcrossTools tries each protected path of a root (.git
 // and what is under it, capkit.toml, a relative and an absolute
 // [run] protect entry), spelled several ways and reached through a
@@ -109,11 +125,10 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 			t.Errorf("%s %s: reading a protected path failed: %v", c.tool, c.args, err)
 		}
 	}
-	before := testkit.TreeDigest(t, root)
 	abs := func(p string) string { b, _ := json.Marshal(filepath.Join(root, p)); return string(b) }
 	sum := sha256.Sum256([]byte("#!/bin/sh\nevil\n"))
 	expect := `{"pre-commit": "` + hex.EncodeToString(sum[:]) + `"}`
-	for _, c := range []struct{ tool, args string }{
+	refusedAsProtected(t, s, root, []struct{ tool, args string }{
 		{"write_file", `{"path": ".git/config", "content": "[core]\n\tfsmonitor = evil\n"}`},
 		{"write_file", `{"path": ".git/hooks/pre-commit", "content": "evil"}`},
 		{"write_file", `{"path": "capkit.toml", "content": "evil"}`},
@@ -161,15 +176,7 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 		{"lexindex_search", `{"db": ".git/ix.db", "query": "t"}`},
 		{"semindex_remove", `{"index": ".git/sem.db", "ref": "r"}`},
 		{"semindex_status", `{"index": "link/sem.db"}`},
-	} {
-		_, err := s.Call(ctx, c.tool, json.RawMessage(c.args))
-		if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), "protected") {
-			t.Errorf("%s %s: %v, want denied saying the path is protected", c.tool, c.args, err)
-		}
-	}
-	if after := testkit.TreeDigest(t, root); after != before {
-		t.Fatal("a refused call changed the tree")
-	}
+	})
 	for _, c := range []struct{ tool, args string }{
 		{"write_file", `{"path": "ok/new.txt", "content": "fine"}`},
 		{"write_file", `{"path": "git/config", "content": "fine"}`},
