@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -40,7 +38,6 @@ func nestedRoots(t *testing.T) (root string, s *kernel.Session) {
 	if err := os.Symlink("sub/.git", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	writeZip(t, filepath.Join(root, "hooks.zip"), "pre-commit", "#!/bin/sh\nevil\n")
 	_, s = startSession(t, load(t, dir, fmt.Sprintf("[[root]]\npath = %q\n[[root]]\npath = %q\n[actor.all]\neffects = %s\n",
 		root, filepath.Join(root, "sub"), protectedEffects)), "all")
 	return root, s
@@ -55,8 +52,7 @@ func TestProtectedNestedRootThroughSymlink(t *testing.T) {
 	if _, err := s.Call(ctx, "read_file", json.RawMessage(`{"path": "link/config"}`)); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte("#!/bin/sh\nevil\n"))
-	expect := `{"pre-commit": "` + hex.EncodeToString(sum[:]) + `"}`
+	expect := writeZip(t, filepath.Join(root, "hooks.zip"), "pre-commit", "#!/bin/sh\nevil\n")
 	refusedAsProtected(t, s, root, []struct{ tool, args string }{
 		{"write_file", `{"path": "link/hooks/pre-commit", "content": "evil"}`},
 		{"edit_file", `{"path": "link/config", "old_string": "bare = false", "new_string": "fsmonitor = evil"}`},

@@ -1,11 +1,7 @@
 package host
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -49,7 +45,6 @@ func protectedTree(t *testing.T) (root string, s *kernel.Session) {
 	if err := os.Symlink(".git", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	writeZip(t, filepath.Join(root, "hooks.zip"), "pre-commit", "#!/bin/sh\nevil\n")
 	doc := fmt.Sprintf("[[root]]\npath = \".\"\n[run]\nprotect = [\".envrc\", %q]\n[actor.all]\neffects = %s\n",
 		filepath.Join(root, "conf", "app.ini"), protectedEffects)
 	_, s = startSession(t, load(t, root, doc), "all")
@@ -68,22 +63,6 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// writeZip writes an archive of one member.
-func writeZip(t *testing.T, path, member, content string) {
-	t.Helper()
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
-	w, err := zw.Create(member)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte(content))
-	zw.Close()
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -126,8 +105,7 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 		}
 	}
 	abs := func(p string) string { b, _ := json.Marshal(filepath.Join(root, p)); return string(b) }
-	sum := sha256.Sum256([]byte("#!/bin/sh\nevil\n"))
-	expect := `{"pre-commit": "` + hex.EncodeToString(sum[:]) + `"}`
+	expect := writeZip(t, filepath.Join(root, "hooks.zip"), "pre-commit", "#!/bin/sh\nevil\n")
 	refusedAsProtected(t, s, root, []struct{ tool, args string }{
 		{"write_file", `{"path": ".git/config", "content": "[core]\n\tfsmonitor = evil\n"}`},
 		{"write_file", `{"path": ".git/hooks/pre-commit", "content": "evil"}`},

@@ -189,7 +189,7 @@ func TestStagingNamespaceAcrossTools(t *testing.T) {
 		{"html_extract", `{"path": ` + L + `, "select": "text"}`},
 		{"feed_parse", `{"path": ` + L + `, "url": "https://example.com/", "limit": 1}`},
 		{"sniff", `{"path": ` + L + `, "expect": "json"}`},
-		{"zip_extract", `{"archive": "planted.zip", "destination": "out", "expect": ` + plantZip(t, filepath.Join(dir, "rw", "planted.zip")) + `}`},
+		{"zip_extract", `{"archive": "planted.zip", "destination": "out", "expect": ` + writeZip(t, filepath.Join(dir, "rw", "planted.zip"), stagingPrefix+"member", "planted") + `}`},
 	} {
 		refused(c.tool, c.args)
 	}
@@ -212,23 +212,23 @@ func TestStagingNamespaceAcrossTools(t *testing.T) {
 	}
 }
 
-// plantZip writes an archive whose one member is in the staging namespace
-// and returns zip_extract's expect argument for it.
-func plantZip(t *testing.T, path string) string {
+// writeZip writes an archive at path whose one member holds content, and
+// returns zip_extract's expect argument for it.
+func writeZip(t *testing.T, path, member, content string) string {
 	t.Helper()
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
-	w, err := zw.Create(".capkit-tmp-member")
+	w, err := zw.Create(member)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write([]byte("planted"))
+	w.Write([]byte(content))
 	zw.Close()
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte("planted"))
-	e, _ := json.Marshal(map[string]string{".capkit-tmp-member": hex.EncodeToString(sum[:])})
+	sum := sha256.Sum256([]byte(content))
+	e, _ := json.Marshal(map[string]string{member: hex.EncodeToString(sum[:])})
 	return string(e)
 }
 
