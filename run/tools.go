@@ -99,7 +99,7 @@ func (r RunResult) ToolText() string {
 func (r RunResult) closedText() string {
 	var b strings.Builder
 	for _, d := range r.Closed {
-		fmt.Fprintf(&b, "note: %s was closed: no entry could be created, removed or renamed directly in it (it holds or leads to a protected path, such as .git or capkit.toml, that must not be created or replaced); its files stayed writable and its subdirectories open\n", d)
+		fmt.Fprintf(&b, "note: %s\n", sandbox.ClosedNote(d))
 	}
 	return b.String()
 }

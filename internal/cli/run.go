@@ -168,9 +168,9 @@ func runContained(env *Env, cmd *cobra.Command, cfg contained.Config, do func(*c
 				fmt.Fprintf(env.Stderr, "capkit: note: %s\n", n)
 			}
 		}
-		if res.Containment != sandbox.Reduced && (res.ExitCode != 0 || res.Signal != "") {
+		if res.ExitCode != 0 || res.Signal != "" {
 			for _, d := range res.Closed {
-				fmt.Fprintf(env.Stderr, "capkit: note: %s was closed to new entries, removals and renames (it holds or leads to a protected path)\n", d)
+				fmt.Fprintf(env.Stderr, "capkit: note: %s\n", sandbox.ClosedNote(d))
 			}
 		}
 	}

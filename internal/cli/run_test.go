@@ -21,6 +21,9 @@ func TestRunCommand(t *testing.T) {
 		{"past the timeout", []string{"--timeout", "1s", "--", "sleep", "30"}, 6, "", "capkit: limit: the command ran past its time limit of 1s"},
 		{"bad timeout", []string{"--timeout", "11m", "--", "true"}, 2, "", "capkit: invalid_input: --timeout"},
 		{"missing root", []string{"--root", filepath.Join(root, "missing"), "--", "true"}, 2, "", "does not exist"},
+		// The root has no capkit.toml: its top is closed, and a failure
+		// there is explained.
+		{"closed root explained", []string{"--", "touch", "new"}, 1, "", "capkit: note: " + root + " was closed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"run"}, tc.args...)

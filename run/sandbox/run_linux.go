@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/run/sandbox/internal/helper"
@@ -61,16 +59,15 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 			res, err := runFull(ctx, &msg, c, opts)
 			var ns *namespaceError
 			if !errors.As(err, &ns) {
-				closed, notes := closedDirs(&view, true)
-				return withNotes(res, err, append(hostNotes(), notes...), closed)
+				return withNotes(res, err, hostNotes())
 			}
 			why = ns.Error()
 		}
 		msg.Full = false
 		notes = append(notes, "user namespaces unavailable ("+why+")")
 	}
-	if helper.LandlockABI() == 0 {
-		return nil, fault.New(fault.Unavailable, "neither user namespaces nor Landlock are available here, so a command cannot be contained; nothing was run")
+	if helper.LandlockABI() < helper.MinReducedABI {
+		return nil, fault.New(fault.Unavailable, "neither user namespaces nor Landlock of ABI %d or later (this kernel's: %d) are available here, so a command cannot be contained; nothing was run", helper.MinReducedABI, helper.LandlockABI())
 	}
 	if opts.RequireFull {
 		return nil, fault.New(fault.Unavailable, "full containment is required but %s; nothing was run", reducedReason(opts, notes))
@@ -88,44 +85,7 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 			notes = append(notes, "reduced containment without a cgroup: processes that leave the command's process group (setsid) may outlive the call")
 		}
 	}
-	closed, closedNotes := closedDirs(&view, false)
-	return withNotes(res, err, slices.Concat(notes, hostNotes(), closedNotes), closed)
-}
-
-// closedDirs lists the directories in which the command could not
-// create, remove or rename entries, and a note on each: those that hold a
-// protected path Landlock keeps (one missing from the view in full
-// containment, which must not be created; any in reduced containment).
-func closedDirs(v *helper.View, full bool) (closed, notes []string) {
-	for _, root := range v.Writable {
-		var kept, shown []string
-		for _, p := range v.Protected {
-			switch {
-			case !capability.Within(root, p):
-			case full && helper.Shown(v.Writable, p):
-				shown = append(shown, p)
-			default:
-				kept = append(kept, p)
-			}
-		}
-		for _, d := range helper.ClosedDirs(root, kept, shown) {
-			closed = append(closed, d)
-			notes = append(notes, fmt.Sprintf("%s was closed: no entry could be created, removed or renamed directly in it, since it holds or leads to a protected path (%s) that must not be created or replaced; its existing files stayed writable, and its subdirectories open",
-				d, strings.Join(under(d, slices.Concat(kept, shown)), ", ")))
-		}
-	}
-	return closed, notes
-}
-
-// under lists the paths within dir.
-func under(dir string, paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if capability.Within(dir, p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return withNotes(res, err, append(notes, hostNotes()...))
 }
 
 // runFull runs with full containment, in the warm helper when one is
@@ -165,11 +125,10 @@ func runCold(ctx context.Context, msg *message, c call, opts *Options) (*Result,
 	return h.finish(ctx, c, opts)
 }
 
-func withNotes(res *Result, err error, notes, closed []string) (*Result, error) {
+func withNotes(res *Result, err error, notes []string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Closed = closed
 	for _, m := range res.Cgroup.Missing {
 		notes = append(notes, "cgroup limit not applied: "+m)
 	}
@@ -402,8 +361,9 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	if h.full {
 		res.Containment = Full
 	}
-	notes, failure, execd := splitReport(string(report))
-	res.Notes = append(h.notes, notes...)
+	rep := splitReport(string(report))
+	res.Notes, res.Closed = append(h.notes, rep.notes...), rep.closed
+	failure, execd := rep.failure, rep.execd
 	switch {
 	case killed.Load():
 	case failure != "":
@@ -435,23 +395,36 @@ func drain(copies *sync.WaitGroup, pipes ...*os.File) {
 	<-done
 }
 
-// splitReport separates the helper's notes from its failure, and says
-// whether it reached the exec of the command.
-func splitReport(report string) (notes []string, failure string, execd bool) {
+// helperReport is what the helper reported after its call: its notes, the
+// directories Landlock closed, whether it reached the exec, and a failure
+// (the rest of the report from the first line that is none of those).
+type helperReport struct {
+	notes, closed []string
+	failure       string
+	execd         bool
+}
+
+// splitReport reads the report the helper wrote after its call.
+func splitReport(report string) helperReport {
+	var r helperReport
 	for report != "" {
 		line, rest, ok := strings.Cut(report, "\n")
 		n, isNote := strings.CutPrefix(line, helper.NotePrefix)
+		d, isClosed := strings.CutPrefix(line, helper.ClosedPrefix)
 		switch {
 		case ok && line == helper.ExecLine:
-			execd = true
+			r.execd = true
 		case ok && isNote:
-			notes = append(notes, n)
+			r.notes = append(r.notes, n)
+		case ok && isClosed:
+			r.closed = append(r.closed, d)
 		default:
-			return notes, report, execd
+			r.failure = report
+			return r
 		}
 		report = rest
 	}
-	return notes, "", execd
+	return r
 }
 
 // exitStatus records how the command ended.

@@ -210,12 +210,13 @@ func TestSplitReport(t *testing.T) {
 		{helper.NotePrefix + "cut", nil, helper.NotePrefix + "cut", false},
 		{helper.ExecLine + "\n", nil, "", true},
 		{helper.NotePrefix + "a\n" + helper.ExecLine + "\nsandbox helper: exec x: no such file", []string{"a"}, "sandbox helper: exec x: no such file", true},
+		{helper.ClosedPrefix + "/r\n" + helper.ExecLine + "\n", nil, "", true},
 		// Cut short, it is not the exec.
 		{helper.ExecLine, nil, helper.ExecLine, false},
 	} {
-		notes, failure, execd := splitReport(tc.in)
-		if !slices.Equal(notes, tc.notes) || failure != tc.failure || execd != tc.execd {
-			t.Errorf("splitReport(%q) = %q, %q, %v", tc.in, notes, failure, execd)
+		r := splitReport(tc.in)
+		if !slices.Equal(r.notes, tc.notes) || r.failure != tc.failure || r.execd != tc.execd {
+			t.Errorf("splitReport(%q) = %+v", tc.in, r)
 		}
 	}
 }
@@ -259,9 +260,8 @@ func TestClosedDirectoriesNoted(t *testing.T) {
 			if res.Stdout.Text != want {
 				t.Errorf("output %q, want %q", res.Stdout.Text, want)
 			}
-			noted := slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, root+" was closed") })
-			if noted != tc.closed {
-				t.Errorf("closed %v, but the notes are %q", tc.closed, res.Notes)
+			if got := slices.Contains(res.Closed, root); got != tc.closed {
+				t.Errorf("closed %v, but the result lists %q", tc.closed, res.Closed)
 			}
 		})
 	}

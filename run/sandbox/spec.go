@@ -173,8 +173,8 @@ type Result struct {
 	Containment Containment `json:"containment"`
 	Notes       []string    `json:"notes,omitempty"`
 	// Closed lists the directories in which no entry could be created,
-	// removed or renamed: each holds or leads to a protected path that
-	// Landlock kept (Notes say which).
+	// removed or renamed, as the helper closed them: each holds or leads
+	// to a protected path that Landlock kept (ClosedNote says so).
 	Closed []string `json:"closed,omitempty"`
 	// Cgroup says which cgroup v2 limits bound the run and which did not.
 	Cgroup CgroupReport `json:"cgroup"`
@@ -266,4 +266,10 @@ func (s *Spec) withDefaults() *Spec {
 	def(&l.TmpBytes, limits.RunDefaultTmpBytes)
 	def(&l.CPUSeconds, int64(limits.RunHardTimeout.Seconds()))
 	return &c
+}
+
+// ClosedNote explains a directory of Result.Closed, for a command that
+// failed perhaps because of it.
+func ClosedNote(dir string) string {
+	return dir + " was closed: no entry could be created, removed or renamed directly in it (it holds or leads to a protected path, such as .git or capkit.toml, that must not be created or replaced); its files stayed writable and its subdirectories open"
 }

@@ -49,14 +49,17 @@ const ID = 1000
 // Helper file descriptors: the message and the call arrive on SpecFD;
 // notes and a failed setup are reported on ReportFD, which closes on
 // exec: lines starting with NotePrefix are notes, ReadyLine says the
-// container is built and the helper waits for its call, ExecLine that it
-// execs the command now, anything else is a failure.
+// container is built and the helper waits for its call, lines starting
+// with ClosedPrefix name the directories Landlock closed (before
+// ExecLine), ExecLine that it execs the command now, anything else is a
+// failure.
 const (
-	SpecFD     = 3
-	ReportFD   = 4
-	NotePrefix = "note: "
-	ReadyLine  = "ready"
-	ExecLine   = "exec"
+	SpecFD       = 3
+	ReportFD     = 4
+	NotePrefix   = "note: "
+	ClosedPrefix = "closed: "
+	ReadyLine    = "ready"
+	ExecLine     = "exec"
 )
 
 // ScratchDir is the TMPDIR inside the private tmp when roots are shown

@@ -16,6 +16,13 @@ import (
 // enforce what they know (best effort) and Run's result says so.
 const WantABI = 10
 
+// MinReducedABI is the oldest Landlock ABI reduced containment runs on:
+// ABI 1 has no refer right, and a ruleset without it denies every rename
+// and link across directories, so nothing is enforced there (as
+// go-landlock's best effort does) and a command cannot be contained
+// without namespaces.
+const MinReducedABI = 2
+
 // LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
 func LandlockABI() int {
 	v, _, e := syscall.Syscall(sysLandlockCreateRuleset, 0, 0, landlockVersionArg)
@@ -108,17 +115,18 @@ var (
 // full containment the paths are those of the new root (mounted lists the
 // protected paths it shows read-only); in reduced containment, the
 // host's, listed one by one (only the /etc entries above, the private tmp
-// Run made).
-func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
+// Run made). It returns the directories of the writable roots it closed.
+func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) (closed []string, err error) {
 	v := msg.View
 	budget := limits.RunMaxLandlockRules
 	var rules []rule
+	var over error // the first rule past the budget
 	add := func(r rule) error {
-		if budget--; budget < 0 {
-			return errors.New("landlock: more than " + strconv.Itoa(limits.RunMaxLandlockRules) + " rules")
+		if budget--; budget < 0 && over == nil {
+			over = errors.New("landlock: more than " + strconv.Itoa(limits.RunMaxLandlockRules) + " rules")
 		}
 		rules = append(rules, r)
-		return nil
+		return over
 	}
 	for _, d := range systemDirs {
 		if st, err := os.Stat(d); err == nil && st.IsDir() {
@@ -148,19 +156,24 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) error {
 	for _, d := range devNodes {
 		add(rwFiles("/dev/" + d))
 	}
-	if err := tmpRules(msg, tmp, add); err != nil {
-		return err
+	if _, err := tmpRules(msg, tmp, add); err != nil {
+		return nil, err
 	}
 	if len(v.ReadOnly) > 0 {
 		add(rooted(roDirs(v.ReadOnly...)))
 	}
 	for _, root := range v.Writable {
 		kept, shown := protectedIn(v, root, mounted)
-		if err := writableRules(root, kept, shown, add); err != nil {
-			return err
+		c, err := writableRules(root, kept, shown, add)
+		if err != nil {
+			return nil, err
 		}
+		closed = append(closed, c...)
 	}
-	return restrictThread(rules)
+	if over != nil {
+		return nil, over
+	}
+	return closed, restrictThread(rules)
 }
 
 // restrictThread sets no_new_privs and enforces the rules on the calling
@@ -175,7 +188,7 @@ func restrictThread(rules []rule) error {
 	}
 	fs, net, scoped := handled(LandlockABI())
 	if fs&llRefer == 0 {
-		return nil // no Landlock: Run has refused reduced containment then
+		return nil // full containment's mounts stand alone; Run refuses reduced containment here (MinReducedABI)
 	}
 	attr := [3]uint64{fs, net, scoped}
 	r, _, e := syscall.Syscall(sysLandlockCreateRuleset, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
@@ -227,10 +240,10 @@ func addRule(ruleset int, r rule, fs uint64) error {
 // containment, roots in the host's /tmp) would inherit that grant, so
 // then the directories leading to them are closed to new entries, and
 // the command's TMPDIR is a scratch directory beside them (ScratchDir).
-func tmpRules(msg *Message, tmp string, add func(rule) error) error {
+func tmpRules(msg *Message, tmp string, add func(rule) error) ([]string, error) {
 	under := rootsUnder(msg, tmp)
 	if len(under) == 0 {
-		return add(rwDirs(tmp))
+		return nil, add(rwDirs(tmp))
 	}
 	return writableRules(tmp, under, nil, add)
 }
@@ -274,9 +287,10 @@ func protectedIn(v *View, root string, mounted map[string]bool) (kept, shown []s
 // of their other entries read-write, so the protected path can be neither
 // written nor created, renamed or removed. Symbolic links and special
 // files among those entries get nothing of their own.
-func writableRules(root string, protected, shown []string, add func(rule) error) error {
+func writableRules(root string, protected, shown []string, add func(rule) error) ([]string, error) {
+	closedDirs := closedIn(root, protected, shown)
 	closed := map[string]bool{}
-	for _, d := range ClosedDirs(root, protected, shown) {
+	for _, d := range closedDirs {
 		closed[d] = true
 	}
 	keep := map[string]bool{}
@@ -284,7 +298,7 @@ func writableRules(root string, protected, shown []string, add func(rule) error)
 		keep[p] = true
 	}
 	if !closed[root] {
-		return add(rooted(rwDirs(root)))
+		return nil, add(rooted(rwDirs(root)))
 	}
 	var open func(dir string) error
 	open = func(dir string) error {
@@ -295,9 +309,11 @@ func writableRules(root string, protected, shown []string, add func(rule) error)
 		if err != nil {
 			return wrap("landlock: listing "+dir, err)
 		}
-		if len(entries) >= limits.RunMaxLandlockRules {
-			return errors.New("landlock: " + dir + " is closed (it holds or leads to a protected path that must not be created, such as a missing capkit.toml or .git) and each of its " +
-				strconv.Itoa(len(entries)) + " entries would need a rule of its own, more than the " + strconv.Itoa(limits.RunMaxLandlockRules) +
+		// A closed directory needs a rule for each entry; past the
+		// budget (add's only failure), say which and how to open it.
+		tooMany := func() error {
+			return errors.New("landlock: " + dir + " is closed (it holds or leads to a protected path that must not be created, such as a missing capkit.toml or .git) and its " +
+				strconv.Itoa(len(entries)) + " entries would each need a rule of their own, past the " + strconv.Itoa(limits.RunMaxLandlockRules) +
 				" a run may have; the host opens it by creating the missing path (an empty capkit.toml, or git init)")
 		}
 		for _, e := range entries {
@@ -314,21 +330,21 @@ func writableRules(root string, protected, shown []string, add func(rule) error)
 				err = add(rooted(rwFiles(p)))
 			}
 			if err != nil {
-				return err
+				return tooMany()
 			}
 		}
 		return nil
 	}
-	return open(root)
+	return closedDirs, open(root)
 }
 
-// ClosedDirs lists the directories of root that writableRules closes for
+// closedIn lists the directories of root that writableRules closes for
 // protected, the paths within root Landlock keeps, and shown, those
 // mounted read-only: the deepest existing directory holding each kept
 // path, and for a shown one the directory above the one holding it (so
 // the mount cannot be carried away by a rename and replaced), and every
 // directory between those and root; root first.
-func ClosedDirs(root string, protected, shown []string) []string {
+func closedIn(root string, protected, shown []string) []string {
 	var closed []string
 	from := slices.Clone(protected)
 	for _, p := range shown {
@@ -339,7 +355,8 @@ func ClosedDirs(root string, protected, shown []string) []string {
 	for _, p := range from {
 		d := parent(p)
 		for {
-			if _, err := os.Lstat(d); err == nil || d == root {
+			// A symbolic link on the way is not a directory to close.
+			if st, err := os.Lstat(d); err == nil && st.IsDir() || d == root {
 				break
 			}
 			d = parent(d)

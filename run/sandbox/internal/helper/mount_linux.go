@@ -208,17 +208,6 @@ func (p *planner) cloneProtected(roots []string, pp string) error {
 	return err
 }
 
-// Shown reports whether full containment shows the protected path pp
-// mounted read-only: it exists in its root (the longest of roots holding
-// it) with no symbolic link on the way. Landlock keeps the others.
-func Shown(roots []string, pp string) bool {
-	fd, shown, _ := openProtected(roots, pp)
-	if shown {
-		syscall.Close(fd)
-	}
-	return shown
-}
-
 // openProtected opens pp beneath its root as an O_PATH descriptor; shown
 // is false when pp is missing or reached through a symbolic link.
 func openProtected(roots []string, pp string) (fd int, shown bool, err error) {

@@ -143,10 +143,15 @@ func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 	if err := syscall.Chdir(c.Dir); err != nil {
 		return wrap("sandbox helper: working directory "+c.Dir, err)
 	}
-	if err := restrict(msg, v); err != nil {
+	closed, err := restrict(msg, v)
+	if err != nil {
 		return err
 	}
-	if _, err := io.WriteString(report, ExecLine+"\n"); err != nil {
+	var lines string
+	for _, d := range closed {
+		lines += ClosedPrefix + oneLine(d) + "\n"
+	}
+	if _, err := io.WriteString(report, lines+ExecLine+"\n"); err != nil {
 		return wrap("sandbox helper", err)
 	}
 	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
@@ -154,24 +159,25 @@ func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 }
 
 // restrict drops the helper's capabilities, enforces Landlock and the
-// seccomp filter, and sets the rlimits.
-func restrict(msg *Message, v *built) error {
+// seccomp filter, and sets the rlimits. It returns the directories of the
+// writable roots Landlock closed.
+func restrict(msg *Message, v *built) (closed []string, err error) {
 	if err := dropCapabilities(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := restrictLandlock(msg, v.tmp, v.mounted); err != nil {
-		return wrap("sandbox helper", err)
+	if closed, err = restrictLandlock(msg, v.tmp, v.mounted); err != nil {
+		return nil, wrap("sandbox helper", err)
 	}
 	if err := loadSeccomp(v.filter); err != nil {
-		return wrap("sandbox helper: seccomp filter", err)
+		return nil, wrap("sandbox helper: seccomp filter", err)
 	}
 	// Descriptors the host process inherited without close-on-exec (from
 	// whatever started it) would pass into the command: none but 0, 1 and
 	// 2 survive the exec.
 	if err := closeRangeCloexec(3); err != nil {
-		return wrap("sandbox helper: closing inherited descriptors", err)
+		return nil, wrap("sandbox helper: closing inherited descriptors", err)
 	}
-	return setLimits(msg.View.Limits)
+	return closed, setLimits(msg.View.Limits)
 }
 
 // nullStdin makes /dev/null the standard input.
