@@ -62,9 +62,9 @@ func (p Policy) withDefaults() (Policy, error) {
 	return p, nil
 }
 
-// RaiseHint is the part of an output-bound failure that says how a host
-// lets one tool return more: its max_output_bytes in capkit.toml
-// ([tool.NAME], applied through Options.PolicyOverride).
-func RaiseHint(tool string) string {
-	return "or have the host raise [tool." + tool + "] max_output_bytes in capkit.toml"
+// RaiseHint is the part of a bound's failure that says how a host raises
+// it for one tool: the key of [tool.NAME] in capkit.toml (applied through
+// Options.PolicyOverride).
+func RaiseHint(tool, key string) string {
+	return "or have the host raise [tool." + tool + "] " + key + " in capkit.toml"
 }

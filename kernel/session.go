@@ -263,8 +263,8 @@ func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 	if n := a.t.running.Add(1); n > int32(p.MaxConcurrent) {
 		a.t.running.Add(-1)
 		s.calls[i].Add(-1) // not run: the budget is not spent
-		return a, fault.New(fault.Limit, "tool %s: %s running, the most it runs at once over every session (a call past its deadline keeps its place until it stops); retry when one ends, or have the host raise [tool.%s] max_concurrent in capkit.toml",
-			entry.Name, callsAre(p.MaxConcurrent), entry.Name)
+		return a, fault.New(fault.Limit, "tool %s: %s running, the most it runs at once over every session (a call past its deadline keeps its place until it stops); retry when one ends, %s",
+			entry.Name, callsAre(p.MaxConcurrent), RaiseHint(entry.Name, "max_concurrent"))
 	}
 	a.call.Args, a.call.MaxOutputBytes = args, p.MaxOutputBytes
 	return a, nil
@@ -355,7 +355,7 @@ func (a *admitted) outcome(res *Result, err error) (*Result, error) {
 	}
 	if size, max := res.Size(), a.call.MaxOutputBytes; size > max {
 		res.Release()
-		return nil, fault.OutputTooLarge("the result of "+name, size, max, "ask for less (a smaller window, fewer entries), "+RaiseHint(name))
+		return nil, fault.OutputTooLarge("the result of "+name, size, max, "ask for less (a smaller window, fewer entries), "+RaiseHint(name, "max_output_bytes"))
 	}
 	if err := checkImage(name, res); err != nil {
 		res.Release()

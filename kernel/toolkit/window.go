@@ -13,7 +13,7 @@ import (
 // line) that alone does not fit the call's output bound: narrow says how
 // to ask for less, and the host's way to raise the bound is added.
 func UnitTooLarge(call *kernel.Call, what string, size int64, narrow string) error {
-	return fault.OutputTooLarge(what, size, call.MaxOutputBytes, narrow+", "+kernel.RaiseHint(call.Tool.Name))
+	return fault.OutputTooLarge(what, size, call.MaxOutputBytes, narrow+", "+kernel.RaiseHint(call.Tool.Name, "max_output_bytes"))
 }
 
 // FitPrefix returns the largest n in 0..total for which build(n), the
