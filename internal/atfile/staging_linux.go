@@ -15,12 +15,14 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-// swept holds the directories (device, inode) this process has swept, so
-// each is swept once: when the first writer starts in it.
+// swept holds the directories (device, inode, birth time) this process
+// has swept, so each is swept once: when the first writer starts in it.
+// The birth time tells a new directory from a removed one whose inode it
+// reuses (where the filesystem records it).
 var swept = struct {
 	sync.Mutex
-	m map[[2]uint64]struct{}
-}{m: map[[2]uint64]struct{}{}}
+	m map[[3]uint64]struct{}
+}{m: map[[3]uint64]struct{}{}}
 
 // sweepOnce removes d's stale staging entries if no writer of this
 // process has started in d before. It is best effort: a leftover it
@@ -30,7 +32,7 @@ func (d *Dir) sweepOnce(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	key := [2]uint64{st.Dev, st.Ino}
+	key := [3]uint64{st.Dev, st.Ino, birth(d.f)}
 	swept.Lock()
 	_, done := swept.m[key]
 	if !done {
@@ -43,6 +45,22 @@ func (d *Dir) sweepOnce(ctx context.Context) {
 	if !done {
 		d.sweep(ctx)
 	}
+}
+
+// birth is f's birth time in nanoseconds, 0 where it is not recorded.
+func birth(f *os.File) uint64 {
+	var x unix.Statx_t
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var serr error
+	if err := conn.Control(func(fd uintptr) {
+		serr = unix.Statx(int(fd), "", unix.AT_EMPTY_PATH|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BTIME, &x)
+	}); err != nil || serr != nil || x.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return uint64(x.Btime.Sec)*1e9 + uint64(x.Btime.Nsec)
 }
 
 // sweep removes the staging entries of d whose writer is gone and returns
