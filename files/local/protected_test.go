@@ -70,3 +70,29 @@ func mkdirErr(t *testing.T, p *Provider, root, name string) error {
 	_, err := p.MakeDir(ctx(t), root, name)
 	return err
 }
+
+// TestProtectedNameWhenGitIsALink: a .git that is itself a symbolic link
+// (into the root) is protected by its name too: the provider alone, with
+// no tool in front and no resolution of the link at start-up, refuses a
+// write or a mkdir in it.
+func TestProtectedNameWhenGitIsALink(t *testing.T) {
+	root := filepath.Join(testkit.TempDir(t), "root")
+	if err := os.MkdirAll(filepath.Join(root, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(root, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	p := New(&Options{Protected: capability.NewProtected()})
+	for op, err := range map[string]error{
+		"write .git/config": writeErr(t, p, root, ".git/config"),
+		"mkdir .git/hooks":  mkdirErr(t, p, root, ".git/hooks"),
+	} {
+		if fault.CodeOf(err) != fault.Denied {
+			t.Errorf("%s: %v, want denied", op, err)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, "real")); len(entries) != 0 {
+		t.Errorf("the link's target got %d entries", len(entries))
+	}
+}

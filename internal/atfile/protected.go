@@ -51,14 +51,17 @@ func CheckBoth(roots []string, root, rel string, check ProtectedCheck) error {
 	return throughLink(rel, resolved, check(roots, root, resolved))
 }
 
-// CheckOpened runs check on base, an entry of the directory d opened
-// inside root (one of roots), by the root-relative name it has on disk
-// now; name is how the caller spelled it. It is bound to the descriptor
+// CheckOpened runs check on name as the caller spelled it and on base, an
+// entry of the directory d opened inside root (one of roots), by the
+// root-relative name it has on disk now. It is bound to the descriptor
 // the change is then made through, so neither a symlink nor a directory
 // swapped for one after an earlier check can lead the change elsewhere.
 // check is given roots too: the name on disk may lie in another of them
 // nested in root, whose protected paths hold there.
 func CheckOpened(roots []string, root string, d *Dir, base, name string, check ProtectedCheck) error {
+	if err := check(roots, root, name); err != nil {
+		return err
+	}
 	r, release, err := AcquireRoot(root, "root")
 	if err != nil {
 		return err

@@ -115,17 +115,13 @@ func Open(ctx context.Context, path string, opts *OpenOptions) (*Index, error) {
 
 // checkProtected refuses an index at path, whose directory d in root is
 // open and whose last element is name, when the database or a sidecar is
-// a protected path, as spelled (against every root) or as d is named on
-// disk.
+// a protected path, as spelled or as d is named on disk (CheckOpened).
 func checkProtected(roots []string, root string, d *atfile.Dir, path, name string, protected capability.Protected) error {
 	_, rel, err := atfile.Resolve(roots, path)
 	if err != nil {
 		return err
 	}
 	for _, suffix := range sidecars {
-		if err := protected.CheckWrite(roots, root, rel+suffix); err != nil {
-			return err
-		}
 		if err := atfile.CheckOpened(roots, root, d, name+suffix, rel+suffix, protected.CheckWrite); err != nil {
 			return err
 		}

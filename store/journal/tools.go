@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"reflect"
 	"time"
@@ -193,16 +192,6 @@ Example: {"name": "deployments", "from": 20, "limit": 10}`, limits.Count(maxRead
 		})
 }
 
-// checkProtected refuses a change to name in root that check refuses, as
-// spelled (against every root) and as the directory dir, opened for the
-// change, is named on disk.
-func checkProtected(roots []string, root string, dir *os.Root, name string, check atfile.ProtectedCheck) error {
-	if err := check(roots, root, name); err != nil {
-		return err
-	}
-	return atfile.CheckOpenedIn(roots, root, dir, path.Base(name), name, check)
-}
-
 // readWindow is the result of the records read: all of them when they
 // fit the call's output bound, else the first ones that do and where to
 // go on.
@@ -246,7 +235,7 @@ func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o T
 		return nil, err
 	}
 	for _, file := range []string{name + ".jsonl", name + ".lock"} {
-		if err := checkProtected(roots, root, sub, path.Join(rel, file), o.Protected.CheckWrite); err != nil {
+		if err := atfile.CheckOpenedIn(roots, root, sub, file, path.Join(rel, file), o.Protected.CheckWrite); err != nil {
 			sub.Close()
 			return nil, err
 		}

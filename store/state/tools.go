@@ -111,12 +111,6 @@ Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 			if sroot != droot || sdir != ddir {
 				return PublishResult{}, notSameParent()
 			}
-			if err := o.Protected.CheckRename(roots, sroot, srel); err != nil {
-				return PublishResult{}, err
-			}
-			if err := o.Protected.CheckRename(roots, droot, drel); err != nil {
-				return PublishResult{}, err
-			}
 			d, err := atfile.OpenDirIn(r, sdir)
 			if err != nil {
 				return PublishResult{}, err
