@@ -85,7 +85,7 @@ func call(t *testing.T, s *kernel.Session, tool, args string) (*kernel.Result, e
 
 func TestPoliciesAndUnknownTools(t *testing.T) {
 	dir := fixture(t)
-	cfg := load(t, dir, base+"[tool.read_file]\nmax_calls = 2\ntimeout = \"5s\"\n[tool.tool_search]\nmax_calls = 3\n")
+	cfg := load(t, dir, base+"[tool.read_file]\nmax_calls = 2\ntimeout = \"5s\"\n[tool.tool_search]\nmax_calls = 3\nmax_concurrent = 7\n")
 	h, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,10 @@ func TestPoliciesAndUnknownTools(t *testing.T) {
 	if p.MaxCalls != 2 || p.Timeout.Seconds() != 5 || p.MaxOutputBytes != def.MaxOutputBytes {
 		t.Fatalf("read_file policy = %+v: set fields replace, others keep the tool's own", p)
 	}
-	if p, _ := h.Runtime.Policy("tool_search"); p.MaxCalls != 3 {
+	if p.MaxConcurrent != limits.DefaultMaxConcurrent {
+		t.Fatalf("read_file policy = %+v: max_concurrent not set, so the tool's own", p)
+	}
+	if p, _ := h.Runtime.Policy("tool_search"); p.MaxCalls != 3 || p.MaxConcurrent != 7 {
 		t.Fatalf("tool_search policy = %+v", p)
 	}
 	if p, _ := h.Runtime.Policy(tools.WriteFile); p.MaxCalls != limits.FileToolsWriteMaxCalls {

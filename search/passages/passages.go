@@ -274,6 +274,7 @@ func newExactMatcher(q []byte) *exactMatcher {
 
 func (m *exactMatcher) each(ctx context.Context, b []byte, fn func(at, n int) bool) error {
 	n := len(m.q)
+	c := m.f.Cursor() // one search through b: what it learns carries over windows
 	for off := 0; off+n <= len(b); {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -281,7 +282,6 @@ func (m *exactMatcher) each(ctx context.Context, b []byte, fn func(at, n int) bo
 		// Search a window of checkEvery bytes (plus what a match starting
 		// in it needs), so the context is seen between windows.
 		win := b[off:min(len(b), off+checkEvery+n-1)]
-		c := m.f.Cursor()
 		for at := 0; ; {
 			i := c.Next(win[at:])
 			if i < 0 {
