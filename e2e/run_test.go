@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -112,6 +114,8 @@ func TestTypeScriptClientRunTools(t *testing.T) {
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": ""}, want: "invalid_input"},
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "sleep 60", "timeout_seconds": 1}, want: "limit"},
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "true", "cwd": "/"}, want: "denied"},
+		// The project has no capkit.toml and no .git: its top is closed.
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "touch new.txt"}},
 	}
 	out := runTS(t, modules, plan)
 	checkCalls(t, plan.Steps, out)
@@ -127,7 +131,13 @@ func TestTypeScriptClientRunTools(t *testing.T) {
 		t.Errorf("run_test hot %v, run_shell hot %v; after tool_search run_shell %v, run_build %v",
 			hot["run_test"], hot["run_shell"], listed["run_shell"], listed["run_build"])
 	}
+	proj := filepath.Join(filepath.Dir(cfg), "proj")
+	var closed struct{ Closed []string }
+	if err := json.Unmarshal(out.Results[14].Structured, &closed); err != nil || !slices.Equal(closed.Closed, []string{proj}) {
+		t.Errorf("the closed top of the root: %v, structured %s", err, out.Results[14].Structured)
+	}
 	for i, want := range map[int][]string{
+		14: {"exit code 1", "note: " + proj + " was closed"},
 		1:  {"exit code 1", "Sum(2, 3) = -1, want 5"},
 		5:  {"exit code 0"},
 		8:  {"exit code 0", "ok  \texample.com/sum"},

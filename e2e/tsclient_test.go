@@ -258,6 +258,9 @@ func (w *tsWorld) toolCalls() []tsStep {
 		c("write_file", "denied", m{"path": filepath.Join(w.ro, "x.txt"), "content": "x"}),
 		c("write_file", "limit", m{"path": "big.txt", "content": strings.Repeat("b", 4096)}),
 		c("write_file", "denied", m{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+		// Protected, not "read it first": a model is not sent to read and retry.
+		c("edit_file", "denied", m{"path": ".git/config", "old_string": "a", "new_string": "b"}),
+		c("create_directory", "denied", m{"path": ".git/hooks"}),
 		c("edit_file", "", m{"path": "notes.txt", "old_string": "two", "new_string": "TWO"}),
 		c("edit_file", "conflict", m{"path": "unread.txt", "old_string": "never", "new_string": "now"}),
 		c("edit_file", "invalid_input", m{"path": "notes.txt", "old_string": "absent", "new_string": "x"}),
