@@ -121,7 +121,7 @@ func TestSweptDirsBound(t *testing.T) {
 	swept.Lock()
 	clear(swept.m)
 	for i := range limits.StagingSweptDirs - 1 {
-		swept.m[[2]uint64{1 << 40, uint64(i)}] = struct{}{}
+		swept.m[[3]uint64{1 << 40, uint64(i), 0}] = struct{}{}
 	}
 	swept.Unlock()
 	a, b := openDir(t, t.TempDir()), openDir(t, t.TempDir())
