@@ -20,8 +20,8 @@
 //     reached fails the call with limit (never a partial feed).
 //   - No entity expansion. encoding/xml never reads external entities and
 //     knows only the five predefined entities (and numeric references);
-//     Parse refuses every DOCTYPE except RSS 0.91's public one, whose DTD
-//     it does not read either (it supplies that DTD's HTML entities from
+//     Parse refuses every DOCTYPE except RSS 0.91's (PUBLIC or SYSTEM
+//     form, without an internal subset), whose DTD it does not read either (it supplies that DTD's HTML entities from
 //     xml.HTMLEntity and says so in a warning). A billion-laughs feed fails
 //     at its DOCTYPE, in one linear pass over the bytes.
 //   - Nothing is dropped silently. Entries past the limit are parsed and

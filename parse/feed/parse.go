@@ -27,10 +27,14 @@ const (
 	nsXML     = "http://www.w3.org/XML/1998/namespace"
 )
 
-// netscapeRSS091 is the public identifier of the RSS 0.91 DTD, the one
-// DOCTYPE accepted. The DTD is never read; it declares the HTML 4
-// Latin-1 entities, which xml.HTMLEntity supplies.
-const netscapeRSS091 = "-//Netscape Communications//DTD RSS 0.91//EN"
+// The RSS 0.91 DTD, the one DOCTYPE accepted, is named by its public
+// identifier (PUBLIC, with any system literal) or by Netscape's address of
+// it (SYSTEM), over http or https. The DTD is never read; it declares the
+// HTML 4 Latin-1 entities, which xml.HTMLEntity supplies.
+const (
+	netscapeRSS091       = "-//Netscape Communications//DTD RSS 0.91//EN"
+	netscapeRSS091System = "//my.netscape.com/publish/formats/rss-0.91.dtd"
+)
 
 // elem is one element of the bounded tree.
 type elem struct {
@@ -251,12 +255,52 @@ func (t *tree) directive(d *xml.Decoder, dir xml.Directive) error {
 		return fault.New(fault.InvalidInput, "not a feed: the document is HTML")
 	case strings.ContainsRune(s, '['):
 		return fault.New(fault.InvalidInput, "DTDs are refused: the DOCTYPE declares entities or other markup (no entity expansion)")
-	case !strings.Contains(s, `"`+netscapeRSS091+`"`) && !strings.Contains(s, `'`+netscapeRSS091+`'`):
+	case !isRSS091Doctype(s[7:]):
 		return fault.New(fault.InvalidInput, "DTDs are refused: only the RSS 0.91 DOCTYPE is accepted, and it is never read")
 	}
 	d.Entity = xml.HTMLEntity
 	t.htmlEntities = true
 	return nil
+}
+
+// isRSS091Doctype reports whether decl, a DOCTYPE declaration after its
+// keyword and without an internal subset, is `rss` with the RSS 0.91
+// DTD's external identifier in either form.
+func isRSS091Doctype(decl string) bool {
+	tok, ok := doctypeTokens(decl)
+	switch {
+	case !ok || len(tok) < 3 || tok[0] != "rss":
+		return false
+	case tok[1] == "PUBLIC":
+		return len(tok) == 4 && tok[2] == netscapeRSS091
+	case tok[1] == "SYSTEM":
+		return len(tok) == 3 && (tok[2] == "http:"+netscapeRSS091System || tok[2] == "https:"+netscapeRSS091System)
+	}
+	return false
+}
+
+// doctypeTokens splits a DOCTYPE declaration into its name, keywords and
+// quoted literals (unquoted); an unterminated literal is not ok.
+func doctypeTokens(decl string) (tok []string, ok bool) {
+	for s := decl; ; {
+		s = strings.TrimLeft(s, " \t\r\n")
+		switch {
+		case s == "":
+			return tok, true
+		case s[0] == '"' || s[0] == '\'':
+			end := strings.IndexByte(s[1:], s[0])
+			if end < 0 {
+				return nil, false
+			}
+			tok, s = append(tok, s[1:1+end]), s[2+end:]
+		default:
+			end := strings.IndexAny(s, " \t\r\n\"'")
+			if end < 0 {
+				end = len(s)
+			}
+			tok, s = append(tok, s[:end]), s[end:]
+		}
+	}
 }
 
 func dupAttr(attrs []xml.Attr) bool {

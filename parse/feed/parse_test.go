@@ -435,3 +435,40 @@ func TestCanceled(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestDoctypes: the RSS 0.91 DOCTYPE is accepted in its PUBLIC and its
+// SYSTEM form, never read (its HTML entities are known without it); any
+// other DOCTYPE, or one with an internal subset, is refused.
+func TestDoctypes(t *testing.T) {
+	const body = `<rss version="0.91"><channel><title>Caf&eacute;</title><item><title>a</title></item></channel></rss>`
+	cases := []struct {
+		name, doctype string
+		ok            bool
+	}{
+		{"public", `<!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN" "http://my.netscape.com/publish/formats/rss-0.91.dtd">`, true},
+		{"public in single quotes", `<!DOCTYPE rss PUBLIC '-//Netscape Communications//DTD RSS 0.91//EN' 'http://my.netscape.com/publish/formats/rss-0.91.dtd'>`, true},
+		{"system", `<!DOCTYPE rss SYSTEM "http://my.netscape.com/publish/formats/rss-0.91.dtd">`, true},
+		{"system in single quotes", `<!DOCTYPE rss SYSTEM 'http://my.netscape.com/publish/formats/rss-0.91.dtd'>`, true},
+		{"system over https, spread over lines", "<!DOCTYPE rss\n  SYSTEM\n  \"https://my.netscape.com/publish/formats/rss-0.91.dtd\" >", true},
+		{"system of another DTD", `<!DOCTYPE rss SYSTEM "http://evil.example/rss-0.91.dtd">`, false},
+		{"system with an internal subset", `<!DOCTYPE rss SYSTEM "http://my.netscape.com/publish/formats/rss-0.91.dtd" [<!ENTITY x "y">]>`, false},
+		{"public of another DTD", `<!DOCTYPE rss PUBLIC "-//Example//DTD RSS//EN" "http://my.netscape.com/publish/formats/rss-0.91.dtd">`, false},
+		{"the public identifier as a system literal", `<!DOCTYPE rss SYSTEM "-//Netscape Communications//DTD RSS 0.91//EN">`, false},
+		{"no identifier", `<!DOCTYPE rss>`, false},
+		{"another root name", `<!DOCTYPE feed SYSTEM "http://my.netscape.com/publish/formats/rss-0.91.dtd">`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := Parse(context.Background(), []byte(c.doctype+"\n"+body), source, 10)
+			if !c.ok {
+				if fault.CodeOf(err) != fault.InvalidInput || !strings.Contains(err.Error(), "DTDs are refused") {
+					t.Fatalf("got %v", err)
+				}
+				return
+			}
+			if err != nil || f.Format != RSS091 || f.Title != "Café" || !slices.Contains(codes(f), WarnDTDEntities) {
+				t.Fatalf("got %+v %v", f, err)
+			}
+		})
+	}
+}
