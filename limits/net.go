@@ -26,6 +26,9 @@ const (
 	FetchMaxPorts = 64
 	// FetchMaxPrivateDestinations bounds a policy's reviewed exceptions.
 	FetchMaxPrivateDestinations = 64
+	// FetchMaxHosts bounds the host names (and wildcards) a policy's
+	// "hosts" may list.
+	FetchMaxHosts = 256
 	// FetchMaxCAFileBytes bounds a policy's extra trust roots file.
 	FetchMaxCAFileBytes = 1 * MiB
 	// PolicyFileMaxBytes bounds an HTTP or budget policy file.

@@ -68,7 +68,8 @@ loopback, private, link-local (cloud metadata), CGNAT, multicast,
 documentation and every other special-purpose IPv4/IPv6 range, IPv4-mapped,
 NAT64, 6to4 and Teredo forms, user:password@ URLs, numeric host names in
 disguise (2130706433, 0x7f.1) and ports other than 443 are refused (exit 5)
-unless the policy reviews them in ("private_destinations", "ports").
+unless the policy reviews them in ("private_destinations", "ports"); with
+"hosts", only the host names it lists are reached (no IP literal).
 No proxies (HTTP_PROXY is ignored), cookies, credentials or retries.
 
 Bounds (the policy may narrow them): %s on the wire and %s

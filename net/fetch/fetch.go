@@ -12,7 +12,8 @@
 // any connection the URL is checked too: https only, no userinfo, no host
 // names that are numbers in disguise (2130706433, 0x7f.1, 127.1). A policy
 // may review exceptions in ("private_destinations", "ports", "ca_file");
-// there is no other way in.
+// there is no other way in. A policy's "hosts" narrows the destinations to
+// the host names it lists, checked before any DNS query.
 //
 // No proxy (HTTP_PROXY and friends are ignored), no cookies, no
 // credentials and no automatic retries. Bounds (limits.Fetch*), narrowed by

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 )
 
 // special is one IANA special-purpose range (or a range outside global
@@ -147,6 +148,34 @@ func embedded(addr netip.Addr, p netip.Prefix) (netip.Addr, bool) {
 type guard struct {
 	ports      []uint16
 	exceptions []netip.Prefix
+	// hosts are the policy's normalized "hosts"; nil admits any name.
+	hosts []string
+}
+
+// allowsHost reports whether hosts admit the name host (checked by
+// checkName): an entry equal to it, or "*." and a suffix it ends with
+// after at least one label of its own.
+func (g *guard) allowsHost(host string) bool {
+	if host == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return g.hosts == nil
+	}
+	if g.hosts == nil {
+		return true
+	}
+	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, h := range g.hosts {
+		if suffix, ok := strings.CutPrefix(h, "*"); ok {
+			if len(name) > len(suffix) && strings.HasSuffix(name, suffix) && name[0] != '.' {
+				return true
+			}
+		} else if name == h {
+			return true
+		}
+	}
+	return false
 }
 
 // DeniedError is the cause of a destination refusal: the rule that refused
@@ -223,16 +252,33 @@ func (g *guard) checkURL(u *url.URL) error {
 		return deny("port %d is not 443 and not in the policy's \"ports\"", port)
 	}
 	host := u.Hostname()
+	return g.checkHost(host, port, strings.HasPrefix(u.Host, "["))
+}
+
+// checkHost refuses a destination host (a name, or an address; bracketed
+// when it was written in brackets) before any connection: an address
+// that is not public, a name that is a number in disguise or not a DNS
+// name, a host the policy's "hosts" do not admit.
+func (g *guard) checkHost(host string, port uint16, bracketed bool) error {
 	if strings.Contains(host, "%") {
-		return deny("host %q carries an IPv6 zone or escape", host)
+		return deny("host %q carries an IPv6 zone or escape", clip.Text(host))
 	}
 	if addr, err := netip.ParseAddr(host); err == nil {
+		if g.hosts != nil {
+			return deny("host %s is an address; the policy's \"hosts\" admits names only", addr)
+		}
 		return g.checkAddr(netip.AddrPortFrom(addr, port))
 	}
-	if strings.HasPrefix(u.Host, "[") {
-		return deny("bracketed host %q is not an IPv6 address", host)
+	if bracketed {
+		return deny("bracketed host %q is not an IPv6 address", clip.Text(host))
 	}
-	return checkName(host)
+	if err := checkName(host); err != nil {
+		return err
+	}
+	if !g.allowsHost(host) {
+		return deny("host %q is not in the policy's \"hosts\"", host)
+	}
+	return nil
 }
 
 // checkName refuses host names that a resolver or browser would read as an

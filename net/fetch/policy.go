@@ -6,9 +6,11 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/net/internal/policyjson"
 )
@@ -40,9 +42,16 @@ type Policy struct {
 	// CAFile names a PEM file of extra trust roots, relative to the
 	// policy file's directory when read by LoadPolicy.
 	CAFile string `json:"ca_file,omitempty"`
+	// Hosts, when present, are the only host names a destination may
+	// have: "example.org" is that name, "*.example.org" any name below
+	// it (not example.org itself). Case and a final dot do not matter.
+	// An address is not a name: with hosts, a URL naming an IP literal is
+	// refused. Absent, any public name or address may be fetched.
+	Hosts []string `json:"hosts,omitempty"`
 
 	exceptions []netip.Prefix
 	roots      *x509.CertPool
+	hosts      []string // Hosts normalized; nil when absent
 }
 
 // ParsePolicy reads a policy document strictly (unknown fields, duplicate
@@ -91,6 +100,7 @@ func (p *Policy) check(dir string) error {
 		bound("deadline_seconds", &p.DeadlineSeconds, int(limits.FetchMaxDeadline/time.Second)),
 		p.checkPorts(),
 		p.checkExceptions(),
+		p.checkHosts(),
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -148,6 +158,49 @@ func (p *Policy) checkExceptions() error {
 	return nil
 }
 
+// checkHosts normalizes Hosts: each entry a DNS name of ASCII letters,
+// digits, hyphens and underscores (internationalized names in their
+// xn-- form), optionally behind one leading "*." wildcard label.
+func (p *Policy) checkHosts() error {
+	p.hosts = nil
+	if p.Hosts == nil {
+		return nil
+	}
+	if len(p.Hosts) == 0 {
+		return fault.New(fault.InvalidInput, "http policy: \"hosts\" is empty; list the host names a destination may have, or remove the key to allow any public host")
+	}
+	if len(p.Hosts) > limits.FetchMaxHosts {
+		return fault.LimitExceeded("http policy: hosts", limits.FetchMaxHosts, int64(len(p.Hosts)))
+	}
+	p.hosts = make([]string, 0, len(p.Hosts))
+	for _, h := range p.Hosts {
+		norm := strings.ToLower(strings.TrimSuffix(h, "."))
+		name := strings.TrimPrefix(norm, "*.")
+		if !asciiName(name) || checkName(name) != nil {
+			return fault.New(fault.InvalidInput, "http policy: host %q is not a DNS name (like example.org) or a wildcard over one (*.example.org); addresses, ports and schemes do not belong in \"hosts\"", clip.Text(h))
+		}
+		p.hosts = append(p.hosts, norm)
+	}
+	return nil
+}
+
+// asciiName reports whether s holds only what an ASCII DNS name may.
+func asciiName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '-' || c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// AllowsHost reports whether the policy's "hosts" admit the host name
+// (any name when the policy lists none); an address is never a name.
+func (p *Policy) AllowsHost(host string) bool {
+	return p.guard().allowsHost(host)
+}
+
 func (p *Policy) loadCA(dir string) error {
 	if p.CAFile == "" {
 		return nil
@@ -178,7 +231,7 @@ func (p *Policy) loadCA(dir string) error {
 func (p *Policy) Deadline() time.Duration { return time.Duration(p.DeadlineSeconds) * time.Second }
 
 func (p *Policy) guard() *guard {
-	g := &guard{exceptions: slices.Clone(p.exceptions)}
+	g := &guard{exceptions: slices.Clone(p.exceptions), hosts: p.hosts}
 	for _, port := range p.Ports {
 		g.ports = append(g.ports, uint16(port))
 	}
