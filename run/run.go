@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/run/sandbox"
 )
@@ -185,7 +187,7 @@ func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outc
 			readOnly = append(readOnly, root)
 		}
 	}
-	dir, err := workingDir(granted[0], writable, readOnly, q.cwd, q.dir)
+	dir, err := workingDir(slices.Concat(granted, readOnly), q.cwd, q.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -230,27 +232,27 @@ func (r *Runner) audited(ctx context.Context, caps capability.Set, q request, re
 		slog.Bool("killed", res.Killed), slog.Int64("duration_us", res.Duration.Microseconds()))
 }
 
-// workingDir resolves the call's cwd (relative to base, the first granted root,
-// or absolute inside a root) and the declared command's dir under it.
-func workingDir(base string, writable, readOnly []string, cwd, dir string) (string, error) {
-	if cwd != "" {
-		if strings.ContainsRune(cwd, 0) || len(cwd) > limits.PathMaxBytes {
-			return "", fault.New(fault.InvalidInput, "cwd is not a usable path")
-		}
-		if filepath.IsAbs(cwd) {
-			base = filepath.Clean(cwd)
-		} else {
-			base = filepath.Join(base, cwd)
-		}
+// workingDir resolves the call's cwd as the file tools resolve a path
+// (relative to the first of roots, or absolute inside one; "" is that
+// root) and the declared command's dir beneath it, and checks that it is
+// a directory reached without leaving its root.
+func workingDir(roots []string, cwd, dir string) (string, error) {
+	if cwd == "" {
+		cwd = "."
+	}
+	root, rel, err := atfile.Resolve(roots, cwd)
+	if err != nil {
+		return "", err
 	}
 	if dir != "" {
-		base = filepath.Join(base, dir)
+		rel = path.Join(rel, filepath.ToSlash(dir))
 	}
-	inRoot := func(r string) bool { return capability.Within(r, base) }
-	if !slices.ContainsFunc(writable, inRoot) && !slices.ContainsFunc(readOnly, inRoot) {
-		return "", fault.New(fault.Denied, "cwd %q is outside the roots granted to this session", cwd)
+	d, _, err := atfile.ResolveTree([]string{root}, rel)
+	if err != nil {
+		return "", err
 	}
-	return base, nil
+	d.Close()
+	return filepath.Join(root, filepath.FromSlash(rel)), nil
 }
 
 func (r *Runner) env() []string {

@@ -137,6 +137,61 @@ func TestRunShellFailures(t *testing.T) {
 	}
 }
 
+// TestRunShellCwd: run_shell's cwd goes through the file tools' resolver:
+// relative to the first root or absolute inside one, a directory reached
+// without leaving its root; anything else is refused before a container
+// is built, with the code a file tool would give.
+func TestRunShellCwd(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	for _, d := range []string{"sub/deep", "sub ", ".capkit-tmp-x"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "file.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"out": outside, "in": "sub"} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := runtimeWith(t, Config{})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	for _, tc := range []struct {
+		cwd, dir string // dir: where the command ran
+		code     fault.Code
+	}{
+		{"", root, ""},
+		{".", root, ""},
+		{"sub/deep", filepath.Join(root, "sub", "deep"), ""},
+		{"./sub/../sub/deep", filepath.Join(root, "sub", "deep"), ""},
+		{filepath.Join(root, "sub"), filepath.Join(root, "sub"), ""},
+		{"in/deep", filepath.Join(root, "in", "deep"), ""},
+		{"sub ", "", fault.InvalidInput},
+		{"~", "", fault.InvalidInput},
+		{".capkit-tmp-x", "", fault.InvalidInput},
+		{"file.txt", "", fault.InvalidInput},
+		{"missing", "", fault.NotFound},
+		{"out", "", fault.Denied},
+		{"in", "", fault.Denied},
+		{"..", "", fault.Denied},
+		{outside, "", fault.Denied},
+		{root + "_sibling", "", fault.Denied},
+	} {
+		res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "pwd", "cwd": tc.cwd})
+		if fault.CodeOf(err) != tc.code {
+			t.Errorf("cwd %q: %v, want %q", tc.cwd, err, tc.code)
+			continue
+		}
+		if err == nil {
+			if r := decode(t, res); r.Dir != tc.dir || r.ExitCode != 0 {
+				t.Errorf("cwd %q: ran in %q (%+v), want %q", tc.cwd, r.Dir, r, tc.dir)
+			}
+		}
+	}
+}
+
 func TestRequiredContainment(t *testing.T) {
 	root := t.TempDir()
 	rt := runtimeWith(t, Config{Reduced: true, RequireFull: true})
