@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (the README's, and CI's through .ci/run).
-# Needs Go 1.26 on PATH; everything else comes from Go modules.
+# Needs Go 1.26 on PATH; Debian and npm packages the tests need are
+# installed by the need-*.sh scripts, everything else comes from Go modules.
 #   FUZZTIME=30s bash scripts/test.sh   runs each fuzz target longer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,8 @@ fuzztime="${FUZZTIME:-4s}"
 export GOFLAGS="${GOFLAGS:--mod=readonly}"
 
 bash scripts/need-postgres.sh
+# ip for the network-namespace tests; they skip without it, except under CI=true.
+bash scripts/need-iproute2.sh || [ "${CI:-}" != true ]
 
 echo "== MCP clients for the end-to-end suite (TypeScript SDK, Inspector)"
 # Under CI=true the suite fails without them; elsewhere it skips.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,10 +39,12 @@ list_roots). The model is told every root and its mode in the server's
 instructions and by list_roots; relative paths start at the first writable
 root, and a file in any root is addressed by its absolute path.
 
-HTTP binds loopback addresses only, unless a --token-file is given; the
-Host and Origin headers of every request are checked against loopback names
-and --allow-host/--allow-origin (DNS rebinding), and with --token-file every
-request must carry "Authorization: Bearer TOKEN".
+HTTP binds loopback addresses only, unless a --token-file is given
+(--http 0.0.0.0:8933 serves every address of the machine); the Host and
+Origin headers of every request are checked against loopback names, the IP
+address the request arrived at and --allow-host/--allow-origin (DNS
+rebinding), and with --token-file every request must carry
+"Authorization: Bearer TOKEN".
 The trusted detail log goes to the configured log file, else to standard
 error. serve stops on SIGINT or SIGTERM. Over stdio it runs on one
 processor (GOMAXPROCS=1) unless the GOMAXPROCS environment variable is set.
@@ -103,9 +106,9 @@ func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	srv := mcpserver.New(h.Runtime, sessions, opts)
 	ctx := cmd.Context()
 	if sc.httpAddr == "" {
+		srv := mcpserver.New(h.Runtime, sessions, opts)
 		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
 		stdioProcs()
 		return stopped(ctx, srv.ServeStdio(ctx, sc.env.Stdin, sc.env.Stdout))
@@ -113,12 +116,29 @@ func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
 	if err := sc.hb.apply(cmd, h.Config.HTTP, opts); err != nil {
 		return err
 	}
+	// Every option is set before New, which copies them.
 	ln, err := sc.listen(opts, token)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on http://%s%s as actor %s\n", ln.Addr(), mcpserver.Path, actor)
-	return stopped(ctx, srv.Serve(ctx, ln))
+	opts.OnServing = func(addr net.Addr) {
+		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on %s as actor %s\n", sc.endpoint(addr), actor)
+	}
+	return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).Serve(ctx, ln))
+}
+
+// endpoint is the URL of the endpoint served at addr, named by the host
+// --http gave (0.0.0.0 stays 0.0.0.0, localhost stays localhost) with the
+// port the listener got.
+func (sc *serveCmd) endpoint(addr net.Addr) string {
+	host, _, _ := net.SplitHostPort(sc.httpAddr)
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		if host == "" {
+			host = tcp.IP.String()
+		}
+		return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)) + mcpserver.Path
+	}
+	return "http://" + addr.String() + mcpserver.Path
 }
 
 // options are the MCP server's options for host h.
@@ -149,7 +169,9 @@ func (sc *serveCmd) listen(opts *mcpserver.Options, token string) (net.Listener,
 			return nil, fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file (and TLS in front)", sc.httpAddr)
 		}
 		opts.AllowNonLoopback = true
-		if host != "" && !net.ParseIP(host).IsUnspecified() {
+		// An IP address is accepted as Host when it is the one a request
+		// arrived at; a name must be allowed.
+		if host != "" && net.ParseIP(host) == nil {
 			opts.AllowedHosts = append(opts.AllowedHosts, host)
 		}
 	}

@@ -85,6 +85,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if s.opts.OnServing != nil {
+		// The socket has been listening since ln was made: what connects
+		// from now on is served.
+		s.opts.OnServing(ln.Addr())
+	}
 	select {
 	case err := <-errc:
 		return fault.Wrap(fault.Unavailable, err, "serving MCP over HTTP failed")
@@ -192,11 +197,12 @@ func (h *httpHandler) getServer(r *http.Request) *mcp.Server {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.hostAllowed(r.Host) {
+	local := localIP(r)
+	if !h.hostAllowed(r.Host, local) {
 		h.refuse(w, r, http.StatusForbidden, "forbidden: Host not allowed")
 		return
 	}
-	if o := r.Header.Values("Origin"); len(o) > 1 || len(o) == 1 && !h.originAllowed(o[0]) {
+	if o := r.Header.Values("Origin"); len(o) > 1 || len(o) == 1 && !h.originAllowed(o[0], local) {
 		h.refuse(w, r, http.StatusForbidden, "forbidden: Origin not allowed")
 		return
 	}
@@ -343,14 +349,33 @@ func (h *httpHandler) tokenOK(auth string) bool {
 	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1
 }
 
+// localIP is the address of this machine the request's connection
+// arrived at, or nil when the server does not say (a handler mounted
+// behind something other than net/http's server).
+func localIP(r *http.Request) net.IP {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		return a.IP
+	}
+	return nil
+}
+
+// isLocalIP reports whether name is an IP literal naming local, the
+// address the connection arrived at. A name a client resolved (what DNS
+// rebinding abuses) is never an IP literal.
+func isLocalIP(name string, local net.IP) bool {
+	ip := net.ParseIP(name)
+	return ip != nil && local != nil && ip.Equal(local)
+}
+
 // hostAllowed reports whether a Host header names this server: a loopback
-// name, or one of Options.AllowedHosts.
-func (h *httpHandler) hostAllowed(host string) bool {
+// name, the IP address the request arrived at (for a server bound beyond
+// loopback, 0.0.0.0 included), or one of Options.AllowedHosts.
+func (h *httpHandler) hostAllowed(host string, local net.IP) bool {
 	name, port, ok := splitHost(host)
 	if !ok {
 		return false
 	}
-	if IsLoopbackHost(name) {
+	if IsLoopbackHost(name) || isLocalIP(name, local) {
 		return h.portAllowed(port, "http")
 	}
 	for _, a := range h.s.opts.AllowedHosts {
@@ -363,14 +388,15 @@ func (h *httpHandler) hostAllowed(host string) bool {
 }
 
 // originAllowed reports whether a browser Origin may use this server: a
-// loopback origin, or one of Options.AllowedOrigins.
-func (h *httpHandler) originAllowed(origin string) bool {
+// loopback origin, the server's own (the IP address the request arrived
+// at), or one of Options.AllowedOrigins.
+func (h *httpHandler) originAllowed(origin string, local net.IP) bool {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return false
 	}
-	if IsLoopbackHost(u.Hostname()) {
+	if IsLoopbackHost(u.Hostname()) || isLocalIP(u.Hostname(), local) {
 		return h.portAllowed(u.Port(), u.Scheme)
 	}
 	o := strings.TrimSuffix(origin, "/")

@@ -230,3 +230,66 @@ func TestStatelessSessionRetried(t *testing.T) {
 		t.Fatalf("the session was not started on retry, or started again (%d starts)", calls)
 	}
 }
+
+// TestHTTPHostIsTheLocalAddress: a server reached beyond loopback (bound
+// to that address, or to 0.0.0.0) accepts, as Host and as Origin, the IP
+// address the request arrived at, and no other address or name.
+func TestHTTPHostIsTheLocalAddress(t *testing.T) {
+	s := newTestServer(t, &Options{AllowNonLoopback: true})
+	s.http.port.Store(8933)
+	local := &net.TCPAddr{IP: net.ParseIP("10.213.0.1"), Port: 8933}
+	for _, c := range []struct {
+		name, host, origin string
+		local              net.Addr
+		want               int
+	}{
+		{"the address arrived at", "10.213.0.1:8933", "", local, http.StatusOK},
+		{"the address, its own origin", "10.213.0.1:8933", "http://10.213.0.1:8933", local, http.StatusOK},
+		{"the address, as IPv4 in IPv6", "[::ffff:10.213.0.1]:8933", "", local, http.StatusOK},
+		{"another port", "10.213.0.1:8934", "", local, http.StatusForbidden},
+		{"another address of the machine", "10.213.0.2:8933", "", local, http.StatusForbidden},
+		{"a name resolving anywhere", "evil.example:8933", "", local, http.StatusForbidden},
+		{"foreign origin", "10.213.0.1:8933", "http://evil.example", local, http.StatusForbidden},
+		{"origin on another address", "10.213.0.1:8933", "http://10.213.0.2:8933", local, http.StatusForbidden},
+		{"no local address known", "10.213.0.1:8933", "", nil, http.StatusForbidden},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(initBody))
+			req.Host = c.host
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			if c.local != nil {
+				req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, c.local))
+			}
+			w := httptest.NewRecorder()
+			s.Handler().ServeHTTP(w, req)
+			if w.Code != c.want {
+				t.Fatalf("status %d, want %d: %s", w.Code, c.want, w.Body)
+			}
+		})
+	}
+}
+
+// TestServeReportsServing: OnServing is called once, with the listener's
+// address, when Serve serves; not at all when Serve refuses the listener.
+func TestServeReportsServing(t *testing.T) {
+	served := make(chan net.Addr, 2)
+	s := newTestServer(t, &Options{OnServing: func(a net.Addr) { served <- a }})
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := s.Serve(context.Background(), ln); !errors.Is(err, ErrNonLoopback) || len(served) != 0 {
+		t.Fatalf("refused listener: %v, OnServing called %d times", err, len(served))
+	}
+	addr := serveLoopback(t, s)
+	if got := <-served; got.String() != addr {
+		t.Fatalf("OnServing(%s), want %s", got, addr)
+	}
+	if code, _ := initialize(t, addr); code != http.StatusOK || len(served) != 0 {
+		t.Fatalf("status %d; OnServing called %d more times", code, len(served))
+	}
+}

@@ -64,6 +64,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -122,6 +123,10 @@ type Options struct {
 	// drive the tools, bounded only by BearerToken (sent in clear over
 	// plain HTTP) and AllowedHosts. Set a token, and put TLS in front.
 	AllowNonLoopback bool
+	// OnServing, when set, is called by Serve (and ListenAndServe) with
+	// the listener's address once its checks have passed and it serves
+	// connections there: the moment to tell a person the server is up.
+	OnServing func(net.Addr)
 	// MaxSessions bounds live HTTP sessions; zero means
 	// limits.MCPDefaultMaxSessions. When all are live, a new session evicts
 	// the least recently used idle one; with none idle it is refused (503).
