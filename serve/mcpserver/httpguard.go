@@ -61,8 +61,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) (release 
 		h.inFlight.Release(held)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid JSON-RPC message: " + err.Error()}})
-		w.Write(data)
+		w.Write(nullIDError(jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message: "+err.Error()))
 		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -170,9 +169,19 @@ func isNewProtocol(r *http.Request) bool {
 // StatelessVersion is the first protocol version served without sessions.
 const StatelessVersion = "2026-07-28"
 
-// checkBodyID refuses an HTTP message whose id the SDK would not echo
-// exactly (see parseID). Anything else about the body is the SDK's to judge.
+// errBatch refuses a JSON-RPC batch, over HTTP as over stdio: the
+// protocol dropped them (2025-06-18), and one request a POST keeps every
+// id checked and every call its own.
+var errBatch = errors.New("JSON-RPC batches are not supported: send one message per request")
+
+// checkBodyID refuses a batch, and an HTTP message whose id the SDK would
+// not echo exactly (see parseID). Anything else about the body is the
+// SDK's to judge.
 func checkBodyID(body []byte) error {
+	body = bytes.TrimLeft(body, " \t\r\n")
+	if len(body) > 0 && body[0] == '[' {
+		return errBatch
+	}
 	var m struct {
 		ID jsontext.Value `json:"id"`
 	}

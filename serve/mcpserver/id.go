@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -63,4 +64,21 @@ func plainInteger(v []byte) bool {
 		}
 	}
 	return true
+}
+
+// nullIDError encodes the error response to a message whose id is unknown
+// (it could not be read) or refused: "id" is null, as JSON-RPC 2.0 §5
+// requires. The SDK's encoder leaves a zero id out instead.
+func nullIDError(code int64, message string) []byte {
+	data, err := jsonv2.Marshal(struct {
+		Version string         `json:"jsonrpc"`
+		ID      jsontext.Value `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", jsontext.Value("null"), &jsonrpc.Error{Code: code, Message: message}})
+	if err != nil {
+		// Only an invalid message (a string that is not UTF-8) gets here;
+		// the message is ours, the code says enough.
+		data = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"invalid message"}}`, code)
+	}
+	return data
 }

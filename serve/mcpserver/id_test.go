@@ -56,17 +56,17 @@ func TestStdioIDs(t *testing.T) {
 			t.Errorf("id %s: %d answers, want 1: %q", c.id, len(lines), lines)
 			continue
 		}
-		if c.echo != strings.HasPrefix(lines[0], `{"jsonrpc":"2.0","id":`+c.id+`,`) {
+		if echoed := strings.HasPrefix(lines[0], `{"jsonrpc":"2.0","id":`+c.id+`,"result"`); c.echo != echoed {
 			t.Errorf("id %s: echoed %v, answer %s", c.id, !c.echo, lines[0])
 		}
-		if !c.echo && !strings.Contains(lines[0], `"error"`) || !c.echo && strings.Contains(lines[0], `"id":`) {
-			t.Errorf("id %s: want an error with a null id, got %s", c.id, lines[0])
+		if !c.echo && (!strings.Contains(lines[0], `"error"`) || !strings.HasPrefix(lines[0], `{"jsonrpc":"2.0","id":null,`)) {
+			t.Errorf("id %s: want an error with \"id\": null (JSON-RPC 2.0 §5), got %s", c.id, lines[0])
 		}
 	}
 }
 
 // FuzzStdioID: whatever the id, the answer either carries the same id
-// (the same JSON value) or is an error with no id.
+// (the same JSON value) or is an error whose id is null.
 func FuzzStdioID(f *testing.F) {
 	for _, s := range []string{"1", "1.5", "1e300", "9223372036854775808", "null", `"a"`, "-0", `"\u00e9"`} {
 		f.Add(s)
@@ -87,8 +87,8 @@ func FuzzStdioID(f *testing.F) {
 			t.Fatal(err)
 		}
 		if ans.Error != nil {
-			if len(ans.ID) != 0 {
-				t.Fatalf("error answer carries id %s", ans.ID)
+			if string(ans.ID) != "null" {
+				t.Fatalf("error answer carries id %q, want null", ans.ID)
 			}
 			return
 		}
@@ -100,15 +100,22 @@ func FuzzStdioID(f *testing.F) {
 }
 
 // TestHTTPIDs: over HTTP too, an id that cannot be echoed exactly is
-// refused with a JSON-RPC error.
+// refused with a JSON-RPC error whose id is null.
 func TestHTTPIDs(t *testing.T) {
 	s := newTestServer(t, nil)
 	addr := serveLoopback(t, s)
 	for _, c := range []struct {
-		id   string
-		want int
-	}{{"1.5", http.StatusBadRequest}, {"9223372036854775808", http.StatusBadRequest}, {"null", http.StatusBadRequest}, {"1", http.StatusOK}} {
-		body := `{"jsonrpc":"2.0","id":` + c.id + `,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+		id, before, after string
+		want              int
+	}{
+		{"1.5", "", "", http.StatusBadRequest}, {"9223372036854775808", "", "", http.StatusBadRequest},
+		{"null", "", "", http.StatusBadRequest}, {"1", "", "", http.StatusOK},
+		// Space before the message used to take it past the check.
+		{"1.5", " \r\n", "", http.StatusBadRequest},
+		// So did a batch (the SDK takes them for protocol 2025-03-26).
+		{"1", "[", "]", http.StatusBadRequest},
+	} {
+		body := c.before + `{"jsonrpc":"2.0","id":` + c.id + `,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + c.after
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+Path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -118,8 +125,8 @@ func TestHTTPIDs(t *testing.T) {
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != c.want || c.want != http.StatusOK && !strings.Contains(string(data), "-32600") {
-			t.Errorf("id %s: status %d, body %s", c.id, resp.StatusCode, data)
+		if resp.StatusCode != c.want || c.want != http.StatusOK && (!strings.Contains(string(data), "-32600") || !strings.HasPrefix(string(data), `{"jsonrpc":"2.0","id":null,`)) {
+			t.Errorf("%s id %s%s: status %d, body %s", c.before, c.id, c.after, resp.StatusCode, data)
 		}
 	}
 }

@@ -420,10 +420,7 @@ func (w *wireMessage) message() (jsonrpc.Message, error) {
 // the response's is null, as JSON-RPC prescribes.
 func (c *stdioConn) reject(code int64, msg string) {
 	c.log.Warn("mcp: malformed message", slog.Int64("code", code), slog.String("error", msg))
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		return
-	}
+	data := nullIDError(code, msg)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.put(data)

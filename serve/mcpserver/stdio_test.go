@@ -127,9 +127,13 @@ func TestStdioMalformedLines(t *testing.T) {
 	for _, c := range cases {
 		p.send("\n  \r\n") // blank lines are skipped
 		p.send(c.line)
-		r := p.next()
-		if r.Error == nil || r.Error.Code != c.code || r.ID != nil {
-			t.Errorf("%s: got %+v (id %v), want error %d with a null id", c.name, r.Error, r.ID, c.code)
+		line, err := p.nextRaw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r rawResponse
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Error == nil || r.Error.Code != c.code || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":null,`) {
+			t.Errorf("%s: got %s, want error %d with \"id\": null", c.name, line, c.code)
 		}
 	}
 	// The session survived all of that.
