@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -94,16 +95,38 @@ type Error struct {
 	Err error
 }
 
-// Error returns the message followed by the cause, for trusted readers.
+// Error returns the message followed by the cause, for trusted readers,
+// saying each once: a Mark cause is not repeated (it only classifies),
+// nor is a cause whose text the message already holds (a typed cause
+// whose rule or status the message states), nor the path of a
+// *fs.PathError the message names.
 func (e *Error) Error() string {
 	msg := e.Message
 	if msg == "" {
 		msg = string(e.Code)
 	}
-	if e.Err != nil {
-		return msg + ": " + e.Err.Error()
+	if e.Err == nil {
+		return msg
+	}
+	if cause := causeText(e.Err, msg); cause != "" {
+		return msg + ": " + cause
 	}
 	return msg
+}
+
+// causeText is what err adds to msg: nothing for a Mark or a text msg
+// holds, and only the system's reason for a path msg names.
+func causeText(err error, msg string) string {
+	if _, ok := err.(*Mark); ok {
+		return ""
+	}
+	if pe, ok := err.(*fs.PathError); ok && pe.Err != nil && strings.Contains(msg, pe.Path) {
+		err = pe.Err
+	}
+	if cause := err.Error(); !strings.Contains(msg, cause) {
+		return cause
+	}
+	return ""
 }
 
 // Unwrap returns the cause.
@@ -135,6 +158,30 @@ var (
 	ErrTLS          = &Error{Code: TLS}
 	ErrInternal     = &Error{Code: Internal}
 )
+
+// Mark is a sentinel cause for errors.Is that classifies a failure more
+// finely than its code (a symbolic link, a file that changed) and says
+// nothing the failure's message does not: wrapped as the cause, it is
+// never repeated after the message. A message never formats its cause:
+// Error appends what the cause adds.
+type Mark struct{ text string }
+
+// NewMark returns a Mark; text names it where it is printed alone.
+func NewMark(text string) *Mark { return &Mark{text: text} }
+
+func (m *Mark) Error() string { return m.text }
+
+// With returns cause marked as m: errors.Is(err, m) holds, and it reads
+// as cause alone.
+func (m *Mark) With(cause error) error { return &marked{m, cause} }
+
+type marked struct {
+	m     *Mark
+	cause error
+}
+
+func (e *marked) Error() string   { return e.cause.Error() }
+func (e *marked) Unwrap() []error { return []error{e.m, e.cause} }
 
 // New returns an Error with a formatted message.
 func New(code Code, format string, args ...any) *Error {

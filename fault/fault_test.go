@@ -105,3 +105,31 @@ func TestRetryIn(t *testing.T) {
 		t.Fatalf("%+v", e)
 	}
 }
+
+// TestErrorSaysEachPartOnce: a cause is appended once, a Mark never, and a
+// cause the message already states is not repeated.
+func TestErrorSaysEachPartOnce(t *testing.T) {
+	mark := NewMark("pkg: symbolic link")
+	osErr := &fs.PathError{Op: "open", Path: "/x", Err: fs.ErrPermission}
+	typed := errors.New(`destination refused: scheme "http"`)
+	for _, c := range []struct {
+		err  *Error
+		want string
+	}{
+		{Wrap(IO, osErr, "reading x failed"), "reading x failed: open /x: permission denied"},
+		{Wrap(Denied, mark, "x is a symbolic link"), "x is a symbolic link"},
+		{Wrap(Denied, mark.With(osErr), "x is a symbolic link"), "x is a symbolic link: open /x: permission denied"},
+		{Wrap(Denied, typed, `destination refused: scheme "http"`), `destination refused: scheme "http"`},
+		{Wrap(HTTP, errors.New("HTTP 404"), "fetch: HTTP 404 Not Found from u"), "fetch: HTTP 404 Not Found from u"},
+		{Wrap(Limit, Wrap(Denied, mark, "inner"), "outer"), "outer: inner"},
+		{New(Conflict, "plain"), "plain"},
+		{Wrap(NotFound, osErr, "cannot open /x"), "cannot open /x: permission denied"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+	if err := Wrap(Denied, mark.With(osErr), "m"); !errors.Is(err, mark) || !errors.Is(err, fs.ErrPermission) {
+		t.Error("a marked cause must match both the mark and the cause")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/capkit/capkit/fault"
 )
 
 // Session is the party a file operation is done for, as the policy events
@@ -80,7 +82,7 @@ type Gate func(ctx context.Context, e *Expectation) error
 type Observer func(ctx context.Context, o Observation)
 
 // ErrGateTaken is returned when a gate slot already holds a gate.
-var ErrGateTaken = errors.New("fs: a gate is already registered for this event")
+var ErrGateTaken = fault.NewMark("fs: a gate is already registered for this event")
 
 // Events is the policy seam of the file tools: a write-expectation gate and
 // an edit-expectation gate (one slot each, so exactly one policy decides),

@@ -21,7 +21,6 @@ package kernel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,11 +29,12 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // ErrBuilt is returned when a Builder is used after Build.
-var ErrBuilt = errors.New("kernel: builder already built; nothing registers after Build")
+var ErrBuilt = fault.NewMark("kernel: builder already built; nothing registers after Build")
 
 // Meta describes a tool to the catalog.
 type Meta struct {

@@ -1,8 +1,6 @@
 package zipfile
 
 import (
-	"errors"
-
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/fileio"
 )
@@ -13,30 +11,30 @@ import (
 var (
 	// ErrMalformed: the bytes are not a well-formed, single-disk ZIP
 	// archive that starts at offset 0.
-	ErrMalformed = errors.New("zipfile: malformed archive")
+	ErrMalformed = fault.NewMark("zipfile: malformed archive")
 	// ErrEncrypted: a member is encrypted.
-	ErrEncrypted = errors.New("zipfile: encrypted member")
+	ErrEncrypted = fault.NewMark("zipfile: encrypted member")
 	// ErrSpecialFile: a member is a symlink, device, FIFO or socket.
-	ErrSpecialFile = errors.New("zipfile: special file member")
+	ErrSpecialFile = fault.NewMark("zipfile: special file member")
 	// ErrMethod: a member uses a compression method other than store or deflate.
-	ErrMethod = errors.New("zipfile: unsupported compression method")
+	ErrMethod = fault.NewMark("zipfile: unsupported compression method")
 	// ErrUnsafeName: a member name is absolute, climbs with "..", contains a
 	// backslash, a control character or invalid UTF-8, or is otherwise not a
 	// plain relative slash-separated path.
-	ErrUnsafeName = errors.New("zipfile: unsafe member name")
+	ErrUnsafeName = fault.NewMark("zipfile: unsafe member name")
 	// ErrDuplicateName: two members have names equal after NFC normalisation
 	// and case folding, or one name is both a file and a directory.
-	ErrDuplicateName = errors.New("zipfile: duplicate member name")
+	ErrDuplicateName = fault.NewMark("zipfile: duplicate member name")
 	// ErrOverlap: two members share compressed data (a quine or overlap bomb).
-	ErrOverlap = errors.New("zipfile: overlapping member data")
+	ErrOverlap = fault.NewMark("zipfile: overlapping member data")
 	// ErrUnexpectedMember: a member the caller did not expect.
-	ErrUnexpectedMember = errors.New("zipfile: unexpected member")
+	ErrUnexpectedMember = fault.NewMark("zipfile: unexpected member")
 	// ErrMissingMember: an expected member is absent.
-	ErrMissingMember = errors.New("zipfile: missing member")
+	ErrMissingMember = fault.NewMark("zipfile: missing member")
 	// ErrDigest: a member's SHA-256 differs from the expected digest.
-	ErrDigest = errors.New("zipfile: digest mismatch")
+	ErrDigest = fault.NewMark("zipfile: digest mismatch")
 	// ErrSize: a member's data is not the size its header declares.
-	ErrSize = errors.New("zipfile: size mismatch")
+	ErrSize = fault.NewMark("zipfile: size mismatch")
 	// ErrChanged: a file changed while it was being archived. It is
 	// fileio.ErrChanged: Create reads its sources with fileio's stable read.
 	ErrChanged = fileio.ErrChanged

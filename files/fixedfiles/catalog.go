@@ -52,15 +52,15 @@ import (
 
 // Errors wrapped by the faults this package returns; test with errors.Is.
 var (
-	ErrInvalidID = errors.New("fixedfiles: invalid identifier")
-	ErrLimits    = errors.New("fixedfiles: limit outside the allowed range")
-	ErrDuplicate = errors.New("fixedfiles: duplicate identifier")
-	ErrFull      = errors.New("fixedfiles: entry limit reached")
-	ErrTooLarge  = errors.New("fixedfiles: file exceeds the byte limit")
-	ErrNotUTF8   = errors.New("fixedfiles: content is not valid UTF-8")
-	ErrUnknownID = errors.New("fixedfiles: unknown identifier")
-	ErrBuilt     = errors.New("fixedfiles: builder already built; a built catalog takes no new entries")
-	ErrClosed    = errors.New("fixedfiles: catalog closed")
+	ErrInvalidID = fault.NewMark("fixedfiles: invalid identifier")
+	ErrLimits    = fault.NewMark("fixedfiles: limit outside the allowed range")
+	ErrDuplicate = fault.NewMark("fixedfiles: duplicate identifier")
+	ErrFull      = fault.NewMark("fixedfiles: entry limit reached")
+	ErrTooLarge  = fault.NewMark("fixedfiles: file exceeds the byte limit")
+	ErrNotUTF8   = fault.NewMark("fixedfiles: content is not valid UTF-8")
+	ErrUnknownID = fault.NewMark("fixedfiles: unknown identifier")
+	ErrBuilt     = fault.NewMark("fixedfiles: builder already built; a built catalog takes no new entries")
+	ErrClosed    = fault.NewMark("fixedfiles: catalog closed")
 )
 
 // Sentinels shared with the other file packages (fileio, zipfile), so one
@@ -185,7 +185,7 @@ func (b *Builder) admit(id string) error {
 		return err
 	}
 	if _, dup := b.entries[id]; dup {
-		return fault.Wrap(fault.Conflict, fmt.Errorf("%w %q", ErrDuplicate, id), "catalog entry %q is already defined", id)
+		return fault.Wrap(fault.Conflict, ErrDuplicate, "catalog entry %q is already defined", id)
 	}
 	if len(b.entries) >= b.opts.MaxEntries {
 		return fault.Wrap(fault.Limit, ErrFull, "catalog entry %q: the catalog already holds its limit of %d entries", id, b.opts.MaxEntries)
@@ -196,13 +196,13 @@ func (b *Builder) admit(id string) error {
 func (b *Builder) insert(id string, f *os.File, label string, pre os.FileInfo) error {
 	fi, err := f.Stat()
 	if err != nil {
-		return fault.Wrap(fault.IO, fmt.Errorf("catalog entry %q (%s): %w", id, label, err), "catalog entry %q: cannot stat %s", id, label)
+		return fault.Wrap(fault.IO, err, "catalog entry %q: cannot stat %s", id, label)
 	}
 	if !fi.Mode().IsRegular() {
 		return notRegular(id, label, fi.Mode())
 	}
 	if pre != nil && !os.SameFile(pre, fi) {
-		return fault.Wrap(fault.Integrity, fmt.Errorf("%w: %s", ErrChanged, label), "catalog entry %q: %s was replaced while it was being opened", id, label)
+		return fault.Wrap(fault.Integrity, ErrChanged, "catalog entry %q: %s was replaced while it was being opened", id, label)
 	}
 	if fi.Size() > b.opts.MaxFileBytes {
 		return tooLarge(id, label, fi.Size(), b.opts.MaxFileBytes)
@@ -287,7 +287,7 @@ func (c *Catalog) read(id string, max int64) ([]byte, error) {
 	}
 	e, ok := c.entries[id]
 	if !ok {
-		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("%w %q", ErrUnknownID, id), "no catalog entry %q", id)
+		return nil, fault.Wrap(fault.NotFound, ErrUnknownID, "no catalog entry %q", id)
 	}
 	fi, err := e.f.Stat()
 	if err != nil {
@@ -305,7 +305,7 @@ func (c *Catalog) read(id string, max int64) ([]byte, error) {
 	if err == nil {
 		var probe [1]byte
 		if n, err = e.f.ReadAt(probe[:], fi.Size()); n > 0 {
-			return nil, fault.Wrap(fault.Integrity, fmt.Errorf("%w: entry %q (%s) grew past %d bytes during the read", ErrChanged, id, e.label, fi.Size()),
+			return nil, fault.Wrap(fault.Integrity, ErrChanged.With(fmt.Errorf("%s grew past %d bytes during the read", e.label, fi.Size())),
 				"catalog entry %q changed while it was read; retry", id)
 		}
 	}
@@ -313,7 +313,7 @@ func (c *Catalog) read(id string, max int64) ([]byte, error) {
 		return nil, readFault(id, e, err)
 	}
 	if !utf8.Valid(buf) {
-		return nil, fault.Wrap(fault.Integrity, fmt.Errorf("%w: entry %q (%s), first invalid byte at offset %d", ErrNotUTF8, id, e.label, invalidOffset(buf)),
+		return nil, fault.Wrap(fault.Integrity, ErrNotUTF8.With(fmt.Errorf("%s: first invalid byte at offset %d", e.label, invalidOffset(buf))),
 			"catalog entry %q is not valid UTF-8", id)
 	}
 	return buf, nil
@@ -348,23 +348,23 @@ func invalidOffset(b []byte) int {
 
 func openFault(id, path string, err error) error {
 	fe := fault.As(err)
-	return fault.Wrap(fe.Code, fmt.Errorf("catalog entry %q: %w", id, err), "catalog entry %q: cannot open %s", id, path)
+	return fault.Wrap(fe.Code, err, "catalog entry %q: cannot open %s", id, path)
 }
 
 func notRegular(id, label string, mode os.FileMode) error {
-	return fault.Wrap(fault.InvalidInput, fmt.Errorf("%w: %s is %s", ErrNotRegular, label, atfile.Kind(mode)),
+	return fault.Wrap(fault.InvalidInput, ErrNotRegular,
 		"catalog entry %q: %s is not a regular file (%s); only regular files can be catalog entries", id, label, atfile.Kind(mode))
 }
 
 func tooLarge(id, label string, size, max int64) error {
-	return fault.Wrap(fault.Limit, fmt.Errorf("%w: entry %q (%s) is %d bytes", ErrTooLarge, id, label, size),
+	return fault.Wrap(fault.Limit, ErrTooLarge.With(fmt.Errorf("the file is %s", label)),
 		"catalog entry %q: %d bytes exceeds the limit of %d", id, size, max)
 }
 
 func readFault(id string, e *entry, err error) error {
-	cause := fmt.Errorf("catalog entry %q (%s): %w", id, e.label, err)
+	cause := fmt.Errorf("%s: %w", e.label, err)
 	if errors.Is(err, os.ErrClosed) {
-		cause = fmt.Errorf("%w: %w", ErrClosed, cause)
+		cause = ErrClosed.With(cause)
 	}
 	return fault.Wrap(fault.IO, cause, "reading catalog entry %q failed", id)
 }

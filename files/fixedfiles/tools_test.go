@@ -112,9 +112,9 @@ func TestToolFailuresIndistinguishable(t *testing.T) {
 	cases := []struct {
 		name, id, logDetail string
 	}{
-		{"unknown identifier", idUnknown, "unknown identifier"},
-		{"over the catalog bound", idBig, "exceeds the byte limit"},
-		{"over the policy bound", idPolicy, "exceeds the byte limit"},
+		{"unknown identifier", idUnknown, "no catalog entry"},
+		{"over the catalog bound", idBig, "exceeds the limit"},
+		{"over the policy bound", idPolicy, "exceeds the limit"},
 		{"invalid UTF-8", idBad, "not valid UTF-8"},
 		{"i/o failure", idIOFail, "file already closed"},
 	}

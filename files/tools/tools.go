@@ -26,9 +26,9 @@ package tools
 
 import (
 	"context"
-	"errors"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/files/local"
 	"github.com/capkit/capkit/kernel"
@@ -78,7 +78,7 @@ type ToolOptions struct {
 
 // ErrNoGate is returned by RegisterTools when ToolOptions.Events is nil and
 // DisableGate is not set.
-var ErrNoGate = errors.New("file tools: no file policy: pass ToolOptions.Events with files/policy attached, or set DisableGate")
+var ErrNoGate = fault.NewMark("file tools: no file policy: pass ToolOptions.Events with files/policy attached, or set DisableGate")
 
 // DefaultPolicy is each tool's own policy (the host may override it):
 // bounds that suit `capkit serve`. The tools that show file content or

@@ -14,13 +14,13 @@ import (
 // errors.Is.
 var (
 	// ErrSymlink: the named entry is a symbolic link, which is never followed.
-	ErrSymlink = errors.New("atfile: symbolic link not followed")
+	ErrSymlink = fault.NewMark("atfile: symbolic link not followed")
 	// ErrNotRegular: the named entry is not a regular file.
-	ErrNotRegular = errors.New("atfile: not a regular file")
+	ErrNotRegular = fault.NewMark("atfile: not a regular file")
 	// ErrNotDir: the named entry is not a directory.
-	ErrNotDir = errors.New("atfile: not a directory")
+	ErrNotDir = fault.NewMark("atfile: not a directory")
 	// ErrChanged: the entry changed between two looks at it.
-	ErrChanged = errors.New("atfile: changed while in use")
+	ErrChanged = fault.NewMark("atfile: changed while in use")
 )
 
 // NotRegular is the refusal of something that is not a regular file:
@@ -86,7 +86,7 @@ func Fault(err error, role string) *fault.Error {
 	case Escapes(err):
 		return fault.Wrap(fault.Denied, err, "%s leads out of the root", role)
 	case errors.Is(err, syscall.ELOOP):
-		return fault.Wrap(fault.Denied, errors.Join(ErrSymlink, err), "%s is a symbolic link; symbolic links are never followed", role)
+		return fault.Wrap(fault.Denied, ErrSymlink.With(err), "%s is a symbolic link; symbolic links are never followed", role)
 	case errors.Is(err, fs.ErrNotExist):
 		return fault.Wrap(fault.NotFound, err, "%s does not exist", role)
 	case errors.Is(err, syscall.ENOTDIR):
@@ -113,7 +113,7 @@ func Fault(err error, role string) *fault.Error {
 
 // ErrPseudoFS is the cause of the refusal of an entry on a
 // pseudo-filesystem (procfs, sysfs...).
-var ErrPseudoFS = errors.New("atfile: entry on a pseudo-filesystem")
+var ErrPseudoFS = fault.NewMark("atfile: entry on a pseudo-filesystem")
 
 // PseudoFS is the refusal of role, which lies on the pseudo-filesystem
 // fsName.

@@ -2,7 +2,6 @@ package atfile
 
 import (
 	"crypto/rand"
-	"errors"
 	"strings"
 
 	"github.com/capkit/capkit/fault"
@@ -18,7 +17,7 @@ const StagingPrefix = ".capkit-tmp-"
 
 // ErrReserved is the cause of the refusal of a name in the staging
 // namespace.
-var ErrReserved = errors.New("atfile: name in the reserved staging namespace")
+var ErrReserved = fault.NewMark("atfile: name in the reserved staging namespace")
 
 // StagingName returns a fresh, unpredictable name in the staging
 // namespace: StagingPrefix, role ("write", "copy", "zip"...), "-", and a

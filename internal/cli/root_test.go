@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 // run runs the command line with stdin through Main, as the capkit binary
@@ -37,6 +39,9 @@ func runCases(t *testing.T, cases []cmdCase) {
 			code, out, errOut := run(t, c.stdin, c.args...)
 			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+			}
+			if r := testkit.Repeated(errOut); r != "" {
+				t.Fatalf("stderr says %q twice: %q", r, errOut)
 			}
 		})
 	}

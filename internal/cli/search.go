@@ -77,7 +77,7 @@ func readRegions(cmd *cobra.Command, name string) ([]passages.Region, error) {
 	}
 	var regions []passages.Region
 	if err := json.Unmarshal(data, &regions); err != nil {
-		return nil, fault.Wrap(fault.InvalidInput, err, `regions file: want a JSON array of {"start": N, "end": N}: %v`, err)
+		return nil, fault.Wrap(fault.InvalidInput, err, `regions file: want a JSON array of {"start": N, "end": N}`)
 	}
 	return regions, nil
 }

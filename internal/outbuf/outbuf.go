@@ -6,12 +6,13 @@
 package outbuf
 
 import (
-	"errors"
 	"unicode/utf8"
+
+	"github.com/capkit/capkit/fault"
 )
 
 // ErrFull is returned by a write that would pass the buffer's capacity.
-var ErrFull = errors.New("output exceeds the bound")
+var ErrFull = fault.NewMark("output exceeds the bound")
 
 // Buffer collects at most Max bytes. The zero value holds nothing: set Max.
 // After a failed write the buffer keeps what fit and refuses further writes.

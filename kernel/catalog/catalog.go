@@ -21,6 +21,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/jsonvalid"
 	"github.com/capkit/capkit/limits"
 )
@@ -30,7 +31,7 @@ const ToolSearchName = "tool_search"
 
 // ErrSchema marks a tool whose schemas do not resolve: a defect of the
 // tool's registration, reported when the tool is first listed or called.
-var ErrSchema = errors.New("catalog: schema does not resolve")
+var ErrSchema = fault.NewMark("catalog: schema does not resolve")
 
 // Annotations are the MCP behaviour hints of a tool.
 type Annotations struct {

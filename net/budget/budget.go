@@ -65,7 +65,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -114,9 +113,9 @@ type Budget struct {
 var (
 	// ErrTransferred marks a root whose allowance moved to another root
 	// (or is being moved: a snapshot sealed it).
-	ErrTransferred = errors.New("budget root was transferred")
+	ErrTransferred = fault.NewMark("budget root was transferred")
 	// ErrSettled marks a second settlement of one reservation.
-	ErrSettled = errors.New("reservation is not open")
+	ErrSettled = fault.NewMark("reservation is not open")
 )
 
 // Open opens (creating when missing) the budget root or PostgreSQL store

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -34,6 +35,9 @@ func wantCode(t *testing.T, err error, code fault.Code, parts ...string) {
 		if !strings.Contains(err.Error(), p) {
 			t.Fatalf("error %q does not mention %q", err, p)
 		}
+	}
+	if r := testkit.Repeated(err.Error()); r != "" {
+		t.Fatalf("error %q says %q twice", err, r)
 	}
 }
 

@@ -188,7 +188,7 @@ func (e *DeniedError) Error() string { return "destination refused: " + e.Rule }
 
 func deny(format string, args ...any) *fault.Error {
 	d := &DeniedError{Rule: fmt.Sprintf(format, args...)}
-	return fault.Wrap(fault.Denied, d, "%s", d.Error())
+	return fault.Wrap(fault.Denied, d, "destination refused: %s", d.Rule)
 }
 
 // allowPort reports whether port may be dialled.

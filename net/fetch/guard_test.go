@@ -165,6 +165,10 @@ func TestCheckURLRefusesDisguises(t *testing.T) {
 		if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), c.rule) {
 			t.Errorf("checkURL(%s) = %v, want denied mentioning %q", c.url, err, c.rule)
 		}
+		// Said once, to the trusted reader as to the model.
+		if fe := fault.As(err); fe.Error() != fe.Public() || strings.Count(fe.Error(), "destination refused") != 1 {
+			t.Errorf("checkURL(%s): %q, public %q", c.url, fe.Error(), fe.Public())
+		}
 	}
 	for _, s := range []string{"https://example.com/", "https://example.com:443/x?y", "https://example.com:8443/",
 		"https://8.8.8.8/", "https://[2606:4700::1111]/", "https://xn--bcher-kva.example/", "https://bücher.example/",

@@ -3,9 +3,9 @@ package feed
 import (
 	"bytes"
 	"encoding/xml"
-	"errors"
 	"fmt"
 
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -126,7 +126,7 @@ func (r *repairs) endTag(open xml.Name, raw []byte, off int64) {
 
 // errNotWellFormed marks the strict read's syntax failures: those a
 // lenient read may repair.
-var errNotWellFormed = errors.New("feed: not well-formed XML")
+var errNotWellFormed = fault.NewMark("feed: not well-formed XML")
 
 // token inspects one token of a lenient read: raw input data[from:to].
 func (r *repairs) token(tok xml.Token, stack []*elem, from, to int64) {

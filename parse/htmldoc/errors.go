@@ -1,7 +1,6 @@
 package htmldoc
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/capkit/capkit/fault"
@@ -12,10 +11,10 @@ var (
 	// ErrAccessScreen marks a page that is an access screen (login wall,
 	// consent wall, bot challenge, paywall or error page) rather than the
 	// document. Its fault code is integrity: see AccessScreenError.
-	ErrAccessScreen = errors.New("the page is an access screen, not the document")
+	ErrAccessScreen = fault.NewMark("the page is an access screen, not the document")
 	// ErrNoArticle marks a page in which article selection found no
 	// article, or found something that is not prose.
-	ErrNoArticle = errors.New("no article in the page")
+	ErrNoArticle = fault.NewMark("no article in the page")
 )
 
 // ScreenKind names a kind of access screen.

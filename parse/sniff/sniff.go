@@ -117,7 +117,7 @@ const (
 )
 
 // ErrRejected marks a body that is not the expected format.
-var ErrRejected = errors.New("the body is not the expected format")
+var ErrRejected = fault.NewMark("the body is not the expected format")
 
 // RejectError reports why a body was rejected. Screen is set when the body
 // is an access screen. Its code is fault.Integrity; it unwraps to

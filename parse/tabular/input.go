@@ -53,8 +53,8 @@ func sniffFormat(data []byte) Format {
 // ErrExpandedTooLarge and ErrRecordTooLarge are the streaming bounds'
 // reasons, for errors.Is; Scan returns them inside a limit fault.
 var (
-	ErrExpandedTooLarge = errors.New("expanded input exceeds the limit")
-	ErrRecordTooLarge   = errors.New("record exceeds the limit")
+	ErrExpandedTooLarge = fault.NewMark("expanded input exceeds the limit")
+	ErrRecordTooLarge   = fault.NewMark("record exceeds the limit")
 )
 
 // boundedReader counts the bytes it delivers and fails, instead of

@@ -16,22 +16,22 @@ import (
 // by a *SyntaxError inside the *fault.Error the functions return.
 var (
 	// ErrInvalidUTF8 marks a byte that does not begin valid UTF-8.
-	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	ErrInvalidUTF8 = fault.NewMark("invalid UTF-8")
 	// ErrDuplicateName marks an object member name that repeats one
 	// earlier in the same object.
-	ErrDuplicateName = errors.New("duplicate object member name")
+	ErrDuplicateName = fault.NewMark("duplicate object member name")
 	// ErrNonFinite marks NaN or Infinity (which are not JSON, though some
 	// encoders write them) and numbers beyond the finite range of a 64-bit
 	// float, which most consumers would read as ±Inf.
-	ErrNonFinite = errors.New("non-finite number (NaN, Infinity and numbers beyond the 64-bit float range are rejected)")
+	ErrNonFinite = fault.NewMark("non-finite number (NaN, Infinity and numbers beyond the 64-bit float range are rejected)")
 	// ErrTooDeep marks an object or array nested deeper than the limit.
 	ErrTooDeep = fmt.Errorf("nesting deeper than %d", maxDepth)
 	// ErrByteOrderMark marks a leading U+FEFF, which RFC 8259 forbids.
-	ErrByteOrderMark = errors.New("byte order mark before the JSON value (remove it)")
+	ErrByteOrderMark = fault.NewMark("byte order mark before the JSON value (remove it)")
 	// ErrTrailingData marks anything but whitespace after the value.
-	ErrTrailingData = errors.New("data after the end of the JSON value")
+	ErrTrailingData = fault.NewMark("data after the end of the JSON value")
 	// ErrUnexpectedEnd marks input that ends inside a value, or is empty.
-	ErrUnexpectedEnd = errors.New("unexpected end of input")
+	ErrUnexpectedEnd = fault.NewMark("unexpected end of input")
 )
 
 // SyntaxError locates a rejected input. It unwraps to its reason (one of

@@ -26,7 +26,6 @@ package passages
 
 import (
 	"context"
-	"errors"
 	"runtime/debug"
 	"unicode/utf8"
 
@@ -299,7 +298,7 @@ func (m *exactMatcher) each(ctx context.Context, b []byte, fn func(at, n int) bo
 
 // ErrChanged is the cause of the integrity failure of a source that
 // changed while it was searched.
-var ErrChanged = errors.New("source changed while it was searched")
+var ErrChanged = fault.NewMark("source changed while it was searched")
 
 func changed() error {
 	return fault.Wrap(fault.Integrity, ErrChanged, "the source changed while it was searched: search again when it is stable")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,7 +27,7 @@ const Path = "/mcp"
 
 // ErrNonLoopback is the cause of the failure of Serve and ListenAndServe on
 // an address that is not a loopback one, without Options.AllowNonLoopback.
-var ErrNonLoopback = errors.New("mcpserver: not a loopback address")
+var ErrNonLoopback = fault.NewMark("mcpserver: not a loopback address")
 
 // Handler returns the Streamable HTTP handler, serving Path. Every request
 // must name an allowed Host (loopback or Options.AllowedHosts: this is the

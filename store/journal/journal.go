@@ -24,10 +24,10 @@ import (
 var (
 	// ErrCorrupt: a complete record is malformed, out of sequence, not
 	// chained to its predecessor, or fails its hash.
-	ErrCorrupt = errors.New("journal: corrupt record")
+	ErrCorrupt = fault.NewMark("journal: corrupt record")
 	// ErrIncompleteTail: the journal ends with an incomplete line, as a
 	// crash mid-append leaves it. Repair removes it when asked.
-	ErrIncompleteTail = errors.New("journal: incomplete last record")
+	ErrIncompleteTail = fault.NewMark("journal: incomplete last record")
 )
 
 // RecordError locates the first bad record.

@@ -84,7 +84,7 @@ func ReadFile(path string, max int64, what string) ([]byte, error) {
 func semantic(what string, data []byte, err error) error {
 	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) {
-		return fault.Wrap(fault.InvalidInput, err, "%s: %v", what, err)
+		return fault.Wrap(fault.InvalidInput, err, "%s does not decode", what)
 	}
 	line, col := position(data, se.ByteOffset)
 	reason := "invalid value"

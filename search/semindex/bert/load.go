@@ -48,8 +48,8 @@ type Options struct {
 // ErrModelMissing and ErrModelDigest are the causes of Load's unavailable
 // and integrity failures, for errors.Is.
 var (
-	ErrModelMissing = errors.New("model file missing")
-	ErrModelDigest  = errors.New("model digest mismatch")
+	ErrModelMissing = fault.NewMark("model file missing")
+	ErrModelDigest  = fault.NewMark("model digest mismatch")
 )
 
 // HowToGet says where the files come from and how to check them.
@@ -141,7 +141,7 @@ func readModelFile(dir, name string, max int64, pin string) ([]byte, error) {
 	path := filepath.Join(dir, filepath.FromSlash(name))
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %s", ErrModelMissing, path),
+		return nil, fault.Wrap(fault.Unavailable, ErrModelMissing.With(err),
 			"the model is not installed: %s is missing from the model directory; %s", name, HowToGet(pin))
 	}
 	if err != nil {
