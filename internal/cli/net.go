@@ -60,8 +60,11 @@ func newFetchCmd(env *Env) *cobra.Command {
 		Use:   "fetch URL --policy P.json --task T [--budget B.json (--budget-root DIR | --budget-store postgres://...)] [-o FILE]",
 		Short: "Fetch a public https URL under a reviewed network policy and budget",
 		Long: fmt.Sprintf(`Fetch URL (GET, https only) under the HTTP policy P.json and print the body
-(to FILE with -o, atomically, else to standard output) and a receipt (to
-standard error, or as JSON on standard output with --json, which needs -o).
+(to FILE with -o: a regular file is replaced atomically, a character
+device such as /dev/null or a FIFO is written to; - or no -o is standard
+output) and a receipt (to standard error, or as JSON on standard output
+with --json, which needs -o FILE). The destination is checked before the
+request is sent or charged.
 
 The destination is checked on every address dialled, for every redirect:
 loopback, private, link-local (cloud metadata), CGNAT, multicast,
@@ -81,9 +84,11 @@ durably first; a spent or cooling-down budget exits 8 with the wait.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if env.JSON && out == "" {
-				return fault.New(fault.InvalidInput, "--json prints the receipt on standard output: give -o FILE for the body")
+			dest, err := openFetchOutput(env, out)
+			if err != nil {
+				return err
 			}
+			defer dest.close()
 			p, err := fetch.LoadPolicy(ctx, policy)
 			if err != nil {
 				return err
@@ -110,36 +115,24 @@ durably first; a spent or cooling-down budget exits 8 with the wait.`,
 			if err != nil {
 				return err
 			}
-			return writeFetch(ctx, env, res, out)
+			if err := dest.write(ctx, res.Body); err != nil {
+				return err
+			}
+			if env.JSON {
+				return env.writeJSON(env.Stdout, res.Receipt)
+			}
+			_, err = fmt.Fprintln(env.Stderr, res.Receipt.Text())
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&policy, "policy", "", "HTTP policy JSON file (format 1) (required)")
 	cmd.Flags().StringVar(&task, "task", "", "stable task identity budget charges go to (required)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the body to FILE (replaced atomically) instead of standard output")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the body to FILE (a regular file is replaced atomically; a device or FIFO is written to; - is standard output)")
 	cmd.Flags().StringVar(&expect, "expect", "", "check the body is json, feed, html, pdf or csv (exit 9 otherwise)")
 	bf.add(cmd)
 	cmd.MarkFlagRequired("policy")
 	cmd.MarkFlagRequired("task")
 	return cmd
-}
-
-func writeFetch(ctx context.Context, env *Env, res *fetch.Response, out string) error {
-	if out != "" {
-		path, err := absPath(out)
-		if err != nil {
-			return err
-		}
-		if err := state.Replace(ctx, path, res.Body); err != nil {
-			return err
-		}
-	} else if _, err := env.Stdout.Write(res.Body); err != nil {
-		return fault.Wrap(fault.IO, err, "writing the body failed")
-	}
-	if env.JSON {
-		return env.writeJSON(env.Stdout, res.Receipt)
-	}
-	_, err := fmt.Fprintln(env.Stderr, res.Receipt.Text())
-	return err
 }
 
 func newBudgetCmd(env *Env) *cobra.Command {

@@ -7,7 +7,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestFetchAndBudgetCommands(t *testing.T) {
@@ -82,4 +85,78 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// TestFetchOutputDestinations: -o /dev/null and -o - work as in curl, and
+// a destination that cannot be written is refused before the request is
+// sent or charged.
+func TestFetchOutputDestinations(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		fmt.Fprint(w, "body bytes")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	port := srv.Listener.Addr().String()[len("127.0.0.1:"):]
+	mustNil(t, os.WriteFile(p("ca.pem"), cert, 0o600))
+	mustNil(t, os.WriteFile(p("http.json"), []byte(`{"format": 1, "ports": [`+port+`], "private_destinations": ["127.0.0.0/8"], "ca_file": "ca.pem"}`), 0o600))
+	mustNil(t, os.WriteFile(p("budget.json"), []byte(`{"format": 1, "group": "up", "window_seconds": 3600, "window_requests": 100, "window_bytes": 1000000}`), 0o600))
+	mustNil(t, os.Mkdir(p("dir"), 0o700))
+	mustNil(t, os.WriteFile(p("target"), nil, 0o600))
+	mustNil(t, os.Symlink(p("target"), p("link")))
+	mustNil(t, syscall.Mkfifo(p("fifo"), 0o600))
+	fetch := func(out string, extra ...string) []string {
+		args := []string{"fetch", srv.URL + "/", "--policy", p("http.json"), "--task", "t",
+			"--budget", p("budget.json"), "--budget-root", p("root")}
+		if out != "" {
+			args = append(args, "-o", out)
+		}
+		return append(args, extra...)
+	}
+	// Accepted destinations: each is one request.
+	runCases(t, []cmdCase{
+		{name: "dev null", args: fetch("/dev/null"), err: "200 HTTP/"},
+		{name: "dash is standard output", args: fetch("-"), out: "body bytes", err: "200 HTTP/"},
+		{name: "a new file", args: fetch(p("new")), err: "200 HTTP/"},
+	})
+	if got := requests.Load(); got != 3 {
+		t.Fatalf("%d requests, want 3", got)
+	}
+	if data, err := os.ReadFile(p("new")); err != nil || string(data) != "body bytes" {
+		t.Fatalf("new file %q %v", data, err)
+	}
+	// Refused destinations: no request sent, nothing charged.
+	runCases(t, []cmdCase{
+		{name: "a directory", args: fetch(p("dir")), code: 2, err: "is a directory"},
+		{name: "a missing directory", args: fetch(p("none/file")), code: 3},
+		{name: "a symbolic link", args: fetch(p("link")), code: 5, err: "symbolic link"},
+		{name: "a FIFO nobody reads", args: fetch(p("fifo")), code: 7, err: "no process reads"},
+		{name: "json receipt and body on standard output", args: fetch("-", "--json"), code: 2, out: "-o FILE"},
+	})
+	if got := requests.Load(); got != 3 {
+		t.Fatalf("%d requests after the refusals, want 3", got)
+	}
+	runCases(t, []cmdCase{{name: "charged for three", args: []string{"budget", "status", p("root")}, out: "window 1: 3/100 requests"}})
+	// A FIFO with a reader gets the body.
+	got := make(chan string, 1)
+	go func() {
+		data, _ := os.ReadFile(p("fifo"))
+		got <- string(data)
+	}()
+	for i := 0; ; i++ {
+		code, _, errOut := run(t, "", fetch(p("fifo"))...)
+		if code == 0 {
+			break
+		}
+		if code != 7 || i > 200 {
+			t.Fatalf("fifo with a reader: exit %d %s", code, errOut)
+		}
+		time.Sleep(10 * time.Millisecond) // the reader has not opened it yet
+	}
+	if s := <-got; s != "body bytes" {
+		t.Fatalf("the FIFO's reader got %q", s)
+	}
 }
