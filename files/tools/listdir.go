@@ -147,11 +147,35 @@ func typeName(m iofs.FileMode) string {
 	return "special"
 }
 
-// infoText is an entry's details: type, size, permissions, mtime.
+// infoText is an entry's details: type, size, permissions (as ls shows
+// them, type first), mtime.
 func infoText(info files.Info) string {
 	return typeName(info.Mode) + ", " + strconv.FormatInt(info.Size, 10) + " bytes, " +
-		info.Mode.Perm().String() + " (" + strconv.FormatUint(uint64(info.Mode.Perm()), 8) + "), modified " +
+		lsMode(info.Mode) + " (" + strconv.FormatUint(uint64(info.Mode.Perm()), 8) + "), modified " +
 		info.ModTime.UTC().Format(time.RFC3339)
+}
+
+// lsMode is the permission string ls prints: the type's letter, then the
+// permission bits (FileMode.String has other letters for types).
+func lsMode(m iofs.FileMode) string {
+	t := "?"
+	switch {
+	case m.IsRegular():
+		t = "-"
+	case m.IsDir():
+		t = "d"
+	case m&iofs.ModeSymlink != 0:
+		t = "l"
+	case m&iofs.ModeNamedPipe != 0:
+		t = "p"
+	case m&iofs.ModeSocket != 0:
+		t = "s"
+	case m&iofs.ModeCharDevice != 0:
+		t = "c"
+	case m&iofs.ModeDevice != 0:
+		t = "b"
+	}
+	return t + m.Perm().String()[1:]
 }
 
 func listFooter(r ListResult, fitted bool, bound int64) string {

@@ -303,6 +303,18 @@ func TestListDir(t *testing.T) {
 	}
 	wantCode(t, s, ListDir, obj{"path": "b.txt"}, fault.InvalidInput)
 	wantCode(t, s, ListDir, obj{"path": "nope"}, fault.NotFound)
+	// With details, the permission string starts with the entry's type,
+	// as ls and file_info show it.
+	os.Chmod(filepath.Join(root, "d"), 0o750)
+	text = mustCall(t, s, ListDir, obj{"details": true})
+	for _, w := range []string{"b.txt  file, 5 bytes, -rw-", "d/  directory, ", " bytes, drwxr-x--- (750), modified ", "l@  symlink, 5 bytes, lrwx", "p  fifo, 0 bytes, prw------- (600)"} {
+		if !strings.Contains(text, w) {
+			t.Fatalf("details %q lack %q", text, w)
+		}
+	}
+	if info := mustCall(t, s, FileInfo, obj{"path": "d"}); !strings.Contains(info, "d: directory, ") || !strings.Contains(info, "drwxr-x--- (750)") {
+		t.Fatalf("file_info %q", info)
+	}
 }
 
 func mustResult(t *testing.T, s *kernel.Session, tool string, args any) *kernel.Result {
