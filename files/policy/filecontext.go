@@ -32,6 +32,11 @@ import (
 	"github.com/capkit/capkit/files"
 )
 
+// ErrNotRead marks a write or edit refused because this session has not
+// read the file (a conflict), for a front door that can say why its
+// sessions never have.
+var ErrNotRead = fault.NewMark("policy: the session has not read the file")
+
 // NewEvents is a new seam with the policy attached: what a host passes to
 // the file tools.
 func NewEvents() *files.Events {
@@ -91,7 +96,7 @@ func writeGate(_ context.Context, e *files.Expectation) error {
 	}
 	v, ok := stateOf(e.Session).lookup(e.Root, e.Name)
 	if !ok {
-		return fault.New(fault.Conflict, "%s: the file exists and this session has not read it; read it with read_file first (or write to a new path). Nothing was written", e.Name)
+		return fault.Wrap(fault.Conflict, ErrNotRead, "%s: the file exists and this session has not read it; read it with read_file first (or write to a new path). Nothing was written", e.Name)
 	}
 	return guardWith(e, v)
 }
@@ -99,7 +104,7 @@ func writeGate(_ context.Context, e *files.Expectation) error {
 func editGate(_ context.Context, e *files.Expectation) error {
 	v, ok := stateOf(e.Session).lookup(e.Root, e.Name)
 	if !ok {
-		return fault.New(fault.Conflict, "%s: this session has not read the file; read it with read_file first, then edit. Nothing was changed", e.Name)
+		return fault.Wrap(fault.Conflict, ErrNotRead, "%s: this session has not read the file; read it with read_file first, then edit. Nothing was changed", e.Name)
 	}
 	return guardWith(e, v)
 }

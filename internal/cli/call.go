@@ -2,12 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -68,6 +70,9 @@ Examples:
 				return err
 			}
 			res, err := s.Call(cmd.Context(), tool, json.RawMessage(in))
+			if errors.Is(err, policy.ErrNotRead) {
+				return fault.Wrap(fault.Conflict, err, "%s. capkit call runs each call in a session of its own, where no file has been read, so it never edits or replaces a file: read and edit in one session with capkit script run, or through the MCP server (capkit serve)", fault.As(err).Message)
+			}
 			if err != nil {
 				return err
 			}

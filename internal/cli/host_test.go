@@ -118,6 +118,7 @@ max_input_bytes = 40
 		{"unknown tool", "", []string{"call", "nope", "--root", rw}, 3, ""},
 		{"missing file", "", []string{"call", "read_file", `{"path":"zz.txt"}`, "--root", rw}, 3, ""},
 		{"edit without reading", "", []string{"call", "edit_file", `{"path":"a.txt","old_string":"alpha","new_string":"ALPHA"}`, "--root", rw}, 4, ""},
+		{"replace without reading", "", []string{"call", "write_file", `{"path":"a.txt","content":"x"}`, "--root", rw}, 4, ""},
 		{"existing destination", "", []string{"call", "move_file", `{"source":"a.txt","destination":"c.txt"}`, "--root", rw}, 4, ""},
 		{"write on a read-only root", "", []string{"call", "write_file", `{"path":"` + filepath.Join(ro, "x") + `","content":"x"}`, "--root", rw, "--read-only", ro}, 5, ""},
 		{"not granted at all", "", []string{"call", "write_file", `{"path":"x","content":"x"}`, "--read-only", ro}, 5, ""},
@@ -135,6 +136,13 @@ max_input_bytes = 40
 			}
 			if c.code != 0 && errs == "" {
 				t.Fatal("a failure must be explained on stderr")
+			}
+			// A one-call session never read a file: the message says so
+			// and where reading first works.
+			if c.code == 4 && strings.HasSuffix(c.name, "without reading") &&
+				(!strings.Contains(errs, "has not read") || !strings.Contains(errs, "each call in a session of its own") ||
+					!strings.Contains(errs, "capkit script run") || !strings.Contains(errs, "capkit serve")) {
+				t.Fatalf("conflict not explained: %q", errs)
 			}
 		})
 	}
