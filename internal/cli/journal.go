@@ -2,12 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/store/journal"
 )
@@ -19,7 +23,8 @@ func newJournalCmd(env *Env) *cobra.Command {
 		Long: fmt.Sprintf(`A journal is an append-only file of JSON events (ROOT/NAME.jsonl) in which
 every record carries the hash of its content and of the record before it, so
 edits, deletions and reordering are detected by "verify" (exit 9, naming the
-record, line and byte offset). ROOT must be a private directory (mode 0700).
+record, line and byte offset). ROOT must be a private directory (mode 0700);
+append creates it so when it is missing.
 Events are at most %s in canonical form; a journal at most %s.`,
 			limits.Bytes(limits.JournalMaxEventBytes), limits.Bytes(limits.JournalMaxJournalBytes)),
 	}
@@ -35,12 +40,27 @@ func openJournal(root, name string, o *journal.Options) (*journal.Journal, error
 	return journal.Open(dir, name, o)
 }
 
+// makeJournalRoot creates root, private (mode 0700), when it is missing;
+// its parent must exist. An existing directory is left as it is (Open
+// refuses one that is not private).
+func makeJournalRoot(root string) error {
+	dir, err := absPath(root)
+	if err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return atfile.Fault(err, "journal root "+root)
+	}
+	return nil
+}
+
 func newJournalAppendCmd(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "append ROOT NAME",
 		Short: "Append one JSON event, read from standard input, durably",
 		Long: `Append the JSON value on standard input as the next record of journal NAME in
-ROOT (created by its first append) and print its number and hash once it is
+ROOT (the journal and, when missing, ROOT itself with mode 0700 are created
+by the first append; ROOT's parent must exist) and print its number and hash once it is
 on disk. Duplicate keys, non-finite numbers and numbers more precise than a
 float64 are refused (exit 2).`,
 		Args: cobra.ExactArgs(2),
@@ -51,6 +71,9 @@ float64 are refused (exit 2).`,
 			}
 			if len(event) > limits.JournalMaxInputBytes {
 				return fault.LimitExceeded("event bytes on standard input", limits.JournalMaxInputBytes, int64(len(event)))
+			}
+			if err := makeJournalRoot(args[0]); err != nil {
+				return err
 			}
 			j, err := openJournal(args[0], args[1], nil)
 			if err != nil {

@@ -55,3 +55,27 @@ func TestJournalCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalAppendCreatesAPrivateRoot: the README's line works as
+// written: the first append creates a missing root, private (mode 700);
+// its parent must exist, and reading a missing root is not_found.
+func TestJournalAppendCreatesAPrivateRoot(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "journal")
+	runCases(t, []cmdCase{
+		{name: "verify a missing root", args: []string{"journal", "verify", root, "events"}, code: 3},
+		{name: "append creates the root", stdin: `{"a":1}`, args: []string{"journal", "append", root, "events"}, out: "1 "},
+		{name: "then verify", args: []string{"journal", "verify", root, "events"}, out: "ok: 1 records"},
+		{name: "no missing parents", stdin: `1`, args: []string{"journal", "append", filepath.Join(dir, "none", "journal"), "events"}, code: 3},
+	})
+	st, err := os.Stat(root)
+	if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Fatalf("root %v %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none")); err == nil {
+		t.Fatal("a missing parent was created")
+	}
+	// In the working directory, as the README writes it.
+	t.Chdir(dir)
+	runCases(t, []cmdCase{{name: "relative", stdin: `{"b":2}`, args: []string{"journal", "append", "./journal2", "events"}, out: "1 "}})
+}
