@@ -61,3 +61,31 @@ func TestLexindexCommands(t *testing.T) {
 		{name: "remove scope", args: []string{"lexindex", "scope", db, "s", "--remove"}, out: "removed"},
 	})
 }
+
+// TestLexindexScoresReadApart: bm25 over a few documents gives scores
+// near 0.000002; the text shows them with the digits that tell the ranks
+// apart, never as 0.0000.
+func TestLexindexScoresReadApart(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	db := p("docs.db")
+	for name, text := range map[string]string{"a": "revenue growth in the north\n", "b": "revenue fell; growth later; growth again\n", "c": "nothing here\n"} {
+		mustNil(t, os.WriteFile(p(name), []byte(text), 0o600))
+		if code, _, errOut := run(t, "", "lexindex", "add", db, name, p(name)); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	code, out, errOut := run(t, "", "lexindex", "search", db, "revenue growth")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	var scores []string
+	for _, line := range strings.Split(out, "\n") {
+		if _, rest, ok := strings.Cut(line, "(score "); ok {
+			scores = append(scores, rest[:strings.Index(rest, ",")])
+		}
+	}
+	if len(scores) != 2 || scores[0] == scores[1] || strings.Trim(scores[0], "0.") == "" || strings.Trim(scores[1], "0.") == "" {
+		t.Fatalf("scores %q in %q", scores, out)
+	}
+}

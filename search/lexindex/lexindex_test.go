@@ -313,3 +313,23 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("not a database: %v", err)
 	}
 }
+
+func TestScoreTexts(t *testing.T) {
+	for _, c := range []struct {
+		scores []float64
+		want   []string
+	}{
+		{[]float64{2.104829249431487e-06, 1.8815789473684213e-06}, []string{"2.105e-06", "1.882e-06"}},
+		{[]float64{3.25, 1.5, 1.5}, []string{"3.25", "1.5", "1.5"}},
+		{[]float64{1.000012, 1.000011}, []string{"1.000012", "1.000011"}},
+		{[]float64{}, []string{}},
+	} {
+		hits := make([]Hit, len(c.scores))
+		for i, s := range c.scores {
+			hits[i].Score = s
+		}
+		if got := scoreTexts(hits); !slices.Equal(got, c.want) {
+			t.Errorf("scoreTexts(%v) = %q, want %q", c.scores, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package lexindex
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/capkit/capkit/fault"
@@ -39,6 +40,25 @@ type Hit struct {
 	Score   float64 `json:"score"`
 	Digest  string  `json:"digest"`
 	Snippet string  `json:"snippet,omitempty"`
+}
+
+// scoreTexts formats the scores of hits (best first) with the fewest
+// significant digits, at least four, at which every two different scores
+// read apart: bm25 over a few documents scores near 0.000002.
+func scoreTexts(hits []Hit) []string {
+	out := make([]string, len(hits))
+	for prec := 4; ; prec++ {
+		apart := true
+		for i, h := range hits {
+			out[i] = strconv.FormatFloat(h.Score, 'g', prec, 64)
+			if i > 0 && h.Score != hits[i-1].Score && out[i] == out[i-1] {
+				apart = false
+			}
+		}
+		if apart || prec == 17 {
+			return out
+		}
+	}
 }
 
 // Result is a search's ranked hits, best first.

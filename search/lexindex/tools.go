@@ -123,8 +123,9 @@ func (r SearchResult) ToolText() string {
 		fmt.Fprintf(&b, ": the next window is lexindex_search with offset=%d", r.NextOffset)
 	}
 	b.WriteByte('\n')
+	scores := scoreTexts(r.Hits)
 	for i, h := range r.Hits {
-		fmt.Fprintf(&b, "%d. %s (score %.4f, digest %s)\n", r.Offset+i+1, h.Ref, h.Score, h.Digest)
+		fmt.Fprintf(&b, "%d. %s (score %s, digest %s)\n", r.Offset+i+1, h.Ref, scores[i], h.Digest)
 		if h.Snippet != "" {
 			fmt.Fprintf(&b, "   %s\n", h.Snippet)
 		}
@@ -199,8 +200,9 @@ func statusWindow(call *kernel.Call, st *Status, listing bool) (StatusResult, er
 func (r Result) ToolText() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d hits for %s\n", len(r.Hits), r.Match)
+	scores := scoreTexts(r.Hits)
 	for i, h := range r.Hits {
-		fmt.Fprintf(&b, "%d. %s (score %.4f, digest %s)\n", i+1, h.Ref, h.Score, h.Digest)
+		fmt.Fprintf(&b, "%d. %s (score %s, digest %s)\n", i+1, h.Ref, scores[i], h.Digest)
 		if h.Snippet != "" {
 			fmt.Fprintf(&b, "   %s\n", h.Snippet)
 		}
