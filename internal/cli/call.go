@@ -20,7 +20,7 @@ type callResult struct {
 }
 
 func newCallCmd(env *Env) *cobra.Command {
-	var hf hostFlags
+	hf := hostFlags{discover: true}
 	cmd := &cobra.Command{
 		Use:   "call TOOL [JSON|-]",
 		Short: "Call one tool through the kernel and print its result",

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,28 @@ import (
 type hostFlags struct {
 	roots, readOnly []string
 	actor           string
+	// discover: given neither --config nor --root/--read-only, use
+	// ./capkit.toml if there is one. Commands a person runs in a project
+	// discover; serve does not (its client picks the working directory).
+	discover bool
+}
+
+// configFile is what discovery looks for in the working directory.
+const configFile = "capkit.toml"
+
+// discoverConfig makes ./capkit.toml the configuration when none is given
+// and one is here, and says so on standard error.
+func discoverConfig(env *Env) {
+	if env.Config != "" || !configHere() {
+		return
+	}
+	env.Config = configFile
+	fmt.Fprintf(env.Stderr, "capkit: using ./%s (no --config given)\n", configFile)
+}
+
+func configHere() bool {
+	_, err := os.Lstat(configFile)
+	return err == nil
 }
 
 func (f *hostFlags) add(cmd *cobra.Command) {
@@ -54,6 +77,12 @@ func (f *hostFlags) open(env *Env, log io.Writer) (*host.Host, string, error) {
 func (f *hostFlags) config(env *Env) (*config.Config, error) {
 	var cfg *config.Config
 	var err error
+	if f.discover && len(f.roots)+len(f.readOnly) == 0 {
+		discoverConfig(env)
+	}
+	if env.Config == "" && len(f.roots)+len(f.readOnly) == 0 && configHere() {
+		return nil, fault.New(fault.InvalidInput, "give --config %s to use the configuration here (serve uses only the one it is given), or --root/--read-only directories", configFile)
+	}
 	if env.Config != "" {
 		if len(f.roots)+len(f.readOnly) > 0 {
 			return nil, fault.New(fault.InvalidInput, "give either --config or --root/--read-only, not both")

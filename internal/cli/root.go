@@ -85,7 +85,7 @@ Exit codes: 0 success, 1 internal error, 2 invalid_input, 3 not_found,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().BoolVar(&env.JSON, "json", false, "print results as JSON")
-	root.PersistentFlags().StringVar(&env.Config, "config", "", "path of a capkit.toml configuration")
+	root.PersistentFlags().StringVar(&env.Config, "config", "", "path of a capkit.toml configuration (without it and without --root, tools, call, script run and test use ./capkit.toml; serve uses only the one it is given)")
 	only := ""
 	if len(args) > 0 && slices.ContainsFunc(groups, func(g group) bool { return g.name == args[0] }) {
 		only = args[0]

@@ -76,11 +76,13 @@ Example:
 func newTestCmd(env *Env) *cobra.Command {
 	var build bool
 	cmd := &cobra.Command{
-		Use:   "test --config capkit.toml [NAME] [-- ARG...]",
+		Use:   "test [--config capkit.toml] [NAME] [-- ARG...]",
 		Short: "Run the test (or build) command capkit.toml declares, contained",
-		Long: fmt.Sprintf(`test runs the command [test] declares in the --config file (NAME picks a
-[test.variant.NAME]; --build runs [build] instead), in the container
-run_test uses, over the configuration's roots, with its [run] settings.
+		Long: fmt.Sprintf(`test runs the command [test] declares in the --config file, or in
+./capkit.toml without one (standard error says so); NAME picks a
+[test.variant.NAME] and --build runs [build] instead. It runs in the
+container run_test uses, over the configuration's roots, with its [run]
+settings.
 Extra arguments after -- must match the command's args pattern.
 
 %s
@@ -89,8 +91,9 @@ Example:
   capkit test --config capkit.toml race -- -run=TestParse`, runExitHelp),
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			discoverConfig(env)
 			if env.Config == "" {
-				return fault.New(fault.InvalidInput, "give the --config file that declares the command")
+				return fault.New(fault.InvalidInput, "give the --config file that declares the command (there is no ./%s here)", configFile)
 			}
 			cfg, err := config.Load(env.Config)
 			if err != nil {

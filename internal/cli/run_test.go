@@ -82,3 +82,34 @@ command = ["echo", "built"]
 		t.Errorf("without --config: exit %d, %s", code, stderr)
 	}
 }
+
+// TestConfigDiscovery: given neither --config nor --root, tools, call,
+// script run and test use ./capkit.toml and say so; serve uses only the
+// configuration it is given and says how.
+func TestConfigDiscovery(t *testing.T) {
+	dir := t.TempDir()
+	mustNil(t, os.WriteFile(filepath.Join(dir, "capkit.toml"), []byte(`[[root]]
+path = "."
+[test]
+command = ["echo", "tested"]
+`), 0o644))
+	mustNil(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("n\n"), 0o644))
+	mustNil(t, os.WriteFile(filepath.Join(dir, "s.star"), []byte(`result = tool.call("read_file", "notes.txt")["total_lines"]`), 0o644))
+	mustNil(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	t.Chdir(dir)
+	const note = "capkit: using ./capkit.toml (no --config given)\n"
+	runCases(t, []cmdCase{
+		{name: "tools", args: []string{"tools"}, out: "read_file", err: note},
+		{name: "call", args: []string{"call", "list_dir"}, out: "notes.txt", err: note},
+		{name: "script run", args: []string{"script", "run", "s.star"}, out: "1", err: note},
+		{name: "test", args: []string{"test"}, out: "tested", err: note},
+		{name: "serve does not discover", args: []string{"serve"}, code: 2, err: "give --config capkit.toml"},
+	})
+	if code, out, errOut := run(t, "", "call", "list_dir", "--root", "sub"); code != 0 || strings.Contains(errOut, "using") || strings.Contains(out, "notes.txt") {
+		t.Errorf("--root given: exit %d, %q, %q", code, out, errOut)
+	}
+	t.Chdir(filepath.Join(dir, "sub"))
+	if code, _, errOut := run(t, "", "tools"); code != 2 || strings.Contains(errOut, "using") {
+		t.Errorf("no capkit.toml here: exit %d, %q", code, errOut)
+	}
+}

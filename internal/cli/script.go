@@ -34,7 +34,7 @@ run_script tool, so a model can run a bounded workflow as one call.`,
 }
 
 func newScriptRunCmd(env *Env) *cobra.Command {
-	var hf hostFlags
+	hf := hostFlags{discover: true}
 	var timeout time.Duration
 	var maxSteps uint64
 	run := &cobra.Command{

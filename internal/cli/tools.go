@@ -49,7 +49,7 @@ type toolPolicy struct {
 }
 
 func newToolsCmd(env *Env) *cobra.Command {
-	var hf hostFlags
+	hf := hostFlags{discover: true}
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "tools",
@@ -59,7 +59,8 @@ configuration serve uses: "hot" tools are listed to the model from the
 start, "deferred" ones once tool_search finds them. --all adds the
 registered tools the actor is not granted ("not_granted"). With --json, each
 tool's full spec: description, input and output schemas, annotations and
-effective policy.
+effective policy. Given neither --config nor --root/--read-only, the
+configuration is ./capkit.toml when there is one (standard error says so).
 
 Examples:
   capkit tools --root .
