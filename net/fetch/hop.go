@@ -79,7 +79,7 @@ func (f *Fetcher) hop(ctx context.Context, u *url.URL, rc *Receipt, start time.T
 			used = -1 // the request may have reached the server: keep the charge
 		}
 		f.settle(ctx, charge, used, nil)
-		return nil, nil, transportFault(err, u)
+		return nil, nil, transportFault(err, u.Hostname())
 	}
 	defer resp.Body.Close()
 	rc.record(charge)
@@ -276,16 +276,16 @@ func readFault(err error, u *url.URL) error {
 	if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, zlib.ErrChecksum) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fault.Wrap(fault.Integrity, err, "fetch: the body from %s is truncated or corrupt", u.Redacted())
 	}
-	return transportFault(err, u)
+	return transportFault(err, u.Hostname())
 }
 
-// transportFault turns a transport failure into a fault.
-func transportFault(err error, u *url.URL) error {
+// transportFault turns a failure to reach host, or to read from it, into
+// a fault.
+func transportFault(err error, host string) error {
 	var fe *fault.Error
 	if errors.As(err, &fe) {
 		return fe
 	}
-	host := u.Hostname()
 	if m, ok := tlsReason(err); ok {
 		return fault.Wrap(fault.TLS, err, "fetch: TLS with %s failed: %s", host, m)
 	}
