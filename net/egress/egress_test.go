@@ -340,4 +340,3 @@ func writeSlowly(c net.Conn, s string, gap time.Duration) {
 		time.Sleep(gap)
 	}
 }
-
