@@ -12,6 +12,11 @@ const (
 	// ToolTextReserveBytes is kept free of a window's text for the
 	// result's footer and structured content.
 	ToolTextReserveBytes = 2 * KiB
+	// ReadFrameBytes bounds what a read_file result holds besides its
+	// lines and its path: the footer line and the other members of its
+	// structured content. Under a small output bound it, not
+	// ToolTextReserveBytes, is what a window's text leaves free.
+	ReadFrameBytes = 640
 
 	// ReadVersionMaxBytes: a file up to this size is read to its end
 	// (counting its lines and learning its version, so it may be edited

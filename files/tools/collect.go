@@ -6,14 +6,16 @@ import (
 )
 
 // collector takes file results in walk order and builds the page: the
-// entries [offset, offset+head) that fit in the output budget.
+// entries [offset, offset+head) that fit in the output bound, which the
+// tool cuts further to leave room for its summary.
 type collector struct {
 	plan     *grepPlan
 	research func(ctx context.Context, j grepJob, from, to, maxBytes int) (*fileResult, error)
 
 	res      GrepResult
 	out      []byte
-	boundHit bool // the output budget stopped the page
+	ends     []int // where in out each entry ends
+	boundHit bool  // the output bound stopped the page
 	// the file and last line of the entry shown last, for separators
 	lastName string
 	lastLine int
@@ -86,7 +88,7 @@ func (c *collector) addLines(ctx context.Context, fr *fileResult) error {
 	}
 	for _, e := range entries {
 		piece := text[e.from:e.to]
-		if c.plan.context && c.res.Shown > 0 && (c.lastName != fr.name || e.first > c.lastLine+1) {
+		if c.plan.context && len(c.ends) > 0 && (c.lastName != fr.name || e.first > c.lastLine+1) {
 			piece = append([]byte("--\n"), piece...)
 		}
 		if !c.emit(piece) {
@@ -107,13 +109,6 @@ func (c *collector) emit(text []byte) bool {
 		return false
 	}
 	c.out = append(c.out, text...)
-	c.res.Shown++
+	c.ends = append(c.ends, len(c.out))
 	return true
-}
-
-// finish sets where the next page starts.
-func (c *collector) finish() {
-	if c.res.Total > c.plan.offset+c.res.Shown {
-		c.res.NextOffset = c.plan.offset + c.res.Shown
-	}
 }

@@ -91,6 +91,16 @@ type request struct {
 	session   files.Session
 	caps      capability.Set
 	maxOutput int64
+	tool      string // the tool's name, for how the host raises maxOutput
+}
+
+// tooLarge is the failure for one unit (a line, an entry) that does not
+// fit the output bound alone.
+func (r request) tooLarge(what, narrow string) error {
+	if r.tool != "" {
+		narrow += ", " + raiseOutputBound(r.tool)
+	}
+	return fault.OutputTooLarge(what, 0, r.maxOutput, narrow)
 }
 
 // where adds to a not_found failure for the relative path p the root it

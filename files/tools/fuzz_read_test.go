@@ -74,7 +74,7 @@ func lines(content []byte) []string {
 func checkRefusal(t *testing.T, content []byte, offset int, err error) {
 	t.Helper()
 	code := fault.CodeOf(err)
-	fits := code == fault.Limit && strings.Contains(err.Error(), "does not fit")
+	fits := code == fault.Limit && strings.Contains(err.Error(), "exceeds this tool's output bound")
 	switch {
 	case bytes.IndexByte(content, 0) >= 0:
 		if code != fault.InvalidInput {

@@ -78,13 +78,13 @@ type grepPlan struct {
 	types     []string
 	context   bool
 	numbered  bool
-	maxOutput int
+	maxOutput int // the bytes of entries collected at most
 }
 
-func (x *executor) grep(ctx context.Context, req request, in GrepArgs) (GrepResult, error) {
+func (x *executor) grep(ctx context.Context, req request, in GrepArgs) (*grepPage, error) {
 	plan, err := planGrep(in, req.maxOutput)
 	if err != nil {
-		return GrepResult{}, err
+		return nil, err
 	}
 	dir := in.Path
 	if dir == "" {
@@ -92,13 +92,13 @@ func (x *executor) grep(ctx context.Context, req request, in GrepArgs) (GrepResu
 	}
 	t, err := resolve(req.caps, capability.Search, dir)
 	if err != nil {
-		return GrepResult{}, err
+		return nil, err
 	}
 	g := newGrepRun(x, plan, t, req.caps.Roots(capability.Search))
 	if err := g.run(ctx); err != nil {
-		return GrepResult{}, err
+		return nil, err
 	}
-	return g.result(), nil
+	return g.page(), nil
 }
 
 func planGrep(in GrepArgs, maxOutput int64) (*grepPlan, error) {
@@ -135,7 +135,11 @@ func planGrep(in GrepArgs, maxOutput int64) (*grepPlan, error) {
 		return nil, err
 	}
 	p.scan.m, p.scan.multiline = m, in.Multiline
-	p.maxOutput = outputBudget(maxOutput)
+	if maxOutput <= 0 || maxOutput > limits.HardMaxOutputBytes {
+		maxOutput = limits.HardMaxOutputBytes
+	}
+	p.maxOutput = int(maxOutput) // the tool leaves room for the summary when it cuts the page
+
 	return p, nil
 }
 
@@ -216,16 +220,6 @@ func compilePattern(in GrepArgs) (*matcher, error) {
 		}
 	}
 	return m, nil
-}
-
-// outputBudget is the bytes the entries may take: the call's output bound
-// less room for the summary lines.
-func outputBudget(maxOutput int64) int {
-	const summaryRoom = 2 * limits.KiB
-	if maxOutput <= 0 || maxOutput > limits.HardMaxOutputBytes {
-		maxOutput = limits.HardMaxOutputBytes
-	}
-	return max(int(maxOutput)-summaryRoom, 0)
 }
 
 // fileTypes maps a type name to the file names it covers: "*.ext" by

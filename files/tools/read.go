@@ -81,6 +81,24 @@ func textBudget(maxOutput int64) int64 {
 	return max(maxOutput-limits.ToolTextReserveBytes, maxOutput/2)
 }
 
+// readBudget is the room for the lines of a read_file window of the file
+// named name: textBudget, and never more than the bound leaves once the
+// frame and the name, as JSON escapes it at worst, are kept free.
+func readBudget(maxOutput int64, name string) int64 {
+	escaped := int64(0)
+	for i := range len(name) {
+		switch c := name[i]; {
+		case c < 0x20 || c == '"' || c == '\\':
+			escaped += 6
+		case c >= 0x80:
+			escaped += 3 // a byte of invalid UTF-8 becomes U+FFFD
+		default:
+			escaped++
+		}
+	}
+	return min(textBudget(maxOutput), maxOutput-limits.ReadFrameBytes-escaped)
+}
+
 func (in ReadArgs) check() error {
 	switch {
 	case in.Offset < 0 || in.Limit < 0 || in.Tail < 0:
@@ -119,7 +137,7 @@ func (x *executor) readFile(ctx context.Context, req request, in ReadArgs) (Read
 		if limit == 0 {
 			limit = limits.ReadDefaultLines
 		}
-		w := newWindow(first, first+limit-1, req.maxOutput, f.Info().Size)
+		w := newWindow(first, first+limit-1, req, f.Info().Size, readBudget(req.maxOutput, t.display))
 		res, err = w.result(ctx, f, t.display)
 	}
 	if err != nil {
@@ -132,10 +150,10 @@ func (x *executor) readFile(ctx context.Context, req request, in ReadArgs) (Read
 }
 
 // newWindow is a window of lines first..last of a file of size bytes
-// under the output bound max.
-func newWindow(first, last int, max, size int64) *window {
+// under the request's output bound, its text within budget.
+func newWindow(first, last int, req request, size, budget int64) *window {
 	return &window{
-		first: first, last: last, max: max, budget: textBudget(max), size: size,
+		first: first, last: last, req: req, budget: budget, size: size,
 		countAll: size <= limits.ReadVersionMaxBytes,
 	}
 }
@@ -173,7 +191,7 @@ func (w *window) result(ctx context.Context, r io.Reader, name string) (ReadResu
 		}
 		w.out = w.footer(res)
 	}
-	if int64(len(w.out)) > w.max {
+	if int64(len(w.out)) > w.req.maxOutput {
 		return ReadResult{}, w.tooBig()
 	}
 	w.lease.keep(w.out)
@@ -196,8 +214,8 @@ func (w *window) shownLast() int {
 // is bounded by the text budget.
 type window struct {
 	first, last int
-	max         int64 // the output bound
-	budget      int64 // room for the window's text
+	req         request // its output bound
+	budget      int64   // room for the window's text
 	size        int64
 	countAll    bool
 	numBase     int       // added to the line numbers shown (a tail's offset)
@@ -307,7 +325,7 @@ func (w *window) estimate(sample []byte) int {
 		lines = fileLines
 	}
 	est := lines*(shown+8)*1.0625 + 512
-	return int(min(est, float64(w.max)+1, float64(w.size)*2+lines*8+512))
+	return int(min(est, float64(w.req.maxOutput)+1, float64(w.size)*2+lines*8+512))
 }
 
 // chunk takes the next chunk of the file. Only the bytes the window
@@ -560,7 +578,7 @@ func (w *window) footer(r ReadResult) []byte {
 	switch {
 	case w.fitted:
 		o = append(o, "; the window ends here to fit the output bound of "...)
-		o = strconv.AppendInt(o, w.max, 10)
+		o = strconv.AppendInt(o, w.req.maxOutput, 10)
 		o = append(o, " bytes"...)
 	case w.longLine:
 		o = append(o, "; line "...)
@@ -587,7 +605,7 @@ func (w *window) footer(r ReadResult) []byte {
 }
 
 func (w *window) tooBig() error {
-	return fault.New(fault.Limit, "line %d does not fit in this tool's output bound of %d bytes", w.first+w.numBase, w.max)
+	return w.req.tooLarge(fmt.Sprintf("line %d", w.first+w.numBase), "a line is never shown in part")
 }
 
 // sizeText renders a byte count for a person: "1.5 GiB", "512 bytes".

@@ -40,7 +40,7 @@ func FuzzShortLines(f *testing.F) {
 			return
 		}
 		read := func(general bool) (ReadResult, error) {
-			w := newWindow(first, first+n-1, int64(bound), int64(len(content)))
+			w := newWindow(first, first+n-1, request{maxOutput: int64(bound)}, int64(len(content)), readBudget(int64(bound), "f"))
 			w.general, w.numBase = general, int(numBase)
 			return w.result(context.Background(), chunkReader{bytes.NewReader(content), chunk}, "f")
 		}

@@ -452,25 +452,54 @@ func (g *grepRun) searchWholeFile(ctx context.Context, j grepJob, o *scanOpts, f
 	return nil
 }
 
-// result assembles the structured result and the text.
-func (g *grepRun) result() GrepResult {
+// grepPage is what a search collected: its counts and the entries from
+// the offset on that fit the output bound, to be cut with the summary
+// added (result).
+type grepPage struct {
+	g        *grepRun
+	counts   GrepResult // nothing shown
+	out      []byte
+	ends     []int
+	boundHit bool
+}
+
+// page returns what the search collected.
+func (g *grepRun) page() *grepPage {
 	c := &g.collected
-	c.finish()
 	res := c.res
 	res.Offset = g.plan.offset
-	res.NotShown = res.Total - res.Shown
 	res.DirsSkipped = g.dirsSkipped
 	res.Stopped = g.w.stopped
 	res.IgnoreSkipped = g.ignoreSkip
+	return &grepPage{g: g, counts: res, out: c.out, ends: c.ends, boundHit: c.boundHit}
+}
+
+// collected is the number of entries the page holds; pending whether
+// any entry lies from the offset on.
+func (p *grepPage) collected() int { return len(p.ends) }
+func (p *grepPage) pending() bool  { return p.counts.Total > p.counts.Offset }
+
+// result is the page's first n entries and its summary.
+func (p *grepPage) result(n int) GrepResult {
+	res := p.counts
+	res.Shown, res.NotShown = n, res.Total-n
+	if res.Total > res.Offset+n {
+		res.NextOffset = res.Offset + n
+	}
+	end := 0
+	if n > 0 {
+		end = p.ends[n-1]
+	}
 	var b strings.Builder
-	b.Grow(len(c.out) + 512)
-	b.Write(c.out)
-	g.summary(&b, &res)
+	b.Grow(end + 512)
+	b.Write(p.out[:end])
+	p.g.summary(&b, &res, p.boundHit || n < len(p.ends))
 	res.text = b.String()
 	return res
 }
 
-func (g *grepRun) summary(b *strings.Builder, res *GrepResult) {
+// summary says what the page holds; bound says the output bound cut it.
+func (g *grepRun) summary(b *strings.Builder, res *GrepResult, bound bool) {
 	what := map[grepMode]string{modeContent: "matching lines", modeFiles: "files with matches", modeCount: "files with matches"}[g.plan.scan.mode]
 	b.WriteString("(")
 	b.WriteString(strconv.Itoa(res.Total))
@@ -494,7 +523,7 @@ func (g *grepRun) summary(b *strings.Builder, res *GrepResult) {
 		if res.NextOffset > 0 {
 			b.WriteString(": the next page is offset=")
 			b.WriteString(strconv.Itoa(res.NextOffset))
-			if g.collected.boundHit {
+			if bound {
 				b.WriteString(" (the output bound was reached)")
 			}
 		}

@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strconv"
 
@@ -25,12 +26,15 @@ func readTail(ctx context.Context, req request, t target, f files.File, n int) (
 			return ReadResult{}, err
 		}
 	}
-	budget := textBudget(req.maxOutput)
+	budget := readBudget(req.maxOutput, t.display)
 	ts, err := tailStart(ctx, f, size, n, budget, t.display)
+	if errors.Is(err, errLastLineTooLarge) {
+		return ReadResult{}, req.tooLarge(t.display+": the last line", "a line is never shown in part")
+	}
 	if err != nil {
 		return ReadResult{}, err
 	}
-	w := newWindow(1, max(ts.lines, 1), req.maxOutput, size-ts.start)
+	w := newWindow(1, max(ts.lines, 1), req, size-ts.start, budget)
 	w.countAll = true // the section is the window
 	if counted {
 		w.numBase = total - ts.lines
@@ -105,6 +109,10 @@ func tailStart(ctx context.Context, f io.ReaderAt, size int64, n int, budget int
 	return ts.check(name, nil, 0)
 }
 
+// errLastLineTooLarge: a tail's last line does not fit the output bound
+// alone (the caller says how to raise it).
+var errLastLineTooLarge = errors.New("the last line does not fit the output bound")
+
 // check refuses a tail whose bytes seen (seen, at offset off) are binary,
 // or that found no whole line to show.
 func (ts tailSpan) check(name string, seen []byte, off int64) (tailSpan, error) {
@@ -115,7 +123,7 @@ func (ts tailSpan) check(name string, seen []byte, off int64) (tailSpan, error) 
 		if ts.scanned {
 			return tailSpan{}, fault.New(fault.Limit, "%s: the last line is longer than %d bytes; read it with offset and limit", name, limits.ReadTailMaxScanBytes)
 		}
-		return tailSpan{}, fault.New(fault.Limit, "%s: the last line does not fit in this tool's output bound", name)
+		return tailSpan{}, errLastLineTooLarge
 	}
 	return ts, nil
 }
@@ -175,7 +183,7 @@ func (w *window) tailFooter(r ReadResult) []byte {
 	switch {
 	case ts.fitted:
 		o = append(o, "; earlier lines do not fit the output bound of "...)
-		o = strconv.AppendInt(o, w.max, 10)
+		o = strconv.AppendInt(o, w.req.maxOutput, 10)
 		o = append(o, " bytes"...)
 	case ts.scanned:
 		o = append(o, "; the lines before are more than "...)

@@ -26,12 +26,14 @@ package tools
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/files/local"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -172,7 +174,7 @@ func registerHot(b *kernel.Builder, x *executor) error {
 			Effect: capability.Search, Hot: true, Title: "Search file contents",
 			Summary:     "Search file contents (regexp or literal) as lines, files or counts.",
 			Description: grepDescription,
-		}, adapt(x.grep)),
+		}, x.grepTool),
 		kernel.AddTool(b, policy(ListRoots), kernel.Meta{
 			Effect: capability.List, Hot: true, Title: "List roots",
 			Summary:     "List the directories the file tools reach, with their modes.",
@@ -228,10 +230,35 @@ var (
 	_ kernel.Imager   = ReadResult{}
 )
 
+// grepTool cuts the page a search collected to whole entries that fit the
+// call's output bound with the summary, which grows with the numbers it
+// names; an entry that does not fit alone fails with limit.
+func (x *executor) grepTool(ctx context.Context, call *kernel.Call, in GrepArgs) (GrepResult, error) {
+	page, err := adapt(x.grep)(ctx, call, in)
+	if err != nil {
+		return GrepResult{}, err
+	}
+	n, err := toolkit.FitPrefix(call.MaxOutputBytes, page.collected(), func(n int) any { return page.result(n) })
+	switch {
+	case err != nil:
+		return GrepResult{}, err
+	case n == 0 && page.pending():
+		return GrepResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("entry %d of the search", page.counts.Offset+1), 0,
+			"an entry is never shown in part: narrow the search or ask for less context")
+	}
+	return page.result(n), nil
+}
+
+// raiseOutputBound says how the host raises a tool's output bound.
+func raiseOutputBound(tool string) string { return kernel.RaiseHint(tool, "max_output_bytes") }
+
 // adapt turns a handler of a request into the kernel's handler shape.
 func adapt[In, Out any](h func(context.Context, request, In) (Out, error)) func(context.Context, *kernel.Call, In) (Out, error) {
 	return func(ctx context.Context, call *kernel.Call, in In) (Out, error) {
 		r := request{maxOutput: call.MaxOutputBytes}
+		if call.Tool != nil {
+			r.tool = call.Tool.Name
+		}
 		if call.Session != nil {
 			r.session, r.caps = call.Session, call.Session.Capabilities()
 		}

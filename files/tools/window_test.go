@@ -438,3 +438,64 @@ func TestFileInfoAndCreateDirectory(t *testing.T) {
 	wantCode(t, s, MakeDir, obj{"path": "../out"}, fault.Denied)
 	wantCode(t, s, MakeDir, obj{"path": "l/sub"}, fault.NotFound)
 }
+
+// TestGrepSmallBound is the issue's case: with [tool.grep]
+// max_output_bytes = 2000 and 127 short matching lines in 3 files, the
+// answer is a window of some of them whose next_offset moves on, not
+// "127 not shown" with none shown and no next offset.
+func TestGrepSmallBound(t *testing.T) {
+	root := testkit.TempDir(t)
+	for f, n := range []int{40, 43, 44} {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "TODO item %d\n", i)
+		}
+		writeFile(t, filepath.Join(root, fmt.Sprintf("f%d.txt", f)), b.String())
+	}
+	rt := newRuntimePolicies(t, nil, map[string]kernel.Policy{Grep: {MaxOutputBytes: 2000}})
+	s := newSession(t, rt, allEffects, root)
+	res := mustResult(t, s, Grep, obj{"pattern": "TODO"})
+	out := decode[GrepResult](t, res)
+	if out.Total != 127 || out.Shown == 0 || out.NextOffset != out.Shown || res.Size() > 2000 ||
+		!strings.Contains(res.Text, fmt.Sprintf("the next page is offset=%d", out.NextOffset)) {
+		t.Fatalf("%+v\n%s", out, res.Text)
+	}
+}
+
+// TestFileWindowBounds holds every windowing file tool to the shared
+// edge at small output bounds (testkit.WindowBounds).
+func TestFileWindowBounds(t *testing.T) {
+	root := testkit.TempDir(t)
+	for f := range 3 {
+		var b strings.Builder
+		for i := range 40 {
+			fmt.Fprintf(&b, "line %d of file %d: TODO %s\n", i, f, strings.Repeat("x", i%7))
+		}
+		writeFile(t, filepath.Join(root, fmt.Sprintf("f%d.txt", f)), b.String())
+	}
+	for i := range 30 {
+		writeFile(t, filepath.Join(root, "dir", fmt.Sprintf("entry-%02d.txt", i)), "x\n")
+	}
+	session := func(max int64) *kernel.Session {
+		return newSession(t, newRuntimePolicies(t, nil, map[string]kernel.Policy{
+			Grep: {MaxOutputBytes: max}, ReadFile: {MaxOutputBytes: max}, ListDir: {MaxOutputBytes: max}, Glob: {MaxOutputBytes: max},
+		}), allEffects, root)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{Grep, obj{"pattern": "TODO"}},
+		{Grep, obj{"pattern": "TODO", "offset": 50}},
+		{Grep, obj{"pattern": "TODO x", "-C": 1}},
+		{Grep, obj{"pattern": "TODO", "output_mode": "files_with_matches"}},
+		{Grep, obj{"pattern": "entry|TODO", "output_mode": "count"}},
+		{ReadFile, obj{"path": "f1.txt"}},
+		{ListDir, obj{"path": "dir"}},
+		{Glob, obj{"pattern": "**/*.txt", "sort": "path"}},
+	} {
+		t.Run(fmt.Sprint(c.tool, c.args), func(t *testing.T) {
+			testkit.WindowBounds(t, session, c.tool, c.args, "offset", "next_offset")
+		})
+	}
+}

@@ -2,10 +2,14 @@ package testkit
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
 )
 
 // RuntimeBound is Runtime with every tool's output bound set to max, so
@@ -27,29 +31,29 @@ const WindowCalls = 10_000
 // fails, or a next offset that does not move on, fails the test.
 func Windows(t testing.TB, s *kernel.Session, tool string, args map[string]any, offsetArg, next string) []*kernel.Result {
 	t.Helper()
+	out, err := follow(t, s, tool, args, offsetArg, next)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return out
+}
+
+// follow is Windows returning the failure of a call, with the results
+// before it.
+func follow(t testing.TB, s *kernel.Session, tool string, args map[string]any, offsetArg, next string) ([]*kernel.Result, error) {
+	t.Helper()
 	var out []*kernel.Result
 	a := maps.Clone(args)
 	last := int64(-1)
 	for range WindowCalls {
 		res, err := Call(t, s, tool, a)
 		if err != nil {
-			t.Fatalf("%s %v: %v", tool, a, err)
+			return out, fmt.Errorf("%v: %w", a, err)
 		}
 		out = append(out, res)
-		var st map[string]json.RawMessage
-		if err := json.Unmarshal(res.Structured, &st); err != nil {
-			t.Fatalf("%s: structured content %s: %v", tool, res.Structured, err)
-		}
-		raw, ok := st[next]
-		if !ok {
-			return out
-		}
-		var n int64
-		if err := json.Unmarshal(raw, &n); err != nil {
-			t.Fatalf("%s: %s %s: %v", tool, next, raw, err)
-		}
+		n := nextOffset(t, res, tool, next)
 		if n == 0 {
-			return out
+			return out, nil
 		}
 		if n <= last {
 			t.Fatalf("%s: %s %d after %d", tool, next, n, last)
@@ -57,5 +61,106 @@ func Windows(t testing.TB, s *kernel.Session, tool string, args map[string]any, 
 		last, a[offsetArg] = n, n
 	}
 	t.Fatalf("%s: still windows after %d calls", tool, WindowCalls)
-	return nil
+	return nil, nil
+}
+
+// WindowBounds checks a windowing tool at small output bounds, where a
+// window holds few units or none. session(max) is a session whose tool
+// has the output bound max. Called with args, at every bound from the
+// whole result's size down to a few bytes, the tool either fails with
+// limit naming [tool.NAME] max_output_bytes (a bound no unit fits), or
+// returns a result within the bound that is the whole result when it
+// names no next window, or else a window whose next (the structured
+// field) lies past the offset it started at (offsetArg of args). No
+// bound fails above one that succeeds; the smallest that succeeds is
+// followed to the end (or, where a later unit is larger than the first,
+// the smallest bound a little larger at which they all fit). It returns
+// that bound.
+func WindowBounds(t testing.TB, session func(max int64) *kernel.Session, tool string, args map[string]any, offsetArg, next string) int64 {
+	t.Helper()
+	whole, err := Call(t, session(limits.HardMaxOutputBytes), tool, args)
+	if err != nil {
+		t.Fatalf("%s at the hard bound: %v", tool, err)
+	}
+	if n := nextOffset(t, whole, tool, next); n != 0 {
+		t.Fatalf("%s at the hard bound is a window (%s %d): give smaller arguments", tool, next, n)
+	}
+	start := offsetOf(t, args[offsetArg])
+	var smallest, failed int64
+	for _, max := range shrinking(whole.Size()) {
+		res, err := Call(t, session(max), tool, args)
+		if err != nil {
+			if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "[tool."+tool+"] max_output_bytes") {
+				t.Fatalf("%s at a bound of %d bytes: %v (want a window, or limit naming [tool.%s] max_output_bytes)", tool, max, err, tool)
+			}
+			failed = max
+			continue
+		}
+		if failed != 0 {
+			t.Fatalf("%s fails at a bound of %d bytes and succeeds at %d", tool, failed, max)
+		}
+		smallest = max
+		n := nextOffset(t, res, tool, next)
+		switch {
+		case res.Size() > max:
+			t.Fatalf("%s at a bound of %d bytes: %d bytes", tool, max, res.Size())
+		case n == 0 && (res.Text != whole.Text || string(res.Structured) != string(whole.Structured)):
+			t.Fatalf("%s at a bound of %d bytes names no next window but is not the whole result:\n%s\n%s", tool, max, res.Text, res.Structured)
+		case n != 0 && n <= start:
+			t.Fatalf("%s at a bound of %d bytes: %s %d does not move past %d:\n%s", tool, max, next, n, start, res.Text)
+		}
+	}
+	if smallest == 0 {
+		t.Fatalf("%s fails at every bound up to the whole result's %d bytes", tool, whole.Size())
+	}
+	for max := smallest; ; max += max/4 + 1 {
+		_, err := follow(t, session(max), tool, args, offsetArg, next)
+		switch {
+		case err == nil:
+			return max
+		case fault.CodeOf(err) != fault.Limit || max > whole.Size():
+			t.Fatalf("%s: windows at a bound of %d bytes: %v", tool, max, err)
+		}
+	}
+}
+
+// shrinking is the bounds WindowBounds tries, largest first: size and
+// one byte less, then ever smaller steps down to 16 bytes.
+func shrinking(size int64) []int64 {
+	out := []int64{size}
+	for b := size - 1; b >= 16; b = b * 7 / 8 {
+		out = append(out, b)
+	}
+	return out
+}
+
+func nextOffset(t testing.TB, res *kernel.Result, tool, next string) int64 {
+	t.Helper()
+	var st map[string]json.RawMessage
+	if err := json.Unmarshal(res.Structured, &st); err != nil {
+		t.Fatalf("%s: structured content %s: %v", tool, res.Structured, err)
+	}
+	raw, ok := st[next]
+	if !ok {
+		return 0
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		t.Fatalf("%s: %s %s: %v", tool, next, raw, err)
+	}
+	return n
+}
+
+func offsetOf(t testing.TB, v any) int64 {
+	t.Helper()
+	switch n := v.(type) {
+	case nil:
+		return 0
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	}
+	t.Fatalf("offset argument %v (%T): give an int", v, v)
+	return 0
 }
