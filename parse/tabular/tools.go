@@ -134,15 +134,20 @@ func scanWindow(ctx context.Context, call *kernel.Call, data []byte, o *Options)
 	if err != nil && !errors.Is(err, errFull) {
 		return ScanResult{}, err
 	}
-	if err == nil {
+	complete := err == nil
+	if complete {
 		if r, err := scanResult(sum, text.String(), false); err != nil || r.size <= call.MaxOutputBytes {
 			return r.ScanResult, err
 		}
 	}
 	// The rows that fit beside a summary and header of the usual size;
-	// fewer while the exact result is still too large.
+	// fewer while the exact result is still too large. Every row did not
+	// fit, so a window of a complete scan leaves one out at least.
 	rows := text.String()
 	n, _ := slices.BinarySearch(lines, call.MaxOutputBytes-min(outputReserve, call.MaxOutputBytes/4)+1)
+	if complete {
+		n = min(n, len(lines)-1)
+	}
 	for {
 		if n == 0 {
 			return ScanResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("matched row %d with the summary", o.Offset+1), 0, "name fewer columns")

@@ -85,3 +85,20 @@ func TestCSVScanWindows(t *testing.T) {
 		t.Fatalf("a row over the bound: %v", err)
 	}
 }
+
+// TestCSVScanWindowBounds: csv_scan at small output bounds
+// (testkit.WindowBounds).
+func TestCSVScanWindowBounds(t *testing.T) {
+	var csv strings.Builder
+	csv.WriteString("id,name\n")
+	for i := range 60 {
+		fmt.Fprintf(&csv, "%d,%s\n", i, strings.Repeat("ü", i%17))
+	}
+	files := testkit.Files{"t.csv": []byte(csv.String())}
+	session := func(max int64) *kernel.Session {
+		rt := testkit.RuntimeBound(t, RegisterTools, &ToolOptions{Files: files}, max)
+		return testkit.Session(t, rt, testkit.Grant(t, []string{"/srv"}, capability.Parse, capability.ReadFile))
+	}
+	testkit.WindowBounds(t, session, "csv_scan", map[string]any{"path": "t.csv"}, "offset", "next_offset")
+	testkit.WindowBounds(t, session, "csv_scan", map[string]any{"path": "t.csv", "offset": 20, "columns": []string{"name"}}, "offset", "next_offset")
+}
