@@ -102,3 +102,24 @@ func TestZipCreateReceiptBound(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestZipListWindowBounds: zip_list at small output bounds
+// (testkit.WindowBounds).
+func TestZipListWindowBounds(t *testing.T) {
+	work := t.TempDir()
+	os.Mkdir(filepath.Join(work, "src"), 0o700)
+	var names []string
+	for i := range 30 {
+		name := fmt.Sprintf("file-%03d-%s.txt", i, strings.Repeat("n", i%7))
+		names = append(names, name)
+		os.WriteFile(filepath.Join(work, "src", name), []byte(name), 0o600)
+	}
+	session := func(max int64) *kernel.Session {
+		rt := testkit.RuntimeBound(t, RegisterTools, nil, max)
+		return testkit.Session(t, rt, testkit.Grant(t, []string{work}, capability.ArchiveWrite, capability.ArchiveRead))
+	}
+	if _, err := testkit.Call(t, session(limits.HardMaxOutputBytes), "zip_create", map[string]any{"archive": "a.zip", "dir": "src", "files": names}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WindowBounds(t, session, "zip_list", map[string]any{"archive": "a.zip"}, "offset", "next_offset")
+}

@@ -26,8 +26,9 @@ func RuntimeBound[O any](t testing.TB, register func(*kernel.Builder, O) error, 
 const WindowCalls = 10_000
 
 // Windows calls tool with args, then again with offsetArg set to each
-// result's next offset (the number field next of its structured content)
-// until a result has none (or 0), and returns every result in order. A call that
+// result's next offset (the field next of its structured content: a
+// number, or a string such as a ref to list after) until a result has
+// none (absent, 0 or ""), and returns every result in order. A call that
 // fails, or a next offset that does not move on, fails the test.
 func Windows(t testing.TB, s *kernel.Session, tool string, args map[string]any, offsetArg, next string) []*kernel.Result {
 	t.Helper()
@@ -44,21 +45,21 @@ func follow(t testing.TB, s *kernel.Session, tool string, args map[string]any, o
 	t.Helper()
 	var out []*kernel.Result
 	a := maps.Clone(args)
-	last := int64(-1)
+	last := cursorArg(t, a[offsetArg])
 	for range WindowCalls {
 		res, err := Call(t, s, tool, a)
 		if err != nil {
 			return out, fmt.Errorf("%v: %w", a, err)
 		}
 		out = append(out, res)
-		n := nextOffset(t, res, tool, next)
-		if n == 0 {
+		n := nextCursor(t, res, tool, next)
+		if n.none() {
 			return out, nil
 		}
-		if n <= last {
-			t.Fatalf("%s: %s %d after %d", tool, next, n, last)
+		if !n.past(last) {
+			t.Fatalf("%s: %s %v after %v", tool, next, n, last)
 		}
-		last, a[offsetArg] = n, n
+		last, a[offsetArg] = n, n.arg()
 	}
 	t.Fatalf("%s: still windows after %d calls", tool, WindowCalls)
 	return nil, nil
@@ -82,10 +83,10 @@ func WindowBounds(t testing.TB, session func(max int64) *kernel.Session, tool st
 	if err != nil {
 		t.Fatalf("%s at the hard bound: %v", tool, err)
 	}
-	if n := nextOffset(t, whole, tool, next); n != 0 {
-		t.Fatalf("%s at the hard bound is a window (%s %d): give smaller arguments", tool, next, n)
+	if n := nextCursor(t, whole, tool, next); !n.none() {
+		t.Fatalf("%s at the hard bound is a window (%s %v): give smaller arguments", tool, next, n)
 	}
-	start := offsetOf(t, args[offsetArg])
+	start := cursorArg(t, args[offsetArg])
 	var smallest, failed int64
 	for _, max := range shrinking(whole.Size()) {
 		res, err := Call(t, session(max), tool, args)
@@ -100,14 +101,14 @@ func WindowBounds(t testing.TB, session func(max int64) *kernel.Session, tool st
 			t.Fatalf("%s fails at a bound of %d bytes and succeeds at %d", tool, failed, max)
 		}
 		smallest = max
-		n := nextOffset(t, res, tool, next)
+		n := nextCursor(t, res, tool, next)
 		switch {
 		case res.Size() > max:
 			t.Fatalf("%s at a bound of %d bytes: %d bytes", tool, max, res.Size())
-		case n == 0 && (res.Text != whole.Text || string(res.Structured) != string(whole.Structured)):
+		case n.none() && (res.Text != whole.Text || string(res.Structured) != string(whole.Structured)):
 			t.Fatalf("%s at a bound of %d bytes names no next window but is not the whole result:\n%s\n%s", tool, max, res.Text, res.Structured)
-		case n != 0 && n <= start:
-			t.Fatalf("%s at a bound of %d bytes: %s %d does not move past %d:\n%s", tool, max, next, n, start, res.Text)
+		case !n.none() && !n.past(start):
+			t.Fatalf("%s at a bound of %d bytes: %s %v does not move past %v:\n%s", tool, max, next, n, start, res.Text)
 		}
 	}
 	if smallest == 0 {
@@ -134,7 +135,34 @@ func shrinking(size int64) []int64 {
 	return out
 }
 
-func nextOffset(t testing.TB, res *kernel.Result, tool, next string) int64 {
+// cursor is where a window starts: an offset, or a string (a key to
+// list after).
+type cursor struct {
+	num   int64
+	str   string
+	isStr bool
+}
+
+func (c cursor) none() bool { return c.num == 0 && c.str == "" }
+
+// past reports whether c lies after prev.
+func (c cursor) past(prev cursor) bool {
+	if c.isStr {
+		return c.str > prev.str
+	}
+	return c.num > prev.num
+}
+
+func (c cursor) arg() any {
+	if c.isStr {
+		return c.str
+	}
+	return c.num
+}
+
+func (c cursor) String() string { return fmt.Sprint(c.arg()) }
+
+func nextCursor(t testing.TB, res *kernel.Result, tool, next string) cursor {
 	t.Helper()
 	var st map[string]json.RawMessage
 	if err := json.Unmarshal(res.Structured, &st); err != nil {
@@ -142,25 +170,30 @@ func nextOffset(t testing.TB, res *kernel.Result, tool, next string) int64 {
 	}
 	raw, ok := st[next]
 	if !ok {
-		return 0
+		return cursor{}
 	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatalf("%s: %s %s: %v", tool, next, raw, err)
 	}
-	return n
+	return cursorArg(t, v)
 }
 
-func offsetOf(t testing.TB, v any) int64 {
+// cursorArg is the cursor an argument or a decoded field holds.
+func cursorArg(t testing.TB, v any) cursor {
 	t.Helper()
 	switch n := v.(type) {
 	case nil:
-		return 0
+		return cursor{}
 	case int:
-		return int64(n)
+		return cursor{num: int64(n)}
 	case int64:
-		return n
+		return cursor{num: n}
+	case float64:
+		return cursor{num: int64(n)}
+	case string:
+		return cursor{str: n, isStr: true}
 	}
-	t.Fatalf("offset argument %v (%T): give an int", v, v)
-	return 0
+	t.Fatalf("a window's cursor %v (%T): give an int or a string", v, v)
+	return cursor{}
 }

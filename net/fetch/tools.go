@@ -59,7 +59,7 @@ func (r FetchResult) ToolText() string {
 	end := r.Offset + r.ShownBytes
 	extent := fmt.Sprintf("body bytes %d..%d of %d", r.Offset, end, r.Receipt.ExpandedBytes)
 	if r.NextOffset > 0 {
-		extent += fmt.Sprintf(" (a window: the rest is net_fetch with offset=%d and sha256=%s, which refuses a body that has changed)", r.NextOffset, r.Receipt.SHA256)
+		extent += fmt.Sprintf(" (a window: the rest is net_fetch with offset=%d and sha256=%s; that call fetches the URL again, a request of its own charged to any budget, and refuses a body that has changed)", r.NextOffset, r.Receipt.SHA256)
 	}
 	return r.Receipt.Text() + "\n" + extent + "\n\n" + r.body
 }
@@ -101,7 +101,7 @@ func (r *FetchResult) window(call *kernel.Call, body []byte, offset int64) error
 var fetchDescription = fmt.Sprintf(`Fetch a public https URL (GET) and return the body with a receipt: final URL, redirects, status, selected headers, media type, byte counts, SHA-256, timings and budget charges.
 Only https on port 443 (or ports the host's policy allows); no credentials, cookies, proxies or retries. Private, loopback, link-local (cloud metadata), multicast, documentation and other special-purpose addresses are refused (denied) wherever a name or redirect leads, unless the host's policy names them.
 Limits: a body of at most %s after decoding (limit), at most %d redirects and %ds in all (or less, as the host's policy says). HTTP 4xx/5xx fail (http) with the status; certificate problems fail (tls); an exhausted or cooling-down budget fails (deferred) with the time to wait.
-The body is shown up to the output bound (%s unless the host sets another): a longer one comes as a window ending on a whole line, with next_offset, the byte offset to fetch again with (offset) for the rest; pass the receipt's sha256 too, so that a body that changed in between fails (integrity) instead of mixing two bodies. A body that is not UTF-8 is not shown; its size and SHA-256 are in the receipt. Give expect to check the format and refuse login walls and other access screens.
+The body is shown up to the output bound (%s unless the host sets another): a longer one comes as a window ending on a whole line, with next_offset, the byte offset to fetch again with (offset) for the rest (each window is a request of its own); pass the receipt's sha256 too, so that a body that changed in between fails (integrity) instead of mixing two bodies. A body that is not UTF-8 is not shown; its size and SHA-256 are in the receipt. Give expect to check the format and refuse login walls and other access screens.
 Example: {"url": "https://example.org/data.json", "expect": "json"}`,
 	limits.Bytes(limits.FetchToolMaxBodyBytes), limits.FetchMaxRedirects, int(limits.FetchMaxDeadline.Seconds()), limits.Bytes(limits.DefaultMaxOutputBytes))
 

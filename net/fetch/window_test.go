@@ -85,6 +85,38 @@ func TestFetchWindowEdges(t *testing.T) {
 	}
 }
 
+// TestFetchWindowBounds: at every bound from the whole result's size
+// down, a window either holds the whole body, or part of it and the
+// offset of the rest, or fails with limit naming the setting; no bound
+// fails above one that succeeds. The text says that the next window
+// fetches the URL again.
+func TestFetchWindowBounds(t *testing.T) {
+	_, whole, err := fetchWindow(t, 1<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed int64
+	for max := whole; max >= 16; max = max * 7 / 8 {
+		r, size, err := fetchWindow(t, max, 0)
+		switch {
+		case err != nil:
+			if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "[tool.net_fetch] max_output_bytes") {
+				t.Fatalf("at %d bytes: %v", max, err)
+			}
+			failed = max
+		case failed != 0:
+			t.Fatalf("fails at %d bytes and succeeds at %d", failed, max)
+		case size > max || r.body == "" || (r.NextOffset == 0) != (r.body == windowBody) || r.NextOffset != 0 && r.NextOffset != int64(len(r.body)):
+			t.Fatalf("at %d bytes: %d shown, next %d, %d bytes", max, len(r.body), r.NextOffset, size)
+		case r.NextOffset != 0 && !strings.Contains(r.ToolText(), "fetches the URL again"):
+			t.Fatalf("at %d bytes the text does not say the next window fetches again: %q", max, r.ToolText()[:300])
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no bound was too small")
+	}
+}
+
 // TestNetFetchToolWindows drives the tool itself under a small bound:
 // following next_offset (with the body's sha256) fetches the URL again and
 // reaches the body's end; a body that changed in between fails.

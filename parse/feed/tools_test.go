@@ -122,4 +122,9 @@ func TestParseToolWindows(t *testing.T) {
 	if len(windows) < 2 || all.String() != whole.Text {
 		t.Fatalf("%d windows reassemble %d bytes, want %d", len(windows), all.Len(), len(whole.Text))
 	}
+	session := func(max int64) *kernel.Session {
+		rt := testkit.RuntimeBound(t, RegisterTools, &ToolOptions{Files: reader}, max)
+		return testkit.Session(t, rt, testkit.Grant(t, []string{"/srv"}, capability.Parse, capability.ReadFile))
+	}
+	testkit.WindowBounds(t, session, "feed_parse", args, "offset", "next_offset")
 }

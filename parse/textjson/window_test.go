@@ -71,3 +71,20 @@ func TestCanonicalWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalWindowBounds: json_canonical at small output bounds
+// (testkit.WindowBounds).
+func TestCanonicalWindowBounds(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString("[")
+	for i := range 40 {
+		fmt.Fprintf(&doc, `"wörd %s", `, strings.Repeat("é", i%9))
+	}
+	doc.WriteString(`1]`)
+	files := testkit.Files{"d.json": []byte(doc.String())}
+	session := func(max int64) *kernel.Session {
+		rt := testkit.RuntimeBound(t, RegisterTools, &ToolOptions{Files: files}, max)
+		return testkit.Session(t, rt, testkit.Grant(t, []string{"/srv"}, capability.Parse, capability.ReadFile))
+	}
+	testkit.WindowBounds(t, session, "json_canonical", map[string]any{"path": "d.json"}, "offset", "next_offset")
+}

@@ -100,3 +100,22 @@ func TestSearchAndStatusWindows(t *testing.T) {
 		t.Fatalf("%d refs reported, %d not", len(r.Refs), r.Unreported)
 	}
 }
+
+// TestWindowBounds: lexindex_search and lexindex_status at small output
+// bounds (testkit.WindowBounds).
+func TestWindowBounds(t *testing.T) {
+	root := t.TempDir()
+	session := func(max int64) *kernel.Session {
+		rt := testkit.RuntimeBound(t, RegisterTools, nil, max)
+		return testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.IndexWrite, capability.IndexRead))
+	}
+	var muts []map[string]any
+	for i := range 30 {
+		muts = append(muts, map[string]any{"ref": fmt.Sprintf("doc-%03d-%s", i, strings.Repeat("r", i%7)), "text": "common word " + strings.Repeat("filler ", i%5)})
+	}
+	if _, err := testkit.Call(t, session(limits.HardMaxOutputBytes), "lexindex_update", map[string]any{"db": "ix.db", "mutations": muts}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WindowBounds(t, session, "lexindex_search", map[string]any{"db": "ix.db", "query": "common", "limit": 50, "snippets": true}, "offset", "next_offset")
+	testkit.WindowBounds(t, session, "lexindex_status", map[string]any{"db": "ix.db"}, "after", "next")
+}

@@ -2,6 +2,7 @@ package passages
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,23 @@ func TestTool(t *testing.T) {
 	if _, err := testkit.Call(t, testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.ReadFile)), "passages_find", `{"path":"doc.txt","query":"x"}`); fault.CodeOf(err) != fault.Denied {
 		t.Fatalf("without the search effect: %v", err)
 	}
+}
+
+// TestToolWindowBounds: passages_find at small output bounds
+// (testkit.WindowBounds).
+func TestToolWindowBounds(t *testing.T) {
+	root := t.TempDir()
+	var text strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&text, "line %d has the word needle %s\n", i, strings.Repeat("ü", i%9))
+	}
+	if err := os.WriteFile(filepath.Join(root, "doc.txt"), []byte(text.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	session := func(max int64) *kernel.Session {
+		return testkit.Session(t, testkit.RuntimeBound(t, RegisterTools, nil, max), testkit.Grant(t, []string{root}, capability.Search))
+	}
+	testkit.WindowBounds(t, session, "passages_find", map[string]any{"path": "doc.txt", "query": "needle", "limit": 100}, "offset", "next_offset")
 }
 
 // TestToolWindows: a full page of matches with their context comes as

@@ -75,3 +75,22 @@ func TestSearchAndStatusWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowBounds: semindex_search, semindex_status and semindex_audit
+// at small output bounds (testkit.WindowBounds).
+func TestWindowBounds(t *testing.T) {
+	root := t.TempDir()
+	opts := &ToolOptions{Model: tiny(t)}
+	session := func(max int64) *kernel.Session {
+		rt := testkit.RuntimeBound(t, RegisterTools, opts, max)
+		return testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.IndexRead, capability.IndexWrite))
+	}
+	for i := range 20 {
+		args := map[string]any{"index": "s.db", "ref": fmt.Sprintf("ref-%02d-%s", i, strings.Repeat("r", i%7)), "text": fmt.Sprintf("The quick brown fox %d jumps.", i)}
+		if _, err := testkit.Call(t, session(limits.HardMaxOutputBytes), "semindex_add", args); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WindowBounds(t, session, "semindex_search", map[string]any{"index": "s.db", "query": "fox", "limit": 30, "with_text": true}, "offset", "next_offset")
+	testkit.WindowBounds(t, session, "semindex_status", map[string]any{"index": "s.db"}, "offset", "next_offset")
+}

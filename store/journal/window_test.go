@@ -110,3 +110,21 @@ func TestReadUpTo(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalReadWindowBounds: journal_read at small output bounds
+// (testkit.WindowBounds).
+func TestJournalReadWindowBounds(t *testing.T) {
+	root := pdir(t)
+	j := open(t, root, nil)
+	for i := range 30 {
+		ev, _ := json.Marshal(map[string]string{"n": strings.Repeat("é", i%7)})
+		if _, err := j.Append(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session := func(max int64) *kernel.Session {
+		rt := testkit.RuntimeBound(t, RegisterTools, nil, max)
+		return testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.JournalRead))
+	}
+	testkit.WindowBounds(t, session, "journal_read", map[string]any{"name": "events", "from": 1}, "from", "next_from")
+}
