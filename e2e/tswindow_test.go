@@ -15,7 +15,9 @@ import (
 // TypeScript SDK client as windows that pass its output-schema check, and
 // the next offset each names, passed back, reaches the end: csv_scan rows
 // under the default bound, html_extract lines under a bound capkit.toml
-// lowers for that tool alone.
+// lowers for that tool alone, and grep under [tool.grep] max_output_bytes
+// = 2000 with 127 short matching lines in 3 files (which showed none of
+// them and no next offset).
 func TestTypeScriptClientWindows(t *testing.T) {
 	modules := nodeModules(t)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -34,11 +36,20 @@ func TestTypeScriptClientWindows(t *testing.T) {
 	html.WriteString("</body></html>")
 	mkfile(t, filepath.Join(dir, "rw", "big.csv"), csv.String())
 	mkfile(t, filepath.Join(dir, "rw", "page.html"), html.String())
+	for f, n := range []int{40, 43, 44} {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "TODO item %d\n", i)
+		}
+		mkfile(t, filepath.Join(dir, "rw", "todo", fmt.Sprintf("f%d.txt", f)), b.String())
+	}
 	cfg := filepath.Join(dir, "capkit.toml")
 	if err := os.WriteFile(cfg, []byte(`[[root]]
 path = "rw"
 [actor.assistant]
-effects = ["read_file", "parse", "tool_search"]
+effects = ["read_file", "parse", "search", "tool_search"]
+[tool.grep]
+max_output_bytes = 2000
 [tool.html_extract]
 max_output_bytes = 4096
 [tool.json_canonical]
@@ -53,6 +64,7 @@ max_output_bytes = 100
 		{Op: "follow", Tool: "csv_scan", Args: map[string]any{"path": "big.csv", "max_rows": rows}, OffsetArg: "offset", Next: "next_offset"},
 		{Op: "follow", Tool: "html_extract", Args: map[string]any{"path": "page.html", "select": "text"}, OffsetArg: "offset", Next: "next_offset"},
 		{Op: "call", Tool: "json_canonical", Args: map[string]any{"text": `{"a": "` + strings.Repeat("é", 50) + `"}`}},
+		{Op: "follow", Tool: "grep", Args: map[string]any{"pattern": "TODO", "path": "todo"}, OffsetArg: "offset", Next: "next_offset"},
 	}}
 	out := runTS(t, modules, plan)
 	// csv_scan: every window fits the default bound and says it is one;
@@ -110,5 +122,26 @@ max_output_bytes = 100
 	// limit result naming the setting that raises it.
 	if r := out.Results[4]; r.Thrown != nil || !r.IsError || !strings.HasPrefix(r.Text, "limit: ") || !strings.Contains(r.Text, "[tool.json_canonical] max_output_bytes") {
 		t.Fatalf("json_canonical under 100 bytes: %+v", r)
+	}
+	// grep under 2000 bytes: windows of whole matching lines, each naming
+	// the next offset, that give all 127 once, in order.
+	var matches []string
+	grepPages := out.Results[5].Pages
+	for i, p := range grepPages {
+		var r struct {
+			Total      int `json:"total"`
+			Shown      int `json:"shown"`
+			NextOffset int `json:"next_offset"`
+		}
+		if p.Thrown != nil || p.IsError || json.Unmarshal(p.Structured, &r) != nil || len(p.Text)+len(p.Structured) > 2000 || r.Total != 127 || r.Shown == 0 {
+			t.Fatalf("grep window %d: %+v", i, p)
+		}
+		if r.NextOffset > 0 && !strings.Contains(p.Text, fmt.Sprintf("the next page is offset=%d", r.NextOffset)) {
+			t.Fatalf("grep window %d does not name the next offset: %s", i, p.Text)
+		}
+		matches = append(matches, strings.Split(p.Text, "\n")[:r.Shown]...)
+	}
+	if len(grepPages) < 3 || len(matches) != 127 || !strings.HasPrefix(matches[0], "todo/f0.txt:1:TODO item 0") || !strings.HasPrefix(matches[126], "todo/f2.txt:44:TODO item 43") {
+		t.Fatalf("grep: %d windows gave %d lines: %q", len(grepPages), len(matches), matches)
 	}
 }
