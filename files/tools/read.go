@@ -36,7 +36,8 @@ type ReadArgs struct {
 type ReadResult struct {
 	Path string `json:"path"`
 	// StartLine and EndLine are the lines shown (1-based, inclusive); both
-	// are 0 for an empty file or an image.
+	// are 0 for an empty file, an image, or a tail whose lines could not
+	// be counted.
 	StartLine int `json:"start_line"`
 	EndLine   int `json:"end_line"`
 	// TotalLines is the file's line count where it was counted (the whole
@@ -45,6 +46,10 @@ type ReadResult struct {
 	// NextOffset is the offset that reads on after this window; 0 at the
 	// end of the file.
 	NextOffset int `json:"next_offset,omitempty"`
+	// UnnumberedLines counts the lines of a tail of a file too large to
+	// count its lines: they are shown without numbers, which would not be
+	// line numbers.
+	UnnumberedLines int `json:"unnumbered_lines,omitempty"`
 	// CutLines counts shown lines cut at limits.ReadMaxLineRunes.
 	CutLines int `json:"cut_lines"`
 	// CRLF reports that the file's first line ends with \r\n.
@@ -181,6 +186,9 @@ func (w *window) result(ctx context.Context, r io.Reader, name string) (ReadResu
 		w.out = append(w.out, "(empty file: 0 lines)\n"...)
 	case w.eof && w.first > w.total:
 		return ReadResult{}, fault.New(fault.InvalidInput, "offset %d is past the end of %s, which has %d lines", w.first, name, w.total)
+	case w.unnumbered:
+		res.UnnumberedLines = w.shownLast()
+		w.out = w.tailFooter(res)
 	case w.tail != nil:
 		res.StartLine, res.EndLine = w.first+w.numBase, w.shownLast()+w.numBase
 		w.out = w.tailFooter(res)
@@ -219,6 +227,7 @@ type window struct {
 	size        int64
 	countAll    bool
 	numBase     int       // added to the line numbers shown (a tail's offset)
+	unnumbered  bool      // no line numbers: a tail of a file whose lines were not counted
 	tail        *tailSpan // set for a tail read
 	general     bool      // no shortLines (tests compare the two paths)
 
@@ -387,7 +396,7 @@ func (w *window) lines(c []byte, name string) error {
 			}
 		}
 		if !w.inLine {
-			out = append(out, w.num.at(line+w.numBase)...)
+			out = append(out, w.number(line)...)
 			w.inLine, w.lineStart, w.lineOff, w.lineCut, w.hidden = true, len(out), base, false, 0
 			w.lineASCII = true
 		}
@@ -605,7 +614,20 @@ func (w *window) footer(r ReadResult) []byte {
 }
 
 func (w *window) tooBig() error {
-	return w.req.tooLarge(fmt.Sprintf("line %d", w.first+w.numBase), "a line is never shown in part")
+	what := fmt.Sprintf("line %d", w.first+w.numBase)
+	if w.unnumbered {
+		what = "the first of the last lines"
+	}
+	return w.req.tooLarge(what, "a line is never shown in part")
+}
+
+// number is what line is shown after: its number and a tab, or nothing
+// when the lines are unnumbered.
+func (w *window) number(line int) []byte {
+	if w.unnumbered {
+		return nil
+	}
+	return w.num.at(line + w.numBase)
 }
 
 // sizeText renders a byte count for a person: "1.5 GiB", "512 bytes".

@@ -27,7 +27,7 @@ func (w *window) shortLines(out, c []byte) ([]byte, int) {
 		if i < 0 || i > limits.ReadMaxLineRunes {
 			break
 		}
-		num := w.num.at(line + w.numBase)
+		num := w.number(line)
 		// As lines checks it: the number and the text with its \r, before
 		// the newline.
 		if int64(len(out)+len(num)+i) > w.budget {

@@ -36,9 +36,7 @@ func readTail(ctx context.Context, req request, t target, f files.File, n int) (
 	}
 	w := newWindow(1, max(ts.lines, 1), req, size-ts.start, budget)
 	w.countAll = true // the section is the window
-	if counted {
-		w.numBase = total - ts.lines
-	}
+	w.numBase, w.unnumbered = total-ts.lines, !counted
 	w.tail = &ts
 	w.tail.counted = counted
 	return w.result(ctx, io.NewSectionReader(f, ts.start, size-ts.start), t.display)
@@ -163,8 +161,12 @@ func countFileLines(ctx context.Context, f io.Reader, name string) (int, error) 
 // tailFooter says which of the file's last lines a tail shows.
 func (w *window) tailFooter(r ReadResult) []byte {
 	ts := w.tail
+	shown := r.UnnumberedLines
+	if ts.counted {
+		shown = r.EndLine - r.StartLine + 1
+	}
 	o := append(w.out, "(the last "...)
-	o = strconv.AppendInt(o, int64(r.EndLine-r.StartLine+1), 10)
+	o = strconv.AppendInt(o, int64(shown), 10)
 	o = append(o, " lines"...)
 	if ts.counted {
 		o = append(o, ": lines "...)
@@ -178,7 +180,7 @@ func (w *window) tailFooter(r ReadResult) []byte {
 		o = append(o, sizeText(w.size+ts.start)...)
 		o = append(o, ", from byte offset "...)
 		o = strconv.AppendInt(o, ts.start, 10)
-		o = append(o, "; its lines are not counted, so they are numbered from 1 here"...)
+		o = append(o, "; the file is too large to count its lines, so they are shown without line numbers"...)
 	}
 	switch {
 	case ts.fitted:

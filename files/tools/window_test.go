@@ -147,13 +147,12 @@ func TestReadTail(t *testing.T) {
 		{"more than there are", "f", 5000, 1, 1000, 1000, "line 1", "line 1000"},
 		{"at the bound", "f", limits.ReadTailMaxLines, 1, 1000, 1000, "line 1", "line 1000"},
 		{"no final newline", "nonl", 2, 2, 3, 3, "b", "c"},
-		{"uncounted", "big", 3, 1, 3, 0, "first", "third"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := mustResult(t, s, ReadFile, obj{"path": c.path, "tail": c.tail})
 			out := decode[ReadResult](t, res)
-			if out.StartLine != c.start || out.EndLine != c.end || out.TotalLines != c.total || out.NextOffset != 0 {
+			if out.StartLine != c.start || out.EndLine != c.end || out.TotalLines != c.total || out.NextOffset != 0 || out.UnnumberedLines != 0 {
 				t.Fatalf("%+v\n%s", out, res.Text)
 			}
 			lines := strings.Split(res.Text, "\n")
@@ -161,6 +160,16 @@ func TestReadTail(t *testing.T) {
 				t.Fatalf("text %q", res.Text)
 			}
 		})
+	}
+	// A file too large to count its lines: its last lines are shown
+	// without numbers (they would not be line numbers), and the result
+	// says so; no start or end line is claimed.
+	res := mustResult(t, s, ReadFile, obj{"path": "big", "tail": 3})
+	out := decode[ReadResult](t, res)
+	if out.StartLine != 0 || out.EndLine != 0 || out.TotalLines != 0 || out.UnnumberedLines != 3 || out.NextOffset != 0 ||
+		!strings.HasPrefix(res.Text, "first\nsecond\nthird\n(the last 3 lines of a file of ") ||
+		!strings.Contains(res.Text, "too large to count its lines, so they are shown without line numbers") {
+		t.Fatalf("uncounted: %+v\n%s", out, res.Text)
 	}
 	mustCall(t, s, ReadFile, obj{"path": "empty", "tail": 1})
 	wantCode(t, s, ReadFile, obj{"path": "f", "tail": limits.ReadTailMaxLines + 1}, fault.Limit)
