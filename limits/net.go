@@ -56,6 +56,10 @@ const (
 	// BudgetStatusMaxTasks bounds the tasks and open reservations a status
 	// lists (it says how many more there are).
 	BudgetStatusMaxTasks = 100
+	// BudgetMaxInFlightScan bounds the open reservations a request
+	// refused for bytes reads to find when reservations in flight give
+	// them back.
+	BudgetMaxInFlightScan = 1024
 	// BudgetBusyTimeout is how long a SQLite admission waits for another
 	// process's transaction before failing unavailable.
 	BudgetBusyTimeout = 30 * time.Second

@@ -330,12 +330,20 @@ type Reservation struct {
 	Group string `json:"group"`
 	Task  string `json:"task"`
 	Bytes int64  `json:"bytes"`
+	// due is the request's deadline (the reserving context's), by which
+	// it is expected to be settled; unset without one.
+	due deadline
 }
 
 // Reserve admits one request of at most bytes for task, or fails: deferred
 // with the interval to wait (spacing, cooldown, window allowance), limit
 // when bytes can never fit a window, denied when the root was
 // transferred. The charge is durable when Reserve returns.
+//
+// ctx's deadline, if it has one, is the request's: the reservation is in
+// flight until then. A request deferred because reservations in flight
+// hold the bytes it needs is told so, and to retry once they are due to
+// be settled rather than at the window's end.
 func (b *Budget) Reserve(ctx context.Context, task string, bytes int64) (*Reservation, error) {
 	if err := checkName("budget task", task); err != nil {
 		return nil, err
@@ -366,6 +374,9 @@ func (b *Budget) reserve(ctx context.Context, task string, bytes int64, upTo boo
 		return nil, err
 	}
 	r := &Reservation{ID: id, Group: b.policy.Group, Task: task, Bytes: bytes}
+	if dl, ok := ctx.Deadline(); ok {
+		r.due = after(b.clock(), time.Until(dl))
+	}
 	if b.leasing {
 		ok, err := b.reserveLeased(ctx, r)
 		if err != nil {
@@ -407,10 +418,10 @@ func (b *Budget) admit(ctx context.Context, bs *batchState, r *Reservation, upTo
 		left := min(b.policy.WindowBytes-g.WindowBytes, b.policy.TaskBytes-ts.WindowBytes)
 		r.Bytes = max(min(r.Bytes, left), 1)
 	}
-	if err := b.fits(g, ts, r.Bytes, now); err != nil {
+	if err := b.fits(ctx, bs, ts, r.Bytes, now); err != nil {
 		return err
 	}
-	bs.inserts = append(bs.inserts, newReservation{id: r.ID, task: r.Task, bytes: r.Bytes, seq: g.WindowSeq, created: now.Wall.UnixNano()})
+	bs.inserts = append(bs.inserts, newReservation{id: r.ID, task: r.Task, bytes: r.Bytes, seq: g.WindowSeq, created: now.Wall.UnixNano(), due: r.due})
 	g.WindowRequests++
 	g.WindowBytes += r.Bytes
 	g.TotalRequests++
@@ -453,19 +464,23 @@ func (b *Budget) admissible(g *GroupState, now Instant) error {
 	return nil
 }
 
-// fits checks the group's and the task's window allowance.
-func (b *Budget) fits(g *GroupState, ts *TaskState, bytes int64, now Instant) error {
-	p := &b.policy
+// fits checks the group's and the task's window allowance. Requests come
+// back only with the window; bytes also when reservations in flight are
+// settled (bytesDeferred says when).
+func (b *Budget) fits(ctx context.Context, bs *batchState, ts *TaskState, bytes int64, now Instant) error {
+	p, g := &b.policy, bs.g
 	wait := g.WindowEnd.remaining(now)
 	switch {
 	case g.WindowRequests+1 > p.WindowRequests:
 		return deferred(wait, "budget group %q has used its %d requests of this window", p.Group, p.WindowRequests)
 	case g.WindowBytes+bytes > p.WindowBytes:
-		return deferred(wait, "budget group %q has %d of its %d bytes left in this window; %d asked", p.Group, p.WindowBytes-g.WindowBytes, p.WindowBytes, bytes)
+		left := p.WindowBytes - g.WindowBytes
+		return bs.bytesDeferred(ctx, "", bytes-left, wait, now, "budget group %q has %d of its %d bytes left in this window; %d asked", p.Group, left, p.WindowBytes, bytes)
 	case ts.WindowRequests+1 > p.TaskRequests:
 		return deferred(wait, "budget task %q has used its %d requests of this window", ts.Task, p.TaskRequests)
 	case ts.WindowBytes+bytes > p.TaskBytes:
-		return deferred(wait, "budget task %q has %d of its %d bytes left in this window; %d asked", ts.Task, p.TaskBytes-ts.WindowBytes, p.TaskBytes, bytes)
+		left := p.TaskBytes - ts.WindowBytes
+		return bs.bytesDeferred(ctx, ts.Task, bytes-left, wait, now, "budget task %q has %d of its %d bytes left in this window; %d asked", ts.Task, left, p.TaskBytes, bytes)
 	}
 	return nil
 }

@@ -163,10 +163,10 @@ func (s *store) commitLeased(ops []*op) {
 	ctx, cancel := context.WithTimeout(context.Background(), limits.BudgetBusyTimeout)
 	defer cancel()
 	now := s.b.clock()
-	args := make([]any, 0, 6*len(ops)+6)
+	args := make([]any, 0, 9*len(ops)+6)
 	for _, o := range ops {
 		r, l := o.adm.r, o.adm.l
-		args = append(args, r.ID, r.Task, r.Bytes, now.Wall.UnixNano(), l.id, l.seq)
+		args = append(args, r.ID, r.Task, r.Bytes, now.Wall.UnixNano(), l.id, l.seq, r.due.Wall, r.due.BootID, r.due.Boot)
 	}
 	for range 2 {
 		args = append(args, now.Wall.UnixNano(), now.BootID, int64(now.Boot))
@@ -195,15 +195,15 @@ func (s *store) commitLeased(ops []*op) {
 // spacing requests at the admitting host's clock; it returns their ids.
 func leaseSQL(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO budget_reservation (id, task, bytes, win_seq, created, lease)
-	SELECT v.id, v.task, v.bytes, g.win_seq, v.created, v.lease FROM (VALUES `)
+	b.WriteString(`INSERT INTO budget_reservation (id, task, bytes, win_seq, created, lease, due_wall, due_boot_id, due_boot)
+	SELECT v.id, v.task, v.bytes, g.win_seq, v.created, v.lease, v.due_wall, v.due_boot_id, v.due_boot FROM (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, CAST(? AS BIGINT))")
+		b.WriteString("(?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT))")
 	}
-	b.WriteString(`) AS v (id, task, bytes, created, lease, seq)
+	b.WriteString(`) AS v (id, task, bytes, created, lease, seq, due_wall, due_boot_id, due_boot)
 	JOIN budget_group g ON g.id = 1 AND g.win_seq = v.seq
 	JOIN budget_lease l ON l.id = v.lease
 	WHERE g.state = 'active' AND g.cool_operator = 0 AND ` + reachedSQL("g.cool") + ` AND ` + reachedSQL("g.next") + `

@@ -254,8 +254,8 @@ func TestTrackedBound(t *testing.T) {
 	}
 }
 
-// A root made before leases (no lease column on its reservations) opens,
-// gains the column and keeps its accounting.
+// A root made before leases and deadlines (no lease or due columns on its
+// reservations) opens, gains the columns and keeps its accounting.
 func TestRootFromBeforeLeases(t *testing.T) {
 	eachStore(t, func(t *testing.T, loc string) {
 		ctx := context.Background()
@@ -267,8 +267,12 @@ func TestRootFromBeforeLeases(t *testing.T) {
 		b.Close()
 		old := open(t, loc, policy(10, 1000), nil)
 		err = old.s.tx(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `ALTER TABLE budget_reservation DROP COLUMN lease`)
-			return err
+			for _, c := range []string{"lease", "due_wall", "due_boot_id", "due_boot"} {
+				if _, err := tx.ExecContext(ctx, `ALTER TABLE budget_reservation DROP COLUMN `+c); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -165,6 +165,7 @@ func (s *store) saveTasks(ctx context.Context, t *sql.Tx, tasks []*TaskState) er
 type newReservation struct {
 	id, task            string
 	bytes, seq, created int64
+	due                 deadline
 }
 
 // insertReservations writes reservation rows in one statement.
@@ -173,14 +174,14 @@ func (s *store) insertReservations(ctx context.Context, t *sql.Tx, rs []newReser
 		return nil
 	}
 	var b strings.Builder
-	args := make([]any, 0, 5*len(rs))
-	b.WriteString(`INSERT INTO budget_reservation (id, task, bytes, win_seq, created) VALUES `)
+	args := make([]any, 0, 8*len(rs))
+	b.WriteString(`INSERT INTO budget_reservation (id, task, bytes, win_seq, created, due_wall, due_boot_id, due_boot) VALUES `)
 	for i, r := range rs {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?)")
-		args = append(args, r.id, r.task, r.bytes, r.seq, r.created)
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, r.id, r.task, r.bytes, r.seq, r.created, r.due.Wall, r.due.BootID, r.due.Boot)
 	}
 	return s.exec(ctx, t, b.String(), args...)
 }

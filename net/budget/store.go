@@ -186,21 +186,39 @@ var schema = []string{
 	// used is NULL while a reservation is open, then the bytes it used
 	// until a locked transaction folds it into the counters; lease names
 	// the lease it was admitted under until that lease is returned.
+	// due_* is the deadline of the request it admits (zero: none given),
+	// by which its settlement is expected.
 	`CREATE TABLE IF NOT EXISTS budget_reservation (id TEXT PRIMARY KEY, task TEXT NOT NULL,
-		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL, used BIGINT, lease TEXT)`,
+		bytes BIGINT NOT NULL, win_seq BIGINT NOT NULL, created BIGINT NOT NULL, used BIGINT, lease TEXT,
+		due_wall BIGINT NOT NULL DEFAULT 0, due_boot_id TEXT NOT NULL DEFAULT '', due_boot BIGINT NOT NULL DEFAULT 0)`,
 }
 
-// upgrade adds what a root made before leases lacks: the lease column of
-// the reservations (the lease table comes with the schema).
+// upgrade adds the reservation columns a root made before them lacks:
+// lease (the lease table comes with the schema) and the due deadline.
 func (s *store) upgrade(ctx context.Context, t *sql.Tx) error {
-	if s.d == postgresDialect {
-		return s.exec(ctx, t, `ALTER TABLE budget_reservation ADD COLUMN IF NOT EXISTS lease TEXT`)
+	for _, c := range []struct{ name, def string }{
+		{"lease", "TEXT"},
+		{"due_wall", "BIGINT NOT NULL DEFAULT 0"},
+		{"due_boot_id", "TEXT NOT NULL DEFAULT ''"},
+		{"due_boot", "BIGINT NOT NULL DEFAULT 0"},
+	} {
+		if s.d == postgresDialect {
+			if err := s.exec(ctx, t, `ALTER TABLE budget_reservation ADD COLUMN IF NOT EXISTS `+c.name+` `+c.def); err != nil {
+				return err
+			}
+			continue
+		}
+		var n int
+		if err := s.queryRow(ctx, t, `SELECT COUNT(*) FROM pragma_table_info('budget_reservation') WHERE name = ?`, c.name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := s.exec(ctx, t, `ALTER TABLE budget_reservation ADD COLUMN `+c.name+` `+c.def); err != nil {
+				return err
+			}
+		}
 	}
-	var n int
-	if err := s.queryRow(ctx, t, `SELECT COUNT(*) FROM pragma_table_info('budget_reservation') WHERE name = 'lease'`).Scan(&n); err != nil || n > 0 {
-		return err
-	}
-	return s.exec(ctx, t, `ALTER TABLE budget_reservation ADD COLUMN lease TEXT`)
+	return nil
 }
 
 // tx runs fn in one transaction, committed durably when fn succeeds. On

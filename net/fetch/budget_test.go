@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/net/budget"
@@ -58,4 +59,59 @@ func TestFetchUnderBudget(t *testing.T) {
 	}
 	_, err = New(p, &Options{Budget: b})
 	wantCode(t, err, fault.InvalidInput, "task identity")
+}
+
+// TestConcurrentFetchesUnderOneByteBudget: a fetch reserves the most its
+// response may bring. Without max_response_bytes that is the whole
+// window, and a fetch beside it is deferred until the first's deadline
+// (not the window's end), saying why; with max_response_bytes below the
+// window, both run at once.
+func TestConcurrentFetchesUnderOneByteBudget(t *testing.T) {
+	ca := newCA(t)
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
+	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		fmt.Fprint(w, "0123456789")
+	}), "example.com")
+	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	ctx := context.Background()
+	url := fmt.Sprintf("https://example.com:%d/", port)
+	open := func() *budget.Budget {
+		b, err := budget.Open(ctx, filepath.Join(t.TempDir(), "root"), &budget.Policy{Format: 1, Group: "up", WindowSeconds: 3600, WindowRequests: 10, WindowBytes: 1 << 20}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	inFlight := func(f *Fetcher) chan error {
+		done := make(chan error, 1)
+		go func() { _, err := f.Fetch(ctx, url); done <- err }()
+		<-arrived
+		return done
+	}
+
+	whole := newFetcher(t, ca.loopbackPolicy(t, port, `, "deadline_seconds": 20`), &Options{Resolver: d.resolver(), Budget: open(), Task: "t"})
+	first := inFlight(whole)
+	_, err := whole.Fetch(ctx, url)
+	wantCode(t, err, fault.Deferred, "reserved by requests in flight (1)")
+	if r := fault.As(err).RetryAfter; r > 20*time.Second {
+		t.Fatalf("retry after %v, want the first fetch's deadline (20s)", r)
+	}
+	release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+
+	bounded := newFetcher(t, ca.loopbackPolicy(t, port, `, "max_response_bytes": 524288`), &Options{Resolver: d.resolver(), Budget: open(), Task: "t"})
+	a, b := inFlight(bounded), inFlight(bounded)
+	close(release)
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-b; err != nil {
+		t.Fatal(err)
+	}
 }
