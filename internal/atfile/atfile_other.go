@@ -106,3 +106,9 @@ func (r *Regular) Close() error { return unsupported() }
 func MakeDirs(*os.Root, []string, string, string, fs.FileMode, ProtectedCheck) (*Dir, bool, error) {
 	return nil, false, unsupported()
 }
+
+// RemoveAll is unavailable on this platform.
+func RemoveAll(context.Context, string) error { return unsupported() }
+
+// Usage is unavailable on this platform.
+func Usage(context.Context, string) (int64, error) { return 0, unsupported() }
