@@ -44,9 +44,26 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	keepCaches(dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// keepCaches points the user cache directory of the binaries the tests
+// start into dir, so that the contained commands' tool caches are left
+// nowhere else, while Go's build cache and the pinned node modules stay
+// where they were found.
+func keepCaches(dir string) {
+	if os.Getenv("GOCACHE") == "" {
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+		}
+	}
+	if user, err := os.UserCacheDir(); err == nil && os.Getenv("CAPKIT_NODE_MODULES") == "" {
+		os.Setenv("CAPKIT_NODE_MODULES", filepath.Join(user, "capkit-node", "node_modules"))
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 }
 
 // marker is in the file outside every root; it must never appear in any

@@ -78,7 +78,7 @@ path = %q
 effects = ["read_file", "edit_file", "run_test", "tool_search"%s]
 [run]
 env = { PATH = "%s:/usr/bin:/bin", GOCACHE = %q, GOTOOLCHAIN = "local", GOPROXY = "off" }
-cache = [%q]
+writable = [%q]
 [test]
 command = ["go", "test", "./..."]
 args = "-run=[A-Za-z0-9_]+"

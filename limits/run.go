@@ -74,3 +74,22 @@ const (
 	// RunTmpInodes bounds the files of the private /tmp.
 	RunTmpInodes = 65_536
 )
+
+// The persistent tool caches of contained commands ([run] cache): one
+// directory per set of roots, under one base for the capkit user.
+const (
+	// RunDefaultCacheBytes bounds the disk space of the base, every
+	// root's caches together ([run] cache_bytes). It is measured after a
+	// run, at most once every RunCacheTrimInterval; past it, whole
+	// roots' caches are removed, the least recently used first, until
+	// the rest fits. A single run may write past it before it is
+	// measured (the disk and file_bytes bound that).
+	RunDefaultCacheBytes = 20 * GiB
+	RunHardCacheBytes    = 16 * 1024 * GiB
+	RunMinCacheBytes     = 256 * MiB
+	// RunCacheTrimInterval is the least time between two measures of the
+	// caches, over every process of the capkit user (a stamp file in the
+	// base): each walks every cache, at most limits.TreeHardEntries
+	// entries (more count as past the bound).
+	RunCacheTrimInterval = 10 * time.Minute
+)

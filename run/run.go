@@ -10,6 +10,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,17 +54,23 @@ type Config struct {
 	Reduced bool
 	// Env are KEY=VALUE pairs the host adds to the commands' environment
 	// (PATH, LANG and TERM are set; HOME and TMPDIR point into the
-	// private /tmp).
+	// private /tmp; the cache variables point into Cache), overriding
+	// capkit's own.
 	Env []string
 	// Protected are the paths kept read-only in the writable roots (the
 	// zero value: .git and capkit.toml).
 	Protected capability.Protected
 	// ReadOnly and Writable are directories outside the roots shown to
-	// every command: toolchains and module caches read-only, build caches
-	// that only contained commands use writable (a cache the host itself
-	// uses could be poisoned through it).
+	// every command: toolchains read-only; writable, directories that
+	// only contained commands use (one the host itself uses could be
+	// poisoned through it).
 	ReadOnly []string
 	Writable []string
+	// Cache is the base directory of the persistent tool caches (see
+	// cache.go; DefaultCacheDir is the usual one); "" runs without them.
+	Cache string
+	// CacheBytes bounds the base; zero is limits.RunDefaultCacheBytes.
+	CacheBytes int64
 	// Limits bound each command's resources; zero fields are the defaults.
 	Limits sandbox.Limits
 	// MaxOutputBytes bounds each output stream; zero is
@@ -87,6 +94,7 @@ type Runner struct {
 	helper []string
 	audit  *slog.Logger
 	warm   *sandbox.Warm
+	caches caches
 }
 
 // RunnerOptions configure a Runner. The zero value runs with the defaults.
@@ -109,6 +117,7 @@ func NewRunner(helper []string, opts *RunnerOptions) *Runner {
 	if opts != nil {
 		r.cfg, r.audit, r.warm = opts.Config, opts.Audit, opts.Warm
 	}
+	r.caches = caches{base: r.cfg.Cache, bound: cmp.Or(r.cfg.CacheBytes, limits.RunDefaultCacheBytes)}
 	return r
 }
 
@@ -162,19 +171,55 @@ func (r *Runner) timeout(asked time.Duration) time.Duration {
 	return limits.RunDefaultTimeout
 }
 
-// run runs one command in a container over the session's roots.
+// run runs one command in a container over the session's roots, with
+// the cache of those roots.
 func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outcome, error) {
 	if r.helper == nil {
 		return nil, errNoHelper
 	}
-	granted := caps.Roots(q.effect)
-	if len(granted) == 0 {
-		return nil, fault.New(fault.Denied, "no root is granted for %s", q.effect)
+	writable, readOnly, err := r.roots(caps, q.effect)
+	if err != nil {
+		return nil, err
 	}
-	// A root that is or lies in a protected path (a client root narrowed
-	// to .git) is shown read-only whole: the protected paths the container
-	// keeps read-only lie inside writable roots, never are one.
-	var writable, readOnly []string
+	dir, err := workingDir(slices.Concat(writable, readOnly), q.cwd, q.dir)
+	if err != nil {
+		return nil, err
+	}
+	cache, note, err := r.caches.acquire(writable, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	res, timedOut, err := r.contained(ctx, r.spec(q, dir, writable, readOnly, cache), q)
+	cache.release()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range []string{note, r.caches.trimIfDue(ctx)} {
+		if n != "" {
+			res.Notes = append(res.Notes, n)
+		}
+	}
+	r.audited(ctx, caps, q, res)
+	switch {
+	case res.Killed && timedOut:
+		return nil, fault.New(fault.Limit, "the command ran past its time limit of %v and was killed with every process it started (it wrote %d bytes to stdout and %d to stderr)",
+			q.timeout, res.Stdout.Bytes, res.Stderr.Bytes)
+	case res.Killed:
+		return nil, fault.New(fault.Unavailable, "the call was canceled; the command was killed with every process it started")
+	}
+	return &Outcome{Result: res, Command: q.argv, Dir: dir}, nil
+}
+
+// roots are the roots a command over caps sees writable (those granted
+// effect) and read-only (those granted read_file only). A root that is
+// or lies in a protected path (a client root narrowed to .git) is shown
+// read-only whole: the protected paths the container keeps read-only
+// lie inside writable roots, never are one.
+func (r *Runner) roots(caps capability.Set, effect capability.Effect) (writable, readOnly []string, err error) {
+	granted := caps.Roots(effect)
+	if len(granted) == 0 {
+		return nil, nil, fault.New(fault.Denied, "no root is granted for %s", effect)
+	}
 	for _, root := range granted {
 		if r.cfg.Protected.Covers(root) {
 			readOnly = append(readOnly, root)
@@ -187,37 +232,37 @@ func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outc
 			readOnly = append(readOnly, root)
 		}
 	}
-	dir, err := workingDir(slices.Concat(granted, readOnly), q.cwd, q.dir)
-	if err != nil {
-		return nil, err
-	}
-	spec := &sandbox.Spec{
+	return writable, readOnly, nil
+}
+
+// spec is the container of one command: its roots, the host's extra
+// directories, and the cache's tools directory.
+func (r *Runner) spec(q request, dir string, writable, readOnly []string, cache *cacheUse) *sandbox.Spec {
+	s := &sandbox.Spec{
 		Argv:      q.argv,
 		Dir:       dir,
-		Env:       r.env(),
-		Writable:  append(slices.Clone(writable), r.cfg.Writable...),
-		ReadOnly:  append(readOnly, r.cfg.ReadOnly...),
+		Env:       r.env(cache),
+		Writable:  slices.Concat(writable, r.cfg.Writable),
+		ReadOnly:  slices.Concat(readOnly, r.cfg.ReadOnly),
 		Protected: r.cfg.Protected.Paths(writable),
 		Limits:    r.cfg.Limits,
 	}
+	if cache != nil {
+		s.Writable = append(s.Writable, cache.tools)
+	}
+	return s
+}
+
+// contained runs spec within the request's time bound, and says whether
+// that bound passed.
+func (r *Runner) contained(ctx context.Context, spec *sandbox.Spec, q request) (*sandbox.Result, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
 	res, err := sandbox.Run(ctx, spec, &sandbox.Options{
 		Helper: r.helper, Stdin: q.stdin, MaxOutputBytes: r.cfg.MaxOutputBytes,
 		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull, Warm: r.warm,
 	})
-	if err != nil {
-		return nil, err
-	}
-	r.audited(ctx, caps, q, res)
-	if res.Killed {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fault.New(fault.Limit, "the command ran past its time limit of %v and was killed with every process it started (it wrote %d bytes to stdout and %d to stderr)",
-				q.timeout, res.Stdout.Bytes, res.Stderr.Bytes)
-		}
-		return nil, fault.New(fault.Unavailable, "the call was canceled; the command was killed with every process it started")
-	}
-	return &Outcome{Result: res, Command: q.argv, Dir: dir}, nil
+	return res, errors.Is(ctx.Err(), context.DeadlineExceeded), err
 }
 
 // audited records how a command was contained: the kernel's audit event
@@ -255,8 +300,13 @@ func workingDir(roots []string, cwd, dir string) (string, error) {
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
 }
 
-func (r *Runner) env() []string {
+// env is the commands' environment: capkit's (with the cache variables
+// when the run has a cache), then the host's, which overrides it.
+func (r *Runner) env(cache *cacheUse) []string {
 	env := []string{"PATH=" + defaultPath, "LANG=C.UTF-8", "TERM=dumb"}
+	if cache != nil {
+		env = append(env, cache.env()...)
+	}
 	for _, kv := range r.cfg.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })

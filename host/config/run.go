@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,7 +30,9 @@ import (
 //	env = { GOFLAGS = "-mod=mod" } # optional: added to PATH, LANG, TERM, HOME, TMPDIR
 //	protect = [".envrc"]          # optional: kept read-only in every writable root, with .git and capkit.toml
 //	read_only = ["/opt/go"]       # optional: directories outside the roots shown read-only (toolchains)
-//	cache = ["/var/cache/capkit"] # optional: writable directories only contained commands use
+//	writable = ["/srv/scratch"]   # optional: directories outside the roots shown read-write, that only contained commands use
+//	cache = "none"                # optional: the base of the persistent tool caches, or "none"; default $XDG_CACHE_HOME/capkit/run-cache
+//	cache_bytes = 21474836480     # optional: the bound of that base, every root's caches together
 //
 //	[test]                        # the command run_test runs
 //	command = ["go", "test", "./..."]
@@ -40,10 +44,12 @@ import (
 //
 //	[build]                       # the command run_build runs, same keys
 //
-// A cache is shared by every contained command, so anything one command
-// writes there another one reads: never name a directory the host itself
-// uses (its own Go build cache), or a command could plant what the host
-// later runs.
+// A writable directory is shared by every contained command, so anything
+// one command writes there another one reads: never name a directory
+// the host itself uses (its own Go build cache), or a command could
+// plant what the host later runs. The tool caches are capkit's own, one
+// per set of roots (package run); a cache directory that is, holds or
+// lies in one of the host user's own tool caches is refused.
 type RunConfig struct {
 	Containment    string            `toml:"containment"`
 	Timeout        Duration          `toml:"timeout"`
@@ -57,9 +63,14 @@ type RunConfig struct {
 	Env            map[string]string `toml:"env"`
 	Protect        []string          `toml:"protect"`
 	ReadOnly       []string          `toml:"read_only"`
-	Cache          []string          `toml:"cache"`
+	Writable       []string          `toml:"writable"`
+	// Cache is a string: a directory, or "none" (any so that the list
+	// form of older configurations gets a message of its own).
+	Cache      any   `toml:"cache"`
+	CacheBytes int64 `toml:"cache_bytes"`
 
-	readOnly, cache []string // resolved
+	readOnly, writable []string // resolved
+	cache              string   // resolved; "" : none
 	// protect is Protect with the absolute entries and the configuration
 	// file added as realPaths names them, as roots are named.
 	protect []string
@@ -98,6 +109,10 @@ func (c *Config) validateRun(errs *errorList) {
 	check("file_bytes", r.FileBytes, 1, limits.RunHardFileBytes)
 	check("open_files", r.OpenFiles, 1, limits.RunHardOpenFiles)
 	check("tmp_bytes", r.TmpBytes, 1, limits.RunHardTmpBytes)
+	check("cache_bytes", r.CacheBytes, limits.RunMinCacheBytes, limits.RunHardCacheBytes)
+	if s, ok := r.Cache.(string); r.Cache != nil && (!ok || s == "" || strings.ContainsRune(s, 0)) {
+		errs.add(c.Errorf("run.cache", "give a directory, or \"none\" to run without persistent tool caches (extra writable directories are run.writable)"))
+	}
 	c.checkTimeout(errs, "run.timeout", r.Timeout)
 	for _, k := range sortedKeys(r.Env) {
 		if !envNamePattern.MatchString(k) || k == "HOME" || k == "TMPDIR" || strings.ContainsRune(r.Env[k], 0) {
@@ -157,7 +172,7 @@ func (c *Config) resolveRun(errs *errorList) {
 		field string
 		in    []string
 		out   *[]string
-	}{{"run.read_only", r.ReadOnly, &r.readOnly}, {"run.cache", r.Cache, &r.cache}} {
+	}{{"run.read_only", r.ReadOnly, &r.readOnly}, {"run.writable", r.Writable, &r.writable}} {
 		for i, p := range f.in {
 			dir, err := c.resolveDir(p)
 			if err != nil {
@@ -192,13 +207,106 @@ func (c *Config) resolveRun(errs *errorList) {
 			}
 		}
 	}
-	for i, d := range r.cache {
+	for i, d := range r.writable {
 		for _, root := range c.Roots {
 			if capability.Within(d, root.Dir) || capability.Within(root.Dir, d) {
-				errs.add(c.errAt("run.cache", i, "%s holds or lies in root %s; a cache must be a directory of its own", d, root.Dir))
+				errs.add(c.errAt("run.writable", i, "%s holds or lies in root %s; it must be a directory of its own", d, root.Dir))
 			}
 		}
 	}
+	c.resolveCache(errs)
+}
+
+// resolveCache resolves [run] cache: capkit's default base unless it
+// names a directory (made on first use when missing) or "none". A named
+// directory must lie outside every root and apart from the host user's
+// own tool caches.
+func (c *Config) resolveCache(errs *errorList) {
+	r := &c.Run
+	named, _ := r.Cache.(string)
+	switch named {
+	case "none":
+		return
+	case "":
+		r.cache, _ = run.DefaultCacheDir() // none without a user cache directory
+		return
+	}
+	abs, err := c.abs(named)
+	if err != nil {
+		errs.add(c.Errorf("run.cache", "%s", err))
+		return
+	}
+	// Resolved as roots are; a missing one is made on first use.
+	names := realPaths(abs)
+	if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+		errs.add(c.Errorf("run.cache", "%s is not a directory", abs))
+		return
+	}
+	for _, n := range names {
+		if why := c.cacheConflict(n); why != "" {
+			errs.add(c.Errorf("run.cache", "%s", why))
+			return
+		}
+	}
+	r.cache = names[len(names)-1]
+}
+
+// cacheConflict says why dir cannot hold the tool caches: it holds or
+// lies in a root, or is, holds or lies in one of the host's own caches.
+func (c *Config) cacheConflict(dir string) string {
+	for _, root := range c.Roots {
+		if capability.Within(dir, root.Dir) || capability.Within(root.Dir, dir) {
+			return fmt.Sprintf("%s holds or lies in root %s; the tool caches must be a directory of their own", dir, root.Dir)
+		}
+	}
+	for _, h := range hostCaches() {
+		if capability.Within(dir, h.dir) || !h.holdOnly && capability.Within(h.dir, dir) {
+			return fmt.Sprintf("%s is, holds or lies in the host's own %s (%s): what a command writes there would reach the host's builds; name a directory of capkit's own", dir, h.what, h.dir)
+		}
+	}
+	return ""
+}
+
+// hostCache is one of the host user's own tool caches; holdOnly when a
+// directory within it is fine (the user cache directory holds capkit's
+// own).
+type hostCache struct {
+	what, dir string
+	holdOnly  bool
+}
+
+// hostCaches are where the host user's tools keep their caches, as
+// their environment or their defaults name them.
+func hostCaches() []hostCache {
+	var out []hostCache
+	add := func(what, env string, def ...string) {
+		dir := os.Getenv(env)
+		if dir == "" && len(def) > 0 && def[0] != "" {
+			dir = filepath.Join(def...)
+		}
+		if filepath.IsAbs(dir) {
+			for _, d := range realPaths(filepath.Clean(dir)) {
+				out = append(out, hostCache{what: what, dir: d})
+			}
+		}
+	}
+	home, _ := os.UserHomeDir()
+	user, _ := os.UserCacheDir()
+	gopath := filepath.Join(home, "go")
+	if p := filepath.SplitList(os.Getenv("GOPATH")); len(p) > 0 && p[0] != "" {
+		gopath = p[0]
+	}
+	add("Go build cache", "GOCACHE", user, "go-build")
+	add("Go module cache", "GOMODCACHE", gopath, "pkg", "mod")
+	add("npm cache", "npm_config_cache", home, ".npm")
+	add("pip cache", "PIP_CACHE_DIR", user, "pip")
+	add("Cargo home", "CARGO_HOME", home, ".cargo")
+	if filepath.IsAbs(user) {
+		for _, d := range realPaths(user) {
+			out = append(out, hostCache{what: "user cache directory", dir: d, holdOnly: true})
+		}
+	}
+	return out
 }
 
 // Protected is what no tool may change in a root: .git, capkit.toml, the
@@ -221,7 +329,9 @@ func (c *Config) RunOptions() run.Config {
 		RequireFull:    r.Containment == "required",
 		Protected:      c.Protected(),
 		ReadOnly:       slices.Clone(r.readOnly),
-		Writable:       slices.Clone(r.cache),
+		Writable:       slices.Clone(r.writable),
+		Cache:          r.cache,
+		CacheBytes:     r.CacheBytes,
 		MaxOutputBytes: int(r.MaxOutputBytes),
 		Timeout:        time.Duration(r.Timeout),
 		Limits: sandbox.Limits{MemoryBytes: r.MemoryBytes, Processes: r.Processes, FileBytes: r.FileBytes,

@@ -75,7 +75,13 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[run]\nenv = { HOME = \"/root\" }", "run.env.HOME"},
 		{"[run]\nprotect = [\"../x\"]", "capkit.toml:2: run.protect"},
 		{"[run]\nread_only = [\"missing-dir\"]", "run.read_only"},
-		{"[[root]]\npath = \".\"\n[run]\ncache = [\".\"]", "run.cache"},
+		{"[[root]]\npath = \".\"\n[run]\nwritable = [\".\"]", "run.writable"},
+		{"[run]\ncache = [\"/var/cache/x\"]", "capkit.toml:2: run.cache: give a directory, or \"none\""},
+		{"[run]\ncache = \"\"", "capkit.toml:2: run.cache"},
+		{"[[root]]\npath = \".\"\n[run]\ncache = \"sub/cache\"", "holds or lies in root"},
+		{"[run]\ncache = \"notes.txt\"", "is not a directory"},
+		{fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunMinCacheBytes-1), "capkit.toml:2: run.cache_bytes"},
+		{fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunHardCacheBytes+1), "capkit.toml:2: run.cache_bytes"},
 		{"[test]\nargs = \"x\"", "test.command"},
 		{"[test]\ncommand = [\"go\"]\nargs = \"(\"", "test.args"},
 		{"[test]\ncommand = [\"go\"]\ndir = \"../x\"", "test.dir"},
@@ -95,7 +101,9 @@ func TestRunConfigErrors(t *testing.T) {
 	for _, doc := range []string{
 		fmt.Sprintf("[run]\nprocesses = %d\nmax_output_bytes = %d\nmilli_cpus = %d", limits.RunMinProcesses, limits.RunMinOutputBytes, limits.RunMinMilliCPUs),
 		fmt.Sprintf("[run]\nprocesses = %d\nmax_output_bytes = %d\ntimeout = \"10m\"\nmilli_cpus = %d", limits.RunHardProcesses, limits.RunHardOutputBytes, limits.RunHardMilliCPUs),
-		"[run]\ncache = [\"" + cache + "\"]",
+		"[run]\nwritable = [\"" + cache + "\"]",
+		fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunMinCacheBytes),
+		fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunHardCacheBytes),
 	} {
 		if _, _, err := parseCatalogDoc(t, doc); err != nil {
 			t.Errorf("%q: %v", doc, err)
@@ -151,5 +159,49 @@ func TestProtectedThroughSymlinks(t *testing.T) {
 		if err := p.CheckWrite(roots, real, name); (err != nil) != refused {
 			t.Errorf("CheckWrite(%s) = %v, want refused %v", name, err, refused)
 		}
+	}
+}
+
+// TestRunCache: the persistent tool caches are on by default, in
+// capkit's own directory of the user's cache directory; "none" turns them
+// off; a directory named is used (made on first use when missing), but
+// never one of the host user's own caches, nor one holding them.
+func TestRunCache(t *testing.T) {
+	user := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", user)
+	t.Setenv("GOCACHE", "")
+	mine := filepath.Join(t.TempDir(), "capkit-cache")
+	for _, tc := range []struct{ doc, want, err string }{
+		{"", filepath.Join(user, "capkit", "run-cache"), ""},
+		{"[run]\ncache = \"none\"", "", ""},
+		{"[run]\ncache = \"" + mine + "\"", mine, ""},
+		{"[run]\ncache = \"" + filepath.Join(user, "go-build") + "\"", "", "the host's own Go build cache"},
+		{"[run]\ncache = \"" + filepath.Join(user, "go-build", "sub") + "\"", "", "the host's own Go build cache"},
+		{"[run]\ncache = \"" + user + "\"", "", "the host's own"},
+		{"[run]\ncache = \"" + filepath.Dir(user) + "\"", "", "the host's own"},
+	} {
+		c, _, err := parseCatalogDoc(t, tc.doc)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err = %v, want %q", tc.doc, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.doc, err)
+		}
+		if got := c.RunOptions().Cache; got != tc.want {
+			t.Errorf("%q: cache %q, want %q", tc.doc, got, tc.want)
+		}
+	}
+	// The host's GOCACHE as its environment names it.
+	host := t.TempDir()
+	t.Setenv("GOCACHE", host)
+	if _, _, err := parseCatalogDoc(t, "[run]\ncache = \""+host+"\""); err == nil || !strings.Contains(err.Error(), "Go build cache") {
+		t.Errorf("the host's $GOCACHE: %v", err)
+	}
+	c, _, err := parseCatalogDoc(t, "[run]\ncache_bytes = 300000000")
+	if err != nil || c.RunOptions().CacheBytes != 300000000 {
+		t.Errorf("cache_bytes: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,6 +42,31 @@ func TestRunCommand(t *testing.T) {
 	code, _, stderr := run(t, "", "run", "--root", root, "--read-only", ro, "--", "sh", "-c", "touch "+ro+"/x")
 	if _, err := os.Stat(filepath.Join(ro, "x")); code == 0 || err == nil {
 		t.Errorf("wrote into the read-only root: exit %d, %s", code, stderr)
+	}
+}
+
+// TestRunToolCache: `capkit run` keeps the Go build cache of a root
+// between runs, in capkit's own cache directory: the second `go build`
+// of the same module compiles nothing.
+func TestRunToolCache(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no Go toolchain on PATH")
+	}
+	root := t.TempDir()
+	mustNil(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/lib\n\ngo 1.22\n"), 0o644))
+	mustNil(t, os.WriteFile(filepath.Join(root, "lib.go"), []byte("package lib\n\n// F is in "+root+".\nfunc F() int { return 1 }\n"), 0o644))
+	build := func() string {
+		code, _, stderr := run(t, "", "run", "--root", root, "--", "go", "build", "-x", ".")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		return stderr
+	}
+	if first := build(); !strings.Contains(first, "/compile ") || !strings.Contains(first, filepath.Join(os.Getenv("XDG_CACHE_HOME"), "capkit", "run-cache")) {
+		t.Fatalf("the first build did not compile into capkit's cache:\n%s", first)
+	}
+	if second := build(); strings.Contains(second, "/compile ") {
+		t.Errorf("the second build compiled again:\n%s", second)
 	}
 }
 

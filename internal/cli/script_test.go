@@ -17,7 +17,17 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == "script" && os.Args[2] == "worker" {
 		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// Contained commands keep their tool caches in the user's cache
+	// directory: a temporary one here, so that the tests leave nothing
+	// in the real one.
+	cache, err := os.MkdirTemp("", "capkit-cli-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
+	code := m.Run()
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 // scriptWorkspace writes a root, a reviewed file outside it, a config
