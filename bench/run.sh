@@ -7,9 +7,12 @@
 #      process starts; capkit's includes its own start and the helper's.
 #      Goal: within 1.5x.
 #   2. `go test -count=1 ./fault/` of this repository through `capkit test`
-#      (the repository as the writable root, the Go build cache as the
-#      run's cache, the module cache read-only) vs the same command bare.
-#      Goal: within 1.1x.
+#      (the repository as the writable root, capkit's own tool cache, the
+#      module cache read-only) vs the same command bare. Goal: within 1.1x.
+#   2b. the second `go test ./...` of a one-file module through
+#      `capkit run --root MOD` (its tool cache kept from the first run, in
+#      a cache directory of the bench's own) vs the second bare run.
+#      Goal: within 1.5x.
 #   3. in process, as `capkit serve` runs it (Go benchmarks of run/sandbox,
 #      with capkit's own binary as the helper): sandbox.Run(true) cold
 #      (full and reduced containment) and with a warm helper (started
@@ -42,19 +45,27 @@ trap 'rm -rf "$out"' EXIT
 go build -o "$out/capkit" ./cmd/capkit
 CGO_ENABLED=0 go build -o "$out/capkit-static" ./cmd/capkit
 mkdir "$out/root"
-cache=$(go env GOCACHE)
 modcache=$(go env GOMODCACHE)
 goroot=$(go env GOROOT)
 cat >"$out/capkit.toml" <<TOML
 [[root]]
 path = "$PWD"
 [run]
-env = { PATH = "$goroot/bin:/usr/bin:/bin", GOCACHE = "$cache", GOMODCACHE = "$modcache", GOPROXY = "off", GOTOOLCHAIN = "local", GOFLAGS = "-buildvcs=false" }
+env = { PATH = "$goroot/bin:/usr/bin:/bin", GOMODCACHE = "$modcache", GOPROXY = "off", GOTOOLCHAIN = "local", GOFLAGS = "-buildvcs=false" }
 read_only = ["$modcache", "$goroot"]
-cache = ["$cache"]
+cache = "$out/run-cache"
 [test]
 command = ["go", "test", "-count=1", "./fault/"]
 TOML
+# A one-file module; capkit run's tool caches go to the bench's own
+# directory (XDG_CACHE_HOME, for capkit only: the bare run keeps the
+# host's Go cache).
+mkdir "$out/mod"
+printf 'module example.com/sum\n\ngo 1.22\n' >"$out/mod/go.mod"
+printf 'package sum\n\n// Sum adds a and b.\nfunc Sum(a, b int) int { return a + b }\n' >"$out/mod/sum.go"
+printf 'package sum\n\nimport "testing"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 3) != 5 {\n\t\tt.Fatal(Sum(2, 3))\n\t}\n}\n' >"$out/mod/sum_test.go"
+modrun="cd '$out/mod' && XDG_CACHE_HOME='$out/xdg' '$out/capkit' run --root . -- go test ./..."
+modbare="cd '$out/mod' && go test ./..."
 
 # us CMD...: run CMD, fail the bench if it fails, print its wall time in µs.
 us() {
@@ -84,6 +95,8 @@ pair() {
 "$out/capkit-static" run --root "$out/root" -- true
 "$out/capkit" test --config "$out/capkit.toml" >/dev/null
 go test -count=1 ./fault/ >/dev/null
+bash -c "$modrun" >/dev/null
+bash -c "$modbare" >/dev/null
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| what | capkit | peer | ratio (median of rounds) |"
@@ -97,6 +110,7 @@ pair "contained \`true\` vs bwrap, capkit built with CGO_ENABLED=0" "$ROUNDS" \
 pair "\`go test -count=1 ./fault/\`: capkit test vs bare" "$TEST_ROUNDS" \
 	"'$out/capkit' test --config '$out/capkit.toml'" \
 	"go test -count=1 ./fault/"
+pair "second \`go test ./...\` of a one-file module: capkit run vs bare" "$TEST_ROUNDS" "$modrun" "$modbare"
 # In-process: sandbox.Run from a running Go program (as `capkit serve`
 # does), against bwrap started from the same program.
 echo
