@@ -229,6 +229,20 @@ func TestHTTPBeyondLoopback(t *testing.T) {
 					t.Fatalf("read_file: %q %q", code, text)
 				}
 			})
+
+			if bind != "0.0.0.0" {
+				return // node's start-up is paid once, on the usual way to expose a server
+			}
+			t.Run("TypeScript client", func(t *testing.T) {
+				out := runTSIn(t, nodeModules(t), tsPlan{Transport: "http", URL: endpoint, Headers: map[string]string{"Authorization": "Bearer " + token},
+					Steps: []tsStep{{Op: "list"}, {Op: "call", Tool: "read_file", Args: map[string]any{"path": "notes.txt"}}}}, ns)
+				if len(out.Results[0].Tools) == 0 {
+					t.Fatal("no tools listed")
+				}
+				if res := out.Results[1]; res.IsError || res.Thrown != nil || !strings.Contains(res.Text, "two") {
+					t.Fatalf("read_file: %+v", res)
+				}
+			})
 		})
 	}
 }

@@ -60,6 +60,9 @@ type tsPlan struct {
 	URL       string   `json:"url,omitempty"`
 	Roots     []string `json:"roots,omitempty"`
 	Steps     []tsStep `json:"steps"`
+
+	// Headers go with every HTTP request (a bearer token).
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 type tsStep struct {
@@ -116,6 +119,13 @@ type tsResult struct {
 // runTS runs drive.mjs with plan and returns what it printed.
 func runTS(t *testing.T, modules string, plan tsPlan) *tsOutput {
 	t.Helper()
+	return runTSIn(t, modules, plan, "")
+}
+
+// runTSIn is runTS with node run inside network namespace ns ("" for
+// this process's own).
+func runTSIn(t *testing.T, modules string, plan tsPlan, ns string) *tsOutput {
+	t.Helper()
 	// Node resolves an ES module's imports next to the script, so the
 	// script runs from a folder whose node_modules is the pinned one.
 	dir := t.TempDir()
@@ -135,7 +145,11 @@ func runTS(t *testing.T, modules string, plan tsPlan) *tsOutput {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "drive.mjs"))
+	argv := []string{"node", filepath.Join(dir, "drive.mjs")}
+	if ns != "" {
+		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -4,7 +4,8 @@
 //
 // It reads a plan as JSON on standard input:
 //   {"transport": "stdio", "command": "...", "args": [...], "cwd": "..."}
-//   or {"transport": "http", "url": "http://127.0.0.1:PORT/mcp"},
+//   or {"transport": "http", "url": "http://127.0.0.1:PORT/mcp",
+//       "headers": {"Authorization": "Bearer ..."}}   (headers optional),
 //   "roots": ["file:///..."]   (optional: the client then offers roots),
 //   "steps": [{"op": ...}, ...]
 // and runs the steps in order, one at a time, as a model's client does:
@@ -37,7 +38,7 @@ if (plan.roots) {
 }
 
 const transport = plan.transport === 'http'
-  ? new StreamableHTTPClientTransport(new URL(plan.url))
+  ? new StreamableHTTPClientTransport(new URL(plan.url), { requestInit: { headers: plan.headers ?? {} } })
   : new StdioClientTransport({ command: plan.command, args: plan.args, cwd: plan.cwd, stderr: 'ignore' });
 await client.connect(transport);
 

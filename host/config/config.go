@@ -30,7 +30,7 @@
 //
 //	[catalog.release_notes]        # a fixed-file catalog served as the tool release_notes
 //	[script]                       # run_script settings
-//	[http]                         # serve --http bounds (see http.go)
+//	[http]                         # serve --http bounds and per-actor tokens (see http.go)
 //	[net]                          # net_fetch's policy and budget (see net.go)
 //	[run] [test] [build]           # contained commands (run.go)
 //	[semindex]                     # the semantic index's model (see semindex.go)
@@ -404,6 +404,7 @@ func (c *Config) resolve() error {
 	}
 	c.resolveLogs(&errs)
 	c.resolveNet(&errs)
+	c.resolveHTTP(&errs)
 	c.resolveRun(&errs)
 	c.scopes = map[string][]int{}
 	for _, name := range sortedKeys(c.Actors) {

@@ -80,6 +80,13 @@ readonly = true
 		{"http in-flight past hard", roots + "[http]\nmax_in_flight_bytes = 4294967297\n", []string{`http.max_in_flight_bytes: 4294967297 is outside`}},
 		{"http body timeout past hard", roots + "[http]\nbody_timeout = \"11m\"\n", []string{`http.body_timeout: 11m0s is outside (0, 10m0s]`}},
 		{"http idle zero", roots + "[http]\nsession_idle = \"0s\"\n", []string{`http.session_idle: 0s is outside`}},
+		{"http token of an unknown actor", roots + "[actor.bob]\n[http]\ntokens = { bob = \"logs/b\", eve = \"logs/e\" }\n", []string{`http.tokens.eve: no actor "eve" is configured (configured: bob)`}},
+		{"http token of the implicit actor's other name", roots + "[http]\ntokens = { bob = \"logs/b\" }\n", []string{`http.tokens.bob: no actor "bob" is configured (configured: assistant)`}},
+		{"http tokens empty", roots + "[http]\ntokens = {}\n", []string{`capkit.toml:8: http.tokens: empty`}},
+		{"http token empty path", roots + "[http]\ntokens = { assistant = \"\" }\n", []string{`http.tokens.assistant: empty path`}},
+		{"http token in a read-only root", roots + "[http]\ntokens = { assistant = \"ro/token\" }\n", []string{`http.tokens.assistant: ` + filepath.Join(dir, "ro/token") + ` lies inside root ` + filepath.Join(dir, "ro") + `: a model could read the token`}},
+		{"http token through a link into a root", roots + "[http]\ntokens = { assistant = \"link/token\" }\n", []string{`http.tokens.assistant: ` + filepath.Join(dir, "link/token") + ` lies inside root ` + filepath.Join(dir, "rw")}},
+		{"http one token file for two actors", roots + "[actor.a]\n[actor.b]\n[http]\ntokens = { a = \"logs/t\", b = \"logs/../logs/t\" }\n", []string{`http.tokens.b: ` + filepath.Join(dir, "logs/t") + ` is also actor a's token file`}},
 		{"max_calls negative", roots + "[tool.read_file]\nmax_calls = -1\n", []string{`tool.read_file.max_calls: -1 is outside`}},
 		{"max_calls past hard", roots + "[tool.read_file]\nmax_calls = 1000001\n", []string{`tool.read_file.max_calls: 1000001 is outside 1..1000000`}},
 		{"input past hard", roots + "[tool.read_file]\nmax_input_bytes = 134217729\n", []string{`tool.read_file.max_input_bytes: 134217729 is outside`}},
@@ -434,4 +441,18 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHTTPTokens: [http] tokens name configured actors and their token
+// files, made absolute against the configuration's directory.
+func TestHTTPTokens(t *testing.T) {
+	dir := tree(t)
+	c, err := parseIn(t, dir, roots+"[actor.reviewer]\n[actor.assistant]\n[http]\ntokens = { reviewer = \"logs/r\", assistant = \"/run/secrets/a\" }\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"reviewer": filepath.Join(dir, "logs", "r"), "assistant": "/run/secrets/a"}
+	if !reflect.DeepEqual(c.HTTP.Tokens, want) || !reflect.DeepEqual(c.HTTP.TokenActors(), []string{"assistant", "reviewer"}) {
+		t.Fatalf("tokens %v, actors %v", c.HTTP.Tokens, c.HTTP.TokenActors())
+	}
 }

@@ -50,26 +50,45 @@ func (f *hostFlags) add(cmd *cobra.Command) {
 // open builds the runtime and chooses the actor. log receives the trusted
 // detail log when the configuration names no log file (nil discards it).
 func (f *hostFlags) open(env *Env, log io.Writer) (*host.Host, string, error) {
-	cfg, err := f.config(env)
+	h, err := f.openHost(env, log)
 	if err != nil {
 		return nil, "", err
 	}
-	actor, err := cfg.ActorName(f.actor)
+	actor, err := f.chooseActor(h)
 	if err != nil {
-		return nil, "", err
-	}
-	h, err := host.New(cfg, &host.Options{Log: log})
-	if err != nil {
-		return nil, "", setupFault(err)
-	}
-	for _, w := range h.Warnings {
-		fmt.Fprintf(env.Stderr, "capkit: warning: %s\n", w)
-	}
-	if _, err := h.Capabilities(actor); err != nil {
 		h.Close()
 		return nil, "", err
 	}
 	return h, actor, nil
+}
+
+// openHost builds the runtime, leaving the actor to choose.
+func (f *hostFlags) openHost(env *Env, log io.Writer) (*host.Host, error) {
+	cfg, err := f.config(env)
+	if err != nil {
+		return nil, err
+	}
+	h, err := host.New(cfg, &host.Options{Log: log})
+	if err != nil {
+		return nil, setupFault(err)
+	}
+	for _, w := range h.Warnings {
+		fmt.Fprintf(env.Stderr, "capkit: warning: %s\n", w)
+	}
+	return h, nil
+}
+
+// chooseActor is the actor --actor names, or the configuration's only or
+// default one, once its capabilities are known to build.
+func (f *hostFlags) chooseActor(h *host.Host) (string, error) {
+	actor, err := h.Config.ActorName(f.actor)
+	if err != nil {
+		return "", err
+	}
+	if _, err := h.Capabilities(actor); err != nil {
+		return "", err
+	}
+	return actor, nil
 }
 
 // config is the --config file, or the configuration of the --root and

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
@@ -190,6 +191,17 @@ func TestServeFlagErrors(t *testing.T) {
 	if err := os.WriteFile(token, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	open := filepath.Join(dir, "open-token")
+	if err := os.WriteFile(open, []byte("0123456789abcdef0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens.toml")
+	if err := os.WriteFile(tokens, []byte("[[root]]\npath = \"rw\"\n[actor.a]\n[actor.b]\n[http]\ntokens = { a = \"token\", b = \"token2\" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token2"), []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -197,6 +209,10 @@ func TestServeFlagErrors(t *testing.T) {
 		err  string
 	}{
 		{"token without http", []string{"serve", "--root", rw, "--token-file", token}, 2, "--token-file applies to --http only"},
+		{"token others may read", []string{"serve", "--root", rw, "--http", "127.0.0.1:0", "--token-file", open}, 5, "may be read by its group or others (mode -rw-r--r--): chmod 600 it"},
+		{"token file and [http] tokens", []string{"--config", tokens, "serve", "--http", "127.0.0.1:0", "--token-file", token}, 2, "--token-file and [http] tokens both give tokens"},
+		{"actor and [http] tokens", []string{"--config", tokens, "serve", "--http", "127.0.0.1:0", "--actor", "a"}, 2, "--actor does not apply to --http when [http] tokens is configured"},
+		{"[http] tokens alike", []string{"--config", tokens, "serve", "--http", "127.0.0.1:0"}, 2, "token files " + token + " and " + filepath.Join(dir, "token2") + " hold the same token"},
 		{"allow-host without http", []string{"serve", "--root", rw, "--allow-host", "x"}, 2, "apply to --http only"},
 		{"bad address", []string{"serve", "--root", rw, "--http", "8931"}, 2, "want HOST:PORT"},
 		{"max-sessions zero", []string{"serve", "--root", rw, "--http", "127.0.0.1:0", "--max-sessions", "0"}, 2, "--max-sessions 0 is outside 1..10000"},
@@ -217,6 +233,8 @@ func TestServeFlagErrors(t *testing.T) {
 	}
 }
 
+// TestReadToken: the bounds of a token, and a token file its group or
+// others may read refused (it used to be only a warning).
 func TestReadToken(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
@@ -224,31 +242,32 @@ func TestReadToken(t *testing.T) {
 		content string
 		mode    os.FileMode
 		want    string
-		code    bool // failure expected
-		warning bool
+		code    fault.Code // "" for success
 	}{
-		{"at the minimum", strings.Repeat("t", limits.TokenMinBytes) + "\n", 0o600, strings.Repeat("t", limits.TokenMinBytes), false, false},
-		{"one short", strings.Repeat("t", limits.TokenMinBytes-1), 0o600, "", true, false},
-		{"at the maximum", strings.Repeat("t", limits.TokenMaxBytes), 0o600, strings.Repeat("t", limits.TokenMaxBytes), false, false},
-		{"one past the maximum", strings.Repeat("t", limits.TokenMaxBytes+1), 0o600, "", true, false},
-		{"inner space", "0123456789 abcdef", 0o600, "", true, false},
-		{"control byte", "0123456789\x01abcdef", 0o600, "", true, false},
-		{"readable by others", "0123456789abcdef", 0o644, "0123456789abcdef", false, true},
+		{"at the minimum", strings.Repeat("t", limits.TokenMinBytes) + "\n", 0o600, strings.Repeat("t", limits.TokenMinBytes), ""},
+		{"one short", strings.Repeat("t", limits.TokenMinBytes-1), 0o600, "", fault.InvalidInput},
+		{"at the maximum", strings.Repeat("t", limits.TokenMaxBytes), 0o600, strings.Repeat("t", limits.TokenMaxBytes), ""},
+		{"one past the maximum", strings.Repeat("t", limits.TokenMaxBytes+1), 0o600, "", fault.Limit},
+		{"inner space", "0123456789 abcdef", 0o600, "", fault.InvalidInput},
+		{"control byte", "0123456789\x01abcdef", 0o600, "", fault.InvalidInput},
+		{"owner read-only", "0123456789abcdef", 0o400, "0123456789abcdef", ""},
+		{"readable by others", "0123456789abcdef", 0o604, "", fault.Denied},
+		{"readable by the group", "0123456789abcdef", 0o640, "", fault.Denied},
+		{"writable by the group", "0123456789abcdef", 0o620, "", fault.Denied},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(dir, "t"+string(rune('a'+i)))
-			if err := os.WriteFile(p, []byte(c.content), c.mode); err != nil {
+			if err := os.WriteFile(p, []byte(c.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			os.Chmod(p, c.mode)
-			var errb bytes.Buffer
-			got, err := readToken(&Env{Stderr: &errb}, p)
-			if (err != nil) != c.code || got != c.want {
-				t.Fatalf("readToken = %q, %v", got, err)
+			got, err := readToken(p)
+			if fault.CodeOf(err) != c.code || err == nil && c.code != "" || got != c.want {
+				t.Fatalf("readToken = %q, %v (want code %q)", got, err, c.code)
 			}
-			if strings.Contains(errb.String(), "warning") != c.warning {
-				t.Fatalf("warning: %q", errb.String())
+			if err != nil && strings.Contains(err.Error(), c.content) {
+				t.Fatalf("the error shows the token: %v", err)
 			}
 		})
 	}

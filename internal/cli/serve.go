@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,42 +90,125 @@ func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
 	var token string
 	if sc.tokenFile != "" {
 		var err error
-		if token, err = readToken(sc.env, sc.tokenFile); err != nil {
+		if token, err = readToken(sc.tokenFile); err != nil {
 			return err
 		}
 	}
-	h, actor, err := sc.hf.open(sc.env, sc.env.Stderr)
+	h, err := sc.hf.openHost(sc.env, sc.env.Stderr)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
+	opts, err := sc.options(h)
+	if err != nil {
+		return err
+	}
+	if sc.httpAddr == "" {
+		return sc.serveStdio(cmd.Context(), h, opts)
+	}
+	return sc.serveHTTP(cmd, h, opts, token)
+}
+
+// serveStdio serves one session of the chosen actor on standard input and
+// output.
+func (sc *serveCmd) serveStdio(ctx context.Context, h *host.Host, opts *mcpserver.Options) error {
+	actor, err := sc.hf.chooseActor(h)
+	if err != nil {
+		return err
+	}
 	sessions, err := h.Sessions(actor)
 	if err != nil {
 		return err
 	}
-	opts, err := sc.options(h, token)
-	if err != nil {
+	srv := mcpserver.New(h.Runtime, sessions, opts)
+	fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
+	stdioProcs()
+	return stopped(ctx, srv.ServeStdio(ctx, sc.env.Stdin, sc.env.Stdout))
+}
+
+// serveHTTP serves --http: the tenants of the tokens given (--token-file
+// for the chosen actor, or [http] tokens, one actor each), or without a
+// token the chosen actor on loopback.
+func (sc *serveCmd) serveHTTP(cmd *cobra.Command, h *host.Host, opts *mcpserver.Options, token string) error {
+	var sessions func(context.Context) (*kernel.Session, error)
+	who := ""
+	var err error
+	if opts.Tenants, err = sc.tenants(h, token); err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	if sc.httpAddr == "" {
-		srv := mcpserver.New(h.Runtime, sessions, opts)
-		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
-		stdioProcs()
-		return stopped(ctx, srv.ServeStdio(ctx, sc.env.Stdin, sc.env.Stdout))
+	switch len(opts.Tenants) {
+	case 0:
+		actor, err := sc.hf.chooseActor(h)
+		if err != nil {
+			return err
+		}
+		if sessions, err = h.Sessions(actor); err != nil {
+			return err
+		}
+		who = "as actor " + actor
+	case 1:
+		who = "as actor " + opts.Tenants[0].Name
+	default:
+		var names []string
+		for _, t := range opts.Tenants {
+			names = append(names, t.Name)
+		}
+		who = "for actors " + strings.Join(names, ", ") + " (one token each)"
 	}
 	if err := sc.hb.apply(cmd, h.Config.HTTP, opts); err != nil {
 		return err
 	}
 	// Every option is set before New, which copies them.
-	ln, err := sc.listen(opts, token)
+	ln, err := sc.listen(opts)
 	if err != nil {
 		return err
 	}
 	opts.OnServing = func(addr net.Addr) {
-		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on %s as actor %s\n", sc.endpoint(addr), actor)
+		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on %s %s\n", sc.endpoint(addr), who)
 	}
+	ctx := cmd.Context()
 	return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).Serve(ctx, ln))
+}
+
+// tenants are the HTTP server's tokens and the actors they serve: token
+// (from --token-file) for the chosen actor, or each actor's of [http]
+// tokens, or none.
+func (sc *serveCmd) tenants(h *host.Host, token string) ([]mcpserver.Tenant, error) {
+	files := h.Config.HTTP.Tokens
+	switch {
+	case len(files) > 0 && token != "":
+		return nil, fault.New(fault.InvalidInput, "--token-file and [http] tokens both give tokens: use --token-file for one actor, or [http] tokens for one token per actor")
+	case len(files) > 0 && sc.hf.actor != "":
+		return nil, fault.New(fault.InvalidInput, "--actor does not apply to --http when [http] tokens is configured: each token names its actor")
+	case token != "":
+		actor, err := sc.hf.chooseActor(h)
+		if err != nil {
+			return nil, err
+		}
+		sessions, err := h.Sessions(actor)
+		if err != nil {
+			return nil, err
+		}
+		return []mcpserver.Tenant{{Name: actor, Token: token, NewSession: sessions}}, nil
+	}
+	var out []mcpserver.Tenant
+	byToken := map[string]string{}
+	for _, actor := range h.Config.HTTP.TokenActors() {
+		tok, err := readToken(files[actor])
+		if err != nil {
+			return nil, err
+		}
+		if other, dup := byToken[tok]; dup {
+			return nil, fault.New(fault.InvalidInput, "token files %s and %s hold the same token: each actor needs a token of its own", files[other], files[actor])
+		}
+		byToken[tok] = actor
+		sessions, err := h.Sessions(actor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, mcpserver.Tenant{Name: actor, Token: tok, NewSession: sessions})
+	}
+	return out, nil
 }
 
 // endpoint is the URL of the endpoint served at addr, named by the host
@@ -142,8 +226,8 @@ func (sc *serveCmd) endpoint(addr net.Addr) string {
 }
 
 // options are the MCP server's options for host h.
-func (sc *serveCmd) options(h *host.Host, token string) (*mcpserver.Options, error) {
-	opts := &mcpserver.Options{Version: Version, Log: h.Log, BearerToken: token, SessionInstructions: h.Instructions,
+func (sc *serveCmd) options(h *host.Host) (*mcpserver.Options, error) {
+	opts := &mcpserver.Options{Version: Version, Log: h.Log, SessionInstructions: h.Instructions,
 		AllowedHosts: sc.allowHosts, AllowedOrigins: sc.allowOrigins}
 	var err error
 	if opts.ClientRoots, err = clientRootsMode(sc.clientRoots, h.Config.ClientRoots); err != nil {
@@ -157,16 +241,16 @@ func (sc *serveCmd) options(h *host.Host, token string) (*mcpserver.Options, err
 	return opts, nil
 }
 
-// listen opens the --http address: loopback, or beyond it with a token
-// (then the address is an allowed Host too).
-func (sc *serveCmd) listen(opts *mcpserver.Options, token string) (net.Listener, error) {
+// listen opens the --http address: loopback, or beyond it with tokens
+// (then a name it gives is an allowed Host too).
+func (sc *serveCmd) listen(opts *mcpserver.Options) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(sc.httpAddr)
 	if err != nil {
 		return nil, fault.New(fault.InvalidInput, "--http %s: want HOST:PORT, e.g. 127.0.0.1:8931", sc.httpAddr)
 	}
 	if !mcpserver.IsLoopbackHost(host) {
-		if token == "" {
-			return nil, fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file (and TLS in front)", sc.httpAddr)
+		if len(opts.Tenants) == 0 {
+			return nil, fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file or [http] tokens (and TLS in front)", sc.httpAddr)
 		}
 		opts.AllowNonLoopback = true
 		// An IP address is accepted as Host when it is the one a request
@@ -274,8 +358,9 @@ func stopped(ctx context.Context, err error) error {
 
 // readToken reads a bearer token: the file's content without surrounding
 // whitespace, limits.TokenMinBytes to limits.TokenMaxBytes of visible
-// ASCII. A file others may read gets a warning.
-func readToken(env *Env, path string) (string, error) {
+// ASCII. A token file its group or others may read is refused: whoever
+// reads it can act as its actor.
+func readToken(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fault.Wrap(fault.CodeOf(err), err, "token file %s cannot be opened", path)
@@ -286,7 +371,7 @@ func readToken(env *Env, path string) (string, error) {
 		return "", fault.New(fault.InvalidInput, "token file %s is not a regular file", path)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		fmt.Fprintf(env.Stderr, "capkit: warning: token file %s is readable by others (mode %v); chmod 600 it\n", path, st.Mode().Perm())
+		return "", fault.New(fault.Denied, "token file %s may be read by its group or others (mode %v): chmod 600 it", path, st.Mode().Perm())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limits.TokenMaxBytes+1))
 	if err != nil {

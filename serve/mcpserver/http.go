@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,18 +28,23 @@ const Path = "/mcp"
 var ErrNonLoopback = fault.NewMark("mcpserver: not a loopback address")
 
 // Handler returns the Streamable HTTP handler, serving Path. Every request
-// must name an allowed Host (loopback or Options.AllowedHosts: this is the
-// DNS-rebinding protection) and, when it has one, an allowed Origin
-// (loopback or Options.AllowedOrigins); with Options.BearerToken it must
-// carry the token. Each MCP session (one Mcp-Session-Id) gets its own
-// kernel session; at most Options.MaxSessions live at once.
+// must name an allowed Host (loopback, the address it arrived at, or
+// Options.AllowedHosts: this is the DNS-rebinding protection) and, when it
+// has one, an allowed Origin (the same, or Options.AllowedOrigins); with
+// Options.BearerToken or Options.Tenants it must carry a token (401
+// otherwise). Each MCP session (one Mcp-Session-Id) gets its own kernel
+// session, from the NewSession of the tenant whose token opened it, and
+// refuses requests carrying another tenant's token (403); at most
+// Options.MaxSessions live at once.
 //
 // The handler does not bind any address: mounted in another server, that
-// server decides who can reach it. It does not do TLS (the token crosses
-// plain HTTP in clear: put TLS in front of anything not loopback), it does
-// not tie sessions to users (every holder of the token may use any session
-// id it learns), and it does not rate-limit calls: the kernel's per-session
-// budgets bound each session, MaxSessions bounds how many there are.
+// server decides who can reach it. It does not do TLS (tokens cross plain
+// HTTP in clear: put TLS in front of anything not loopback), it does not
+// tell apart the holders of one token (each may use any session id of
+// that token it learns), and it does not rate-limit calls: the kernel's
+// per-session budgets bound each session, MaxSessions bounds how many
+// there are. With options New could not use (Serve says why), it answers
+// every request 500.
 func (s *Server) Handler() http.Handler { return s.http }
 
 // ListenAndServe listens on addr (host:port) and serves Handler until ctx
@@ -51,6 +54,9 @@ func (s *Server) Handler() http.Handler { return s.http }
 // or a loopback IP); anything else fails with ErrNonLoopback before
 // listening.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	if s.http.err != nil {
+		return s.http.err
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fault.Wrap(fault.InvalidInput, err, "mcp listen address %q: want host:port", addr)
@@ -70,6 +76,10 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 // loopback address. A Server serves HTTP once: after Serve returns, its
 // handler refuses new sessions.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.http.err != nil {
+		ln.Close()
+		return s.http.err
+	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); !s.opts.AllowNonLoopback && (!ok || !tcp.IP.IsLoopback()) {
 		ln.Close()
 		return nonLoopback(ln.Addr().String())
@@ -115,15 +125,18 @@ func nonLoopback(addr string) error {
 // MCP session its own mcp.Server bound to a new kernel session.
 type httpHandler struct {
 	s        *Server
-	sdk      *mcp.StreamableHTTPHandler
-	versions *mcp.Server // what the SDK asks for on requests of existing sessions
-	token    *[sha256.Size]byte
+	sdk      http.Handler // the SDK's, behind withUser when there are tenants
+	versions *mcp.Server  // what the SDK asks for on requests of existing sessions
+	// tenants are the tokens a request may carry; without any, every
+	// request is open's.
+	tenants []*tenant
+	open    *tenant
+	err     error // options New could not use
 
 	// stateless serves the 2026-07-28 protocol (Options.Stateless): every
-	// such request shares one kernel session, made on first use.
-	stateless   *mcp.StreamableHTTPHandler
-	statelessMu sync.Mutex
-	statelessMS *mcp.Server
+	// such request of a tenant shares one kernel session, made on first
+	// use.
+	stateless *mcp.StreamableHTTPHandler
 
 	inFlight *semaphore.Weighted // bytes of request bodies held
 	port     atomic.Uint32       // the listener's port, once Serve knows it
@@ -144,12 +157,12 @@ type bindingKey struct{}
 
 func newHTTPHandler(s *Server) *httpHandler {
 	h := &httpHandler{s: s, live: map[string]*liveSession{}, inFlight: semaphore.NewWeighted(s.opts.MaxInFlightBytes)}
-	if s.opts.BearerToken != "" {
-		sum := sha256.Sum256([]byte(s.opts.BearerToken))
-		h.token = &sum
+	h.tenants, h.err = tenants(&s.opts, s.newSession)
+	if len(h.tenants) == 0 {
+		h.open = &tenant{newSession: s.newSession}
 	}
 	h.versions = mcp.NewServer(s.impl, &mcp.ServerOptions{Logger: s.log})
-	h.sdk = mcp.NewStreamableHTTPHandler(h.getServer, &mcp.StreamableHTTPOptions{
+	sdk := mcp.NewStreamableHTTPHandler(h.getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.log,
 		SessionTimeout:      s.opts.SessionIdleTimeout,
 		MaxRequestBodyBytes: limits.MCPMaxMessageBytes,
@@ -157,6 +170,10 @@ func newHTTPHandler(s *Server) *httpHandler {
 		// bound address; the SDK's own check would refuse AllowedHosts.
 		DisableLocalhostProtection: true,
 	})
+	h.sdk = sdk
+	if len(h.tenants) > 0 {
+		h.sdk = withUser(sdk)
+	}
 	if s.opts.Stateless {
 		h.stateless = mcp.NewStreamableHTTPHandler(h.statelessServer, &mcp.StreamableHTTPOptions{
 			Logger:                     s.log,
@@ -168,21 +185,26 @@ func newHTTPHandler(s *Server) *httpHandler {
 	return h
 }
 
-// statelessServer is the mcp.Server of the stateless protocol, bound to
-// one kernel session for all its requests. When that session cannot start
-// the request is refused (nil) and the next one tries again.
+// statelessServer is the mcp.Server of the stateless protocol for the
+// request's tenant, bound to one kernel session for all its requests.
+// When that session cannot start the request is refused (nil) and the
+// next one tries again.
 func (h *httpHandler) statelessServer(r *http.Request) *mcp.Server {
-	h.statelessMu.Lock()
-	defer h.statelessMu.Unlock()
-	if h.statelessMS == nil {
-		ks, err := h.s.startSession(context.WithoutCancel(r.Context()))
+	t := tenantOf(r.Context())
+	if t == nil {
+		return nil
+	}
+	t.statelessMu.Lock()
+	defer t.statelessMu.Unlock()
+	if t.statelessMS == nil {
+		ks, err := h.s.startSession(context.WithoutCancel(r.Context()), t.newSession)
 		if err != nil {
-			h.s.log.Error("mcp: cannot start the stateless session", slog.String("error", err.Error()))
+			h.s.log.Error("mcp: cannot start the stateless session", slog.String("tenant", t.name), slog.String("error", err.Error()))
 			return nil
 		}
-		h.statelessMS = h.s.bind(ks, nil).ms
+		t.statelessMS = h.s.bind(ks, nil).ms
 	}
-	return h.statelessMS
+	return t.statelessMS
 }
 
 // getServer is the SDK's hook. It is called on every request (for the
@@ -196,6 +218,11 @@ func (h *httpHandler) getServer(r *http.Request) *mcp.Server {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.err != nil {
+		h.s.log.Error("mcp: http request refused: the server's options are invalid", slog.String("error", h.err.Error()))
+		http.Error(w, "the server is misconfigured", http.StatusInternalServerError)
+		return
+	}
 	local := localIP(r)
 	if !h.hostAllowed(r.Host, local) {
 		h.refuse(w, r, http.StatusForbidden, "forbidden: Host not allowed")
@@ -205,11 +232,15 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, http.StatusForbidden, "forbidden: Origin not allowed")
 		return
 	}
-	if h.token != nil && !h.tokenOK(r.Header.Get("Authorization")) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="capkit"`)
-		h.refuse(w, r, http.StatusUnauthorized, "unauthorized: bearer token required")
-		return
+	t := h.open
+	if t == nil {
+		if t = h.authenticate(r); t == nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="capkit"`)
+			h.refuse(w, r, http.StatusUnauthorized, "unauthorized: bearer token required")
+			return
+		}
 	}
+	r = r.WithContext(context.WithValue(r.Context(), tenantKey{}, t))
 	if r.URL.Path != Path {
 		http.NotFound(w, r)
 		return
@@ -226,7 +257,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case id == "" && h.stateless != nil && isNewProtocol(r):
 		h.stateless.ServeHTTP(w, r)
 	case id == "" && r.Method == http.MethodPost:
-		h.newSession(w, r)
+		h.newSession(w, r, t)
 	default:
 		defer h.enter(id)()
 		h.sdk.ServeHTTP(w, r)
@@ -244,16 +275,16 @@ func (h *httpHandler) refuse(w http.ResponseWriter, r *http.Request, status int,
 // newSession serves a POST without a session id: the SDK creates an MCP
 // session for it (when it is a valid initialize), connected to a new
 // mcp.Server bound to a new kernel session.
-func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request) {
-	if !h.reserve() {
+func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request, t *tenant) {
+	if !h.reserve(t) {
 		w.Header().Set("Retry-After", "10")
 		h.refuse(w, r, http.StatusServiceUnavailable, "too many MCP sessions; retry later")
 		return
 	}
-	ks, err := h.s.startSession(r.Context())
+	ks, err := h.s.startSession(r.Context(), t.newSession)
 	if err != nil {
-		h.admit(nil)
-		h.s.log.Error("mcp: cannot start a session", slog.String("error", err.Error()))
+		h.admit(nil, t)
+		h.s.log.Error("mcp: cannot start a session", slog.String("tenant", t.name), slog.String("error", err.Error()))
 		http.Error(w, "cannot start a session", http.StatusInternalServerError)
 		return
 	}
@@ -267,12 +298,14 @@ func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request) {
 			ss = x
 		}
 	}
-	h.admit(ss)
+	h.admit(ss, t)
 }
 
-// reserve admits a request that may create a session, evicting the least
-// recently used idle session when all slots are taken.
-func (h *httpHandler) reserve() bool {
+// reserve admits a request of tenant t that may create a session,
+// evicting the least recently used idle session when all slots are taken:
+// one of t's own if it has one idle, so that a tenant opening sessions
+// evicts another's only when none of its own is idle.
+func (h *httpHandler) reserve(t *tenant) bool {
 	h.mu.Lock()
 	if h.stopping || h.pending >= limits.MCPMaxPendingSessions {
 		h.mu.Unlock()
@@ -280,7 +313,7 @@ func (h *httpHandler) reserve() bool {
 	}
 	var victim *mcp.ServerSession
 	if len(h.live) >= h.s.opts.MaxSessions {
-		if victim = h.evictLocked(); victim == nil {
+		if victim = h.evictLocked(t); victim == nil {
 			h.mu.Unlock()
 			return false
 		}
@@ -297,7 +330,7 @@ func (h *httpHandler) reserve() bool {
 // admit ends a reserved request and keeps the session it created, if any,
 // until it ends. A session beyond MaxSessions (requests that raced to
 // create one) is closed: the bound holds.
-func (h *httpHandler) admit(ss *mcp.ServerSession) {
+func (h *httpHandler) admit(ss *mcp.ServerSession, t *tenant) {
 	h.mu.Lock()
 	h.pending--
 	if ss == nil {
@@ -311,7 +344,7 @@ func (h *httpHandler) admit(ss *mcp.ServerSession) {
 		return
 	}
 	id := ss.ID()
-	h.live[id] = &liveSession{ss: ss, last: time.Now()}
+	h.live[id] = &liveSession{ss: ss, tenant: t, last: time.Now()}
 	h.mu.Unlock()
 	go func() {
 		ss.Wait()
@@ -335,17 +368,6 @@ func (h *httpHandler) stop() {
 	for _, ss := range live {
 		ss.Close()
 	}
-}
-
-func (h *httpHandler) tokenOK(auth string) bool {
-	const prefix = "Bearer "
-	if len(auth) <= len(prefix) || !strings.EqualFold(auth[:len(prefix)], prefix) {
-		return false
-	}
-	// Comparing digests keeps the comparison constant-time whatever the
-	// lengths.
-	sum := sha256.Sum256([]byte(auth[len(prefix):]))
-	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1
 }
 
 // localIP is the address of this machine the request's connection

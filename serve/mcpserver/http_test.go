@@ -338,7 +338,7 @@ func TestHTTPAdmitHoldsBound(t *testing.T) {
 	s := newTestServer(t, &Options{MaxSessions: 1})
 	h := s.http
 	session := func() *mcp.ServerSession {
-		ks, err := s.startSession(context.Background())
+		ks, err := s.startSession(context.Background(), s.newSession)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,12 +354,12 @@ func TestHTTPAdmitHoldsBound(t *testing.T) {
 		t.Cleanup(func() { cs.Close() })
 		return ss
 	}
-	if !h.reserve() || !h.reserve() {
+	if !h.reserve(h.open) || !h.reserve(h.open) {
 		t.Fatal("two creating requests refused")
 	}
 	first, second := session(), session()
-	h.admit(first)
-	h.admit(second)
+	h.admit(first, h.open)
+	h.admit(second, h.open)
 	done := make(chan struct{})
 	go func() { second.Wait(); close(done) }()
 	select {
@@ -367,12 +367,12 @@ func TestHTTPAdmitHoldsBound(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session past the bound was not closed")
 	}
-	if h.reserve() {
+	if h.reserve(h.open) {
 		t.Error("a creating request admitted with MaxSessions live")
 	}
 	first.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for !h.reserve() {
+	for !h.reserve(h.open) {
 		if time.Now().After(deadline) {
 			t.Fatal("slot never freed")
 		}

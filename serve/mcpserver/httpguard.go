@@ -22,9 +22,10 @@ import (
 // requests are being served (an open event stream counts) and when the
 // last one ended, which is what eviction looks at.
 type liveSession struct {
-	ss   *mcp.ServerSession
-	busy int
-	last time.Time
+	ss     *mcp.ServerSession
+	tenant *tenant
+	busy   int
+	last   time.Time
 }
 
 // readBody reads a POST body whole, under the in-flight byte budget and
@@ -123,16 +124,22 @@ func (h *httpHandler) enter(id string) (leave func()) {
 	}
 }
 
-// evictLocked removes the least recently used idle session, if there is
-// one, and returns it for the caller to close outside the lock. Clients
-// that go away without DELETE (the TypeScript SDK's close, the Inspector)
-// leave idle sessions behind; evicting them keeps a full server usable.
-func (h *httpHandler) evictLocked() *mcp.ServerSession {
+// evictLocked removes the least recently used idle session, of tenant t
+// if it has one idle, if there is one, and returns it for the caller to
+// close outside the lock. Clients that go away without DELETE (the
+// TypeScript SDK's close, the Inspector) leave idle sessions behind;
+// evicting them keeps a full server usable.
+func (h *httpHandler) evictLocked(t *tenant) *mcp.ServerSession {
 	var victim string
 	var oldest time.Time
+	own := false
 	for id, e := range h.live {
-		if e.busy == 0 && (victim == "" || e.last.Before(oldest)) {
-			victim, oldest = id, e.last
+		if e.busy != 0 {
+			continue
+		}
+		mine := e.tenant == t
+		if victim == "" || mine && !own || mine == own && e.last.Before(oldest) {
+			victim, oldest, own = id, e.last, mine
 		}
 	}
 	if victim == "" {

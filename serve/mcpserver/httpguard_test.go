@@ -222,6 +222,7 @@ func TestStatelessSessionRetried(t *testing.T) {
 		return ok(ctx)
 	}, &Options{Stateless: true})
 	req := httptest.NewRequest(http.MethodPost, Path, nil)
+	req = req.WithContext(context.WithValue(req.Context(), tenantKey{}, s.http.open))
 	if s.http.statelessServer(req) != nil {
 		t.Fatal("a server without a session was returned")
 	}

@@ -109,6 +109,11 @@ type Options struct {
 	// "Authorization: Bearer <token>" (compared in constant time). Stdio is
 	// not affected: whoever holds the pipe started the server.
 	BearerToken string
+	// Tenants, instead of BearerToken, serve several actors over HTTP: a
+	// request must carry one of their tokens, its MCP session is made by
+	// that tenant's NewSession, and a session refuses requests carrying
+	// another tenant's token. Stdio is not affected.
+	Tenants []Tenant
 	// AllowedHosts are Host header values accepted over HTTP besides the
 	// loopback names (localhost, 127.0.0.0/8, ::1): a bare name matches any
 	// port, "name:port" only that port. Anything else is refused, which is
@@ -185,6 +190,7 @@ func New(rt *kernel.Runtime, newSession func(ctx context.Context) (*kernel.Sessi
 		s.opts = *opts
 		s.opts.AllowedHosts = slices.Clone(opts.AllowedHosts)
 		s.opts.AllowedOrigins = slices.Clone(opts.AllowedOrigins)
+		s.opts.Tenants = slices.Clone(opts.Tenants)
 	}
 	if s.opts.Name == "" {
 		s.opts.Name = "capkit"
@@ -213,9 +219,13 @@ func New(rt *kernel.Runtime, newSession func(ctx context.Context) (*kernel.Sessi
 	return s
 }
 
-// startSession creates the kernel session for a new MCP session.
-func (s *Server) startSession(ctx context.Context) (*kernel.Session, error) {
-	ks, err := s.newSession(ctx)
+// startSession creates the kernel session for a new MCP session with
+// newSession (the server's, or a tenant's).
+func (s *Server) startSession(ctx context.Context, newSession func(context.Context) (*kernel.Session, error)) (*kernel.Session, error) {
+	if newSession == nil {
+		return nil, errors.New("mcpserver: no newSession function was given")
+	}
+	ks, err := newSession(ctx)
 	if err != nil {
 		return nil, err
 	}

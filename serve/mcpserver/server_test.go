@@ -176,7 +176,7 @@ func newClient(copts *mcp.ClientOptions) *mcp.Client {
 func connectSDK(t *testing.T, s *Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
-	ks, err := s.startSession(ctx)
+	ks, err := s.startSession(ctx, s.newSession)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ import (
 // When the input ends, the answers still owed are written before the
 // session ends (bounded by limits.MCPDrainTimeout).
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	ks, err := s.startSession(ctx)
+	ks, err := s.startSession(ctx, s.newSession)
 	if err != nil {
 		if c, ok := in.(io.Closer); ok {
 			c.Close()

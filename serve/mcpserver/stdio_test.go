@@ -46,7 +46,7 @@ func startRaw(t *testing.T, s *Server, maxLine int) *rawPeer {
 	t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
-	ks, err := s.startSession(context.Background())
+	ks, err := s.startSession(context.Background(), s.newSession)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,15 +442,15 @@ func TestStdioMessageBound(t *testing.T) {
 func TestHTTPPendingBound(t *testing.T) {
 	h := newTestServer(t, nil).http
 	for i := range limits.MCPMaxPendingSessions {
-		if !h.reserve() {
+		if !h.reserve(h.open) {
 			t.Fatalf("creating request %d refused", i+1)
 		}
 	}
-	if h.reserve() {
+	if h.reserve(h.open) {
 		t.Error("a creating request past limits.MCPMaxPendingSessions admitted")
 	}
-	h.admit(nil)
-	if !h.reserve() {
+	h.admit(nil, h.open)
+	if !h.reserve(h.open) {
 		t.Error("a freed slot was not reusable")
 	}
 }
