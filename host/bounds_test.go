@@ -1,7 +1,6 @@
 package host
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/limits"
@@ -26,8 +25,6 @@ func TestOutputBoundsTokenSized(t *testing.T) {
 		p, _ := h.Runtime.Policy(e.Name)
 		want, ok := larger[e.Name]
 		switch {
-		case strings.HasPrefix(e.Name, "run_") && e.Name != "run_script":
-			continue // the head and tail of each stream, as [run] bounds them
 		case e.Name == "csv_scan":
 			want = 4096
 		case !ok:

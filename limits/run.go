@@ -13,6 +13,11 @@ const (
 	// RunMinOutputBytes is the smallest: room for a head, a tail and the
 	// marker between them.
 	RunMinOutputBytes = 256
+	// RunResultFrameBytes is room, beside the two streams RunDefaultOutputBytes
+	// (or [run] max_output_bytes) keeps, for the rest of a contained
+	// tool's result: its status line, notes and structured content. A
+	// tool's output bound is the default one unless the streams need more.
+	RunResultFrameBytes = 16 * KiB
 	// RunDefaultTimeout is a command's wall clock when neither the call
 	// nor the configuration gives one.
 	RunDefaultTimeout = 2 * time.Minute

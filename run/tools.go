@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
@@ -56,6 +57,10 @@ type RunResult struct {
 	StdoutBytes int64    `json:"stdout_bytes"`
 	StderrBytes int64    `json:"stderr_bytes"`
 	Omitted     int64    `json:"omitted_bytes,omitzero"`
+	// CutToFit counts the bytes of the kept streams' text left out of this
+	// result to fit the tool's output bound (a marker in each cut stream
+	// says how many).
+	CutToFit    int64    `json:"cut_to_fit_bytes,omitzero"`
 	Containment string   `json:"containment"`
 	Notes       []string `json:"notes,omitempty"`
 	// Closed are the directories in which no entry could be created,
@@ -75,11 +80,7 @@ func (r RunResult) Stderr() string { return r.stderr }
 // ToolText is what the model reads: the status line, then both streams.
 func (r RunResult) ToolText() string {
 	var b strings.Builder
-	status := fmt.Sprintf("exit code %d", r.ExitCode)
-	if r.Signal != "" {
-		status = "killed by " + r.Signal
-	}
-	fmt.Fprintf(&b, "%s after %.3fs (%s containment)\n", status, float64(r.DurationMS)/1000, r.Containment)
+	fmt.Fprintf(&b, "%s after %.3fs (%s containment)\n", r.status(), float64(r.DurationMS)/1000, r.Containment)
 	for _, s := range []struct{ name, text string }{{"stdout", r.stdout}, {"stderr", r.stderr}} {
 		if s.text == "" {
 			continue
@@ -89,10 +90,106 @@ func (r RunResult) ToolText() string {
 			b.WriteByte('\n')
 		}
 	}
+	if r.CutToFit > 0 {
+		fmt.Fprintf(&b, "note: %d bytes of the output were cut to fit this tool's output bound; each cut stream says where\n", r.CutToFit)
+	}
 	if r.ExitCode != 0 || r.Signal != "" {
 		b.WriteString(r.closedText())
 	}
 	return b.String()
+}
+
+// status is how the command ended.
+func (r RunResult) status() string {
+	if r.Signal != "" {
+		return "killed by " + r.Signal
+	}
+	return fmt.Sprintf("exit code %d", r.ExitCode)
+}
+
+// cutMarker stands where a stream was cut to fit the output bound.
+const cutMarker = "\n[... %d bytes cut to fit this tool's output bound ...]\n"
+
+// fitOutput returns r, its streams cut again around a marker where the
+// result would not fit the call's output bound beside the rest of it
+// (the streams share what is left; a short one is kept whole). A result
+// that does not fit without its streams fails with limit, saying that the
+// command ran and how it ended.
+func fitOutput(call *kernel.Call, r RunResult) (RunResult, error) {
+	max := call.MaxOutputBytes
+	size, err := encodedSize(r)
+	if err != nil || size <= max {
+		return r, err
+	}
+	// The frame: the result without its streams, with the note on the cut
+	// at its longest and room for each stream's heading.
+	frame := r
+	frame.stdout, frame.stderr, frame.CutToFit = "", "", 1<<62
+	fsize, err := encodedSize(frame)
+	if err != nil {
+		return RunResult{}, err
+	}
+	budget := max - fsize - int64(2*len("--- stdout ---\n\n"))
+	for range 4 {
+		if budget < 0 {
+			break
+		}
+		outRoom, errRoom := share(len(r.stdout), len(r.stderr), int(budget))
+		c := r
+		var outCut, errCut int64
+		c.stdout, outCut = cutMiddle(r.stdout, outRoom)
+		c.stderr, errCut = cutMiddle(r.stderr, errRoom)
+		c.CutToFit = outCut + errCut
+		size, err := encodedSize(c)
+		if err != nil || size <= max {
+			return c, err
+		}
+		budget -= size - max
+	}
+	return RunResult{}, fault.OutputTooLarge("the result of "+call.Tool.Name+" without its output", fsize, max,
+		"the command ran ("+r.status()+") and its result cannot be shown; "+kernel.RaiseHint(call.Tool.Name, "max_output_bytes"))
+}
+
+func encodedSize(r RunResult) (int64, error) {
+	res, err := kernel.Encode(r)
+	if err != nil {
+		return 0, err
+	}
+	return res.Size(), nil
+}
+
+// share splits room bytes between two texts of a and b bytes: each what
+// it needs when both fit, else a short one whole and the other the rest,
+// else half each.
+func share(a, b, room int) (int, int) {
+	half := room / 2
+	switch {
+	case a+b <= room:
+		return a, b
+	case a <= half:
+		return a, room - a
+	case b <= half:
+		return room - b, b
+	}
+	return half, room - half
+}
+
+// cutMiddle returns s within room bytes: s when it fits, else its head and
+// tail, on character boundaries, around cutMarker stating the bytes left
+// out (the marker alone when room holds no more), and that count.
+func cutMiddle(s string, room int) (string, int64) {
+	if len(s) <= room {
+		return s, 0
+	}
+	keep := max(room-len(fmt.Sprintf(cutMarker, len(s))), 0)
+	head, start := keep/2, len(s)-(keep-keep/2)
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[:head] + fmt.Sprintf(cutMarker, start-head) + s[start:], int64(start - head)
 }
 
 // closedText explains a failure that may come from a closed directory.
@@ -118,17 +215,19 @@ func ResultOf(o *Outcome) RunResult {
 	}
 }
 
-// policy is a contained tool's kernel policy: its output holds both
-// streams, each up to three times its bound (a byte that is not UTF-8 is
-// shown as the three bytes of U+FFFD); its time bound is the longest
-// command's; limits.RunDefaultConcurrent of its calls run at once.
+// policy is a contained tool's kernel policy: the token-sized default
+// output bound, or room for both streams as [run] max_output_bytes keeps
+// them when that is more (streams shown longer, as bytes that are not
+// UTF-8 become U+FFFD, are cut again to fit: fitOutput); its time bound
+// is the longest command's; limits.RunDefaultConcurrent of its calls run
+// at once.
 func (r *Runner) policy(name string, longest time.Duration) kernel.Policy {
 	out := r.cfg.MaxOutputBytes
 	if out == 0 {
 		out = limits.RunDefaultOutputBytes
 	}
-	return kernel.Policy{Name: name, MaxOutputBytes: int64(2*3*out) + 64*limits.KiB, Timeout: min(longest+limits.RunKillGrace, limits.HardMaxTimeout),
-		MaxConcurrent: limits.RunDefaultConcurrent}
+	return kernel.Policy{Name: name, MaxOutputBytes: max(limits.DefaultMaxOutputBytes, int64(2*out)+limits.RunResultFrameBytes),
+		Timeout: min(longest+limits.RunKillGrace, limits.HardMaxTimeout), MaxConcurrent: limits.RunDefaultConcurrent}
 }
 
 // RegisterTools registers run_shell (effect run_shell, deferred) and, for
@@ -152,8 +251,8 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			Title:   "Run shell command",
 			Summary: "Run a shell command in a container over the granted roots",
 			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, no network, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends.
-Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out. A command past its time limit fails with "limit".
-Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out),
+Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out; streams that would not fit the tool's output bound (%s by default) are cut again the same way. A command past its time limit fails with "limit".
+Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
 		func(ctx context.Context, call *kernel.Call, in ShellArgs) (RunResult, error) {
 			q, err := r.shellRequest(in, max)
@@ -164,7 +263,7 @@ Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out),
 			if err != nil {
 				return RunResult{}, err
 			}
-			return ResultOf(o), nil
+			return fitOutput(call, ResultOf(o))
 		})
 	if err != nil {
 		return err
@@ -240,7 +339,7 @@ func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[
 			Summary: fmt.Sprintf("Run the %s command the host declared, contained, and read its result", kind),
 			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, no network, .git and capkit.toml read-only). The declared commands:
 %s
-Returns the exit code, the duration, and stdout and stderr, each cut to its first and last bytes around a marker stating how many were left out. A command past its time limit fails with "limit".
+Returns the exit code, the duration, and stdout and stderr, each cut to its first and last bytes around a marker stating how many were left out (again where both would not fit the tool's output bound). A command past its time limit fails with "limit".
 Example: {"name": "", "args": []}`, kind, strings.Join(lines, "\n")),
 		},
 		func(ctx context.Context, call *kernel.Call, in DeclaredArgs) (RunResult, error) {
@@ -248,6 +347,6 @@ Example: {"name": "", "args": []}`, kind, strings.Join(lines, "\n")),
 			if err != nil {
 				return RunResult{}, err
 			}
-			return ResultOf(o), nil
+			return fitOutput(call, ResultOf(o))
 		})
 }
