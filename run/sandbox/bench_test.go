@@ -120,7 +120,7 @@ func BenchmarkBwrapTrue(b *testing.B) {
 func BenchmarkNamespacesTrue(b *testing.B) {
 	measured(b, func() {
 		cmd := exec.Command("/bin/true")
-		cmd.SysProcAttr = helperAttr(true)
+		cmd.SysProcAttr = helperAttr(true, false)
 		cmd.SysProcAttr.AmbientCaps = nil
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)

@@ -1,12 +1,14 @@
 package sandbox
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -56,6 +58,29 @@ func attack(name string, args []string) error {
 		if err == nil {
 			c.Write([]byte("hello from the sandbox"))
 			c.Close()
+		}
+		return err
+	case "converse":
+		// One line to a server, its one-line answer printed.
+		c, err := net.Dial("tcp", arg(0))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("hello from the sandbox\n")); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		fmt.Print(line)
+		return err
+	case "lookup":
+		_, err := net.LookupHost(arg(0))
+		return err
+	case "listen":
+		l, err := net.Listen("tcp", arg(0))
+		if err == nil {
+			l.Close()
 		}
 		return err
 	case "abstract":

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,13 +47,16 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	}
 	s := spec.withDefaults()
 	c := call{Argv: s.Argv, Dir: s.Dir, Env: s.Env, NullStdin: opts.Stdin == nil}
+	if opts.Proxy != nil {
+		c.Env = proxyEnv(s.Env)
+	}
 	// The helper takes the paths as clean (check made the roots so).
 	protected := make([]string, len(s.Protected))
 	for i, p := range s.Protected {
 		protected[i] = filepath.Clean(p)
 	}
 	view := helper.View{Writable: s.Writable, ReadOnly: s.ReadOnly, Protected: protected, Limits: helper.Limits(s.Limits)}
-	msg := message{View: &view, Full: !opts.Reduced}
+	msg := message{View: &view, Full: !opts.Reduced, Network: opts.Proxy != nil}
 	var notes []string
 	if msg.Full {
 		why := userNamespacesUnavailable()
@@ -65,6 +70,9 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 		}
 		msg.Full = false
 		notes = append(notes, "user namespaces unavailable ("+why+")")
+	}
+	if msg.Network {
+		return nil, fault.New(fault.Unavailable, "a network policy needs full containment (a network namespace of the command's own, reached only through the proxy), but %s; nothing was run", reducedReason(opts, notes))
 	}
 	if helper.LandlockABI() < helper.MinReducedABI {
 		return nil, fault.New(fault.Unavailable, "neither user namespaces nor Landlock of ABI %d or later (this kernel's: %d) are available here, so a command cannot be contained; nothing was run", helper.MinReducedABI, helper.LandlockABI())
@@ -170,12 +178,16 @@ type helperProc struct {
 	stdoutR, stderrR *os.File
 	reportR          *os.File
 	report           *bufio.Reader
-	cg               *cgroup
-	cgReport         CgroupReport
-	ready            chan struct{} // closed when the view is built or the helper failed
-	notes            []string      // the helper's, until ready
-	failure          string        // set before ready closes when the build failed
-	released         atomic.Bool
+	// netR receives the listener on the container's loopback
+	// (Message.Network), which the parent then serves: proxy.
+	netR     *os.File
+	proxy    net.Listener
+	cg       *cgroup
+	cgReport CgroupReport
+	ready    chan struct{} // closed when the view is built or the helper failed
+	notes    []string      // the helper's, until ready
+	failure  string        // set before ready closes when the build failed
+	released atomic.Bool
 }
 
 // startHelper starts a helper for msg's view, in a cgroup of its own
@@ -184,7 +196,7 @@ type helperProc struct {
 func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 	m := *msg
 	var err error
-	if m.Seccomp, err = seccompFilter(m.Full); err != nil {
+	if m.Seccomp, err = seccompFilter(socketsFor(&m)); err != nil {
 		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: no seccomp filter for this system")
 	}
 	data := m.Encode()
@@ -194,9 +206,9 @@ func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 	h := &helperProc{full: msg.Full, ready: make(chan struct{})}
 	// The helper's ends: it reads the spec and stdin, writes the report
 	// and both output streams.
-	var specR, reportW, stdinR, stdoutW, stderrW *os.File
+	var specR, reportW, stdinR, stdoutW, stderrW, netW *os.File
 	defer func() {
-		for _, f := range []*os.File{specR, reportW, stdinR, stdoutW, stderrW} {
+		for _, f := range []*os.File{specR, reportW, stdinR, stdoutW, stderrW, netW} {
 			if f != nil {
 				f.Close()
 			}
@@ -207,6 +219,12 @@ func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 		{&h.stdoutR, &stdoutW}, {&h.stderrR, &stderrW},
 	} {
 		if *p.r, *p.w, err = os.Pipe(); err != nil {
+			h.release()
+			return nil, fault.Wrap(fault.Unavailable, err, "sandbox: cannot start the helper")
+		}
+	}
+	if msg.Network {
+		if h.netR, netW, err = socketPair(); err != nil {
 			h.release()
 			return nil, fault.Wrap(fault.Unavailable, err, "sandbox: cannot start the helper")
 		}
@@ -223,7 +241,10 @@ func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 		cmd.Dir = "/"
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 		cmd.ExtraFiles = []*os.File{specR, reportW}
-		cmd.SysProcAttr = helperAttr(msg.Full)
+		if netW != nil {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, netW)
+		}
+		cmd.SysProcAttr = helperAttr(msg.Full, msg.Network)
 		if h.cg != nil {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, h.cg.fd
 		}
@@ -269,6 +290,11 @@ func (h *helperProc) awaitReady() {
 		}
 		line = strings.TrimSuffix(line, "\n")
 		if line == helper.ReadyLine {
+			if h.netR != nil {
+				if h.proxy, err = receiveListener(h.netR); err != nil {
+					h.failure = "sandbox: the proxy's listener did not arrive from the helper: " + err.Error()
+				}
+			}
 			return
 		}
 		if n, ok := strings.CutPrefix(line, helper.NotePrefix); ok {
@@ -303,10 +329,13 @@ func (h *helperProc) release() {
 	if h.released.Swap(true) {
 		return
 	}
-	for _, f := range []*os.File{h.specW, h.stdinW, h.stdoutR, h.stderrR, h.reportR} {
+	for _, f := range []*os.File{h.specW, h.stdinW, h.stdoutR, h.stderrR, h.reportR, h.netR} {
 		if f != nil {
 			f.Close()
 		}
+	}
+	if h.proxy != nil {
+		h.proxy.Close()
 	}
 	h.cg.remove()
 }
@@ -334,6 +363,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	}
 	_, werr := h.specW.Write(data)
 	h.specW.Close()
+	served := h.serveProxy(ctx, opts.Proxy)
 	go func() {
 		if opts.Stdin != nil {
 			h.stdinW.Write(opts.Stdin)
@@ -351,6 +381,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	report, _ := io.ReadAll(h.report)
 	err := h.cmd.Wait()
 	stop()
+	proxyNotes := served()
 	// What is left of the command's process group (reduced containment:
 	// background jobs; full: nothing, the namespace is gone) and of its
 	// cgroup dies with it.
@@ -362,7 +393,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 		res.Containment = Full
 	}
 	rep := splitReport(string(report))
-	res.Notes, res.Closed = append(h.notes, rep.notes...), rep.closed
+	res.Notes, res.Closed = slices.Concat(h.notes, rep.notes, proxyNotes), rep.closed
 	failure, execd := rep.failure, rep.execd
 	switch {
 	case killed.Load():
@@ -451,7 +482,7 @@ func exitStatus(res *Result, cmd *exec.Cmd, err error, killed bool) error {
 // the host's user mapped to helper.ID and just the capabilities needed to
 // build the container (dropped before the command runs), in a session of
 // its own, killed if the host dies.
-func helperAttr(full bool) *syscall.SysProcAttr {
+func helperAttr(full, network bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if !full {
 		return a
@@ -461,6 +492,9 @@ func helperAttr(full bool) *syscall.SysProcAttr {
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: helper.ID, HostID: os.Getuid(), Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: helper.ID, HostID: os.Getgid(), Size: 1}}
 	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	if network {
+		a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN) // the loopback's flags
+	}
 	return a
 }
 
@@ -485,4 +519,60 @@ func hostNotes() []string {
 		notes = append(notes, fmt.Sprintf("Landlock ABI %d (of %d): the rights of later versions are not enforced", v, helper.WantABI))
 	}
 	return notes
+}
+
+// serveProxy serves the helper's listener with proxy for the command's
+// life (nothing without a network); the function returned stops it and
+// returns the proxy's notes.
+func (h *helperProc) serveProxy(ctx context.Context, proxy Proxy) func() []string {
+	if h.proxy == nil || proxy == nil {
+		return func() []string { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var notes []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		notes = proxy.Serve(ctx, h.proxy)
+	}()
+	return func() []string {
+		cancel()
+		h.proxy.Close()
+		<-done
+		return notes
+	}
+}
+
+// socketPair is a pair of connected Unix sockets for the helper to send
+// a descriptor on: the parent's end and the helper's.
+func socketPair() (parent, child *os.File, err error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "sandbox-net"), os.NewFile(uintptr(fds[1]), "sandbox-net-helper"), nil
+}
+
+// receiveListener reads the listener the helper sends on f (one
+// descriptor, SCM_RIGHTS).
+func receiveListener(f *os.File) (net.Listener, error) {
+	oob := make([]byte, syscall.CmsgSpace(4))
+	_, oobn, _, _, err := syscall.Recvmsg(int(f.Fd()), make([]byte, 1), oob, syscall.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("no descriptor in the message (%v)", err)
+	}
+	fds, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		return nil, fmt.Errorf("not one descriptor in the message (%v)", err)
+	}
+	lf := os.NewFile(uintptr(fds[0]), "sandbox-proxy")
+	defer lf.Close()
+	return net.FileListener(lf)
 }

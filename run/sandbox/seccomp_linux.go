@@ -16,7 +16,9 @@ import (
 // (ptrace, process_vm_*), or are frequent kernel attack surface (bpf,
 // perf_event_open, userfaultfd, io_uring, keys) fail with EPERM; so do the
 // ioctls that inject terminal input, clone with namespace flags, sockets of
-// any family but AF_UNIX (reduced containment: socket at all), and
+// any family but AF_UNIX (with a network, AF_INET and AF_INET6 too, for
+// TCP and UDP: the container's namespace holds only its loopback;
+// reduced containment: socket at all), and
 // personality changes, and modes with the set-user-ID or set-group-ID bit.
 // clone3, whose flags a filter cannot read, fails with ENOSYS so that C
 // libraries fall back to clone (openat2 likewise, to openat). A syscall of another
@@ -65,9 +67,33 @@ func seccompArch() (*arch.Info, error) {
 	return nil, fmt.Errorf("seccomp filter: architecture %s is not supported", runtime.GOARCH)
 }
 
-// seccompProgram assembles the filter; sockets says whether AF_UNIX
-// sockets may be created (full containment) or none (reduced).
-func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
+// socketPolicy is which sockets a command may create.
+type socketPolicy int
+
+const (
+	// noSockets: reduced containment, which shares the host's network
+	// namespace.
+	noSockets socketPolicy = iota
+	// unixSockets: full containment, AF_UNIX only.
+	unixSockets
+	// netSockets: full containment with a network (Message.Network),
+	// AF_UNIX, AF_INET and AF_INET6.
+	netSockets
+)
+
+// socketsFor is the socket policy of a helper's message.
+func socketsFor(m *message) socketPolicy {
+	switch {
+	case !m.Full:
+		return noSockets
+	case m.Network:
+		return netSockets
+	}
+	return unixSockets
+}
+
+// seccompProgram assembles the filter with the sockets it allows.
+func seccompProgram(sockets socketPolicy) ([]bpf.RawInstruction, error) {
 	a, err := seccompArch()
 	if err != nil {
 		return nil, err
@@ -84,7 +110,7 @@ func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
 			bpf.RetConstant{Val: retKill})
 	}
 	deny := deniedSyscalls
-	if !sockets {
+	if sockets == noSockets {
 		deny = append(deny[:len(deny):len(deny)], "socket")
 	}
 	for _, name := range deny {
@@ -96,8 +122,16 @@ func seccompProgram(sockets bool) ([]bpf.RawInstruction, error) {
 	f.denyBits("clone", 0, nsFlags)
 	f.denyEqual("ioctl", 1, unix.TIOCSTI, unix.TIOCLINUX)
 	f.denyUnless("socketpair", 0, unix.AF_UNIX)
-	if sockets {
+	switch sockets {
+	case unixSockets:
 		f.denyUnless("socket", 0, unix.AF_UNIX)
+	case netSockets:
+		f.denyUnless("socket", 0, unix.AF_UNIX, unix.AF_INET, unix.AF_INET6)
+		// TCP and UDP only: Landlock's port rules govern TCP alone (an
+		// MPTCP socket, which Go's Listen tries first, would pass them;
+		// Go then falls back to TCP), and a protocol named by number
+		// (SCTP, ICMP) could have the kernel load its module.
+		f.denyUnless("socket", 2, 0, unix.IPPROTO_TCP, unix.IPPROTO_UDP)
 	}
 	// A set-user-ID or set-group-ID bit would make a file the container
 	// writes a privileged program on the host (the container's user is the
@@ -174,20 +208,18 @@ func (f *filter) denyUnless(name string, arg uint32, allowed ...uint32) {
 
 // seccompFilter is the filter as the helper installs it: struct
 // sock_filter (code u16, jt u8, jf u8, k u32) in the host's byte order,
-// assembled once per process for each containment.
-func seccompFilter(sockets bool) ([]byte, error) {
-	if sockets {
-		return fullFilter()
-	}
-	return reducedFilter()
+// assembled once per process for each socket policy.
+func seccompFilter(sockets socketPolicy) ([]byte, error) {
+	return filters[sockets]()
 }
 
-var (
-	fullFilter    = sync.OnceValues(func() ([]byte, error) { return encodeFilter(true) })
-	reducedFilter = sync.OnceValues(func() ([]byte, error) { return encodeFilter(false) })
-)
+var filters = map[socketPolicy]func() ([]byte, error){
+	noSockets:   sync.OnceValues(func() ([]byte, error) { return encodeFilter(noSockets) }),
+	unixSockets: sync.OnceValues(func() ([]byte, error) { return encodeFilter(unixSockets) }),
+	netSockets:  sync.OnceValues(func() ([]byte, error) { return encodeFilter(netSockets) }),
+}
 
-func encodeFilter(sockets bool) ([]byte, error) {
+func encodeFilter(sockets socketPolicy) ([]byte, error) {
 	raw, err := seccompProgram(sockets)
 	if err != nil {
 		return nil, err

@@ -45,33 +45,49 @@ func TestSeccompProgram(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		data    func() []byte
-		sockets bool
+		sockets socketPolicy
 		want    uint32
 	}{
-		{"read", func() []byte { return seccompData(id, nr("read"), 0) }, true, retAllow},
-		{"another architecture", func() []byte { return seccompData(uint32(arch.I386.ID), 3) }, true, retKill},
-		{"mount", func() []byte { return seccompData(id, nr("mount")) }, true, eperm},
-		{"io_uring_setup", func() []byte { return seccompData(id, nr("io_uring_setup"), 8, 0) }, true, eperm},
-		{"ptrace", func() []byte { return seccompData(id, nr("ptrace"), 16, 1) }, true, eperm},
-		{"clone3", func() []byte { return seccompData(id, nr("clone3")) }, true, enosys},
-		{"clone of a thread", func() []byte { return seccompData(id, nr("clone"), unix.CLONE_VM|unix.CLONE_THREAD) }, true, retAllow},
-		{"clone of a user namespace", func() []byte { return seccompData(id, nr("clone"), unix.CLONE_NEWUSER|17) }, true, eperm},
-		{"ioctl TCGETS", func() []byte { return seccompData(id, nr("ioctl"), 0, unix.TCGETS) }, true, retAllow},
-		{"ioctl TIOCSTI", func() []byte { return seccompData(id, nr("ioctl"), 0, unix.TIOCSTI) }, true, eperm},
-		{"ioctl TIOCSTI, high bits set", func() []byte { return seccompData(id, nr("ioctl"), 0, 1<<32|unix.TIOCSTI) }, true, eperm},
-		{"ioctl TIOCLINUX", func() []byte { return seccompData(id, nr("ioctl"), 0, unix.TIOCLINUX) }, true, eperm},
-		{"socket AF_UNIX", func() []byte { return seccompData(id, nr("socket"), unix.AF_UNIX) }, true, retAllow},
-		{"socket AF_INET", func() []byte { return seccompData(id, nr("socket"), unix.AF_INET) }, true, eperm},
-		{"socket AF_VSOCK", func() []byte { return seccompData(id, nr("socket"), unix.AF_VSOCK) }, true, eperm},
-		{"socket AF_UNIX, reduced", func() []byte { return seccompData(id, nr("socket"), unix.AF_UNIX) }, false, eperm},
-		{"socketpair AF_UNIX, reduced", func() []byte { return seccompData(id, nr("socketpair"), unix.AF_UNIX) }, false, retAllow},
-		{"socketpair AF_NETLINK", func() []byte { return seccompData(id, nr("socketpair"), unix.AF_NETLINK) }, true, eperm},
-		{"fchmodat 0755", func() []byte { return seccompData(id, nr("fchmodat"), 0, 0, 0o755) }, true, retAllow},
-		{"fchmodat 04755", func() []byte { return seccompData(id, nr("fchmodat"), 0, 0, 0o4755) }, true, eperm},
-		{"openat with 02755", func() []byte { return seccompData(id, nr("openat"), 0, 0, unix.O_CREAT, 0o2755) }, true, eperm},
-		{"openat2", func() []byte { return seccompData(id, nr("openat2")) }, true, enosys},
-		{"personality query", func() []byte { return seccompData(id, nr("personality"), 0xffffffff) }, true, retAllow},
-		{"personality change", func() []byte { return seccompData(id, nr("personality"), 0x0040000) }, true, eperm},
+		{"read", func() []byte { return seccompData(id, nr("read"), 0) }, unixSockets, retAllow},
+		{"another architecture", func() []byte { return seccompData(uint32(arch.I386.ID), 3) }, unixSockets, retKill},
+		{"mount", func() []byte { return seccompData(id, nr("mount")) }, unixSockets, eperm},
+		{"io_uring_setup", func() []byte { return seccompData(id, nr("io_uring_setup"), 8, 0) }, unixSockets, eperm},
+		{"ptrace", func() []byte { return seccompData(id, nr("ptrace"), 16, 1) }, unixSockets, eperm},
+		{"clone3", func() []byte { return seccompData(id, nr("clone3")) }, unixSockets, enosys},
+		{"clone of a thread", func() []byte { return seccompData(id, nr("clone"), unix.CLONE_VM|unix.CLONE_THREAD) }, unixSockets, retAllow},
+		{"clone of a user namespace", func() []byte { return seccompData(id, nr("clone"), unix.CLONE_NEWUSER|17) }, unixSockets, eperm},
+		{"ioctl TCGETS", func() []byte { return seccompData(id, nr("ioctl"), 0, unix.TCGETS) }, unixSockets, retAllow},
+		{"ioctl TIOCSTI", func() []byte { return seccompData(id, nr("ioctl"), 0, unix.TIOCSTI) }, unixSockets, eperm},
+		{"ioctl TIOCSTI, high bits set", func() []byte { return seccompData(id, nr("ioctl"), 0, 1<<32|unix.TIOCSTI) }, unixSockets, eperm},
+		{"ioctl TIOCLINUX", func() []byte { return seccompData(id, nr("ioctl"), 0, unix.TIOCLINUX) }, unixSockets, eperm},
+		{"socket AF_UNIX", func() []byte { return seccompData(id, nr("socket"), unix.AF_UNIX) }, unixSockets, retAllow},
+		{"socket AF_INET", func() []byte { return seccompData(id, nr("socket"), unix.AF_INET) }, unixSockets, eperm},
+		{"socket AF_VSOCK", func() []byte { return seccompData(id, nr("socket"), unix.AF_VSOCK) }, unixSockets, eperm},
+		{"socket AF_UNIX, reduced", func() []byte { return seccompData(id, nr("socket"), unix.AF_UNIX) }, noSockets, eperm},
+		{"socketpair AF_UNIX, reduced", func() []byte { return seccompData(id, nr("socketpair"), unix.AF_UNIX) }, noSockets, retAllow},
+		{"socket AF_INET, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_INET) }, netSockets, retAllow},
+		{"socket AF_INET6, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_INET6) }, netSockets, retAllow},
+		{"socket AF_UNIX, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_UNIX) }, netSockets, retAllow},
+		{"socket AF_INET TCP, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP) }, netSockets, retAllow},
+		{"socket AF_INET6 UDP, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_UDP) }, netSockets, retAllow},
+		{"socket AF_INET MPTCP, network", func() []byte {
+			return seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP)
+		}, netSockets, eperm},
+		{"socket AF_INET SCTP, network", func() []byte {
+			return seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_SEQPACKET, unix.IPPROTO_SCTP)
+		}, netSockets, eperm},
+		{"socket AF_INET ICMP, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP) }, netSockets, eperm},
+		{"socket AF_NETLINK, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_NETLINK) }, netSockets, eperm},
+		{"socket AF_PACKET, network", func() []byte { return seccompData(id, nr("socket"), unix.AF_PACKET) }, netSockets, eperm},
+		{"socket AF_INET, high bits, network", func() []byte { return seccompData(id, nr("socket"), 1<<32|unix.AF_PACKET) }, netSockets, eperm},
+		{"socketpair AF_INET, network", func() []byte { return seccompData(id, nr("socketpair"), unix.AF_INET) }, netSockets, eperm},
+		{"socketpair AF_NETLINK", func() []byte { return seccompData(id, nr("socketpair"), unix.AF_NETLINK) }, unixSockets, eperm},
+		{"fchmodat 0755", func() []byte { return seccompData(id, nr("fchmodat"), 0, 0, 0o755) }, unixSockets, retAllow},
+		{"fchmodat 04755", func() []byte { return seccompData(id, nr("fchmodat"), 0, 0, 0o4755) }, unixSockets, eperm},
+		{"openat with 02755", func() []byte { return seccompData(id, nr("openat"), 0, 0, unix.O_CREAT, 0o2755) }, unixSockets, eperm},
+		{"openat2", func() []byte { return seccompData(id, nr("openat2")) }, unixSockets, enosys},
+		{"personality query", func() []byte { return seccompData(id, nr("personality"), 0xffffffff) }, unixSockets, retAllow},
+		{"personality change", func() []byte { return seccompData(id, nr("personality"), 0x0040000) }, unixSockets, eperm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw, err := seccompProgram(tc.sockets)
@@ -90,7 +106,7 @@ func TestSeccompProgram(t *testing.T) {
 		})
 	}
 	if a == arch.X86_64 {
-		raw, _ := seccompProgram(true)
+		raw, _ := seccompProgram(unixSockets)
 		prog, _ := bpf.Disassemble(raw)
 		vm, _ := bpf.NewVM(prog)
 		if got, _ := vm.Run(seccompData(id, x32Bit|0)); uint32(got) != retKill {

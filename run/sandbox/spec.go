@@ -17,6 +17,10 @@
 //   - applies Landlock (every access right the kernel's ABI offers, TCP
 //     bind and connect denied, abstract sockets and signals scoped) as a
 //     second layer matching that view;
+//   - with a network (Options.Proxy), brings up the loopback of its
+//     empty network namespace and listens on ProxyAddr there, handing
+//     the listener to Run, which serves it with the proxy from outside
+//     (the command may connect to that port alone);
 //   - drops every capability and sets no_new_privs;
 //   - applies a seccomp filter (see seccomp_linux.go);
 //   - sets rlimits and the PID namespace's pid_max, a clean environment,
@@ -55,8 +59,11 @@
 package sandbox
 
 import (
+	"context"
+	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/capkit/capkit/capability"
@@ -151,6 +158,47 @@ type Options struct {
 	// holds when that was built for the same view, and starts the next
 	// one after the call.
 	Warm *Warm
+	// Proxy, when set, gives the command a network through it alone:
+	// the container's loopback is brought up with a listener on
+	// ProxyAddr, which Proxy serves from outside the container for the
+	// command's life; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and their
+	// lower-case forms) name it, replacing any in Spec.Env, and NO_PROXY
+	// is removed. The command may create TCP and UDP sockets, but its
+	// network namespace holds nothing else (no route out, no name
+	// server: names are the proxy's to resolve), and Landlock allows TCP
+	// connect to the proxy's port alone and bind to none but an ephemeral
+	// port (port 0, which the kernel's Landlock lets through). A network
+	// needs full containment: without user namespaces (or with Reduced)
+	// Run fails with fault.Unavailable, whatever RequireFull says.
+	Proxy Proxy
+}
+
+// Proxy serves the connections a command makes to its proxy
+// (Options.Proxy).
+type Proxy interface {
+	// Serve answers the connections l accepts until l is closed or ctx
+	// ends, closes every one of them, and returns notes for the
+	// command's result (what it refused).
+	Serve(ctx context.Context, l net.Listener) []string
+}
+
+// ProxyAddr is where a command's proxy listens, inside its container.
+const ProxyAddr = helper.ProxyAddr
+
+// proxyVariables are the variables Options.Proxy sets, with the value
+// naming ProxyAddr, and NO_PROXY, which it removes.
+var proxyVariables = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// proxyEnv is env with the proxy variables naming ProxyAddr.
+func proxyEnv(env []string) []string {
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(proxyVariables, k) || strings.EqualFold(k, "NO_PROXY")
+	})
+	for _, k := range proxyVariables {
+		out = append(out, k+"=http://"+ProxyAddr)
+	}
+	return out
 }
 
 // Result is how a command ended.

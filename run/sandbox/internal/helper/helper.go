@@ -47,6 +47,8 @@ func init() {
 const ID = 1000
 
 // Helper file descriptors: the message and the call arrive on SpecFD;
+// with Message.Network, the listener on the container's loopback leaves
+// on NetFD (a Unix socket: SCM_RIGHTS) before ReadyLine;
 // notes and a failed setup are reported on ReportFD, which closes on
 // exec: lines starting with NotePrefix are notes, ReadyLine says the
 // container is built and the helper waits for its call, lines starting
@@ -56,6 +58,7 @@ const ID = 1000
 const (
 	SpecFD       = 3
 	ReportFD     = 4
+	NetFD        = 5
 	NotePrefix   = "note: "
 	ClosedPrefix = "closed: "
 	ReadyLine    = "ready"
@@ -66,11 +69,22 @@ const (
 // under it.
 const ScratchDir = "scratch"
 
+// ProxyPort and ProxyAddr are the listener on the container's loopback
+// that Message.Network asks for.
+const (
+	ProxyPort = 3128
+	ProxyAddr = "127.0.0.1:3128"
+)
+
 // Message is what the helper receives first: the view the container
 // shows.
 type Message struct {
 	View *View
 	Full bool
+	// Network brings up the container's loopback (full containment
+	// only), listens on ProxyPort there and hands the listener to the
+	// parent on NetFD; the command may then connect to that port alone.
+	Network bool
 	// Tmp is, for reduced containment, the private temporary directory
 	// Run made on the host.
 	Tmp string

@@ -173,16 +173,21 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) (closed
 	if over != nil {
 		return nil, over
 	}
-	return closed, restrictThread(rules)
+	var connect []uint16
+	if msg.Network {
+		connect = append(connect, ProxyPort)
+	}
+	return closed, restrictThread(rules, connect)
 }
 
 // restrictThread sets no_new_privs and enforces the rules on the calling
 // thread only, which then execs the command: the command inherits its
-// domain, and the helper's other threads end at the exec. On a kernel
-// without the refer right (ABI 1), whose rulesets deny every rename and
-// link across directories, nothing is enforced, as go-landlock's best
-// effort does.
-func restrictThread(rules []rule) error {
+// domain, and the helper's other threads end at the exec. TCP connect is
+// allowed to the connect ports alone, bind to none (ABI 4 on). On a
+// kernel without the refer right (ABI 1), whose rulesets deny every
+// rename and link across directories, nothing is enforced, as
+// go-landlock's best effort does.
+func restrictThread(rules []rule, connect []uint16) error {
 	if err := prctl(prSetNoNewPrivs, 1, 0); err != nil {
 		return wrap("no_new_privs", err)
 	}
@@ -202,8 +207,31 @@ func restrictThread(rules []rule) error {
 			return err
 		}
 	}
+	if net&llConnectTCP != 0 {
+		for _, port := range connect {
+			if err := addPortRule(fd, port, llConnectTCP); err != nil {
+				return err
+			}
+		}
+	}
 	if _, _, e := syscall.Syscall(sysLandlockRestrictSelf, uintptr(fd), 0, 0); e != 0 {
 		return wrap("landlock_restrict_self", e)
+	}
+	return nil
+}
+
+// Landlock network rights and the port rule's type.
+const (
+	llConnectTCP     = 1 << 1
+	landlockPortRule = 2
+)
+
+// addPortRule allows access (network rights) on the TCP port.
+func addPortRule(ruleset int, port uint16, access uint64) error {
+	attr := struct{ access, port uint64 }{access, uint64(port)}
+	_, _, e := syscall.Syscall6(sysLandlockAddRule, uintptr(ruleset), landlockPortRule, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	if e != 0 {
+		return wrap("landlock_add_rule port "+strconv.Itoa(int(port)), e)
 	}
 	return nil
 }

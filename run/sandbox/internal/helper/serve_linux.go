@@ -88,6 +88,14 @@ func build(msg *Message, note func(string)) (*built, error) {
 			return nil, wrap("sandbox helper: hostname", err)
 		}
 	}
+	switch {
+	case msg.Network && !msg.Full:
+		return nil, errNetworkReduced
+	case msg.Network:
+		if err := startNetwork(); err != nil {
+			return nil, err
+		}
+	}
 	v.tmpdir = v.tmp
 	if len(rootsUnder(msg, v.tmp)) > 0 {
 		v.tmpdir = join(v.tmp, ScratchDir)

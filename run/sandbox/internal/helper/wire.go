@@ -16,6 +16,7 @@ import (
 func (m *Message) Encode() []byte {
 	var e encoder
 	e.bool(m.Full)
+	e.bool(m.Network)
 	e.string(m.Tmp)
 	e.strings(m.View.Writable)
 	e.strings(m.View.ReadOnly)
@@ -46,6 +47,7 @@ func DecodeMessage(r io.Reader, max int) (*Message, error) {
 	}
 	m := &Message{View: &View{}}
 	m.Full = d.bool()
+	m.Network = d.bool()
 	m.Tmp = d.string()
 	m.View.Writable = d.strings()
 	m.View.ReadOnly = d.strings()

@@ -3,13 +3,14 @@ package helper
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 func sampleMessage() *Message {
 	return &Message{
-		Full: true, Tmp: "/tmp/capkit-run-1",
+		Full: true, Network: true, Tmp: "/tmp/capkit-run-1",
 		View: &View{
 			Writable: []string{"/work/a", "/work/b"}, ReadOnly: []string{"/opt/x"}, Protected: []string{"/work/a/.git"},
 			Limits: Limits{MemoryBytes: 1 << 30, Processes: 301, FileBytes: 1 << 20, OpenFiles: 64, TmpBytes: 8 << 20, CPUSeconds: 600, MilliCPUs: -1},
@@ -101,5 +102,11 @@ func TestPaths(t *testing.T) {
 	}
 	if got := strings.Join(splitList("/usr/bin::/bin:"), "|"); got != "/usr/bin||/bin|" {
 		t.Errorf("splitList = %q", got)
+	}
+}
+
+func TestProxyAddr(t *testing.T) {
+	if ProxyAddr != "127.0.0.1:"+strconv.Itoa(ProxyPort) {
+		t.Errorf("ProxyAddr %s is not port %d on loopback", ProxyAddr, ProxyPort)
 	}
 }
