@@ -194,14 +194,21 @@ func TestHTTPStateless(t *testing.T) {
 			if res.IsError {
 				t.Fatalf("echo: %+v", res.Content)
 			}
-			s.http.mu.Lock()
-			n := len(s.http.live)
-			s.http.mu.Unlock()
-			if stateless && n != 0 {
-				t.Errorf("a stateless client holds %d session slots", n)
+			live := func() int {
+				s.http.mu.Lock()
+				defer s.http.mu.Unlock()
+				return len(s.http.live)
 			}
-			if !stateless && n != 1 {
-				t.Errorf("a session client holds %d session slots, want 1", n)
+			if stateless && live() != 0 {
+				t.Errorf("a stateless client holds %d session slots", live())
+			}
+			// A session takes its slot when its initialize handler returns,
+			// which may be after the client has its answer and has called.
+			for deadline := time.Now().Add(10 * time.Second); !stateless && live() == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			if !stateless && live() != 1 {
+				t.Errorf("a session client holds %d session slots, want 1", live())
 			}
 		})
 	}
