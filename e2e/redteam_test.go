@@ -405,10 +405,13 @@ func (w *world) slots() []slot {
 		one("journal_read", "dir", false, map[string]any{"name": "hl"}),
 		one("notes", "id", false, nil),
 		one("passages_find", "path", false, map[string]any{"query": "e"}),
-		one("lexindex_update", "db", true, map[string]any{"mutations": []any{map[string]any{"ref": "r", "text": "pwned"}}}),
-		one("lexindex_scope", "db", true, map[string]any{"name": "s", "refs": []any{"r"}}),
-		one("lexindex_status", "db", false, nil),
-		one("lexindex_search", "db", false, map[string]any{"query": "e"}),
+		one("lexindex_update", "index", true, map[string]any{"mutations": []any{map[string]any{"ref": "r", "text": "pwned"}}}),
+		one("lexindex_scope", "index", true, map[string]any{"name": "s", "refs": []any{"r"}}),
+		one("lexindex_status", "index", false, nil),
+		one("lexindex_search", "index", false, map[string]any{"query": "e"}),
+		{tool: "lexindex_update", name: "mutations[0].path", args: func(p string) map[string]any {
+			return map[string]any{"index": "ixp.db", "mutations": []any{map[string]any{"ref": "r", "path": p}}}
+		}},
 	}
 }
 

@@ -65,7 +65,7 @@ func TestProtectedNestedRootThroughSymlink(t *testing.T) {
 		{"zip_create", `{"archive": "link/x.zip", "files": ["a.sh"]}`},
 		{"zip_extract", `{"archive": "hooks.zip", "destination": "link/hooks2", "expect": ` + expect + `}`},
 		{"journal_append", `{"dir": "link", "name": "x", "event": {}}`},
-		{"lexindex_update", `{"db": "link/ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
+		{"lexindex_update", `{"index": "link/ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
 		{"semindex_remove", `{"index": "link/sem.db", "ref": "r"}`},
 		{"semindex_status", `{"index": "link/sem.db"}`},
 	})

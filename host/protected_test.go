@@ -149,9 +149,9 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 		{"journal_append", `{"dir": "link", "name": "x", "event": {}}`},
 		{"journal_read", `{"dir": ".git", "name": "index"}`},
 		{"journal_verify", `{"dir": ".git", "name": "head"}`},
-		{"lexindex_update", `{"db": ".git/ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
-		{"lexindex_update", `{"db": "link/ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
-		{"lexindex_search", `{"db": ".git/ix.db", "query": "t"}`},
+		{"lexindex_update", `{"index": ".git/ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
+		{"lexindex_update", `{"index": "link/ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
+		{"lexindex_search", `{"index": ".git/ix.db", "query": "t"}`},
 		{"semindex_remove", `{"index": ".git/sem.db", "ref": "r"}`},
 		{"semindex_status", `{"index": "link/sem.db"}`},
 	})
@@ -167,7 +167,7 @@ func TestProtectedPathsAcrossTools(t *testing.T) {
 		{"dir_publish", `{"staging": "stage", "destination": "published"}`},
 		{"move_file", `{"source": "sub", "destination": "moved"}`},
 		{"journal_append", `{"dir": "jr", "name": "ok", "event": {}}`},
-		{"lexindex_update", `{"db": "ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
+		{"lexindex_update", `{"index": "ix.db", "mutations": [{"ref": "r", "text": "t"}]}`},
 	} {
 		if c.tool == "edit_file" {
 			if _, err := s.Call(ctx, "read_file", json.RawMessage(`{"path": "a.txt"}`)); err != nil {

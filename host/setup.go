@@ -83,11 +83,11 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 		return journal.RegisterTools(b, &journal.ToolOptions{Protected: h.protected})
 	},
 	func(b *kernel.Builder, h *Host) error {
-		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin, Protected: h.protected})
+		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin, Protected: h.protected, Files: h.files})
 	},
 	func(b *kernel.Builder, _ *Host) error { return passages.RegisterTools(b, nil) },
 	func(b *kernel.Builder, h *Host) error {
-		return lexindex.RegisterTools(b, &lexindex.ToolOptions{Protected: h.protected})
+		return lexindex.RegisterTools(b, &lexindex.ToolOptions{Protected: h.protected, Files: h.files})
 	},
 	// Fixed-file catalogs ([catalog.NAME]) and run_script ([script]): catalog_script.go.
 	registerCatalogs,

@@ -44,4 +44,7 @@ const (
 	// document escaped as JSON at worst (six bytes, \u003c, per byte),
 	// with room for its fields.
 	LexToolInputBytes = 6*LexMaxDocumentBytes + 64*KiB
+	// LexMaxBatchReadBytes bounds the documents one lexindex_update batch
+	// reads from paths, as LexToolInputBytes bounds those it is given.
+	LexMaxBatchReadBytes = 6 * LexMaxDocumentBytes
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
@@ -24,12 +25,21 @@ type ToolOptions struct {
 	// Protected are the paths no index may be at (the zero value: .git
 	// and capkit.toml in every root); the host passes its set.
 	Protected capability.Protected
+	// Files reads the documents a mutation names by path, confined to the
+	// session's read_file roots; nil refuses paths (denied).
+	Files files.FileReader
 }
 
 // UpdateArgs are lexindex_update's arguments.
 type UpdateArgs struct {
-	DB        string     `json:"db" jsonschema:"index database file, inside a root granted index_write; created if missing"`
-	Mutations []Mutation `json:"mutations" jsonschema:"puts (ref, text, optional digest, optional expect_digest) and removals (ref, remove: true, optional expect_digest), applied in order, all or none"`
+	Index     string        `json:"index" jsonschema:"index database file, inside a root granted index_write; created if missing"`
+	Mutations []MutationArg `json:"mutations" jsonschema:"puts (ref, text or path, optional digest, optional expect_digest) and removals (ref, remove: true, optional expect_digest), applied in order, all or none"`
+}
+
+// MutationArg is a Mutation whose text may instead be read from a file.
+type MutationArg struct {
+	Mutation
+	Path string `json:"path,omitempty" jsonschema:"a file whose whole content is the document (instead of text), in a root granted read_file"`
 }
 
 // ToolText is what the model reads.
@@ -39,7 +49,7 @@ func (a Applied) ToolText() string {
 
 // ScopeArgs are lexindex_scope's arguments.
 type ScopeArgs struct {
-	DB     string   `json:"db" jsonschema:"index database file, inside a root granted index_write"`
+	Index  string   `json:"index" jsonschema:"index database file, inside a root granted index_write"`
 	Name   string   `json:"name" jsonschema:"scope name"`
 	Refs   []string `json:"refs,omitempty" jsonschema:"the refs the scope holds from now on (they need not be indexed yet)"`
 	Remove bool     `json:"remove,omitempty" jsonschema:"delete the scope instead"`
@@ -62,7 +72,7 @@ func (r ScopeResult) ToolText() string {
 
 // StatusArgs are lexindex_status's arguments.
 type StatusArgs struct {
-	DB    string      `json:"db" jsonschema:"index database file, inside a root granted index_read"`
+	Index string      `json:"index" jsonschema:"index database file, inside a root granted index_read"`
 	Refs  []RefDigest `json:"refs,omitempty" jsonschema:"refs to report on, each optionally with the caller's current digest; empty lists every ref"`
 	After string      `json:"after,omitempty" jsonschema:"when listing, continue after this ref (the previous answer's next)"`
 	Limit int         `json:"limit,omitempty" jsonschema:"when listing, at most this many refs"`
@@ -92,7 +102,7 @@ func (s Status) ToolText() string {
 
 // SearchArgs are lexindex_search's arguments.
 type SearchArgs struct {
-	DB       string `json:"db" jsonschema:"index database file, inside a root granted index_read"`
+	Index    string `json:"index" jsonschema:"index database file, inside a root granted index_read"`
 	Query    string `json:"query"`
 	Mode     string `json:"mode,omitempty" jsonschema:"terms (default: every term required), phrase, or fts (FTS5 query syntax)"`
 	Scope    string `json:"scope,omitempty" jsonschema:"only documents of this stored scope"`
@@ -251,17 +261,49 @@ func registerUpdate(b *kernel.Builder, o ToolOptions) error {
 			Title:   "Update full-text index",
 			Summary: "Add, replace or remove documents of a full-text index, all or none",
 			Description: fmt.Sprintf(`Applies a batch of mutations to a full-text index (a SQLite database) in one transaction: after a crash the index holds the state before or after the batch, never a mix.
-A put stores text (at most %d bytes of UTF-8) under an opaque ref with a digest (default: the text's hex SHA-256); a put whose digest the index already holds is left unchanged. With expect_digest, the index must hold that digest for the ref now, else the whole batch fails with "conflict" (another writer changed it: re-read its status). Removing a ref the index does not hold is "not_found".
-Example: {"db": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The quarterly report…", "digest": "sha256:ab12…"}, {"ref": "doc-3", "remove": true}]}`, limits.LexMaxDocumentBytes),
+A put stores text, or the whole content of the file at path (in a root granted read_file), at most %d bytes of UTF-8, under an opaque ref with a digest (default: the text's hex SHA-256); a put whose digest the index already holds is left unchanged. With expect_digest, the index must hold that digest for the ref now, else the whole batch fails with "conflict" (another writer changed it: re-read its status). Removing a ref the index does not hold is "not_found".
+Example: {"index": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The quarterly report…", "digest": "sha256:ab12…"}, {"ref": "notes", "path": "docs/notes.md"}, {"ref": "doc-3", "remove": true}]}`, limits.LexMaxDocumentBytes),
 		},
 		func(ctx context.Context, call *kernel.Call, in UpdateArgs) (Applied, error) {
-			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB, o.Protected)
+			ix, err := openIndex(ctx, call, capability.IndexWrite, in.Index, o.Protected)
 			if err != nil {
 				return Applied{}, err
 			}
 			defer ix.Close()
-			return ix.Apply(ctx, in.Mutations)
+			muts, err := readMutations(ctx, call, o.Files, in.Mutations)
+			if err != nil {
+				return Applied{}, err
+			}
+			return ix.Apply(ctx, muts)
 		})
+}
+
+// readMutations returns the mutations with the text of those that name a
+// path read from it: each at most limits.LexMaxDocumentBytes, and
+// limits.LexMaxBatchReadBytes in all, as the input bound holds inline
+// text.
+func readMutations(ctx context.Context, call *kernel.Call, r files.FileReader, in []MutationArg) ([]Mutation, error) {
+	out := make([]Mutation, len(in))
+	left := int64(limits.LexMaxBatchReadBytes)
+	for i, m := range in {
+		out[i] = m.Mutation
+		switch {
+		case m.Path == "":
+			continue
+		case m.Remove:
+			return nil, fault.New(fault.InvalidInput, "mutation %d removes %q: a removal takes no path", i+1, clip.Text(m.Ref))
+		}
+		max := min(limits.LexMaxDocumentBytes, left)
+		text, err := toolkit.Read(ctx, call, r, m.Text, m.Path, max, "document")
+		if fault.CodeOf(err) == fault.Limit && max < limits.LexMaxDocumentBytes {
+			return nil, fault.New(fault.Limit, "mutation %d: the documents this batch reads from paths exceed %s in all: split the batch", i+1, limits.Bytes(limits.LexMaxBatchReadBytes))
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i].Text, left = string(text), left-int64(len(text))
+	}
+	return out, nil
 }
 
 func registerScope(b *kernel.Builder, o ToolOptions) error {
@@ -271,10 +313,10 @@ func registerScope(b *kernel.Builder, o ToolOptions) error {
 			Title:   "Full-text index scope",
 			Summary: "Set or remove a named scope (a set of refs) a full-text search can be restricted to",
 			Description: `Stores a named scope in the index: the set of refs given, replacing what the scope held. A search restricted to the scope filters before it ranks and cuts, so documents outside the scope never take the places of those inside. With remove, deletes the scope ("not_found" if there is none).
-Example: {"db": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`,
+Example: {"index": "index/docs.db", "name": "team-a", "refs": ["doc-1", "doc-17"]}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in ScopeArgs) (ScopeResult, error) {
-			ix, err := openIndex(ctx, call, capability.IndexWrite, in.DB, o.Protected)
+			ix, err := openIndex(ctx, call, capability.IndexWrite, in.Index, o.Protected)
 			if err != nil {
 				return ScopeResult{}, err
 			}
@@ -293,10 +335,10 @@ func registerStatus(b *kernel.Builder, o ToolOptions) error {
 			Title:   "Full-text index status",
 			Summary: "Which refs a full-text index holds, at which digests, and which are stale",
 			Description: fmt.Sprintf(`Reports for each ref whether the index holds it and at which digest; given the caller's current digest, also whether the indexed copy is stale. Without refs, lists the indexed refs in order, at most %d per call; continue with "after". Refs past the output bound (%s unless the host sets another) are left for the next call: a listing's "next" is the after to continue with; with refs, the result says how many at the end were not reported.
-Example: {"db": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs, limits.Bytes(limits.DefaultMaxOutputBytes)),
+Example: {"index": "index/docs.db", "refs": [{"ref": "doc-17", "current_digest": "sha256:ab12…"}]}`, limits.LexMaxStatusRefs, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
 		func(ctx context.Context, call *kernel.Call, in StatusArgs) (StatusResult, error) {
-			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB, o.Protected)
+			ix, err := openIndex(ctx, call, capability.IndexRead, in.Index, o.Protected)
 			if err != nil {
 				return StatusResult{}, err
 			}
@@ -317,10 +359,10 @@ func registerSearch(b *kernel.Builder, o ToolOptions) error {
 			Summary: "Ranked full-text search (BM25) over an index's documents, optionally within a scope",
 			Description: fmt.Sprintf(`Searches a full-text index and returns refs ranked by BM25 over the whole index (score: higher is better), at most %d (default %d) from rank offset on (never past the best %d). Hits past the output bound (%s unless the host sets another) come as a window with next_offset, the offset of the next call.
 Modes: "terms" (default) requires every word; "phrase" requires the words in order; "fts" takes SQLite FTS5 query syntax (AND, OR, NOT, "phrases", prefix*, NEAR(a b, 5), body:term, ^first); a malformed query fails with "invalid_input" naming the character where it goes wrong. With scope, only that stored scope's documents are ranked.
-Example: {"db": "index/docs.db", "query": "quarterly revenue", "scope": "team-a", "snippets": true}`, limits.LexMaxHits, limits.LexDefaultHits, limits.LexMaxHits, limits.Bytes(limits.DefaultMaxOutputBytes)),
+Example: {"index": "index/docs.db", "query": "quarterly revenue", "scope": "team-a", "snippets": true}`, limits.LexMaxHits, limits.LexDefaultHits, limits.LexMaxHits, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
 		func(ctx context.Context, call *kernel.Call, in SearchArgs) (SearchResult, error) {
-			ix, err := openIndex(ctx, call, capability.IndexRead, in.DB, o.Protected)
+			ix, err := openIndex(ctx, call, capability.IndexRead, in.Index, o.Protected)
 			if err != nil {
 				return SearchResult{}, err
 			}

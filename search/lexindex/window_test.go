@@ -25,7 +25,7 @@ func TestSearchAndStatusWindows(t *testing.T) {
 	for i := range 120 {
 		muts = append(muts, map[string]any{"ref": fmt.Sprintf("doc-%03d-%s", i, strings.Repeat("r", i%30)), "text": "common word " + strings.Repeat("filler ", i)})
 	}
-	if _, err := testkit.Call(t, big, "lexindex_update", map[string]any{"db": "ix.db", "mutations": muts}); err != nil {
+	if _, err := testkit.Call(t, big, "lexindex_update", map[string]any{"index": "ix.db", "mutations": muts}); err != nil {
 		t.Fatal(err)
 	}
 	decode := func(res *kernel.Result) SearchResult {
@@ -35,7 +35,7 @@ func TestSearchAndStatusWindows(t *testing.T) {
 		}
 		return r
 	}
-	args := map[string]any{"db": "ix.db", "query": "common", "limit": 100, "snippets": true}
+	args := map[string]any{"index": "ix.db", "query": "common", "limit": 100, "snippets": true}
 	all, err := testkit.Call(t, big, "lexindex_search", args)
 	if err != nil || len(decode(all).Hits) != 100 {
 		t.Fatalf("%v", err)
@@ -54,7 +54,7 @@ func TestSearchAndStatusWindows(t *testing.T) {
 		hits = append(hits, decode(res).Hits...)
 	}
 	// limit counts from offset, so the windows go on to every hit.
-	every, err := testkit.Call(t, big, "lexindex_search", map[string]any{"db": "ix.db", "query": "common", "limit": 200, "snippets": true})
+	every, err := testkit.Call(t, big, "lexindex_search", map[string]any{"index": "ix.db", "query": "common", "limit": 200, "snippets": true})
 	if err != nil || !slices.Equal(hits, decode(every).Hits) || len(hits) != 120 {
 		t.Fatalf("windows gave %d hits, want 120: %v", len(hits), err)
 	}
@@ -75,11 +75,11 @@ func TestSearchAndStatusWindows(t *testing.T) {
 		}
 		return r
 	}
-	want := status(big, map[string]any{"db": "ix.db"}).Refs
+	want := status(big, map[string]any{"index": "ix.db"}).Refs
 	small := session(2048)
 	var refs []DocStatus
 	for after, calls := "", 0; calls < 100; calls++ {
-		r := status(small, map[string]any{"db": "ix.db", "after": after})
+		r := status(small, map[string]any{"index": "ix.db", "after": after})
 		refs = append(refs, r.Refs...)
 		if r.Next == "" {
 			break
@@ -95,7 +95,7 @@ func TestSearchAndStatusWindows(t *testing.T) {
 	for _, d := range want {
 		asked = append(asked, map[string]any{"ref": d.Ref})
 	}
-	r := status(small, map[string]any{"db": "ix.db", "refs": asked})
+	r := status(small, map[string]any{"index": "ix.db", "refs": asked})
 	if r.Unreported == 0 || len(r.Refs)+r.Unreported != 120 || !slices.Equal(r.Refs, want[:len(r.Refs)]) {
 		t.Fatalf("%d refs reported, %d not", len(r.Refs), r.Unreported)
 	}
@@ -113,9 +113,9 @@ func TestWindowBounds(t *testing.T) {
 	for i := range 30 {
 		muts = append(muts, map[string]any{"ref": fmt.Sprintf("doc-%03d-%s", i, strings.Repeat("r", i%7)), "text": "common word " + strings.Repeat("filler ", i%5)})
 	}
-	if _, err := testkit.Call(t, session(limits.HardMaxOutputBytes), "lexindex_update", map[string]any{"db": "ix.db", "mutations": muts}); err != nil {
+	if _, err := testkit.Call(t, session(limits.HardMaxOutputBytes), "lexindex_update", map[string]any{"index": "ix.db", "mutations": muts}); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WindowBounds(t, session, "lexindex_search", map[string]any{"db": "ix.db", "query": "common", "limit": 50, "snippets": true}, "offset", "next_offset")
-	testkit.WindowBounds(t, session, "lexindex_status", map[string]any{"db": "ix.db"}, "after", "next")
+	testkit.WindowBounds(t, session, "lexindex_search", map[string]any{"index": "ix.db", "query": "common", "limit": 50, "snippets": true}, "offset", "next_offset")
+	testkit.WindowBounds(t, session, "lexindex_status", map[string]any{"index": "ix.db"}, "after", "next")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -32,6 +33,9 @@ type ToolOptions struct {
 	// Protected are the paths no index may be at (the zero value: .git
 	// and capkit.toml in every root); the host passes its set.
 	Protected capability.Protected
+	// Files reads the sources semindex_add is given by path, confined to
+	// the session's read_file roots; nil refuses paths (denied).
+	Files files.FileReader
 }
 
 type modelLoader struct {
@@ -70,7 +74,8 @@ type IndexArg struct {
 type AddArgs struct {
 	IndexArg
 	Ref          string `json:"ref" jsonschema:"opaque reference of the source, chosen by the caller"`
-	Text         string `json:"text" jsonschema:"the complete source text"`
+	Text         string `json:"text,omitempty" jsonschema:"the complete source text; give text or path"`
+	Path         string `json:"path,omitempty" jsonschema:"a file whose whole content is the source (instead of text), in a root granted read_file"`
 	Digest       string `json:"digest,omitempty" jsonschema:"the caller's current digest of the source; default the SHA-256 of text"`
 	ExpectDigest string `json:"expect_digest,omitempty" jsonschema:"replace only if the ref is indexed at this digest now"`
 }
@@ -288,16 +293,20 @@ func registerAdd(b *kernel.Builder, l *modelLoader, _, long time.Duration) error
 			Effect:  capability.IndexWrite,
 			Title:   "Add to semantic index",
 			Summary: "Add or replace a source in a semantic index, by meaning (chunked and embedded)",
-			Description: fmt.Sprintf(`Indexes the complete text (at most %d bytes of UTF-8) under ref, replacing what ref held, in one transaction: after a crash the index holds the old or the new state. The text is cut into chunks of whole words of at most %d word pieces, each embedded with the host's pinned model. With expect_digest, the replace happens only if ref is indexed at that digest now ("conflict" otherwise). Creates the index if it does not exist. A missing model is "unavailable".
+			Description: fmt.Sprintf(`Indexes the complete text, or the whole content of the file at path (in a root granted read_file), at most %d bytes of UTF-8, under ref, replacing what ref held, in one transaction: after a crash the index holds the old or the new state. The text is cut into chunks of whole words of at most %d word pieces, each embedded with the host's pinned model. With expect_digest, the replace happens only if ref is indexed at that digest now ("conflict" otherwise). Creates the index if it does not exist. A missing model is "unavailable".
 Example: {"index": "work/sem.db", "ref": "doc-1", "text": "The quick brown fox."}`, limits.SemSourceMaxBytes, limits.SemChunkPieces),
 		},
 		func(ctx context.Context, call *kernel.Call, in AddArgs) (AddResult, error) {
+			text, err := toolkit.Read(ctx, call, l.o.Files, in.Text, in.Path, limits.SemSourceMaxBytes, "source")
+			if err != nil {
+				return AddResult{}, err
+			}
 			m, err := l.model(ctx)
 			if err != nil {
 				return AddResult{}, err
 			}
 			return withIndex(ctx, call, capability.IndexWrite, l.o.Protected, in.Index, true, func(ix *Index) (AddResult, error) {
-				return deref(ix.Add(ctx, m, in.Ref, in.Text, &AddOptions{Digest: in.Digest, ExpectDigest: in.ExpectDigest}))
+				return deref(ix.Add(ctx, m, in.Ref, string(text), &AddOptions{Digest: in.Digest, ExpectDigest: in.ExpectDigest}))
 			})
 		})
 }

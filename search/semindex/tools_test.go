@@ -10,6 +10,8 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/limits"
 )
 
 func TestTools(t *testing.T) {
@@ -76,5 +78,46 @@ func TestToolsWithoutModel(t *testing.T) {
 			t.Errorf("no model: %v, want unavailable saying how to get it", err)
 		}
 		_ = fe
+	}
+}
+
+// TestAddByPath: semindex_add indexes the content of a file in a
+// read_file root as it indexes text given inline, at the same digest.
+func TestAddByPath(t *testing.T) {
+	root := t.TempDir()
+	docs := testkit.Files{"docs/fox.txt": []byte("The quick brown fox."), "docs/big.txt": []byte(strings.Repeat("a ", limits.SemSourceMaxBytes/2) + "b")}
+	session := func(o *ToolOptions, effects ...capability.Effect) *kernel.Session {
+		return testkit.Session(t, testkit.Runtime(t, RegisterTools, o), testkit.Grant(t, []string{root}, effects...))
+	}
+	opts := &ToolOptions{Model: tiny(t), Files: docs}
+	s := session(opts, capability.IndexWrite, capability.IndexRead, capability.ReadFile)
+	byPath, err := testkit.Call(t, s, "semindex_add", `{"index":"s.db","ref":"a","path":"docs/fox.txt"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline, err := testkit.Call(t, s, "semindex_add", `{"index":"s.db","ref":"b","text":"The quick brown fox."}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b AddResult
+	if json.Unmarshal(byPath.Structured, &a) != nil || json.Unmarshal(inline.Structured, &b) != nil || a.Digest != b.Digest || a.Chunks != b.Chunks || a.Chars != b.Chars {
+		t.Fatalf("by path %+v, inline %+v", a, b)
+	}
+	for _, c := range []struct {
+		name, args string
+		s          *kernel.Session
+		code       fault.Code
+	}{
+		{"text and path", `{"index":"s.db","ref":"a","text":"x","path":"docs/fox.txt"}`, s, fault.InvalidInput},
+		{"neither", `{"index":"s.db","ref":"a"}`, s, fault.InvalidInput},
+		{"a file past the source bound", `{"index":"s.db","ref":"a","path":"docs/big.txt"}`, s, fault.Limit},
+		{"without read_file", `{"index":"s.db","ref":"a","path":"docs/fox.txt"}`, session(opts, capability.IndexWrite), fault.Denied},
+		{"without a reader", `{"index":"s.db","ref":"a","path":"docs/fox.txt"}`, session(&ToolOptions{Model: tiny(t)}, capability.IndexWrite, capability.ReadFile), fault.Denied},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := testkit.Call(t, c.s, "semindex_add", c.args); fault.CodeOf(err) != c.code {
+				t.Fatalf("%v, want %q", err, c.code)
+			}
+		})
 	}
 }
