@@ -42,10 +42,25 @@ const (
 	// RunMaxHelperErrorBytes bounds what is kept of a helper's report of a
 	// failed setup.
 	RunMaxHelperErrorBytes = 4 * KiB
-	// RunMaxLandlockRules bounds the filesystem rules of one run (the
-	// entries listed to keep a protected name's directory closed to new
-	// entries count one each).
+	// RunMaxLandlockRules bounds the filesystem rules of one run (in
+	// reduced containment, the entries of a directory closed to keep a
+	// protected path in it read-only count one each).
 	RunMaxLandlockRules = 4_096
+	// RunMaxQuarantineBytes and RunMaxQuarantineEntries bound what is
+	// kept of an entry a command left at a protected name when the
+	// quarantine is on another filesystem than its root (it is copied,
+	// then removed from the root whole).
+	RunMaxQuarantineBytes   = 256 * MiB
+	RunMaxQuarantineEntries = 65_536
+	// RunTreeDepth bounds the directories held open at once while a tree
+	// a command left is removed (a deeper one is moved up its own tree
+	// first) or its size measured (deeper entries are not counted).
+	RunTreeDepth = 256
+	// RunScratchCheckEvery is how often, at least, the private tmp of a
+	// command in reduced containment is measured against its bound (less
+	// often when measuring it takes long: at most a twentieth of the
+	// time).
+	RunScratchCheckEvery = 200 * time.Millisecond
 	// RunKillGrace is how long the runner waits for output pipes to close
 	// after the command's processes were killed.
 	RunKillGrace = 2 * time.Second

@@ -60,6 +60,10 @@ type Config struct {
 	// Protected are the paths kept read-only in the writable roots (the
 	// zero value: .git and capkit.toml).
 	Protected capability.Protected
+	// Quarantine is the directory, outside every root, that receives what
+	// a command leaves at a protected name that was missing; "" is
+	// sandbox.DefaultQuarantine's.
+	Quarantine string
 	// ReadOnly and Writable are directories outside the roots shown to
 	// every command: toolchains read-only; writable, directories that
 	// only contained commands use (one the host itself uses could be
@@ -201,6 +205,11 @@ func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outc
 	}
 	r.audited(ctx, caps, q, res)
 	switch {
+	case len(res.Quarantined) > 0:
+		return nil, quarantined(res)
+	case res.Exceeded != "":
+		return nil, fault.New(fault.Limit, "the command was killed with every process it started: %s (it wrote %d bytes to stdout and %d to stderr)",
+			res.Exceeded, res.Stdout.Bytes, res.Stderr.Bytes)
 	case res.Killed && timedOut:
 		return nil, fault.New(fault.Limit, "the command ran past its time limit of %v and was killed with every process it started (it wrote %d bytes to stdout and %d to stderr)",
 			q.timeout, res.Stdout.Bytes, res.Stderr.Bytes)
@@ -260,9 +269,30 @@ func (r *Runner) contained(ctx context.Context, spec *sandbox.Spec, q request) (
 	defer cancel()
 	res, err := sandbox.Run(ctx, spec, &sandbox.Options{
 		Helper: r.helper, Stdin: q.stdin, MaxOutputBytes: r.cfg.MaxOutputBytes,
-		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull, Warm: r.warm,
+		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull, Warm: r.warm, Quarantine: r.cfg.Quarantine,
 	})
 	return res, errors.Is(ctx.Err(), context.DeadlineExceeded), err
+}
+
+// quarantined is the failure of a command that left entries at protected
+// names: each path, and where it went.
+func quarantined(res *sandbox.Result) error {
+	moves := make([]string, len(res.Quarantined))
+	for i, m := range res.Quarantined {
+		moves[i] = m.Path
+		if m.To != "" {
+			moves[i] += " -> " + m.To
+		}
+		if m.Note != "" {
+			moves[i] += " (" + m.Note + ")"
+		}
+	}
+	ended := fmt.Sprintf("exited with code %d", res.ExitCode)
+	if res.Signal != "" {
+		ended = "was killed by " + res.Signal
+	}
+	return fault.New(fault.Denied, "the command (which %s) created protected paths, which the host's git and capkit would read or run; they were moved out of the root into the quarantine: %s",
+		ended, strings.Join(moves, "; "))
 }
 
 // audited records how a command was contained: the kernel's audit event
@@ -274,7 +304,8 @@ func (r *Runner) audited(ctx context.Context, caps capability.Set, q request, re
 	r.audit.LogAttrs(ctx, slog.LevelInfo, "contained command",
 		slog.String("effect", string(q.effect)), slog.String("containment", string(res.Containment)),
 		slog.Any("notes", res.Notes), slog.Any("cgroup", res.Cgroup), slog.Int("exit_code", res.ExitCode), slog.String("signal", res.Signal),
-		slog.Bool("killed", res.Killed), slog.Int64("duration_us", res.Duration.Microseconds()))
+		slog.Bool("killed", res.Killed), slog.String("exceeded", res.Exceeded), slog.Any("quarantined", res.Quarantined),
+		slog.String("leftover", res.Leftover), slog.Int64("duration_us", res.Duration.Microseconds()))
 }
 
 // workingDir resolves the call's cwd as the file tools resolve a path

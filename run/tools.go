@@ -64,8 +64,12 @@ type RunResult struct {
 	Containment string   `json:"containment"`
 	Notes       []string `json:"notes,omitempty"`
 	// Closed are the directories in which no entry could be created,
-	// removed or renamed (each holds or leads to a protected path).
+	// removed or renamed (reduced containment: each holds or leads to a
+	// protected path that exists).
 	Closed []string `json:"closed,omitempty"`
+	// Leftover is a private tmp that could not be removed (reduced
+	// containment), with why; the next command removes it.
+	Leftover string `json:"leftover,omitempty"`
 	// Cgroup says which cgroup v2 limits bound the command (the group's
 	// host path, which names the server's process, only in the audit).
 	Cgroup sandbox.CgroupReport `json:"cgroup"`
@@ -210,7 +214,7 @@ func ResultOf(o *Outcome) RunResult {
 	return RunResult{
 		Command: o.Command, Dir: o.Dir, ExitCode: res.ExitCode, Signal: res.Signal,
 		DurationMS: res.Duration.Milliseconds(), StdoutBytes: res.Stdout.Bytes, StderrBytes: res.Stderr.Bytes,
-		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Closed: res.Closed, Cgroup: cg,
+		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Closed: res.Closed, Leftover: res.Leftover, Cgroup: cg,
 		stdout: res.Stdout.Text, stderr: res.Stderr.Text,
 	}
 }
@@ -250,7 +254,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			Effect:  capability.RunShell,
 			Title:   "Run shell command",
 			Summary: "Run a shell command in a container over the granted roots",
-			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, no network, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends.
+			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, no network, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends. If it creates a protected path that was missing (git init, a capkit.toml, .git/hooks), the call fails with "denied" and that path is moved out of the root; everything else it wrote stays.
 Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out; streams that would not fit the tool's output bound (%s by default) are cut again the same way. A command past its time limit fails with "limit".
 Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
@@ -337,7 +341,7 @@ func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[
 			Hot:     hot,
 			Title:   "Run " + kind + " command",
 			Summary: fmt.Sprintf("Run the %s command the host declared, contained, and read its result", kind),
-			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, no network, .git and capkit.toml read-only). The declared commands:
+			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, no network, .git and capkit.toml read-only; creating a missing one fails the call with "denied" and moves it out of the root). The declared commands:
 %s
 Returns the exit code, the duration, and stdout and stderr, each cut to its first and last bytes around a marker stating how many were left out (again where both would not fit the tool's output bound). A command past its time limit fails with "limit".
 Example: {"name": "", "args": []}`, kind, strings.Join(lines, "\n")),

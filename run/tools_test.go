@@ -410,12 +410,16 @@ func TestConcurrentRunsBounded(t *testing.T) {
 	}
 }
 
-// TestClosedRootExplained: a command failing at the top of a root that a
-// missing protected path closes is told why; a command that succeeds is
-// not, though the result still lists the closed directory.
+// TestClosedRootExplained: in reduced containment, a command failing at
+// the top of a root that an existing .git closes is told why; a command
+// that succeeds is not, though the result still lists the closed
+// directory.
 func TestClosedRootExplained(t *testing.T) {
 	root := t.TempDir()
-	rt := runtimeWith(t, Config{})
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt := runtimeWith(t, Config{Reduced: true})
 	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
 	note := "note: " + root + " was closed"
 	for _, tc := range []struct {
@@ -432,6 +436,32 @@ func TestClosedRootExplained(t *testing.T) {
 		if r := decode(t, res); !slices.Equal(r.Closed, []string{root}) || strings.Contains(res.Text, note) != tc.noted {
 			t.Errorf("%s: closed %q, text:\n%s", tc.command, r.Closed, res.Text)
 		}
+	}
+}
+
+// TestPlantedProtectedPathDenied: a command that creates a protected path
+// that was missing fails with denied, naming the path and where it went;
+// the root keeps everything else, and the next command runs as usual.
+func TestPlantedProtectedPathDenied(t *testing.T) {
+	root, q := t.TempDir(), t.TempDir()
+	rt := runtimeWith(t, Config{Quarantine: q})
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	_, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "git init -q . && echo x > capkit.toml && echo kept > kept.txt"})
+	git, toml := filepath.Join(root, ".git"), filepath.Join(root, "capkit.toml")
+	if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), git+" -> "+q+"/") || !strings.Contains(err.Error(), toml+" -> "+q+"/") ||
+		!strings.Contains(err.Error(), "exited with code 0") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, p := range []string{git, toml} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is in the root", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "kept.txt")); err != nil || string(b) != "kept\n" {
+		t.Errorf("kept.txt: %q %v", b, err)
+	}
+	if res, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "ls"}); err != nil || !strings.Contains(res.Text, "kept.txt") {
+		t.Errorf("the next command: %v", err)
 	}
 }
 

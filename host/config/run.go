@@ -33,6 +33,7 @@ import (
 //	writable = ["/srv/scratch"]   # optional: directories outside the roots shown read-write, that only contained commands use
 //	cache = "none"                # optional: the base of the persistent tool caches, or "none"; default $XDG_CACHE_HOME/capkit/run-cache
 //	cache_bytes = 21474836480     # optional: the bound of that base, every root's caches together
+//	quarantine = "/var/lib/capkit/quarantine" # optional: where a protected path a command created is moved; outside every root; default $XDG_STATE_HOME/capkit/quarantine
 //
 //	[test]                        # the command run_test runs
 //	command = ["go", "test", "./..."]
@@ -66,11 +67,13 @@ type RunConfig struct {
 	Writable       []string          `toml:"writable"`
 	// Cache is a string: a directory, or "none" (any so that the list
 	// form of older configurations gets a message of its own).
-	Cache      any   `toml:"cache"`
-	CacheBytes int64 `toml:"cache_bytes"`
+	Cache      any    `toml:"cache"`
+	CacheBytes int64  `toml:"cache_bytes"`
+	Quarantine string `toml:"quarantine"`
 
 	readOnly, writable []string // resolved
 	cache              string   // resolved; "" : none
+	quarantine         string
 	// protect is Protect with the absolute entries and the configuration
 	// file added as realPaths names them, as roots are named.
 	protect []string
@@ -215,6 +218,7 @@ func (c *Config) resolveRun(errs *errorList) {
 		}
 	}
 	c.resolveCache(errs)
+	c.resolveQuarantine(errs)
 }
 
 // resolveCache resolves [run] cache: capkit's default base unless it
@@ -309,6 +313,27 @@ func hostCaches() []hostCache {
 	return out
 }
 
+// resolveQuarantine makes [run] quarantine absolute: it may not exist
+// yet, and must lie in no root and hold none (what it keeps would be in
+// the root again).
+func (c *Config) resolveQuarantine(errs *errorList) {
+	r := &c.Run
+	if r.Quarantine == "" {
+		return
+	}
+	abs, err := c.abs(r.Quarantine)
+	if err != nil {
+		errs.add(c.Errorf("run.quarantine", "%s", err))
+		return
+	}
+	r.quarantine = realPaths(abs)[0]
+	for _, root := range c.Roots {
+		if capability.Within(root.Dir, r.quarantine) || capability.Within(r.quarantine, root.Dir) {
+			errs.add(c.Errorf("run.quarantine", "%s holds or lies in root %s; the quarantine must be outside every root", r.quarantine, root.Dir))
+		}
+	}
+}
+
 // Protected is what no tool may change in a root: .git, capkit.toml, the
 // [run] protect entries, and this configuration file itself when it lies
 // in a root. It knows every configured root, so a root nested in another
@@ -332,6 +357,7 @@ func (c *Config) RunOptions() run.Config {
 		Writable:       slices.Clone(r.writable),
 		Cache:          r.cache,
 		CacheBytes:     r.CacheBytes,
+		Quarantine:     r.quarantine,
 		MaxOutputBytes: int(r.MaxOutputBytes),
 		Timeout:        time.Duration(r.Timeout),
 		Limits: sandbox.Limits{MemoryBytes: r.MemoryBytes, Processes: r.Processes, FileBytes: r.FileBytes,

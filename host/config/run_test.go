@@ -82,6 +82,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[run]\ncache = \"notes.txt\"", "is not a directory"},
 		{fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunMinCacheBytes-1), "capkit.toml:2: run.cache_bytes"},
 		{fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunHardCacheBytes+1), "capkit.toml:2: run.cache_bytes"},
+		{"[[root]]\npath = \".\"\n[run]\nquarantine = \"state/q\"", "run.quarantine"},
+		{"[[root]]\npath = \".\"\n[run]\nquarantine = \"..\"", "run.quarantine"},
 		{"[test]\nargs = \"x\"", "test.command"},
 		{"[test]\ncommand = [\"go\"]\nargs = \"(\"", "test.args"},
 		{"[test]\ncommand = [\"go\"]\ndir = \"../x\"", "test.dir"},
@@ -104,6 +106,7 @@ func TestRunConfigErrors(t *testing.T) {
 		"[run]\nwritable = [\"" + cache + "\"]",
 		fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunMinCacheBytes),
 		fmt.Sprintf("[run]\ncache_bytes = %d", limits.RunHardCacheBytes),
+		"[[root]]\npath = \".\"\n[run]\nquarantine = \"" + cache + "/not-yet\"",
 	} {
 		if _, _, err := parseCatalogDoc(t, doc); err != nil {
 			t.Errorf("%q: %v", doc, err)

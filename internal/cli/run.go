@@ -20,10 +20,13 @@ import (
 
 const runExitHelp = `capkit exits with the command's own exit code (128 plus the signal's number
 when a signal ended it), or with a fault's code when the command could not
-be run: 2 invalid_input, 5 denied, 6 limit (past --timeout; every process
-the command started was killed), 7 unavailable (no container here, or
-containment = "required" and only reduced containment is possible). A
-fault is also written to stderr as "capkit: CODE: message".`
+be run: 2 invalid_input, 5 denied (also when the command created a
+protected path that was missing, such as .git or capkit.toml: it was moved
+out of the root into the quarantine, which the message names), 6 limit
+(past --timeout; every process the command started was killed), 7
+unavailable (no container here, or containment = "required" and only
+reduced containment is possible). A fault is also written to stderr as
+"capkit: CODE: message".`
 
 func newRunCmd(env *Env) *cobra.Command {
 	var roots, readOnly []string

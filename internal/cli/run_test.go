@@ -9,7 +9,8 @@ import (
 )
 
 func TestRunCommand(t *testing.T) {
-	root := t.TempDir()
+	root, state := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -22,9 +23,12 @@ func TestRunCommand(t *testing.T) {
 		{"past the timeout", []string{"--timeout", "1s", "--", "sleep", "30"}, 6, "", "capkit: limit: the command ran past its time limit of 1s"},
 		{"bad timeout", []string{"--timeout", "11m", "--", "true"}, 2, "", "capkit: invalid_input: --timeout"},
 		{"missing root", []string{"--root", filepath.Join(root, "missing"), "--", "true"}, 2, "", "does not exist"},
-		// The root has no capkit.toml: its top is closed, and a failure
-		// there is explained.
-		{"closed root explained", []string{"--", "touch", "new"}, 1, "", "capkit: note: " + root + " was closed"},
+		// The root has no capkit.toml and no .git: its top stays open,
+		// and a protected path made there is moved out, and denied.
+		{"the top of the root is open", []string{"--", "sh", "-c", "touch new && ls"}, 0, "new\n", ""},
+		{"a protected path made", []string{"--", "sh", "-c", "echo x > capkit.toml"}, 5, "",
+			"capkit: denied: the command (which exited with code 0) created protected paths, which the host's git and capkit would read or run; they were moved out of the root into the quarantine: " +
+				filepath.Join(root, "capkit.toml") + " -> " + filepath.Join(state, "capkit", "quarantine") + "/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"run"}, tc.args...)

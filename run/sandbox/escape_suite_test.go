@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,7 +98,23 @@ var escapes = []escape{
 	{name: "write .git/config", argv: sh(`printf '[core]\n\thooksPath = /tmp\n' >> .git/config; git config core.hooksPath /tmp 2>&1; echo done`)},
 	{name: "replace .git", argv: sh(`mv .git .git-old; rm -rf .git; mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit; echo done`)},
 	{name: "write capkit.toml", argv: sh(`echo '[[root]] path = "/"' > capkit.toml; rm -f capkit.toml; mv capkit.toml x.toml; echo done`)},
-	{name: "create missing protected file", argv: sh(`echo evil > .envrc; ln -s /etc/passwd .envrc; mkdir .envrc; mv sub/file.txt .envrc; echo done`)},
+	{name: "create missing protected file", argv: sh(`echo evil > .envrc; ln -s /etc/passwd .envrc; mkdir .envrc; mv sub/file.txt .envrc; echo done`),
+		want: func(t *testing.T, f *fixture, res *Result) {
+			// Reduced containment closes the top, which holds .git.
+			if res.Containment == Reduced && slices.Equal(res.Closed, []string{f.root}) && len(res.Quarantined) == 0 {
+				return
+			}
+			if len(res.Quarantined) != 1 || res.Quarantined[0].Path != f.envrc || res.Quarantined[0].To == "" {
+				t.Errorf("moved %+v, want %s in the quarantine", res.Quarantined, f.envrc)
+			}
+		}},
+	{name: "protected name made by a late process", argv: sh(`(sleep 0.3; echo late > .envrc) </dev/null >/dev/null 2>&1 & echo started`),
+		want: func(t *testing.T, f *fixture, res *Result) {
+			time.Sleep(500 * time.Millisecond)
+			if _, err := os.Lstat(f.envrc); err == nil {
+				t.Errorf("a process of the command made %s after the call", f.envrc)
+			}
+		}},
 	{name: "write through symlink", argv: sh(`cat link; echo pwned > link; echo pwned >> link; echo done`)},
 	{name: "hard link out", argv: shf(func(f *fixture) string {
 		return fmt.Sprintf(`ln %s hl; echo pwned >> hl; ln /etc/passwd hl2; echo pwned >> hl2; ln %s hl3; echo done`,
@@ -272,7 +289,7 @@ func runEscape(t *testing.T, mode Containment, warm bool, e escape, late func(*f
 		e = late(f)
 	}
 	s := f.spec(e.argv(f)...)
-	o := &Options{Helper: helperArgv(t), Reduced: mode == Reduced}
+	o := &Options{Helper: helperArgv(t), Reduced: mode == Reduced, Quarantine: t.TempDir()}
 	if e.adjust != nil {
 		e.adjust(f, s, o)
 	}

@@ -57,6 +57,9 @@ func runIn(t *testing.T, spec *Spec, opts *Options) *Result {
 	if opts.Helper == nil {
 		opts.Helper = helperArgv(t)
 	}
+	if opts.Quarantine == "" {
+		opts.Quarantine = t.TempDir()
+	}
 	res, err := Run(ctx, spec, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)

@@ -57,11 +57,13 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	}
 	view := helper.View{Writable: s.Writable, ReadOnly: s.ReadOnly, Protected: protected, Limits: helper.Limits(s.Limits)}
 	msg := message{View: &view, Full: !opts.Reduced, Network: opts.Proxy != nil}
+	g := newGuard(s.Writable, protected, newQuarantine(opts.Quarantine, slices.Concat(s.Writable, s.ReadOnly)))
+	defer g.q.close()
 	var notes []string
 	if msg.Full {
 		why := userNamespacesUnavailable()
 		if why == "" {
-			res, err := runFull(ctx, &msg, c, opts)
+			res, err := runFull(ctx, &msg, c, opts, g)
 			var ns *namespaceError
 			if !errors.As(err, &ns) {
 				return withNotes(res, err, hostNotes())
@@ -80,57 +82,66 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	if opts.RequireFull {
 		return nil, fault.New(fault.Unavailable, "full containment is required but %s; nothing was run", reducedReason(opts, notes))
 	}
-	tmp, err := os.MkdirTemp("", "capkit-run-")
+	sc, err := newScratch()
 	if err != nil {
 		return nil, fault.Wrap(fault.Unavailable, err, "the sandbox's temporary directory cannot be made")
 	}
-	defer os.RemoveAll(tmp)
-	msg.Tmp = tmp
-	res, err := runCold(ctx, &msg, c, opts)
+	msg.Tmp = sc.dir
+	res, err := runCold(ctx, &msg, c, opts, g)
+	rerr := sc.remove()
 	if err == nil {
 		notes = append(notes, reducedNotes...)
 		if res.Cgroup.Path == "" {
-			notes = append(notes, "reduced containment without a cgroup: processes that leave the command's process group (setsid) may outlive the call")
+			notes = append(notes, reducedWithoutCgroup)
+		}
+		if rerr != nil {
+			res.Leftover = sc.dir + " (" + rerr.Error() + ")"
+			notes = append(notes, "its private /tmp "+res.Leftover+" could not be removed; the next command run by capkit removes it")
 		}
 	}
 	return withNotes(res, err, append(notes, hostNotes()...))
 }
 
+// reducedWithoutCgroup says how reduced containment without a cgroup ends
+// every process of a command.
+const reducedWithoutCgroup = "reduced containment without a cgroup: setsid and setpgid fail (EPERM), so that every process of the command stays in its process group and is killed with it"
+
 // runFull runs with full containment, in the warm helper when one is
 // ready for this view, and then starts the next one.
-func runFull(ctx context.Context, msg *message, c call, opts *Options) (*Result, error) {
+func runFull(ctx context.Context, msg *message, c call, opts *Options, g *guard) (*Result, error) {
 	if opts.Warm == nil {
-		return runCold(ctx, msg, c, opts)
+		return runCold(ctx, msg, c, opts, g)
 	}
 	key := viewKey(msg, opts.Helper)
-	res, err := runWarm(ctx, msg, key, c, opts)
+	res, err := runWarm(ctx, msg, key, c, opts, g)
 	if err == nil {
 		opts.Warm.refill(msg, key, opts.Helper)
 	}
 	return res, err
 }
 
-func runWarm(ctx context.Context, msg *message, key string, c call, opts *Options) (*Result, error) {
+func runWarm(ctx context.Context, msg *message, key string, c call, opts *Options, g *guard) (*Result, error) {
 	if h := opts.Warm.take(msg, key); h != nil {
-		res, err := h.finish(ctx, c, opts)
+		res, err := h.finish(ctx, c, opts, g)
 		if err == nil {
 			res.warm = true
 		}
-		if !errors.Is(err, errNotBuilt) {
+		if !errors.Is(err, errNotBuilt) && !errors.Is(err, errStale) {
 			return res, err
 		}
-		// The warm helper failed before its call (nothing ran): start
-		// one for the call.
+		// The warm helper failed before its call, or shows a protected
+		// path as it was before the host changed it (nothing ran):
+		// start one for the call.
 	}
-	return runCold(ctx, msg, c, opts)
+	return runCold(ctx, msg, c, opts, g)
 }
 
-func runCold(ctx context.Context, msg *message, c call, opts *Options) (*Result, error) {
+func runCold(ctx context.Context, msg *message, c call, opts *Options, g *guard) (*Result, error) {
 	h, err := startHelper(msg, opts.Helper)
 	if err != nil {
 		return nil, err
 	}
-	return h.finish(ctx, c, opts)
+	return h.finish(ctx, c, opts, g)
 }
 
 func withNotes(res *Result, err error, notes []string) (*Result, error) {
@@ -174,6 +185,8 @@ var errNotBuilt = errors.New("the sandbox helper ended before running anything")
 type helperProc struct {
 	cmd              *exec.Cmd
 	full             bool
+	tmp              string // reduced containment: the private tmp, and its bound
+	tmpBytes         int64
 	specW, stdinW    *os.File
 	stdoutR, stderrR *os.File
 	reportR          *os.File
@@ -186,6 +199,7 @@ type helperProc struct {
 	cgReport CgroupReport
 	ready    chan struct{} // closed when the view is built or the helper failed
 	notes    []string      // the helper's, until ready
+	held     []string      // the protected paths mounted read-only, until ready
 	failure  string        // set before ready closes when the build failed
 	released atomic.Bool
 }
@@ -196,14 +210,7 @@ type helperProc struct {
 func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 	m := *msg
 	var err error
-	if m.Seccomp, err = seccompFilter(socketsFor(&m)); err != nil {
-		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: no seccomp filter for this system")
-	}
-	data := m.Encode()
-	if len(data) > limits.RunMaxSpecBytes {
-		return nil, fault.LimitExceeded("sandbox: the run's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
-	}
-	h := &helperProc{full: msg.Full, ready: make(chan struct{})}
+	h := &helperProc{full: msg.Full, tmp: msg.Tmp, tmpBytes: msg.View.Limits.TmpBytes, ready: make(chan struct{})}
 	// The helper's ends: it reads the spec and stdin, writes the report
 	// and both output streams.
 	var specR, reportW, stdinR, stdoutW, stderrW, netW *os.File
@@ -267,6 +274,17 @@ func startHelper(msg *message, helperCmd []string) (*helperProc, error) {
 		}
 		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: the helper cannot be started")
 	}
+	// Without a cgroup to kill them by, reduced containment keeps every
+	// process in the command's process group.
+	if m.Seccomp, err = seccompFilter(socketsFor(&m), h.cg != nil); err != nil {
+		h.discard()
+		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: no seccomp filter for this system")
+	}
+	data := m.Encode()
+	if len(data) > limits.RunMaxSpecBytes {
+		h.discard()
+		return nil, fault.LimitExceeded("sandbox: the run's description bytes", limits.RunMaxSpecBytes, int64(len(data)))
+	}
 	if _, err := h.specW.Write(data); err != nil {
 		h.discard()
 		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: the helper did not take its spec")
@@ -299,6 +317,10 @@ func (h *helperProc) awaitReady() {
 		}
 		if n, ok := strings.CutPrefix(line, helper.NotePrefix); ok {
 			h.notes = append(h.notes, n)
+			continue
+		}
+		if p, ok := strings.CutPrefix(line, helper.HeldPrefix); ok {
+			h.held = append(h.held, p)
 			continue
 		}
 		rest, _ := io.ReadAll(h.report)
@@ -340,9 +362,10 @@ func (h *helperProc) release() {
 	h.cg.remove()
 }
 
-// finish sends the helper its call once the container is built, and
-// waits for the command.
-func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result, error) {
+// finish sends the helper its call once the container is built (and g
+// has taken the protected names), waits for the command and every process
+// it started, and has g move what it left at protected names.
+func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard) (*Result, error) {
 	defer h.release()
 	var killed atomic.Bool
 	kill := sync.OnceFunc(func() { killed.Store(true); h.kill() })
@@ -353,6 +376,14 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 		h.kill()
 		h.cmd.Wait()
 		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %s", errNotBuilt, h.failure), "sandbox: the container could not be set up")
+	}
+	if err := g.start(h.full, h.held); err != nil {
+		h.kill()
+		h.cmd.Wait()
+		if errors.Is(err, errStale) {
+			return nil, fault.Wrap(fault.Unavailable, err, "sandbox: nothing was run; retry")
+		}
+		return nil, fault.Wrap(fault.Unavailable, err, "sandbox: the protected names of the roots cannot be read, so a command cannot be kept from planting one; nothing was run")
 	}
 	start := time.Now()
 	data := c.Encode()
@@ -378,8 +409,14 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 	var copies sync.WaitGroup
 	copies.Go(func() { io.Copy(stdout, h.stdoutR) })
 	copies.Go(func() { io.Copy(stderr, h.stderrR) })
+	var exceeded atomic.Pointer[string]
+	watch, unwatch := context.WithCancel(context.Background())
+	if h.tmp != "" {
+		go watchScratch(watch, h.tmp, h.tmpBytes, func(why string) { exceeded.Store(&why); kill() })
+	}
 	report, _ := io.ReadAll(h.report)
 	err := h.cmd.Wait()
+	unwatch()
 	stop()
 	proxyNotes := served()
 	// What is left of the command's process group (reduced containment:
@@ -406,7 +443,37 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options) (*Result
 		// Killed or crashed (by something else) before the exec.
 		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w (%v)", errNotBuilt, h.cmd.ProcessState), "sandbox: the helper ended before running the command")
 	}
-	return res, exitStatus(res, h.cmd, err, killed.Load())
+	if why := exceeded.Load(); why != nil {
+		res.Exceeded = *why
+	}
+	err = exitStatus(res, h.cmd, err, killed.Load())
+	h.awaitGone()
+	moved, gerr := g.finish()
+	res.Quarantined = moved
+	if gerr != nil {
+		return nil, fault.Wrap(fault.Unavailable, gerr, "sandbox: the roots' protected names could not be read after the command, so what it made there may remain")
+	}
+	return res, err
+}
+
+// awaitGone returns once every process of the command is gone: in full
+// containment the PID namespace went with its init; a cgroup is removed
+// once empty (release); in reduced containment without one, setsid and
+// setpgid fail, so the process group holds them all, and it is killed
+// until it is empty, for at most limits.RunKillGrace (a zombie an init
+// that does not reap leaves behind counts, and runs nothing).
+func (h *helperProc) awaitGone() {
+	alone := !h.full && h.cg == nil
+	h.release()
+	if !alone {
+		return
+	}
+	pgid := h.cmd.Process.Pid
+	deadline := time.Now().Add(limits.RunKillGrace)
+	for wait := 100 * time.Microsecond; syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline); wait = min(2*wait, 20*time.Millisecond) {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		time.Sleep(wait)
+	}
 }
 
 // drain waits for the output copies to reach the end of the pipes, up to

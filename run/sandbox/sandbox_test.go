@@ -221,10 +221,11 @@ func TestSplitReport(t *testing.T) {
 	}
 }
 
-// TestClosedDirectoriesNoted: the result names each directory a command
-// could not add entries to because it holds a protected path Landlock
-// keeps, and a root whose protected paths all exist (full containment
-// mounts them read-only) stays open.
+// TestClosedDirectoriesNoted: full containment closes no directory of a
+// root, whichever protected paths exist; reduced containment closes the
+// directory holding one that exists (Landlock cannot keep one entry of a
+// directory read-only alone), and the result names it; a missing one
+// closes nothing.
 func TestClosedDirectoriesNoted(t *testing.T) {
 	script := `touch top 2>/dev/null && echo top; touch sub/deep && echo deep`
 	for _, tc := range []struct {
@@ -233,9 +234,11 @@ func TestClosedDirectoriesNoted(t *testing.T) {
 		present []string // protected paths made before the run
 		closed  bool
 	}{
-		{"full, capkit.toml missing", false, []string{".git"}, true},
+		{"full, capkit.toml missing", false, []string{".git"}, false},
+		{"full, both missing", false, nil, false},
 		{"full, all present", false, []string{".git", "capkit.toml"}, false},
-		{"reduced, all present", true, []string{".git", "capkit.toml"}, true},
+		{"reduced, both missing", true, nil, false},
+		{"reduced, .git present", true, []string{".git"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := simpleSpec(t, script)
@@ -315,12 +318,13 @@ func TestRootThatIsASymlink(t *testing.T) {
 }
 
 // TestNestedProtectedPathStays: a protected path below a subdirectory of
-// the root, present (full containment mounts it read-only), cannot be
-// replaced by renaming the directory holding it away and making a new
-// one: the directories above it are closed.
+// the root, present, cannot be replaced by renaming the directory holding
+// it away and making a new one: full containment pins that directory (a
+// mount point cannot be renamed), reduced containment closes the
+// directories above it.
 func TestNestedProtectedPathStays(t *testing.T) {
 	for _, reduced := range []bool{false, true} {
-		s := simpleSpec(t, `mv sub sub2; mkdir -p sub; echo pwned > sub/secret; echo pwned > sub/secret2; cat sub/secret`)
+		s := simpleSpec(t, `mv sub sub2; mkdir -p sub; echo pwned > sub/secret; echo pwned > sub/secret2; cat sub/secret; touch top && echo top`)
 		root := s.Dir
 		for _, d := range []string{"sub", ".git"} {
 			if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
@@ -340,8 +344,11 @@ func TestNestedProtectedPathStays(t *testing.T) {
 		if b, err := os.ReadFile(secret); err != nil || string(b) != "orig\n" {
 			t.Errorf("reduced=%v: the protected path holds %q (%v)", reduced, b, err)
 		}
-		if res.Stdout.Text != "orig\n" {
-			t.Errorf("reduced=%v: the command read %q", reduced, res.Stdout.Text)
+		if want := map[bool]string{false: "orig\ntop\n", true: "orig\n"}[reduced]; res.Stdout.Text != want {
+			t.Errorf("reduced=%v: the command printed %q, want %q", reduced, res.Stdout.Text, want)
+		}
+		if _, err := os.Stat(filepath.Join(root, "sub2")); err == nil {
+			t.Errorf("reduced=%v: the directory holding the protected path was renamed", reduced)
 		}
 		// In full containment its own directory stays open: other files
 		// there can be made (reduced containment closes it too).
@@ -433,7 +440,9 @@ func TestAsUnprivilegedUser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count", "1",
-		"-test.run", "^(TestExitCodeAndStdin|TestCleanEnvironment|TestFullContainmentView|TestCanceled|TestClosedDirectoriesNoted|TestNestedProtectedPathStays)$")
+		"-test.run", "^(TestExitCodeAndStdin|TestCleanEnvironment|TestFullContainmentView|TestCanceled|TestClosedDirectoriesNoted|TestNestedProtectedPathStays|"+
+			"TestRootsStayOpen|TestPlantedNamesQuarantined|TestHeldPathsStayReadOnly|TestQuarantineOnAnotherFilesystem|TestGuardUnreadableRoot|"+
+			"TestScratchRemovedWhateverModes|TestScratchSwept|TestScratchBound)$")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -442,9 +451,10 @@ func TestAsUnprivilegedUser(t *testing.T) {
 	}
 }
 
-// TestClosedDirectoryPastTheRuleBound: a closed directory with more
-// entries than a run may have Landlock rules fails, naming it and the
-// way to open it.
+// TestClosedDirectoryPastTheRuleBound: in reduced containment, a
+// directory closed to keep an existing protected path read-only, with
+// more entries than a run may have Landlock rules, fails, naming it and
+// what keeps it open; full containment runs there.
 func TestClosedDirectoryPastTheRuleBound(t *testing.T) {
 	s := simpleSpec(t, "true")
 	for i := range limits.RunMaxLandlockRules {
@@ -452,11 +462,15 @@ func TestClosedDirectoryPastTheRuleBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	must(t, os.Mkdir(filepath.Join(s.Dir, ".git"), 0o755))
 	s.Protected = []string{filepath.Join(s.Dir, ".git")}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	_, err := Run(ctx, s, &Options{Helper: helperArgv(t)})
-	if err == nil || !strings.Contains(err.Error(), s.Dir+" is closed") || !strings.Contains(err.Error(), "git init") {
+	_, err := Run(ctx, s, &Options{Helper: helperArgv(t), Reduced: true})
+	if err == nil || !strings.Contains(err.Error(), s.Dir+" is closed") || !strings.Contains(err.Error(), "full containment") {
 		t.Fatalf("a closed root of %d entries: %v", limits.RunMaxLandlockRules, err)
+	}
+	if res := runIn(t, s, nil); res.ExitCode != 0 {
+		t.Errorf("full containment: %+v", res)
 	}
 }

@@ -19,8 +19,9 @@ import (
 // any family but AF_UNIX (with a network, AF_INET and AF_INET6 too, for
 // TCP and UDP: the container's namespace holds only its loopback;
 // reduced containment: socket at all), and
-// personality changes, and modes with the set-user-ID or set-group-ID bit.
-// clone3, whose flags a filter cannot read, fails with ENOSYS so that C
+// personality changes, and modes with the set-user-ID or set-group-ID bit;
+// in reduced containment without a cgroup, setsid and setpgid (a process
+// group is then the only way to kill every process of a command). clone3, whose flags a filter cannot read, fails with ENOSYS so that C
 // libraries fall back to clone (openat2 likewise, to openat). A syscall of another
 // architecture or of the x32 ABI kills the process.
 //
@@ -92,8 +93,9 @@ func socketsFor(m *message) socketPolicy {
 	return unixSockets
 }
 
-// seccompProgram assembles the filter with the sockets it allows.
-func seccompProgram(sockets socketPolicy) ([]bpf.RawInstruction, error) {
+// seccompProgram assembles the filter with the sockets it allows;
+// sessions says whether a process may leave its process group.
+func seccompProgram(sockets socketPolicy, sessions bool) ([]bpf.RawInstruction, error) {
 	a, err := seccompArch()
 	if err != nil {
 		return nil, err
@@ -112,6 +114,9 @@ func seccompProgram(sockets socketPolicy) ([]bpf.RawInstruction, error) {
 	deny := deniedSyscalls
 	if sockets == noSockets {
 		deny = append(deny[:len(deny):len(deny)], "socket")
+	}
+	if !sessions {
+		deny = append(deny[:len(deny):len(deny)], "setsid", "setpgid")
 	}
 	for _, name := range deny {
 		f.deny(name, unix.EPERM)
@@ -208,19 +213,28 @@ func (f *filter) denyUnless(name string, arg uint32, allowed ...uint32) {
 
 // seccompFilter is the filter as the helper installs it: struct
 // sock_filter (code u16, jt u8, jf u8, k u32) in the host's byte order,
-// assembled once per process for each socket policy.
-func seccompFilter(sockets socketPolicy) ([]byte, error) {
-	return filters[sockets]()
+// assembled once per process for each socket policy and, for reduced
+// containment, with a cgroup to end the command's processes (sessions
+// allowed) or without.
+func seccompFilter(sockets socketPolicy, sessions bool) ([]byte, error) {
+	return filters[filterKind{sockets, sessions || sockets != noSockets}]()
 }
 
-var filters = map[socketPolicy]func() ([]byte, error){
-	noSockets:   sync.OnceValues(func() ([]byte, error) { return encodeFilter(noSockets) }),
-	unixSockets: sync.OnceValues(func() ([]byte, error) { return encodeFilter(unixSockets) }),
-	netSockets:  sync.OnceValues(func() ([]byte, error) { return encodeFilter(netSockets) }),
+type filterKind struct {
+	sockets  socketPolicy
+	sessions bool
 }
 
-func encodeFilter(sockets socketPolicy) ([]byte, error) {
-	raw, err := seccompProgram(sockets)
+var filters = map[filterKind]func() ([]byte, error){}
+
+func init() {
+	for _, k := range []filterKind{{noSockets, true}, {noSockets, false}, {unixSockets, true}, {netSockets, true}} {
+		filters[k] = sync.OnceValues(func() ([]byte, error) { return encodeFilter(k) })
+	}
+}
+
+func encodeFilter(k filterKind) ([]byte, error) {
+	raw, err := seccompProgram(k.sockets, k.sessions)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -88,9 +89,13 @@ func TestSeccompProgram(t *testing.T) {
 		{"openat2", func() []byte { return seccompData(id, nr("openat2")) }, unixSockets, enosys},
 		{"personality query", func() []byte { return seccompData(id, nr("personality"), 0xffffffff) }, unixSockets, retAllow},
 		{"personality change", func() []byte { return seccompData(id, nr("personality"), 0x0040000) }, unixSockets, eperm},
+		{"setsid", func() []byte { return seccompData(id, nr("setsid")) }, unixSockets, retAllow},
+		{"setsid, reduced", func() []byte { return seccompData(id, nr("setsid")) }, noSockets, retAllow},
+		{"setsid, reduced without a cgroup", func() []byte { return seccompData(id, nr("setsid")) }, noSockets, eperm},
+		{"setpgid, reduced without a cgroup", func() []byte { return seccompData(id, nr("setpgid"), 0, 0) }, noSockets, eperm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw, err := seccompProgram(tc.sockets)
+			raw, err := seccompProgram(tc.sockets, !strings.HasSuffix(tc.name, "without a cgroup"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +111,7 @@ func TestSeccompProgram(t *testing.T) {
 		})
 	}
 	if a == arch.X86_64 {
-		raw, _ := seccompProgram(unixSockets)
+		raw, _ := seccompProgram(unixSockets, true)
 		prog, _ := bpf.Disassemble(raw)
 		vm, _ := bpf.NewVM(prog)
 		if got, _ := vm.Run(seccompData(id, x32Bit|0)); uint32(got) != retKill {

@@ -10,10 +10,13 @@
 //
 //   - builds a root of its own: the system directories read-only, the
 //     writable roots read-write, the read-only roots read-only, inside the
-//     writable roots `.git`, `capkit.toml` and the host's protected names
-//     read-only, a /proc of the new PID namespace, a private bounded /tmp,
-//     and a /dev holding only null, zero, full, random and urandom; then
-//     pivots into it, so nothing else of the host's tree is reachable;
+//     writable roots the protected paths that exist (`.git`, `capkit.toml`,
+//     the host's names) read-only, with each directory between a root and
+//     one of them pinned (mounted on itself, so it cannot be renamed away
+//     with the protected path in it), a /proc of the new PID namespace, a
+//     private bounded /tmp, and a /dev holding only null, zero, full,
+//     random and urandom; then pivots into it, so nothing else of the
+//     host's tree is reachable;
 //   - applies Landlock (every access right the kernel's ABI offers, TCP
 //     bind and connect denied, abstract sockets and signals scoped) as a
 //     second layer matching that view;
@@ -30,6 +33,15 @@
 // The command runs as the namespace's init, so when it ends, or when Run
 // kills it at the deadline, the kernel kills every process of the
 // namespace: daemons and double forks do not outlive the call.
+//
+// A protected name that is missing does not close its directory (Landlock
+// cannot refuse one name and allow the others). Instead, once every
+// process of the command is gone, Run moves whatever is at a protected
+// name that was not there when the command started (matched as
+// capability.Protected matches: whole elements, case-insensitively) out
+// of the root into a quarantine directory of the host's
+// (Options.Quarantine), and the result lists each (Result.Quarantined);
+// see guard_linux.go.
 //
 // Where this process's cgroup v2 group may have children (a delegated,
 // writable group), each run gets a group of its own: the helper starts in
@@ -48,8 +60,12 @@
 // Where user namespaces are unavailable (or Options.Reduced asks for it),
 // the command runs with Landlock, seccomp and rlimits only, and the result
 // says so (Result.Containment); Options.RequireFull makes that case fail
-// with fault.Unavailable instead. On other systems Run fails with
-// fault.Unavailable.
+// with fault.Unavailable instead. Its private tmp is a directory in the
+// host's temporary directory, watched against Limits.TmpBytes and removed
+// whatever modes the command left there (see scratch_linux.go); without a
+// cgroup, setsid and setpgid fail, so that every process of the command
+// stays in its process group and dies with it. On other systems Run fails
+// with fault.Unavailable.
 //
 // The namespaces, mounts, Landlock rules and filters are written by hand
 // (the helper's on package syscall alone, for its init's sake) because no
@@ -105,11 +121,14 @@ type Spec struct {
 	// Protected are absolute paths within writable roots that stay
 	// read-only. In full containment one that exists beneath its root
 	// with no symbolic link on the way is mounted read-only, and the
-	// directories above the one holding it are closed (Landlock: no entry
-	// made, removed or renamed directly in them), so it cannot be carried
-	// away and replaced; for any other (missing, reached through a link,
-	// or in reduced containment) the directory that would hold it and
-	// those above it are closed, so it cannot be created or replaced.
+	// directories between the root and it are pinned (mounted on
+	// themselves: a mount point cannot be renamed or removed), so it can
+	// be neither written nor carried away and replaced. In reduced
+	// containment one that exists is kept by Landlock, which closes the
+	// directory holding it and those above it (no entry made, removed or
+	// renamed directly in them: Result.Closed). A missing one closes
+	// nothing: what the command makes there is moved out of the root
+	// when it ends (Result.Quarantined).
 	Protected []string `json:"protected"`
 	// Limits bound the command's resources; zero fields take the defaults
 	// of package limits.
@@ -171,6 +190,10 @@ type Options struct {
 	// needs full containment: without user namespaces (or with Reduced)
 	// Run fails with fault.Unavailable, whatever RequireFull says.
 	Proxy Proxy
+	// Quarantine is the directory, outside every root, that receives
+	// what a command leaves at a protected name; "" is
+	// DefaultQuarantine's.
+	Quarantine string
 }
 
 // Proxy serves the connections a command makes to its proxy
@@ -221,9 +244,20 @@ type Result struct {
 	Containment Containment `json:"containment"`
 	Notes       []string    `json:"notes,omitempty"`
 	// Closed lists the directories in which no entry could be created,
-	// removed or renamed, as the helper closed them: each holds or leads
-	// to a protected path that Landlock kept (ClosedNote says so).
+	// removed or renamed (reduced containment only): each holds or leads
+	// to a protected path that exists, which Landlock kept (ClosedNote
+	// says so).
 	Closed []string `json:"closed,omitempty"`
+	// Quarantined lists what the command left at protected names that
+	// were missing when it started, each moved out of its root.
+	Quarantined []Moved `json:"quarantined,omitempty"`
+	// Exceeded names the bound the command was killed for passing, when
+	// Run killed it for one (reduced containment: its private tmp).
+	Exceeded string `json:"exceeded,omitempty"`
+	// Leftover is a private tmp that could not be removed after the
+	// command (reduced containment), with why; the next run in any
+	// capkit process of this user removes it.
+	Leftover string `json:"leftover,omitempty"`
 	// Cgroup says which cgroup v2 limits bound the run and which did not.
 	Cgroup CgroupReport `json:"cgroup"`
 
@@ -238,6 +272,18 @@ type CgroupReport struct {
 	Applied []string `json:"applied,omitempty"`
 	// Missing says, for each limit not applied, why.
 	Missing []string `json:"missing,omitempty"`
+}
+
+// Moved is an entry a command left at a protected name, moved out of its
+// root.
+type Moved struct {
+	// Path is where the entry was, absolute.
+	Path string `json:"path"`
+	// To is where it is now, in the quarantine; "" when it could not be
+	// kept there (Note says why; it was removed from the root).
+	To string `json:"to,omitempty"`
+	// Note says what of it was not kept, when something was not.
+	Note string `json:"note,omitempty"`
 }
 
 // Output is what was kept of one stream.
@@ -319,5 +365,5 @@ func (s *Spec) withDefaults() *Spec {
 // ClosedNote explains a directory of Result.Closed, for a command that
 // failed perhaps because of it.
 func ClosedNote(dir string) string {
-	return dir + " was closed: no entry could be created, removed or renamed directly in it (it holds or leads to a protected path, such as .git or capkit.toml, that must not be created or replaced); its files stayed writable and its subdirectories open"
+	return dir + " was closed: no entry could be created, removed or renamed directly in it (reduced containment: it holds or leads to a protected path, such as .git, that Landlock keeps read-only, and Landlock cannot keep one entry of a directory alone); its files stayed writable and its subdirectories open; full containment (user namespaces) keeps it open"
 }

@@ -50,16 +50,18 @@ const ID = 1000
 // with Message.Network, the listener on the container's loopback leaves
 // on NetFD (a Unix socket: SCM_RIGHTS) before ReadyLine;
 // notes and a failed setup are reported on ReportFD, which closes on
-// exec: lines starting with NotePrefix are notes, ReadyLine says the
-// container is built and the helper waits for its call, lines starting
-// with ClosedPrefix name the directories Landlock closed (before
-// ExecLine), ExecLine that it execs the command now, anything else is a
-// failure.
+// exec: lines starting with NotePrefix are notes, lines starting with
+// HeldPrefix name the protected paths mounted read-only (before
+// ReadyLine), ReadyLine says the container is built and the helper waits
+// for its call, lines starting with ClosedPrefix name the directories
+// Landlock closed (before ExecLine), ExecLine that it execs the command
+// now, anything else is a failure.
 const (
 	SpecFD       = 3
 	ReportFD     = 4
 	NetFD        = 5
 	NotePrefix   = "note: "
+	HeldPrefix   = "held: "
 	ClosedPrefix = "closed: "
 	ReadyLine    = "ready"
 	ExecLine     = "exec"

@@ -112,11 +112,12 @@ var (
 )
 
 // restrictLandlock applies the rules matching the container's view: in
-// full containment the paths are those of the new root (mounted lists the
-// protected paths it shows read-only); in reduced containment, the
-// host's, listed one by one (only the /etc entries above, the private tmp
-// Run made). It returns the directories of the writable roots it closed.
-func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) (closed []string, err error) {
+// full containment the paths are those of the new root, whose mounts keep
+// the protected paths read-only; in reduced containment, the host's,
+// listed one by one (only the /etc entries above, the private tmp Run
+// made), and the protected paths that exist are kept read-only here. It
+// returns the directories of the writable roots it closed to do so.
+func restrictLandlock(msg *Message, tmp string) (closed []string, err error) {
 	v := msg.View
 	budget := limits.RunMaxLandlockRules
 	var rules []rule
@@ -163,8 +164,7 @@ func restrictLandlock(msg *Message, tmp string, mounted map[string]bool) (closed
 		add(rooted(roDirs(v.ReadOnly...)))
 	}
 	for _, root := range v.Writable {
-		kept, shown := protectedIn(v, root, mounted)
-		c, err := writableRules(root, kept, shown, add)
+		c, err := writableRules(root, keptIn(msg, root), add)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +273,7 @@ func tmpRules(msg *Message, tmp string, add func(rule) error) ([]string, error) 
 	if len(under) == 0 {
 		return nil, add(rwDirs(tmp))
 	}
-	return writableRules(tmp, under, nil, add)
+	return writableRules(tmp, under, add)
 }
 
 // rootsUnder lists the roots within dir.
@@ -290,33 +290,34 @@ func rootsUnder(msg *Message, dir string) []string {
 	return out
 }
 
-// protectedIn splits the protected paths within root: those Landlock
-// must keep read-only (all of them in reduced containment; in full
-// containment those not mounted read-only: missing when the view was
-// built, which may exist by now, or reached through a symbolic link),
-// and those shown mounted. A mount point cannot be renamed or removed,
-// but the directories above it can: Landlock closes them (ClosedDirs).
-func protectedIn(v *View, root string, mounted map[string]bool) (kept, shown []string) {
-	for _, p := range v.Protected {
-		switch {
-		case !within(root, p):
-		case mounted[p]:
-			shown = append(shown, p)
-		default:
+// keptIn lists the protected paths within root that Landlock keeps
+// read-only: in reduced containment those that exist now (through a
+// symbolic link too); none in full containment, whose mounts do. A
+// missing one is not kept: Landlock could only keep it from being made
+// by closing its directory, so Run moves what the command makes there
+// out of the root instead.
+func keptIn(msg *Message, root string) []string {
+	if msg.Full {
+		return nil
+	}
+	var kept []string
+	for _, p := range msg.View.Protected {
+		var st syscall.Stat_t
+		if within(root, p) && syscall.Lstat(p, &st) == nil {
 			kept = append(kept, p)
 		}
 	}
-	return kept, shown
+	return kept
 }
 
-// writableRules grants root read-write except for the protected paths:
-// the directory holding a protected path (the deepest one that exists),
-// and every directory between it and root, get read rights only, and each
-// of their other entries read-write, so the protected path can be neither
-// written nor created, renamed or removed. Symbolic links and special
-// files among those entries get nothing of their own.
-func writableRules(root string, protected, shown []string, add func(rule) error) ([]string, error) {
-	closedDirs := closedIn(root, protected, shown)
+// writableRules grants root read-write except for the paths kept: the
+// directory holding a kept path (the deepest one that exists), and every
+// directory between it and root, get read rights only, and each of their
+// other entries read-write, so the kept path can be neither written nor
+// replaced, renamed or removed. Symbolic links and special files among
+// those entries get nothing of their own.
+func writableRules(root string, protected []string, add func(rule) error) ([]string, error) {
+	closedDirs := closedIn(root, protected)
 	closed := map[string]bool{}
 	for _, d := range closedDirs {
 		closed[d] = true
@@ -340,9 +341,9 @@ func writableRules(root string, protected, shown []string, add func(rule) error)
 		// A closed directory needs a rule for each entry; past the
 		// budget (add's only failure), say which and how to open it.
 		tooMany := func() error {
-			return errors.New("landlock: " + dir + " is closed (it holds or leads to a protected path that must not be created, such as a missing capkit.toml or .git) and its " +
+			return errors.New("landlock: " + dir + " is closed (it holds or leads to a path kept read-only, such as .git) and its " +
 				strconv.Itoa(len(entries)) + " entries would each need a rule of their own, past the " + strconv.Itoa(limits.RunMaxLandlockRules) +
-				" a run may have; the host opens it by creating the missing path (an empty capkit.toml, or git init)")
+				" a run may have; full containment (user namespaces) keeps it open")
 		}
 		for _, e := range entries {
 			p := join(dir, e.Name())
@@ -367,20 +368,12 @@ func writableRules(root string, protected, shown []string, add func(rule) error)
 }
 
 // closedIn lists the directories of root that writableRules closes for
-// protected, the paths within root Landlock keeps, and shown, those
-// mounted read-only: the deepest existing directory holding each kept
-// path, and for a shown one the directory above the one holding it (so
-// the mount cannot be carried away by a rename and replaced), and every
-// directory between those and root; root first.
-func closedIn(root string, protected, shown []string) []string {
+// kept, the paths within root Landlock keeps: the deepest existing
+// directory holding each, and every directory between it and root; root
+// first.
+func closedIn(root string, kept []string) []string {
 	var closed []string
-	from := slices.Clone(protected)
-	for _, p := range shown {
-		if parent(p) != root {
-			from = append(from, parent(p))
-		}
-	}
-	for _, p := range from {
+	for _, p := range kept {
 		d := parent(p)
 		for {
 			// A symbolic link on the way is not a directory to close.

@@ -21,12 +21,16 @@ type mountPlan struct {
 	fd     int
 	target string
 	dir    bool
+	// pin is a directory on the way to a protected path, mounted on
+	// itself read-write so that it cannot be renamed or removed (a mount
+	// point cannot), and the protected path with it.
+	pin bool
 }
 
 // buildRoot assembles the container's root and pivots into it. It runs in
 // the new user and mount namespaces, with CAP_SYS_ADMIN there. It returns
-// the protected paths it mounted read-only: Landlock keeps the others and
-// closes the directories above nested mounted ones (ClosedDirs).
+// the protected paths it mounted read-only (Run checks that every one
+// that exists is among them).
 func buildRoot(s *View, note func(string)) (map[string]bool, error) {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return nil, wrap("sandbox helper: making mounts private", err)
@@ -60,8 +64,9 @@ func buildRoot(s *View, note func(string)) (map[string]bool, error) {
 }
 
 // placeAll puts the cloned trees in the new root, parents first, and
-// returns the protected paths it mounted (one that vanished since it was
-// cloned is not: Landlock keeps it).
+// returns the protected paths it mounted. One that vanished since it was
+// cloned (removed, or a directory on its way swapped for a link) is not
+// mounted, and Run, finding it missing or not held, sees to it.
 func placeAll(plans []mountPlan, protected []string) (map[string]bool, error) {
 	top, err := syscall.Open(newRoot, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -77,7 +82,7 @@ func placeAll(plans []mountPlan, protected []string) (map[string]bool, error) {
 		isProtected := slices.Contains(protected, p.target)
 		err := place(top, ours, p)
 		switch {
-		case err == errVanished && isProtected:
+		case err == errVanished && (isProtected || p.pin):
 		case err == errVanished:
 			return nil, errors.New("sandbox helper: mount point " + p.target + " is gone or reached through a symbolic link")
 		case err != nil:
@@ -106,8 +111,9 @@ func skeletonDevices() ([]uint64, error) {
 // planMounts clones the trees the view shows: system directories and
 // /etc entries read-only, device nodes, the roots, and read-only clones
 // of the protected paths that exist beneath their root with no symbolic
-// link on the way. Merged-/usr symbolic links (/bin ->
-// usr/bin) are returned to be recreated.
+// link on the way, with the directories between the root and each of
+// them pinned (cloned onto themselves). Merged-/usr symbolic links (/bin
+// -> usr/bin) are returned to be recreated.
 func planMounts(s *View) (plans []mountPlan, links map[string]string, err error) {
 	p := &planner{}
 	links = map[string]string{}
@@ -192,25 +198,63 @@ func (p *planner) cloneRoot(root string, ro bool) error {
 
 // cloneProtected clones the protected path pp read-only when it exists
 // inside its root with no symbolic link on the way (one planted in the
-// root must not bring a tree from elsewhere into the view). Otherwise
-// nothing is mounted, and Landlock keeps pp from being made.
+// root must not bring a tree from elsewhere into the view), and pins the
+// directories between the root and it: a mount point cannot be renamed
+// or removed, but a directory holding one could be, carrying it away, and
+// a new pp made in its place. Otherwise nothing is mounted (Run moves
+// what the command makes there out of the root).
 func (p *planner) cloneProtected(roots []string, pp string) error {
-	at, shown, err := openProtected(roots, pp)
+	root, err := rootOf(roots, pp)
+	if err != nil {
+		return err
+	}
+	rootFD, err := syscall.Open(root, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return wrap("sandbox helper: root "+root, err)
+	}
+	defer syscall.Close(rootFD)
+	at, shown, err := openProtected(rootFD, pp, len(root))
 	if err != nil || !shown {
 		return err
 	}
-	defer syscall.Close(at)
-	fd, err := openTreeAt(at, "", cloneFlags|atEmptyPath)
-	if err != nil {
-		return wrap("sandbox helper: cloning "+pp, err)
+	err = p.cloneAt(at, pp, true)
+	for d := parent(pp); err == nil && d != root; d = parent(d) {
+		at, shown, err = openProtected(rootFD, d, len(root))
+		if err == nil && shown {
+			err = p.cloneAt(at, d, false)
+		}
 	}
-	_, err = p.add(pp, fd, true, false)
 	return err
 }
 
-// openProtected opens pp beneath its root as an O_PATH descriptor; shown
-// is false when pp is missing or reached through a symbolic link.
-func openProtected(roots []string, pp string) (fd int, shown bool, err error) {
+// cloneAt clones the tree at the O_PATH descriptor at (which it closes)
+// for target: read-only for a protected path, read-write as a pin. A
+// target already planned is cloned once; a protected path is read-only
+// even where it also lies on the way to another.
+func (p *planner) cloneAt(at int, target string, protected bool) error {
+	defer syscall.Close(at)
+	if i := slices.IndexFunc(p.plans, func(m mountPlan) bool { return m.target == target }); i >= 0 {
+		if protected && p.plans[i].pin {
+			p.plans[i].pin = false
+			if err := mountSetattr(p.plans[i].fd, "", atEmptyPath|atRecursive, mountAttrRdonly); err != nil {
+				return wrap("sandbox helper: mount attributes of "+target, err)
+			}
+		}
+		return nil
+	}
+	fd, err := openTreeAt(at, "", cloneFlags|atEmptyPath)
+	if err != nil {
+		return wrap("sandbox helper: cloning "+target, err)
+	}
+	if _, err = p.add(target, fd, protected, false); err == nil && !protected {
+		p.plans[len(p.plans)-1].pin = true
+	}
+	return err
+}
+
+// rootOf is the writable root holding the protected path pp (the
+// innermost one).
+func rootOf(roots []string, pp string) (string, error) {
 	root := ""
 	for _, r := range roots {
 		if within(r, pp) && len(r) > len(root) {
@@ -218,21 +262,23 @@ func openProtected(roots []string, pp string) (fd int, shown bool, err error) {
 		}
 	}
 	if root == "" || root == pp {
-		return -1, false, errors.New("sandbox helper: protected path " + pp + " is not inside a writable root")
+		return "", errors.New("sandbox helper: protected path " + pp + " is not inside a writable root")
 	}
-	rootFD, err := syscall.Open(root, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, false, wrap("sandbox helper: root "+root, err)
-	}
-	defer syscall.Close(rootFD)
-	fd, err = openBeneath(rootFD, pp[len(root)+1:])
+	return root, nil
+}
+
+// openProtected opens p (a path in the root of rootFD, whose path is
+// rootLen bytes long) beneath it as an O_PATH descriptor; shown is false
+// when p is missing or reached through a symbolic link.
+func openProtected(rootFD int, p string, rootLen int) (fd int, shown bool, err error) {
+	fd, err = openBeneath(rootFD, p[rootLen+1:])
 	switch err {
 	case nil:
 		return fd, true, nil
 	case syscall.ENOENT, syscall.ELOOP, syscall.ENOTDIR, syscall.EXDEV:
 		return -1, false, nil
 	}
-	return -1, false, wrap("sandbox helper: protected path "+pp, err)
+	return -1, false, wrap("sandbox helper: protected path "+p, err)
 }
 
 // add records the tree cloned from src (descriptor fd, which p then

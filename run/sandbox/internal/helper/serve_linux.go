@@ -50,7 +50,13 @@ func serve(report *os.File, note func(string)) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.WriteString(report, ReadyLine+"\n"); err != nil {
+	var held string
+	for _, p := range msg.View.Protected {
+		if v.mounted[p] {
+			held += HeldPrefix + oneLine(p) + "\n"
+		}
+	}
+	if _, err := io.WriteString(report, held+ReadyLine+"\n"); err != nil {
 		return wrap("sandbox helper", err)
 	}
 	c, err := DecodeCall(in, limits.RunMaxSpecBytes)
@@ -173,7 +179,7 @@ func restrict(msg *Message, v *built) (closed []string, err error) {
 	if err := dropCapabilities(); err != nil {
 		return nil, err
 	}
-	if closed, err = restrictLandlock(msg, v.tmp, v.mounted); err != nil {
+	if closed, err = restrictLandlock(msg, v.tmp); err != nil {
 		return nil, wrap("sandbox helper", err)
 	}
 	if err := loadSeccomp(v.filter); err != nil {
