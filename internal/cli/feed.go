@@ -23,11 +23,12 @@ func newFeedParseCmd(env *Env) *cobra.Command {
 	var source string
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "parse FILE --url URL",
+		Use:   "parse FILE [--url URL]",
 		Short: "Print a feed's entries, with omitted entries, duplicates and date problems reported",
 		Long: fmt.Sprintf(`Read an RSS 0.90/0.91/0.92/2.0, RSS 1.0 (RDF) or Atom 1.0 feed and print its
 first --limit entries (default and maximum %d): title, link (resolved against
---url and xml:base), dates (original text and UTC), authors and summary.
+--url, if given, and xml:base; without either a relative link is left out,
+with a warning), dates (original text and UTC), authors and summary.
 Entries past the limit are still checked and counted as omitted; entries
 sharing an id or link are reported as duplicates or conflicts; a date that
 names no instant is reported, never replaced.
@@ -53,8 +54,7 @@ Limits (exit 6): %s, %d nodes, depth %d. FILE "-" reads standard input;
 			return env.Print(f, text.String())
 		},
 	}
-	cmd.Flags().StringVar(&source, "url", "", "absolute http(s) URL the feed came from (required)")
+	cmd.Flags().StringVar(&source, "url", "", "absolute http(s) URL the feed came from, to resolve relative links against")
 	cmd.Flags().IntVar(&limit, "limit", limits.FeedMaxEntries, fmt.Sprintf("entries to print, 1 to %d", limits.FeedMaxEntries))
-	cmd.MarkFlagRequired("url")
 	return cmd
 }

@@ -24,7 +24,7 @@ func TestFeedCommands(t *testing.T) {
 		{"depth limit", "", []string{"feed", "parse", p("deep.xml"), "--url", u}, 6, "", "depth"},
 		{"limit past max", "", []string{"feed", "parse", p("news.xml"), "--url", u, "--limit", "1001"}, 6, "", "entry limit"},
 		{"zero limit", "", []string{"feed", "parse", p("news.xml"), "--url", u, "--limit", "0"}, 2, "", ""},
-		{"missing url", "", []string{"feed", "parse", p("news.xml")}, 2, "", "url"},
+		{"no url", "", []string{"feed", "parse", p("news.xml")}, 0, "Entries: 7 of 7 returned", ""},
 		{"relative url", "", []string{"feed", "parse", p("news.xml"), "--url", "/feed"}, 2, "", "source URL"},
 	}
 	runCases(t, cases)

@@ -42,9 +42,9 @@
 //     without a channel is a feed with no entries, with a warning. Input
 //     that cannot be repaired (invalid UTF-8, truncation, duplicate
 //     attributes) still fails with invalid_input.
-//   - Links are resolved against the source URL and any xml:base; links
-//     that do not parse or are not http(s) (javascript:, data:) are left
-//     out with a warning.
+//   - Links are resolved against the source URL, when one is given, and
+//     any xml:base; links that do not parse, are not http(s) (javascript:,
+//     data:) or stay relative are left out with a warning.
 //
 // What it does not do: it fetches nothing (not the feed, not a DTD, not
 // content src), does not sanitize HTML in summaries (Summary and Content

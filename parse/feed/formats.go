@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -29,15 +28,16 @@ func (r *reader) link(e *elem, ref string, entry int, what string) string {
 	if ref == "" {
 		return ""
 	}
-	u, err := url.Parse(ref)
-	if err == nil {
-		u = e.base.ResolveReference(u)
-	}
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := resolve(e.base, ref)
+	switch {
+	case err == nil && absoluteHTTP(u):
+		return u.String()
+	case err == nil && e.base == nil && !u.IsAbs():
+		r.warn(WarnLink, entry, "the "+what+" is relative and no base URL was given: left out (give the feed's URL)")
+	default:
 		r.warn(WarnLink, entry, "the "+what+" is not an http(s) URL: left out")
-		return ""
 	}
-	return u.String()
+	return ""
 }
 
 func (r *reader) date(e *elem, entry int, what string) *Date {

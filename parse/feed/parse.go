@@ -222,7 +222,7 @@ func (t *tree) start(d *xml.Decoder, tk xml.StartElement, stack []*elem, source 
 		p.parts = append(p.parts, part{el: e})
 	}
 	if b, ok := e.attr(nsXML, "base"); ok {
-		if u, err := e.base.Parse(strings.TrimSpace(b)); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		if u, err := resolve(e.base, strings.TrimSpace(b)); err == nil && absoluteHTTP(u) {
 			e.base = u
 		} else {
 			t.warnings = append(t.warnings, Warning{Code: WarnBase, Message: "an xml:base is not an http(s) URL: the enclosing base is used"})
@@ -303,6 +303,31 @@ func doctypeTokens(decl string) (tok []string, ok bool) {
 	}
 }
 
+// parseSource is the source URL, nil when none is given.
+func parseSource(sourceURL string) (*url.URL, error) {
+	if sourceURL == "" {
+		return nil, nil
+	}
+	source, err := url.Parse(sourceURL)
+	if err != nil || !absoluteHTTP(source) {
+		return nil, fault.New(fault.InvalidInput, "the source URL must be an absolute http or https URL")
+	}
+	return source, nil
+}
+
+func absoluteHTTP(u *url.URL) bool {
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// resolve is ref resolved against base, or ref itself without a base.
+func resolve(base *url.URL, ref string) (*url.URL, error) {
+	u, err := url.Parse(ref)
+	if err != nil || base == nil {
+		return u, err
+	}
+	return base.ResolveReference(u), nil
+}
+
 func dupAttr(attrs []xml.Attr) bool {
 	for i := 1; i < len(attrs); i++ {
 		for j := range i {
@@ -348,7 +373,9 @@ func printable(s string, max int) string {
 // feed, repairing XML that is not well-formed where it can (see the
 // package comment) and reporting each repair as a warning.
 // sourceURL is the absolute http(s) URL the feed came from (relative links
-// are resolved against it and any xml:base); limit is how many entries to
+// are resolved against it and any xml:base), or "" for none (relative
+// links that no xml:base resolves are then left out, each with a
+// warning); limit is how many entries to
 // return, 1 to limits.FeedMaxEntries. Every entry is parsed and checked;
 // those past limit are counted in OmittedEntries.
 //
@@ -360,9 +387,9 @@ func printable(s string, max int) string {
 // cannot be repaired, any DTD but the RSS 0.91 DOCTYPE, a document that is
 // not one of the formats, a bad source URL or a limit below 1.
 func Parse(ctx context.Context, data []byte, sourceURL string, limit int) (*Feed, error) {
-	source, err := url.Parse(sourceURL)
-	if err != nil || (source.Scheme != "http" && source.Scheme != "https") || source.Host == "" {
-		return nil, fault.New(fault.InvalidInput, "the source URL must be an absolute http or https URL")
+	source, err := parseSource(sourceURL)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case limit < 1:
@@ -381,7 +408,10 @@ func Parse(ctx context.Context, data []byte, sourceURL string, limit int) (*Feed
 	if err != nil {
 		return nil, err
 	}
-	f := &Feed{SourceURL: source.String(), Nodes: t.nodes, Depth: t.depth, Warnings: t.warnings}
+	f := &Feed{SourceURL: sourceURL, Nodes: t.nodes, Depth: t.depth, Warnings: t.warnings}
+	if source != nil {
+		f.SourceURL = source.String()
+	}
 	if rep != nil {
 		f.Warnings = append(f.Warnings, rep.warnings()...)
 	}

@@ -281,7 +281,7 @@ func TestArguments(t *testing.T) {
 		{"negative limit", source, -1, fault.InvalidInput},
 		{"relative url", "/feed.xml", 1, fault.InvalidInput},
 		{"file url", "file:///etc/feed.xml", 1, fault.InvalidInput},
-		{"empty url", "", 1, fault.InvalidInput},
+		{"no url", "", 1, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -470,5 +470,42 @@ func TestDoctypes(t *testing.T) {
 				t.Fatalf("got %+v %v", f, err)
 			}
 		})
+	}
+}
+
+// TestNoSourceURL: without a source URL, absolute links are kept, links
+// an absolute xml:base resolves are resolved, and other relative links
+// are left out with a warning saying a base URL would resolve them.
+func TestNoSourceURL(t *testing.T) {
+	const data = `<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>
+<entry><id>1</id><link href="https://example.org/a"/></entry>
+<entry><id>2</id><link href="/b"/></entry>
+<entry xml:base="https://example.net/x/"><id>3</id><link href="c"/></entry>
+<entry xml:base="d/"><id>4</id><link href="e"/></entry>
+</feed>`
+	f, err := Parse(context.Background(), []byte(data), "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var links []string
+	for _, e := range f.Entries {
+		links = append(links, e.Link)
+	}
+	if !slices.Equal(links, []string{"https://example.org/a", "", "https://example.net/x/c", ""}) || f.SourceURL != "" {
+		t.Fatalf("links %q, source %q", links, f.SourceURL)
+	}
+	relative := 0
+	for _, w := range f.Warnings {
+		if w.Code == WarnLink && strings.Contains(w.Message, "relative and no base URL was given") {
+			relative++
+		}
+	}
+	if relative != 2 {
+		t.Fatalf("warnings %+v", f.Warnings)
+	}
+	for _, bad := range []string{"/feed.xml", "ftp://example.org/", "https:///x"} {
+		if _, err := Parse(context.Background(), []byte(data), bad, 10); fault.CodeOf(err) != fault.InvalidInput {
+			t.Fatalf("source %q: %v", bad, err)
+		}
 	}
 }

@@ -26,8 +26,8 @@ type ToolOptions struct {
 type ParseArgs struct {
 	Text   string `json:"text,omitempty" jsonschema:"the feed's XML itself; give text or path"`
 	Path   string `json:"path,omitempty" jsonschema:"path of a feed file in a readable root; give text or path"`
-	URL    string `json:"url" jsonschema:"absolute http(s) URL the feed came from; relative links are resolved against it"`
-	Limit  int    `json:"limit" jsonschema:"how many entries to return, from 1 to the entries limit in the tool description; the rest are checked and counted as omitted"`
+	URL    string `json:"url,omitempty" jsonschema:"absolute http(s) URL the feed came from; relative links are resolved against it (default none: relative links are left out)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"how many entries to return, from 1 to the entries limit in the tool description (the default); the rest are checked and counted as omitted"`
 	Offset int    `json:"offset,omitempty" jsonschema:"first line of the text to show, 0-based: the previous answer's next_offset; default 0"`
 }
 
@@ -53,8 +53,8 @@ func (r ParseResult) ToolText() string { return r.text }
 
 var _ kernel.Texter = ParseResult{}
 
-var parseDescription = fmt.Sprintf(`Read an RSS (0.90, 0.91, 0.92, 2.0), RSS 1.0 (RDF) or Atom (1.0, 0.3) feed: title, then each entry's title, link (resolved against url and xml:base), dates (original text and UTC; a date that names no instant is reported, never replaced), authors and summary as text.
-Returns at most limit entries (1 to %s) in document order; the rest are still checked and reported as omitted. Entries sharing an id or link are reported as duplicates, and as conflicting when their content differs.
+var parseDescription = fmt.Sprintf(`Read an RSS (0.90, 0.91, 0.92, 2.0), RSS 1.0 (RDF) or Atom (1.0, 0.3) feed: title, then each entry's title, link (resolved against url, if given, and xml:base), dates (original text and UTC; a date that names no instant is reported, never replaced), authors and summary as text.
+Returns at most limit entries (1 to %s, the default) in document order; the rest are still checked and reported as omitted. Entries sharing an id or link are reported as duplicates, and as conflicting when their content differs.
 XML that is not well-formed (a bare &, an HTML entity without a DTD, a mismatched end tag) is repaired as a lenient reader would, and every repair is a warning with its line and column. DTDs and entity declarations are refused (only the RSS 0.91 DOCTYPE is accepted, never read). Limits: %s, %s nodes, depth %d, %s entries; text past the output bound (%s unless the host sets another) comes as a window of whole lines with next_offset, the offset of the next call.
 Example: {"path": "feeds/news.xml", "url": "https://example.org/feed.xml", "limit": 20}`,
 	limits.Count(limits.FeedMaxEntries), limits.Bytes(limits.FeedMaxBytes), limits.Count(limits.FeedMaxNodes), limits.FeedMaxDepth, limits.Count(limits.FeedMaxEntries), limits.Bytes(limits.DefaultMaxOutputBytes))
@@ -73,7 +73,11 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			if err != nil {
 				return ParseResult{}, err
 			}
-			f, err := Parse(ctx, data, in.URL, in.Limit)
+			limit := in.Limit
+			if limit == 0 {
+				limit = limits.FeedMaxEntries
+			}
+			f, err := Parse(ctx, data, in.URL, limit)
 			if err != nil {
 				return ParseResult{}, err
 			}

@@ -46,8 +46,16 @@ func TestParseTool(t *testing.T) {
 		{"inline", nil, []capability.Effect{capability.Parse},
 			args(map[string]any{"text": string(fixture(t, "atom_blog.xml")), "url": source, "limit": 1}), "", "[0] Profiling Go services in production"},
 		{"billion laughs", withReader, both, args(map[string]any{"path": "laughs.xml", "url": source, "limit": 2}), fault.InvalidInput, ""},
-		{"missing url", withReader, both, args(map[string]any{"path": "news.xml", "limit": 2}), fault.InvalidInput, ""},
-		{"missing limit", withReader, both, args(map[string]any{"path": "news.xml", "url": source}), fault.InvalidInput, ""},
+		// Only a path: every entry (the entries limit), no base URL, so a
+		// relative link is left out and said to need one.
+		{"only a path", withReader, both, args(map[string]any{"path": "news.xml"}), "",
+			"Entries: 7 of 7 returned"},
+		{"only text", nil, []capability.Effect{capability.Parse}, args(map[string]any{"text": string(fixture(t, "atom_blog.xml"))}), "",
+			"[0] Profiling Go services in production"},
+		{"an explicit limit wins", withReader, both, args(map[string]any{"path": "news.xml", "limit": 3}), "",
+			"Entries: 3 of 7 returned, 4 omitted by the entry limit"},
+		{"a limit below one", withReader, both, args(map[string]any{"path": "news.xml", "limit": -1}), fault.InvalidInput, ""},
+		{"a url that is not absolute", withReader, both, args(map[string]any{"path": "news.xml", "url": "/feed.xml"}), fault.InvalidInput, ""},
 		{"limit past max", withReader, both, args(map[string]any{"path": "news.xml", "url": source, "limit": limits.FeedMaxEntries + 1}), fault.Limit, ""},
 		{"path without reader", nil, both, args(map[string]any{"path": "news.xml", "url": source, "limit": 2}), fault.Denied, ""},
 		{"not found", withReader, both, args(map[string]any{"path": "gone.xml", "url": source, "limit": 2}), fault.NotFound, ""},
@@ -69,6 +77,9 @@ func TestParseTool(t *testing.T) {
 			var meta ParseResult
 			if err := json.Unmarshal(res.Structured, &meta); err != nil || meta.TotalEntries == 0 || strings.Contains(string(res.Structured), "Residents have") {
 				t.Fatalf("structured %s", res.Structured)
+			}
+			if c.name == "only a path" && (strings.Contains(res.Text, "Link: 2024/03/school-roof") || !strings.Contains(string(res.Structured), "relative and no base URL was given")) {
+				t.Fatalf("a relative link without a base URL: %s\n%s", res.Text, res.Structured)
 			}
 		})
 	}

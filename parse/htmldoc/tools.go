@@ -1,10 +1,10 @@
 package htmldoc
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"strings"
-
-	"context"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
@@ -27,7 +27,7 @@ type ToolOptions struct {
 type ExtractArgs struct {
 	Text    string `json:"text,omitempty" jsonschema:"the HTML page itself; give text or path"`
 	Path    string `json:"path,omitempty" jsonschema:"path of an HTML file in a readable root; give text or path"`
-	Select  string `json:"select" jsonschema:"what to return: text (every visible block of the page) or article (the main article, checked to be prose)"`
+	Select  string `json:"select,omitempty" jsonschema:"what to return: text (every visible block of the page; the default) or article (the main article, checked to be prose)"`
 	BaseURL string `json:"base_url,omitempty" jsonschema:"absolute http(s) URL the page came from; links are resolved against it"`
 	Offset  int    `json:"offset,omitempty" jsonschema:"first line of the text to show, 0-based: the previous answer's next_offset; default 0"`
 }
@@ -53,7 +53,7 @@ func (r ExtractResult) ToolText() string { return r.text }
 var _ kernel.Texter = ExtractResult{}
 
 var extractDescription = fmt.Sprintf(`Read an HTML page as text: title, headings, paragraphs, list items, quotes, preformatted blocks and table rows, then its links.
-select "text" returns every visible block; "article" returns only the main article, identified (element, size, link density) and checked to be prose, and fails on index pages and pages without one.
+select "text" (the default) returns every visible block; "article" returns only the main article, identified (element, size, link density) and checked to be prose, and fails on index pages and pages without one.
 Login walls, cookie/consent walls, bot challenges, paywalls and error pages fail (integrity) instead of being returned as content. Warnings say when tables were flattened, hidden text was left out or the content needs scripts to render (the HTML does not hold it).
 Limits: %s of HTML, %s nodes, nesting depth %s, %s attributes per element; text past the output bound (%s unless the host sets another) comes as a window of whole lines with next_offset, the offset of the next call.
 Example: {"path": "pages/post.html", "select": "article", "base_url": "https://example.org/blog/post"}`,
@@ -69,7 +69,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 		kernel.Policy{Name: "html_extract", MaxInputBytes: limits.HTMLToolMaxInputBytes},
 		kernel.Meta{Effect: capability.Parse, Title: "Extract HTML text", Summary: "Read an HTML page's text or main article, rejecting access screens.", Description: extractDescription},
 		func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
-			sel, err := ParseSelection(in.Select)
+			sel, err := ParseSelection(cmp.Or(in.Select, string(SelectText)))
 			if err != nil {
 				return ExtractResult{}, err
 			}

@@ -55,7 +55,10 @@ func TestExtractTool(t *testing.T) {
 		{"text and path", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
 			args(map[string]any{"path": "news.html", "text": "<p>x", "select": "text"}), fault.InvalidInput, ""},
 		{"neither", nil, []capability.Effect{capability.Parse}, args(map[string]any{"select": "text"}), fault.InvalidInput, ""},
-		{"missing select", nil, []capability.Effect{capability.Parse}, args(map[string]any{"text": "<p>x"}), fault.InvalidInput, ""},
+		// Only a path or text: the whole text, no base URL.
+		{"only text", nil, []capability.Effect{capability.Parse}, args(map[string]any{"text": "<title>T</title><h1>Hello</h1><p>world</p>"}), "", "# Hello\n\nworld"},
+		{"only a path", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+			args(map[string]any{"path": "news.html"}), "", "links_unresolved"},
 		{"bad select", nil, []capability.Effect{capability.Parse}, args(map[string]any{"text": "<p>x", "select": "all"}), fault.InvalidInput, ""},
 		{"not granted", nil, []capability.Effect{capability.ReadFile}, args(map[string]any{"text": "<p>x", "select": "text"}), fault.Denied, ""},
 		{"inline past the byte limit", nil, []capability.Effect{capability.Parse},
