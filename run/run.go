@@ -62,7 +62,7 @@ type Config struct {
 	Protected capability.Protected
 	// Quarantine is the directory, outside every root, that receives what
 	// a command leaves at a protected name that was missing; "" is
-	// sandbox.DefaultQuarantine's.
+	// sandbox.Options.Quarantine's default.
 	Quarantine string
 	// ReadOnly and Writable are directories outside the roots shown to
 	// every command: toolchains read-only; writable, directories that

@@ -233,7 +233,7 @@ func identify(dir int, name string) (entryID, error) {
 // names: a directory of its own (made on the first move) in a base
 // directory of the host's that lies in no root.
 type quarantine struct {
-	base  string   // the configured base, "" for DefaultQuarantine's
+	base  string   // the configured base, "" for the default ones (defaultBases)
 	roots []string // every root of the run
 	dir   int      // the run's directory, once made
 	path  string
@@ -245,14 +245,8 @@ func newQuarantine(base string, roots []string) *quarantine {
 	return &quarantine{base: base, roots: roots, dir: -1}
 }
 
-// DefaultQuarantine is where what commands leave at protected names goes
-// when the host names no directory: capkit/quarantine in the user's state
-// directory ($XDG_STATE_HOME, or ~/.local/state); where that lies in a
-// root of the run, capkit-quarantine-UID in the temporary directory.
-func DefaultQuarantine() string {
-	return defaultBases()[0]
-}
-
+// defaultBases are the quarantines used when the host names none, in
+// order (Options.Quarantine).
 func defaultBases() []string {
 	state := os.Getenv("XDG_STATE_HOME")
 	if !filepath.IsAbs(state) {

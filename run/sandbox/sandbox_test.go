@@ -439,7 +439,7 @@ func TestAsUnprivilegedUser(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.count", "1",
+	cmd := exec.CommandContext(ctx, bin, "-test.count", "1", "-test.short",
 		"-test.run", "^(TestExitCodeAndStdin|TestCleanEnvironment|TestFullContainmentView|TestCanceled|TestClosedDirectoriesNoted|TestNestedProtectedPathStays|"+
 			"TestRootsStayOpen|TestPlantedNamesQuarantined|TestHeldPathsStayReadOnly|TestQuarantineOnAnotherFilesystem|TestGuardUnreadableRoot|"+
 			"TestScratchRemovedWhateverModes|TestScratchSwept|TestScratchBound)$")

@@ -191,8 +191,10 @@ type Options struct {
 	// Run fails with fault.Unavailable, whatever RequireFull says.
 	Proxy Proxy
 	// Quarantine is the directory, outside every root, that receives
-	// what a command leaves at a protected name; "" is
-	// DefaultQuarantine's.
+	// what a command leaves at a protected name; "" is capkit/quarantine
+	// in the user's state directory ($XDG_STATE_HOME, or
+	// ~/.local/state), or, where that lies in a root of the run,
+	// capkit-quarantine-UID in the temporary directory.
 	Quarantine string
 }
 
