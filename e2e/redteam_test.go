@@ -605,7 +605,7 @@ func checkAudit(t testing.TB, w *world) {
 	if len(b) == 0 {
 		t.Fatal("audit log is empty")
 	}
-	allowed := []string{"time", "level", "msg", "actor", "tool", "outcome", "in_bytes", "out_bytes", "duration_us"}
+	allowed := []string{"time", "level", "msg", "actor", "session", "request", "tool", "outcome", "in_bytes", "out_bytes", "duration_us"}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {

@@ -155,7 +155,9 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		if err != nil {
 			return nil, err
 		}
-		audit = slog.New(slog.NewJSONHandler(f, nil))
+		// What a tool audits (a contained command) names its call's actor,
+		// session and request, as the kernel's own events do.
+		audit = slog.New(kernel.AuditHandler(slog.NewJSONHandler(f, nil)))
 		h.audit = audit
 	}
 	switch {

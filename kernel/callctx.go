@@ -25,6 +25,7 @@ import (
 // the call, not at the exact instant.
 type callCtx struct {
 	parent   context.Context
+	call     *Call // what Value(callKey{}) answers (the audit's identity)
 	deadline time.Time
 	// bound is the call's time: the tool's limit, or less when the
 	// caller's deadline comes first.
@@ -48,10 +49,10 @@ const (
 // closedChan is Done for a context canceled before anyone asked.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// init sets c up for a call that starts at now and may run for timeout.
+// init sets c up for call, which starts at now and may run for timeout.
 // It returns how long the watcher waits before the deadline passes.
-func (c *callCtx) init(parent context.Context, now time.Time, timeout time.Duration) time.Duration {
-	c.parent, c.deadline = parent, now.Add(timeout)
+func (c *callCtx) init(parent context.Context, call *Call, now time.Time, timeout time.Duration) time.Duration {
+	c.parent, c.call, c.deadline = parent, call, now.Add(timeout)
 	if d, ok := parent.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 		timeout = d.Sub(now)
@@ -62,7 +63,12 @@ func (c *callCtx) init(parent context.Context, now time.Time, timeout time.Durat
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
-func (c *callCtx) Value(key any) any { return c.parent.Value(key) }
+func (c *callCtx) Value(key any) any {
+	if _, ok := key.(callKey); ok && c.call != nil {
+		return c.call
+	}
+	return c.parent.Value(key)
+}
 
 func (c *callCtx) Done() <-chan struct{} {
 	c.mu.Lock()

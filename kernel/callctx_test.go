@@ -38,7 +38,7 @@ func TestCallCtx(t *testing.T) {
 			parent, stop := tc.parent()
 			defer stop()
 			var c callCtx
-			if wait := c.init(parent, now, time.Minute); wait != tc.wait {
+			if wait := c.init(parent, nil, now, time.Minute); wait != tc.wait {
 				t.Fatalf("wait = %v, want %v", wait, tc.wait)
 			}
 			if d, ok := c.Deadline(); !ok || !d.Equal(tc.deadline) {
@@ -104,7 +104,7 @@ func TestCallCtx(t *testing.T) {
 // A Done asked for only after the end is closed too.
 func TestCallCtxDoneAfterCancel(t *testing.T) {
 	var c callCtx
-	c.init(context.Background(), time.Now(), time.Minute)
+	c.init(context.Background(), nil, time.Now(), time.Minute)
 	c.cancel(ctxExpired, nil)
 	select {
 	case <-c.Done():

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -18,7 +20,6 @@ type Runtime struct {
 	toolSearch bool
 	// checkOutput is Options.CheckOutput.
 	checkOutput bool
-	sessions    atomic.Uint64
 	workers     *workers
 }
 
@@ -55,7 +56,7 @@ func (r *Runtime) NewSession(actor string, caps []capability.Capability, opts *S
 		}
 	}
 	s := &Session{
-		id:        r.sessions.Add(1),
+		id:        newSessionID(),
 		rt:        r,
 		actor:     actor,
 		caps:      append(capability.Set(nil), caps...),
@@ -66,4 +67,12 @@ func (r *Runtime) NewSession(actor string, caps []capability.Capability, opts *S
 		s.trusted = opts.Trusted
 	}
 	return s, nil
+}
+
+// newSessionID is a session's id: 64 random bits in hex, so the sessions
+// of every process writing one audit log are told apart.
+func newSessionID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -23,7 +23,7 @@ import (
 // counters, the tools discovery activated, and per-session state that
 // plugins keep with Local. It is safe for concurrent use.
 type Session struct {
-	id    uint64
+	id    string
 	rt    *Runtime
 	actor string
 	caps  capability.Set
@@ -42,6 +42,10 @@ type Session struct {
 
 // Actor is the session's actor.
 func (s *Session) Actor() string { return s.actor }
+
+// ID names the session in the audit log: random, so the sessions of every
+// process writing one log are told apart.
+func (s *Session) ID() string { return s.id }
 
 // Capabilities are the capabilities the session holds, narrowed by
 // NarrowRoots if it was called. Callers must not modify them.
@@ -156,7 +160,7 @@ func (s *Session) Start(ctx context.Context, name string, args json.RawMessage, 
 		return
 	}
 	p := &pending{s: s, parent: ctx, a: a, start: now, in: len(args), done: done}
-	wait := a.ctx.init(ctx, now, a.t.policy.Timeout)
+	wait := a.ctx.init(ctx, &a.call, now, a.t.policy.Timeout)
 	p.mu.Lock()
 	p.timer = time.AfterFunc(wait, p.expired)
 	if ctx.Done() != nil {
@@ -200,10 +204,10 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 		if code != "" {
 			outcome = string(code)
 		}
-		s.rt.audit.LogAttrs(ctx, slog.LevelInfo, "call",
-			slog.String("actor", s.actor), slog.String("tool", toolName(entry)),
+		attrs := append(identity(s, ctx), slog.String("tool", toolName(entry)),
 			slog.String("outcome", outcome), slog.Int("in_bytes", in),
 			slog.Int64("out_bytes", out), slog.Int64("duration_us", time.Since(start).Microseconds()))
+		s.rt.audit.LogAttrs(ctx, slog.LevelInfo, "call", attrs...)
 	}
 	return res, err
 }
@@ -299,7 +303,7 @@ func validate(entry *catalog.Entry, args json.RawMessage) error {
 // returns. Without a context that can end, the caller waits on one channel
 // (a select was a tenth of the kernel's time).
 func (s *Session) run(ctx context.Context, now time.Time, a *admitted) (*Result, error) {
-	wait := a.ctx.init(ctx, now, a.t.policy.Timeout)
+	wait := a.ctx.init(ctx, &a.call, now, a.t.policy.Timeout)
 	j := jobs.Get().(*job)
 	j.a = a
 	j.timer.Reset(wait)

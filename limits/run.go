@@ -61,6 +61,9 @@ const (
 	// often when measuring it takes long: at most a twentieth of the
 	// time).
 	RunScratchCheckEvery = 200 * time.Millisecond
+	// RunAuditNotesKept bounds the distinct containment notes a runner
+	// remembers having said in the audit log (each is said once).
+	RunAuditNotesKept = 256
 	// RunKillGrace is how long the runner waits for output pipes to close
 	// after the command's processes were killed.
 	RunKillGrace = 2 * time.Second

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capkit/capkit/capability"
@@ -99,6 +100,7 @@ type Runner struct {
 	audit  *slog.Logger
 	warm   *sandbox.Warm
 	caches caches
+	said   saidNotes
 }
 
 // RunnerOptions configure a Runner. The zero value runs with the defaults.
@@ -297,15 +299,52 @@ func quarantined(res *sandbox.Result) error {
 
 // audited records how a command was contained: the kernel's audit event
 // says that the call ran, this one how (reduced containment is weaker).
+// Its notes (what was weaker than full: an older Landlock, a cgroup limit
+// not applied) are the host's, the same on every call, so each is said
+// once per Runner, on the first event that has it; the cgroup's missing
+// limits are among them.
 func (r *Runner) audited(ctx context.Context, caps capability.Set, q request, res *sandbox.Result) {
 	if r.audit == nil {
 		return
 	}
-	r.audit.LogAttrs(ctx, slog.LevelInfo, "contained command",
-		slog.String("effect", string(q.effect)), slog.String("containment", string(res.Containment)),
-		slog.Any("notes", res.Notes), slog.Any("cgroup", res.Cgroup), slog.Int("exit_code", res.ExitCode), slog.String("signal", res.Signal),
+	cg := res.Cgroup
+	cg.Missing = nil
+	attrs := []slog.Attr{slog.String("effect", string(q.effect)), slog.String("containment", string(res.Containment))}
+	if notes := r.said.unsaid(res.Notes); len(notes) > 0 {
+		attrs = append(attrs, slog.Any("notes", notes))
+	}
+	attrs = append(attrs, slog.Any("cgroup", cg), slog.Int("exit_code", res.ExitCode), slog.String("signal", res.Signal),
 		slog.Bool("killed", res.Killed), slog.String("exceeded", res.Exceeded), slog.Any("quarantined", res.Quarantined),
 		slog.String("leftover", res.Leftover), slog.Int64("duration_us", res.Duration.Microseconds()))
+	r.audit.LogAttrs(ctx, slog.LevelInfo, "contained command", attrs...)
+}
+
+// saidNotes are the containment notes a Runner's audit events have said.
+type saidNotes struct {
+	mu   sync.Mutex
+	said map[string]bool
+}
+
+// unsaid are the notes not said before, now counted as said. Past
+// limits.RunAuditNotesKept distinct notes, new ones are said every time
+// (a bound on what is kept, never a note left out).
+func (s *saidNotes) unsaid(notes []string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, n := range notes {
+		if s.said[n] {
+			continue
+		}
+		out = append(out, n)
+		if len(s.said) < limits.RunAuditNotesKept {
+			if s.said == nil {
+				s.said = map[string]bool{}
+			}
+			s.said[n] = true
+		}
+	}
+	return out
 }
 
 // workingDir resolves the call's cwd as the file tools resolve a path

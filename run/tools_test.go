@@ -327,11 +327,13 @@ func TestAuditSaysHowContained(t *testing.T) {
 	root := t.TempDir()
 	var buf bytes.Buffer
 	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Config: Config{Reduced: true}, Helper: helper(t), Audit: slog.New(slog.NewJSONHandler(&buf, nil))})
-	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
-	if _, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "exit 2"}); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+		if _, err := testkit.Call(t, s, "run_shell", map[string]any{"command": "exit 2"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var ev struct {
+	type event struct {
 		Msg         string   `json:"msg"`
 		Containment string   `json:"containment"`
 		Notes       []string `json:"notes"`
@@ -342,16 +344,53 @@ func TestAuditSaysHowContained(t *testing.T) {
 			Missing []string `json:"missing"`
 		} `json:"cgroup"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &ev); err != nil {
-		t.Fatalf("%v: %s", err, buf.String())
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d events, want 2: %s", len(lines), buf.String())
 	}
-	if ev.Msg != "contained command" || ev.Containment != "reduced" || len(ev.Notes) == 0 || ev.ExitCode != 2 {
-		t.Errorf("audit event %s", buf.String())
+	var first, second event
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatalf("%v: %s", err, lines[0])
 	}
-	// memory and pids (no milli_cpus set) each applied or missing, or no
-	// cgroup at all.
-	if c := ev.Cgroup; (c.Path == "" && len(c.Missing) != 1) || (c.Path != "" && len(c.Applied)+len(c.Missing) != 2) {
-		t.Errorf("the audit event's cgroup: %+v", c)
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatalf("%v: %s", err, lines[1])
+	}
+	for _, ev := range []event{first, second} {
+		if ev.Msg != "contained command" || ev.Containment != "reduced" || ev.ExitCode != 2 || len(ev.Cgroup.Missing) != 0 {
+			t.Errorf("audit event %+v", ev)
+		}
+	}
+	// memory and pids (no milli_cpus set) each applied or said missing
+	// in a note, or no cgroup at all (a note says so too).
+	missing := 0
+	for _, n := range first.Notes {
+		if strings.HasPrefix(n, "cgroup limit not applied: ") {
+			missing++
+		}
+	}
+	if c := first.Cgroup; len(first.Notes) == 0 || (c.Path == "" && missing != 1) || (c.Path != "" && len(c.Applied)+missing != 2) {
+		t.Errorf("the first event's notes and cgroup: %q %+v", first.Notes, c)
+	}
+	// The host's notes are said once, not on every call.
+	if len(second.Notes) != 0 || len(lines[1]) >= len(lines[0]) && len(first.Notes) > 0 {
+		t.Errorf("the second event says the notes again:\n%s\n%s", lines[0], lines[1])
+	}
+}
+
+// TestSaidNotesBound: a note is said once while fewer than
+// limits.RunAuditNotesKept are remembered; past the bound a new note is
+// said every time, never left out.
+func TestSaidNotesBound(t *testing.T) {
+	var s saidNotes
+	var notes []string
+	for i := range limits.RunAuditNotesKept + 1 {
+		notes = append(notes, fmt.Sprintf("note %d", i))
+	}
+	if got := s.unsaid(notes); len(got) != len(notes) {
+		t.Fatalf("first time: %d of %d said", len(got), len(notes))
+	}
+	if got := s.unsaid(notes); len(got) != 1 || got[0] != notes[limits.RunAuditNotesKept] {
+		t.Fatalf("second time: %q, want only the note past the bound", got)
 	}
 }
 

@@ -8,7 +8,7 @@
 //
 // The format (examples/capkit.toml is a complete, commented example):
 //
-//	audit_log = "/var/log/capkit/audit.jsonl"   # optional: one JSON line per call (actor, tool, outcome, bytes)
+//	audit_log = "/var/log/capkit/audit.jsonl"   # optional: one JSON line per call (actor, session, request, tool, outcome, bytes)
 //	log = "/var/log/capkit/capkit.log"          # optional: the trusted detail log
 //	client_roots = "narrow"        # optional: MCP clients' roots (roots/list) narrow the roots below; default "ignore"
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
 )
 
 // Env is what commands share: standard streams and the global flags.
@@ -83,6 +84,11 @@ Exit codes: 0 success, 1 internal error, 2 invalid_input, 3 not_found,
 11 http, 12 tls.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// The kernel's audit events of an invocation name it as their
+		// request ("capkit call"); its session tells invocations apart.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			cmd.SetContext(kernel.WithRequest(cmd.Context(), cmd.CommandPath()))
+		},
 	}
 	root.PersistentFlags().BoolVar(&env.JSON, "json", false, "print results as JSON")
 	root.PersistentFlags().StringVar(&env.Config, "config", "", "path of a capkit.toml configuration (without it and without --root, tools, call, script run and test use ./capkit.toml; serve uses only the one it is given)")

@@ -102,7 +102,7 @@ func (d *directCalls) take(c *stdioConn, req *jsonrpc.Request) bool {
 		d.mu.Unlock()
 		return false
 	}
-	ctx, cancel := context.WithCancel(d.ctx)
+	ctx, cancel := context.WithCancel(kernel.WithRequest(d.ctx, auditRequestID(req.ID)))
 	dc := &directCall{d: d, c: c, id: req.ID, cancel: cancel}
 	d.inflight[req.ID] = dc
 	d.wg.Add(1)

@@ -58,12 +58,18 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) (release 
 		h.inFlight.Release(held - n)
 		held = n
 	}
-	if err := checkBodyID(body); err != nil {
+	id, err := bodyID(body)
+	if err != nil {
 		h.inFlight.Release(held)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		w.Write(nullIDError(jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message: "+err.Error()))
 		return nil, false
+	}
+	if id.IsValid() {
+		r.Header.Set(requestIDHeader, auditRequestID(id))
+	} else {
+		r.Header.Del(requestIDHeader)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -181,20 +187,20 @@ const StatelessVersion = "2026-07-28"
 // id checked and every call its own.
 var errBatch = errors.New("JSON-RPC batches are not supported: send one message per request")
 
-// checkBodyID refuses a batch, and an HTTP message whose id the SDK would
-// not echo exactly (see parseID). Anything else about the body is the
-// SDK's to judge.
-func checkBodyID(body []byte) error {
+// bodyID is an HTTP message's id (zero for a notification, or a body
+// that is not one JSON object). It refuses a batch, and an id the SDK
+// would not echo exactly (see parseID). Anything else about the body is
+// the SDK's to judge.
+func bodyID(body []byte) (jsonrpc.ID, error) {
 	body = bytes.TrimLeft(body, " \t\r\n")
 	if len(body) > 0 && body[0] == '[' {
-		return errBatch
+		return jsonrpc.ID{}, errBatch
 	}
 	var m struct {
 		ID jsontext.Value `json:"id"`
 	}
 	if len(body) == 0 || body[0] != '{' || jsonv2.Unmarshal(body, &m) != nil {
-		return nil
+		return jsonrpc.ID{}, nil
 	}
-	_, err := parseID(m.ID)
-	return err
+	return parseID(m.ID)
 }

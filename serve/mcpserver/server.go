@@ -354,7 +354,7 @@ func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 	}
 	b.roots.refresh(ctx, req.Session)
-	res, failed, err := b.call(ctx, p.Name, p.Arguments)
+	res, failed, err := b.call(withRequestID(ctx, req.Extra), p.Name, p.Arguments)
 	switch {
 	case err != nil:
 		return nil, err

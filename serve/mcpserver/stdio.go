@@ -371,6 +371,9 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			switch {
 			case req.IsCall():
 				c.track(req.ID)
+				if req.Method == "tools/call" {
+					req.Extra = stdioExtra(req.ID)
+				}
 			case req.Method == "notifications/cancelled":
 				if id, ok := cancelledID(req.Params); ok {
 					c.untrack(id)
