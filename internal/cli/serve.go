@@ -40,12 +40,15 @@ list_roots). The model is told every root and its mode in the server's
 instructions and by list_roots; relative paths start at the first writable
 root, and a file in any root is addressed by its absolute path.
 
-HTTP binds loopback addresses only, unless a --token-file is given
-(--http 0.0.0.0:8933 serves every address of the machine); the Host and
-Origin headers of every request are checked against loopback names, the IP
-address the request arrived at and --allow-host/--allow-origin (DNS
-rebinding), and with --token-file every request must carry
-"Authorization: Bearer TOKEN".
+HTTP binds loopback addresses only, unless a --token-file (or [http]
+tokens) is given (--http 0.0.0.0:8933 serves every address of the
+machine); the Host and Origin headers of every request are checked against
+loopback names, the IP address the request arrived at and
+--allow-host/--allow-origin (DNS rebinding), and with a token every request
+must carry "Authorization: Bearer TOKEN". --token-file serves one actor;
+[http] tokens in the configuration gives each actor its own token file,
+and a session opened with one token refuses requests carrying another.
+Token files must be readable by their owner only.
 The trusted detail log goes to the configured log file, else to standard
 error. serve stops on SIGINT or SIGTERM. Over stdio it runs on one
 processor (GOMAXPROCS=1) unless the GOMAXPROCS environment variable is set.
@@ -64,7 +67,7 @@ A Claude Desktop entry (claude_desktop_config.json):
 	f := cmd.Flags()
 	f.StringVar(&sc.httpAddr, "http", "", "serve Streamable HTTP on HOST:PORT (endpoint /mcp; port 0 picks a free one) instead of stdio")
 	f.StringVar(&sc.clientRoots, "client-roots", "", `"narrow": an MCP client's roots (roots/list) narrow each session's roots to where both meet, never further; "ignore": not asked for (default: the configuration's client_roots, else ignore)`)
-	f.StringVar(&sc.tokenFile, "token-file", "", "with --http: a file holding the bearer token every request must carry")
+	f.StringVar(&sc.tokenFile, "token-file", "", "with --http: a file (mode 600) holding the bearer token every request must carry; its sessions run as --actor")
 	f.StringArrayVar(&sc.allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
 	f.StringArrayVar(&sc.allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
 	sc.hb.add(cmd)
