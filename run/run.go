@@ -27,6 +27,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/net/egress"
 	"github.com/capkit/capkit/run/sandbox"
 )
 
@@ -88,6 +89,14 @@ type Config struct {
 	// default variant.
 	Test  map[string]Command
 	Build map[string]Command
+	// Network, when set, gives every command a network through this
+	// policy proxy alone (run/sandbox's Options.Proxy): the destinations
+	// its HTTP policy admits, with its budget if it has one; nil runs
+	// commands without a network. A network needs full containment.
+	Network *egress.Proxy
+	// NetworkTask is the budget task the proxy charges; "" is the
+	// session's actor (the proxy's own task outside a session).
+	NetworkTask string
 }
 
 // defaultPath is the commands' PATH unless the host sets one.
@@ -269,11 +278,40 @@ func (r *Runner) spec(q request, dir string, writable, readOnly []string, cache 
 func (r *Runner) contained(ctx context.Context, spec *sandbox.Spec, q request) (*sandbox.Result, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
-	res, err := sandbox.Run(ctx, spec, &sandbox.Options{
+	o := &sandbox.Options{
 		Helper: r.helper, Stdin: q.stdin, MaxOutputBytes: r.cfg.MaxOutputBytes,
 		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull, Warm: r.warm, Quarantine: r.cfg.Quarantine,
-	})
+	}
+	if p := r.proxy(ctx); p != nil {
+		o.Proxy = p
+	}
+	res, err := sandbox.Run(ctx, spec, o)
 	return res, errors.Is(ctx.Err(), context.DeadlineExceeded), err
+}
+
+// proxy is the network proxy of one command, charging the configured
+// task or the session's actor; nil without a network.
+func (r *Runner) proxy(ctx context.Context) *egress.Proxy {
+	p := r.cfg.Network
+	if p == nil {
+		return nil
+	}
+	if task := cmp.Or(r.cfg.NetworkTask, actorOf(ctx)); task != "" {
+		return p.WithTask(task)
+	}
+	return p
+}
+
+// actorKey carries the calling session's actor to the proxy's budget.
+type actorKey struct{}
+
+func withActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+func actorOf(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
 }
 
 // quarantined is the failure of a command that left entries at protected

@@ -73,6 +73,8 @@ type RunResult struct {
 	// Cgroup says which cgroup v2 limits bound the command (the group's
 	// host path, which names the server's process, only in the audit).
 	Cgroup sandbox.CgroupReport `json:"cgroup"`
+	// Network lists the requests the network proxy refused, and why.
+	Network []string `json:"network,omitempty"`
 
 	stdout, stderr string
 }
@@ -99,6 +101,9 @@ func (r RunResult) ToolText() string {
 	}
 	if r.ExitCode != 0 || r.Signal != "" {
 		b.WriteString(r.closedText())
+	}
+	for _, n := range r.Network {
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	return b.String()
 }
@@ -214,7 +219,7 @@ func ResultOf(o *Outcome) RunResult {
 	return RunResult{
 		Command: o.Command, Dir: o.Dir, ExitCode: res.ExitCode, Signal: res.Signal,
 		DurationMS: res.Duration.Milliseconds(), StdoutBytes: res.Stdout.Bytes, StderrBytes: res.Stderr.Bytes,
-		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Closed: res.Closed, Leftover: res.Leftover, Cgroup: cg,
+		Omitted: res.Stdout.Omitted + res.Stderr.Omitted, Containment: string(res.Containment), Notes: res.Notes, Closed: res.Closed, Leftover: res.Leftover, Cgroup: cg, Network: res.Network,
 		stdout: res.Stdout.Text, stderr: res.Stderr.Text,
 	}
 }
@@ -254,16 +259,16 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			Effect:  capability.RunShell,
 			Title:   "Run shell command",
 			Summary: "Run a shell command in a container over the granted roots",
-			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, no network, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends. If it creates a protected path that was missing (git init, a capkit.toml, .git/hooks), the call fails with "denied" and that path is moved out of the root; everything else it wrote stays.
+			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, %s, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends. If it creates a protected path that was missing (git init, a capkit.toml, .git/hooks), the call fails with "denied" and that path is moved out of the root; everything else it wrote stays.
 Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out; streams that would not fit the tool's output bound (%s by default) are cut again the same way. A command past its time limit fails with "limit".
-Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, max, out, limits.Bytes(limits.DefaultMaxOutputBytes)),
+Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, r.networkText(), max, out, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
 		func(ctx context.Context, call *kernel.Call, in ShellArgs) (RunResult, error) {
 			q, err := r.shellRequest(in, max)
 			if err != nil {
 				return RunResult{}, err
 			}
-			o, err := r.run(ctx, call.Session.Capabilities(), q)
+			o, err := r.run(withActor(ctx, call.Session.Actor()), call.Session.Capabilities(), q)
 			if err != nil {
 				return RunResult{}, err
 			}
@@ -341,16 +346,33 @@ func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[
 			Hot:     hot,
 			Title:   "Run " + kind + " command",
 			Summary: fmt.Sprintf("Run the %s command the host declared, contained, and read its result", kind),
-			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, no network, .git and capkit.toml read-only; creating a missing one fails the call with "denied" and moves it out of the root). The declared commands:
+			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, %s, .git and capkit.toml read-only; creating a missing one fails the call with "denied" and moves it out of the root). The declared commands:
 %s
 Returns the exit code, the duration, and stdout and stderr, each cut to its first and last bytes around a marker stating how many were left out (again where both would not fit the tool's output bound). A command past its time limit fails with "limit".
-Example: {"name": "", "args": []}`, kind, strings.Join(lines, "\n")),
+Example: {"name": "", "args": []}`, kind, r.networkText(), strings.Join(lines, "\n")),
 		},
 		func(ctx context.Context, call *kernel.Call, in DeclaredArgs) (RunResult, error) {
-			o, err := r.Declared(ctx, call.Session.Capabilities(), kind, in.Name, in.Args, in.Cwd)
+			o, err := r.Declared(withActor(ctx, call.Session.Actor()), call.Session.Capabilities(), kind, in.Name, in.Args, in.Cwd)
 			if err != nil {
 				return RunResult{}, err
 			}
 			return fitOutput(call, ResultOf(o))
 		})
+}
+
+// shownHosts bounds the host names a tool description lists.
+const shownHosts = 12
+
+// networkText says what network the commands have, for the tools'
+// descriptions.
+func (r *Runner) networkText() string {
+	if r.cfg.Network == nil {
+		return "no network"
+	}
+	hosts := r.cfg.Network.Policy().Hosts
+	list := strings.Join(hosts[:min(len(hosts), shownHosts)], ", ")
+	if len(hosts) > shownHosts {
+		list += fmt.Sprintf(" and %d more", len(hosts)-shownHosts)
+	}
+	return "a network only through the host's policy proxy (HTTP_PROXY and HTTPS_PROXY name it; names are resolved there), to the hosts " + list
 }

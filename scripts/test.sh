@@ -12,6 +12,8 @@ export GOFLAGS="${GOFLAGS:--mod=readonly}"
 bash scripts/need-postgres.sh
 # ip for the network-namespace tests; they skip without it, except under CI=true.
 bash scripts/need-iproute2.sh || [ "${CI:-}" != true ]
+# curl for the network-policy tests; they skip without it, except under CI=true.
+bash scripts/need-curl.sh || [ "${CI:-}" != true ]
 
 echo "== MCP clients for the end-to-end suite (TypeScript SDK, Inspector)"
 # Under CI=true the suite fails without them; elsewhere it skips.

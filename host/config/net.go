@@ -48,19 +48,34 @@ func (c *Config) resolveNet(errs *errorList) {
 	if n.HTTPPolicy == "" {
 		errs.add(c.Errorf("net.http_policy", "missing: [net] needs a reviewed HTTP policy file"))
 	}
-	hasBudget := n.BudgetRoot != "" || n.BudgetStore != ""
+	c.resolvePolicyPaths(errs, "net.http_policy", &n.HTTPPolicy, budgetKeys{
+		"net.budget_policy", "net.budget_root", "net.budget_store", &n.BudgetPolicy, &n.BudgetRoot, &n.BudgetStore,
+	})
+}
+
+// budgetKeys are a table's budget fields: names, then values.
+type budgetKeys struct {
+	policyField, rootField, storeField string
+	policy, root, store                *string
+}
+
+// resolvePolicyPaths checks an HTTP policy and its budget (a policy and
+// exactly one of a root or a PostgreSQL store) and makes their paths
+// absolute, refusing any a model could rewrite through a writable root.
+func (c *Config) resolvePolicyPaths(errs *errorList, policyField string, policy *string, b budgetKeys) {
+	hasStore := *b.root != "" || *b.store != ""
 	switch {
-	case n.BudgetPolicy != "" && n.BudgetRoot != "" == (n.BudgetStore != ""):
-		errs.add(c.Errorf("net.budget_policy", "needs exactly one of budget_root or budget_store"))
-	case n.BudgetPolicy == "" && hasBudget:
-		errs.add(c.Errorf("net.budget_policy", "missing: budget_root and budget_store need a budget policy"))
-	case n.BudgetStore != "" && !budget.IsPostgres(n.BudgetStore):
-		errs.add(c.Errorf("net.budget_store", "must be a postgres:// URL"))
+	case *b.policy != "" && *b.root != "" == (*b.store != ""):
+		errs.add(c.Errorf(b.policyField, "needs exactly one of %s or %s", lastKey(b.rootField), lastKey(b.storeField)))
+	case *b.policy == "" && hasStore:
+		errs.add(c.Errorf(b.policyField, "missing: %s and %s need a budget policy", lastKey(b.rootField), lastKey(b.storeField)))
+	case *b.store != "" && !budget.IsPostgres(*b.store):
+		errs.add(c.Errorf(b.storeField, "must be a postgres:// URL"))
 	}
 	for _, f := range []struct {
 		field string
 		path  *string
-	}{{"net.http_policy", &n.HTTPPolicy}, {"net.budget_policy", &n.BudgetPolicy}, {"net.budget_root", &n.BudgetRoot}} {
+	}{{policyField, policy}, {b.policyField, b.policy}, {b.rootField, b.root}} {
 		if *f.path == "" {
 			continue
 		}
@@ -73,6 +88,9 @@ func (c *Config) resolveNet(errs *errorList) {
 		c.refuseWritable(errs, f.field, abs)
 	}
 }
+
+// lastKey is a dotted field's own name.
+func lastKey(field string) string { return field[strings.LastIndexByte(field, '.')+1:] }
 
 // refuseWritable refuses a path a model could write through a writable
 // root (by any of its realPaths).

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,6 +35,11 @@ import (
 //	cache = "none"                # optional: the base of the persistent tool caches, or "none"; default $XDG_CACHE_HOME/capkit/run-cache
 //	cache_bytes = 21474836480     # optional: the bound of that base, every root's caches together
 //	quarantine = "/var/lib/capkit/quarantine" # optional: where a protected path a command created is moved; outside every root; default $XDG_STATE_HOME/capkit/quarantine
+//	network = "registry.json"     # optional: "none" (the default), or a reviewed HTTP policy (format 1, with "hosts"): commands reach those hosts through capkit's proxy
+//	network_budget_policy = "b.json"   # optional BudgetPolicy: each proxied request admitted durably first
+//	network_budget_root = "/var/lib/capkit/run-budget" # with network_budget_policy: its SQLite root, or
+//	network_budget_store = "postgres://..."            #   a PostgreSQL store shared by many hosts
+//	network_task = "builds"       # optional budget task; default: the session's actor ("cli" for capkit run and test)
 //
 //	[test]                        # the command run_test runs
 //	command = ["go", "test", "./..."]
@@ -50,7 +56,9 @@ import (
 // the host itself uses (its own Go build cache), or a command could
 // plant what the host later runs. The tool caches are capkit's own, one
 // per set of roots (package run); a cache directory that is, holds or
-// lies in one of the host user's own tool caches is refused.
+// lies in one of the host user's own tool caches is refused. The network
+// policy and its budget are paths relative to the configuration file's
+// directory, refused inside a writable root as [net]'s are.
 type RunConfig struct {
 	Containment    string            `toml:"containment"`
 	Timeout        Duration          `toml:"timeout"`
@@ -70,6 +78,12 @@ type RunConfig struct {
 	Cache      any    `toml:"cache"`
 	CacheBytes int64  `toml:"cache_bytes"`
 	Quarantine string `toml:"quarantine"`
+	// Network is "none" or an HTTP policy file; its budget is optional.
+	Network             string `toml:"network"`
+	NetworkBudgetPolicy string `toml:"network_budget_policy"`
+	NetworkBudgetRoot   string `toml:"network_budget_root"`
+	NetworkBudgetStore  string `toml:"network_budget_store"`
+	NetworkTask         string `toml:"network_task"`
 
 	readOnly, writable []string // resolved
 	cache              string   // resolved; "" : none
@@ -219,6 +233,40 @@ func (c *Config) resolveRun(errs *errorList) {
 	}
 	c.resolveCache(errs)
 	c.resolveQuarantine(errs)
+	c.resolveNetwork(errs)
+}
+
+// resolveNetwork checks [run]'s network keys and makes their paths
+// absolute.
+func (c *Config) resolveNetwork(errs *errorList) {
+	r := &c.Run
+	if r.Network == "none" {
+		r.Network = ""
+	}
+	if r.Network == "" {
+		for _, k := range []string{"network_budget_policy", "network_budget_root", "network_budget_store", "network_task"} {
+			if c.has("run." + k) {
+				errs.add(c.Errorf("run."+k, "needs run.network: a reviewed HTTP policy for the commands' network"))
+			}
+		}
+		return
+	}
+	c.resolvePolicyPaths(errs, "run.network", &r.Network, budgetKeys{
+		"run.network_budget_policy", "run.network_budget_root", "run.network_budget_store",
+		&r.NetworkBudgetPolicy, &r.NetworkBudgetRoot, &r.NetworkBudgetStore,
+	})
+}
+
+// RunNetwork is [run]'s network: the HTTP policy file ("" for none), its
+// budget (policy file and locator, or none) and task.
+type RunNetwork struct {
+	Policy, BudgetPolicy, BudgetLocator, Task string
+}
+
+// RunNetwork is the resolved network of contained commands.
+func (c *Config) RunNetwork() RunNetwork {
+	r := c.Run
+	return RunNetwork{Policy: r.Network, BudgetPolicy: r.NetworkBudgetPolicy, BudgetLocator: cmp.Or(r.NetworkBudgetStore, r.NetworkBudgetRoot), Task: r.NetworkTask}
 }
 
 // resolveCache resolves [run] cache: capkit's default base unless it
@@ -362,8 +410,9 @@ func (c *Config) RunOptions() run.Config {
 		Timeout:        time.Duration(r.Timeout),
 		Limits: sandbox.Limits{MemoryBytes: r.MemoryBytes, Processes: r.Processes, FileBytes: r.FileBytes,
 			OpenFiles: r.OpenFiles, TmpBytes: r.TmpBytes, MilliCPUs: r.MilliCPUs},
-		Test:  commands(c.Test),
-		Build: commands(c.Build),
+		Test:        commands(c.Test),
+		Build:       commands(c.Build),
+		NetworkTask: r.NetworkTask,
 	}
 	for _, k := range sortedKeys(r.Env) {
 		out.Env = append(out.Env, k+"="+r.Env[k])

@@ -208,3 +208,60 @@ func TestRunCache(t *testing.T) {
 		t.Errorf("cache_bytes: %v", err)
 	}
 }
+
+// TestRunNetworkConfig: [run] network is "none" by default or a policy
+// file with an optional budget, its paths resolved against the
+// configuration's directory and refused inside a writable root; budget
+// keys without a network, or a budget without exactly one store, are
+// refused. [net] shares those rules.
+func TestRunNetworkConfig(t *testing.T) {
+	dir := tree(t)
+	for _, c := range []struct {
+		doc  string
+		want RunNetwork
+		errs []string
+	}{
+		{roots, RunNetwork{}, nil},
+		{roots + "[run]\nnetwork = \"none\"\n", RunNetwork{}, nil},
+		{roots + "[run]\nnetwork = \"registry.json\"\nnetwork_task = \"builds\"\n",
+			RunNetwork{Policy: filepath.Join(dir, "registry.json"), Task: "builds"}, nil},
+		{roots + "[run]\nnetwork = \"registry.json\"\nnetwork_budget_policy = \"b.json\"\nnetwork_budget_root = \"budget\"\n",
+			RunNetwork{Policy: filepath.Join(dir, "registry.json"), BudgetPolicy: filepath.Join(dir, "b.json"), BudgetLocator: filepath.Join(dir, "budget")}, nil},
+		{roots + "[run]\nnetwork = \"registry.json\"\nnetwork_budget_policy = \"b.json\"\nnetwork_budget_store = \"postgres://db.example.org/b\"\n",
+			RunNetwork{Policy: filepath.Join(dir, "registry.json"), BudgetPolicy: filepath.Join(dir, "b.json"), BudgetLocator: "postgres://db.example.org/b"}, nil},
+		{roots + "[run]\nnetwork = \"rw/registry.json\"\n", RunNetwork{}, []string{"run.network", "inside writable root"}},
+		{roots + "[run]\nnetwork = \"ro/registry.json\"\n", RunNetwork{Policy: filepath.Join(dir, "ro/registry.json")}, nil},
+		{roots + "[run]\nnetwork = \"registry.json\"\nnetwork_budget_policy = \"rw/b.json\"\nnetwork_budget_root = \"budget\"\n", RunNetwork{}, []string{"run.network_budget_policy", "inside writable root"}},
+		{roots + "[run]\nnetwork_budget_policy = \"b.json\"\n", RunNetwork{}, []string{"run.network_budget_policy", "needs run.network"}},
+		{roots + "[run]\nnetwork_task = \"t\"\n", RunNetwork{}, []string{"run.network_task", "needs run.network"}},
+		{roots + "[run]\nnetwork = \"registry.json\"\nnetwork_budget_policy = \"b.json\"\n", RunNetwork{}, []string{"run.network_budget_policy", "exactly one of network_budget_root or network_budget_store"}},
+		{roots + "[run]\nnetwork = \"registry.json\"\nnetwork_budget_root = \"budget\"\n", RunNetwork{}, []string{"run.network_budget_policy", "need a budget policy"}},
+		{roots + "[run]\nnetwork = \"registry.json\"\nnetwork_budget_policy = \"b.json\"\nnetwork_budget_store = \"mysql://x\"\n", RunNetwork{}, []string{"run.network_budget_store", "postgres://"}},
+		{roots + "[net]\nhttp_policy = \"h.json\"\nbudget_policy = \"b.json\"\n", RunNetwork{}, []string{"net.budget_policy", "exactly one of budget_root or budget_store"}},
+		{roots + "[net]\nhttp_policy = \"rw/h.json\"\n", RunNetwork{}, []string{"net.http_policy", "inside writable root"}},
+	} {
+		cfg, err := parseIn(t, dir, c.doc)
+		if len(c.errs) > 0 {
+			if err == nil {
+				t.Errorf("%s: accepted", c.doc)
+				continue
+			}
+			for _, w := range c.errs {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: %v, want it to mention %q", c.doc, err, w)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.doc, err)
+			continue
+		}
+		if got := cfg.RunNetwork(); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.doc, got, c.want)
+		}
+		if got := cfg.RunOptions().NetworkTask; got != c.want.Task {
+			t.Errorf("%s: task %q", c.doc, got)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,7 +35,7 @@ func newRunCmd(env *Env) *cobra.Command {
 	var timeout time.Duration
 	var requireFull bool
 	cmd := &cobra.Command{
-		Use:   "run --root DIR [--read-only DIR] [--timeout D] -- CMD [ARG...]",
+		Use:   "run (--root DIR [--read-only DIR] | --config capkit.toml) [--timeout D] -- CMD [ARG...]",
 		Short: "Run a command in a container over the given roots",
 		Long: fmt.Sprintf(`run executes CMD in the container run_shell uses: the system directories
 read-only, the --root directories read-write (with .git and capkit.toml
@@ -42,18 +44,21 @@ network, no other process, no capability. Its stdout and stderr are passed
 through, each kept to %d bytes (its head and tail around a marker stating
 the bytes left out).
 
+With --config, the configuration's roots and [run] settings apply as
+capkit serve applies them (limits, env, caches, [run] network: a network
+through capkit's policy proxy alone), and CMD runs in the working
+directory when that lies in a root (else in the first writable root).
+What the proxy refused is noted on standard error.
+
 %s
 
 Example:
   capkit run --root . --timeout 2m -- go vet ./...`, limits.RunDefaultOutputBytes, runExitHelp),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(roots) == 0 {
-				roots = []string{"."}
-			}
-			cfg, err := config.FromFlags(roots, readOnly)
+			cfg, cwd, err := runConfig(env, roots, readOnly)
 			if err != nil {
-				return setupFault(err)
+				return err
 			}
 			caps, err := rootCaps(cfg, capability.RunShell)
 			if err != nil {
@@ -63,9 +68,9 @@ Example:
 				return fault.New(fault.InvalidInput, "--timeout %v is outside (0, %v]", timeout, limits.RunHardTimeout)
 			}
 			rc := cfg.RunOptions()
-			rc.RequireFull = requireFull
-			return runContained(env, cmd, rc, func(r *contained.Runner) (*contained.Outcome, error) {
-				return r.Command(cmd.Context(), caps, capability.RunShell, args, "", nil, timeout)
+			rc.RequireFull = rc.RequireFull || requireFull
+			return runContained(env, cmd, cfg, rc, func(r *contained.Runner) (*contained.Outcome, error) {
+				return r.Command(cmd.Context(), caps, capability.RunShell, args, cwd, nil, timeout)
 			})
 		},
 	}
@@ -117,7 +122,7 @@ Example:
 			if build {
 				kind = "build"
 			}
-			return runContained(env, cmd, cfg.RunOptions(), func(r *contained.Runner) (*contained.Outcome, error) {
+			return runContained(env, cmd, cfg, cfg.RunOptions(), func(r *contained.Runner) (*contained.Outcome, error) {
 				return r.Declared(cmd.Context(), caps, kind, name, extra, "")
 			})
 		},
@@ -150,13 +155,64 @@ func rootCaps(cfg *config.Config, effect capability.Effect) (capability.Set, err
 	return capability.Set{w, r}, nil
 }
 
-// runContained runs one command and passes its result through.
-func runContained(env *Env, cmd *cobra.Command, cfg contained.Config, do func(*contained.Runner) (*contained.Outcome, error)) error {
+// runConfig is capkit run's configuration: the --config file's, with
+// the working directory when it lies in one of its roots ("": the first
+// writable root), or the --root and --read-only directories' (default
+// --root .).
+func runConfig(env *Env, roots, readOnly []string) (*config.Config, string, error) {
+	if env.Config == "" {
+		if len(roots) == 0 {
+			roots = []string{"."}
+		}
+		cfg, err := config.FromFlags(roots, readOnly)
+		if err != nil {
+			return nil, "", setupFault(err)
+		}
+		return cfg, "", nil
+	}
+	if len(roots)+len(readOnly) > 0 {
+		return nil, "", fault.New(fault.InvalidInput, "give either --config or --root/--read-only, not both")
+	}
+	cfg, err := config.Load(env.Config)
+	if err != nil {
+		return nil, "", setupFault(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return cfg, "", nil
+	}
+	for _, r := range cfg.Roots {
+		for _, d := range []string{wd, realPath(wd)} {
+			if capability.Within(r.Dir, d) {
+				return cfg, d, nil
+			}
+		}
+	}
+	return cfg, "", nil
+}
+
+// realPath is p with its symbolic links resolved, or p.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// runContained runs one command, with cfg's [run] network, and passes
+// its result through.
+func runContained(env *Env, cmd *cobra.Command, cfg *config.Config, rc contained.Config, do func(*contained.Runner) (*contained.Outcome, error)) error {
 	helper, err := host.SandboxHelper()
 	if err != nil {
 		return err
 	}
-	o, err := do(contained.NewRunner(helper, &contained.RunnerOptions{Config: cfg}))
+	proxy, closeNetwork, err := host.RunNetwork(cmd.Context(), cfg, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer closeNetwork()
+	rc.Network = proxy
+	o, err := do(contained.NewRunner(helper, &contained.RunnerOptions{Config: rc}))
 	if err != nil {
 		return err
 	}
@@ -178,6 +234,9 @@ func runContained(env *Env, cmd *cobra.Command, cfg contained.Config, do func(*c
 			for _, d := range res.Closed {
 				fmt.Fprintf(env.Stderr, "capkit: note: %s\n", sandbox.ClosedNote(d))
 			}
+		}
+		for _, n := range res.Network {
+			fmt.Fprintf(env.Stderr, "capkit: note: %s\n", n)
 		}
 	}
 	code := res.ExitCode

@@ -143,3 +143,27 @@ command = ["echo", "tested"]
 		t.Errorf("no capkit.toml here: exit %d, %q", code, errOut)
 	}
 }
+
+// TestRunWithConfig: capkit run --config applies the configuration's
+// roots and [run] settings as serve does (its env here), runs in the
+// working directory when that lies in a root, and refuses --root beside
+// it. Before, --config was ignored and the command ran over "." with no
+// [run] at all.
+func TestRunWithConfig(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "proj", "sub")
+	mustNil(t, os.MkdirAll(sub, 0o755))
+	cfg := filepath.Join(dir, "capkit.toml")
+	mustNil(t, os.WriteFile(cfg, []byte("[[root]]\npath = \"proj\"\n[run]\nenv = { MARK = \"from the configuration\" }\n"), 0o644))
+	code, stdout, stderr := run(t, "", "--config", cfg, "run", "--", "sh", "-c", `echo "$MARK"; pwd`)
+	if code != 0 || stdout != "from the configuration\n"+filepath.Join(dir, "proj")+"\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	t.Chdir(sub)
+	if code, stdout, stderr := run(t, "", "--config", cfg, "run", "--", "pwd"); code != 0 || stdout != sub+"\n" {
+		t.Errorf("from %s: exit %d, stdout %q, stderr %q", sub, code, stdout, stderr)
+	}
+	if code, _, stderr := run(t, "", "--config", cfg, "run", "--root", dir, "--", "true"); code != 2 || !strings.Contains(stderr, "either --config or --root") {
+		t.Errorf("--config and --root: exit %d, %q", code, stderr)
+	}
+}

@@ -27,9 +27,9 @@
 // and at most as long as its command. The bounds of the command's side
 // (connections at once, header bytes and time) are limits.Egress*.
 //
-// The audit log gets one event per request the proxy answered: the host,
-// port, kind, bytes each way, upstream status and outcome; never a path,
-// a query or a body.
+// The audit log gets one event per request the proxy answered: the task,
+// host, port, kind, bytes each way, upstream status and outcome; never a
+// path, a query or a body.
 //
 // The connection loop is written here, on net/http's request and
 // response parsers and Transport, rather than on net/http's Server: a
@@ -110,6 +110,14 @@ func New(policy *fetch.Policy, opts *Options) (*Proxy, error) {
 
 // Policy is the policy the proxy admits destinations by.
 func (p *Proxy) Policy() *fetch.Policy { return &p.policy }
+
+// WithTask is the proxy charging its budget to task (a session's actor,
+// say) and naming it in the audit; the rest is shared with p.
+func (p *Proxy) WithTask(task string) *Proxy {
+	c := *p
+	c.opts.Task = task
+	return &c
+}
 
 // Serve answers the connections l accepts, as one command's proxy, until
 // l is closed or ctx ends; then it closes every connection and returns,
@@ -235,7 +243,7 @@ func (s *session) audit(ctx context.Context, r *record) {
 	if r.err != nil {
 		outcome, reason = string(fault.CodeOf(r.err)), fault.As(r.err).Message
 	}
-	attrs := []slog.Attr{slog.String("kind", r.kind), slog.String("host", r.host), slog.Int("port", int(r.port)),
+	attrs := []slog.Attr{slog.String("task", s.p.opts.Task), slog.String("kind", r.kind), slog.String("host", r.host), slog.Int("port", int(r.port)),
 		slog.String("outcome", outcome), slog.Int64("bytes_sent", r.sent), slog.Int64("bytes_received", r.received),
 		slog.Int64("duration_us", time.Since(r.start).Microseconds())}
 	if r.method != "" {

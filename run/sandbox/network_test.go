@@ -100,8 +100,8 @@ func TestNetworkOnlyThroughTheProxy(t *testing.T) {
 	if p.served.Load() != 1 || p.serving.Load() != 0 {
 		t.Errorf("the proxy answered %d connections and is serving %d after the run, want 1 and 0", p.served.Load(), p.serving.Load())
 	}
-	if !slices.Contains(res.Notes, "the test proxy answered 1 connections") {
-		t.Errorf("notes %q lack the proxy's", res.Notes)
+	if !slices.Equal(res.Network, []string{"the test proxy answered 1 connections"}) {
+		t.Errorf("network notes %q, want the proxy's", res.Network)
 	}
 }
 

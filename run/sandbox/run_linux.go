@@ -430,7 +430,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 		res.Containment = Full
 	}
 	rep := splitReport(string(report))
-	res.Notes, res.Closed = slices.Concat(h.notes, rep.notes, proxyNotes), rep.closed
+	res.Notes, res.Closed, res.Network = append(h.notes, rep.notes...), rep.closed, proxyNotes
 	failure, execd := rep.failure, rep.execd
 	switch {
 	case killed.Load():

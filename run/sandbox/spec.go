@@ -180,7 +180,7 @@ type Options struct {
 	// Proxy, when set, gives the command a network through it alone:
 	// the container's loopback is brought up with a listener on
 	// ProxyAddr, which Proxy serves from outside the container for the
-	// command's life; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and their
+	// command's life (its notes are Result.Network); HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and their
 	// lower-case forms) name it, replacing any in Spec.Env, and NO_PROXY
 	// is removed. The command may create TCP and UDP sockets, but its
 	// network namespace holds nothing else (no route out, no name
@@ -203,7 +203,7 @@ type Options struct {
 type Proxy interface {
 	// Serve answers the connections l accepts until l is closed or ctx
 	// ends, closes every one of them, and returns notes for the
-	// command's result (what it refused).
+	// command's result (Result.Network: what it refused).
 	Serve(ctx context.Context, l net.Listener) []string
 }
 
@@ -262,6 +262,9 @@ type Result struct {
 	Leftover string `json:"leftover,omitempty"`
 	// Cgroup says which cgroup v2 limits bound the run and which did not.
 	Cgroup CgroupReport `json:"cgroup"`
+	// Network is what the proxy (Options.Proxy) said of the command's
+	// requests: the ones it refused, and why.
+	Network []string `json:"network,omitempty"`
 
 	warm bool // the run's helper was started ahead (Options.Warm)
 }
