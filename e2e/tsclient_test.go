@@ -91,6 +91,7 @@ type tsOutput struct {
 			Title        string `json:"title"`
 			OutputSchema bool   `json:"output_schema"`
 		} `json:"tools"`
+		Bytes      int             `json:"bytes"`
 		IsError    bool            `json:"is_error"`
 		Text       string          `json:"text"`
 		Meta       map[string]any  `json:"meta"`

@@ -12,8 +12,8 @@ import (
 )
 
 type toolSearchArgs struct {
-	Query string `json:"query" jsonschema:"words to look for in tool names, titles and summaries (whole words), e.g. \"move rename file\""`
-	Limit int    `json:"limit,omitempty" jsonschema:"most tools to return; a number outside the range the description states is brought into it"`
+	Query string `json:"query"`
+	Limit int    `json:"limit,omitempty"`
 }
 
 // ToolMatch is one tool found by tool_search.
@@ -74,11 +74,9 @@ func registerToolSearch(b *Builder) error {
 			Hot:     true,
 			Title:   "Find more tools",
 			Summary: "Find and enable more tools by keyword.",
-			Description: fmt.Sprintf("Searches the tools this session may use, by whole words in their names, titles and summaries, "+
-				"adds the matches not listed yet to the tool list, and says which were new and which were listed already. "+
-				"Returns at most %d tools (default %d); a limit outside %d..%d is brought into that range and the result says so. "+
-				`Example: {"query": "move rename file", "limit": 3}`,
-				limits.SearchMaxResults, limits.SearchDefaultResults, limits.SearchMinResults, limits.SearchMaxResults),
+			Description: fmt.Sprintf("Finds more tools this session may use, by words in their names, titles and summaries, "+
+				"and adds them to the tool list; the result says which are new. At most %d (default %d).",
+				limits.SearchMaxResults, limits.SearchDefaultResults),
 		},
 		func(ctx context.Context, call *Call, in toolSearchArgs) (ToolSearchResult, error) {
 			s := call.Session

@@ -63,6 +63,12 @@ const (
 	PathMaxBytes       = 4 * KiB
 	ToolSearchMaxQuery = 1 * KiB
 
+	// HotToolListMaxBytes bounds the tools/list JSON of the default hot
+	// set (what capkit serve --root DIR lists first), which a model pays
+	// for on every turn. Not enforced at run time: the e2e suite's
+	// TestHotToolListSize holds the descriptions and schemas to it.
+	HotToolListMaxBytes = 8_000
+
 	// ReadMaxLines bounds read_file's limit argument; the output bound
 	// usually binds first.
 	ReadMaxLines = 1_000_000

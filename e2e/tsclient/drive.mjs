@@ -9,7 +9,8 @@
 //   "roots": ["file:///..."]   (optional: the client then offers roots),
 //   "steps": [{"op": ...}, ...]
 // and runs the steps in order, one at a time, as a model's client does:
-//   list                    tools/list (this arms the SDK's output-schema check)
+//   list                    tools/list (this arms the SDK's output-schema check);
+//                           bytes: the UTF-8 length of the tools as JSON
 //   call {tool, args}       tools/call; the result, or what callTool threw
 //   cancel {tool, args, after_ms}  tools/call aborted through an AbortSignal
 //   follow {tool, args, offset_arg, next}  tools/call, then again with
@@ -54,7 +55,10 @@ async function run(step) {
   switch (step.op) {
     case 'list': {
       const { tools } = await client.listTools();
-      return { tools: tools.map((t) => ({ name: t.name, title: t.title ?? '', output_schema: !!t.outputSchema })) };
+      return {
+        tools: tools.map((t) => ({ name: t.name, title: t.title ?? '', output_schema: !!t.outputSchema })),
+        bytes: Buffer.byteLength(JSON.stringify(tools)),
+      };
     }
     case 'call':
       return call(step, {});

@@ -13,29 +13,25 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var editDescription = fmt.Sprintf(`Replaces old_string with new_string in a file this session has read with read_file and that has not changed since (else the result is a conflict and nothing is changed; after a successful edit the next edit needs no new read). old_string must match the file exactly (whitespace included, without read_file's line numbers) and occur exactly once, unless replace_all is true; otherwise the result says how many times it occurs and nothing is changed. old_string and new_string must differ. In a file with CRLF line endings, \n in both strings stands for \r\n.
-Several changes at once: give edits (at most %d, each {old_string, new_string, replace_all}) instead of old_string/new_string; they apply in order, each to the result of the ones before, and either all apply or none does. dry_run: true shows the diff and writes nothing.
-The file, before and after, is at most %d bytes; the change is atomic and the result shows a short diff (at most %d bytes).
-Example: {"path": "src/main.go", "old_string": "func old() {", "new_string": "func renamed() {"}
-Example: {"path": "src/main.go", "edits": [{"old_string": "a := 1", "new_string": "a := 2"}, {"old_string": "b()", "new_string": "c()", "replace_all": true}], "dry_run": true}`,
-	limits.EditMaxEdits, limits.EditMaxFileBytes, limits.DiffMaxBytes)
+var editDescription = fmt.Sprintf(`Replaces old_string with new_string in a file this session read with read_file and that is unchanged since; otherwise the result is a conflict and nothing changes (after an edit, the next needs no new read). old_string must match exactly, whitespace included, without read_file's line numbers, and occur once unless replace_all; otherwise nothing changes and the result says how often it occurs. In a CRLF file \n stands for \r\n. edits: up to %d {old_string, new_string, replace_all}, in order, all or none; dry_run shows the diff only. Files up to %s.`,
+	limits.EditMaxEdits, limits.Bytes(limits.EditMaxFileBytes))
 
 // EditArgs are edit_file's arguments: one change (OldString, NewString,
 // ReplaceAll) or several (Edits).
 type EditArgs struct {
-	Path       string     `json:"path" jsonschema:"the file: relative to the first writable root, or absolute inside any writable root (list_roots lists the roots and their modes)"`
-	OldString  string     `json:"old_string,omitempty" jsonschema:"the exact text to replace (or use edits)"`
-	NewString  string     `json:"new_string,omitempty" jsonschema:"the text to put in its place"`
-	ReplaceAll bool       `json:"replace_all,omitempty" jsonschema:"replace every occurrence (default false: old_string must be unique)"`
-	Edits      []EditSpec `json:"edits,omitempty" jsonschema:"several changes applied in order, all or none (instead of old_string/new_string)"`
-	DryRun     bool       `json:"dry_run,omitempty" jsonschema:"show the diff without writing the file"`
+	Path       string     `json:"path"`
+	OldString  string     `json:"old_string,omitempty"`
+	NewString  string     `json:"new_string,omitempty"`
+	ReplaceAll bool       `json:"replace_all,omitempty"`
+	Edits      []EditSpec `json:"edits,omitempty"`
+	DryRun     bool       `json:"dry_run,omitempty"`
 }
 
 // EditSpec is one change of a multi-edit.
 type EditSpec struct {
-	OldString  string `json:"old_string" jsonschema:"the exact text to replace"`
-	NewString  string `json:"new_string" jsonschema:"the text to put in its place"`
-	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
 }
 
 // EditResult reports an edit; the diff is its text.

@@ -16,17 +16,15 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var globDescription = fmt.Sprintf(`Finds files whose path matches a glob pattern, relative to path (default: the first writable root, where relative paths start; a directory in any root may be given absolute): * matches within one path element, ** any number of elements, ? one character, [abc] [a-z] [!abc] and {a,b} as usual. Directories named .git are skipped; symbolic links are not followed.
-Paths are sorted by modification time, newest first (ties by path), or by path with sort="path". limit (default and at most %d) paths are shown from offset (default 0); the result says the offset of the next page. The modification-time order changes when files do, so its pages are stable only while the files are.
-Example: {"pattern": "**/*_test.go", "path": "src"}`, limits.GlobMaxLimit)
+var globDescription = fmt.Sprintf(`Finds files by a glob pattern under path (default: the first root): * within a path element, ** across elements, ?, [a-z], [!a], {a,b}. Skips .git; never follows symbolic links. Newest first, or by path with sort="path" (pages that stay stable); up to %d (the default) from offset, and the result gives the next offset.`, limits.GlobMaxLimit)
 
 // GlobArgs are glob's arguments.
 type GlobArgs struct {
-	Pattern string `json:"pattern" jsonschema:"the glob, e.g. **/*.go"`
-	Path    string `json:"path,omitempty" jsonschema:"the directory to search: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
-	Sort    string `json:"sort,omitempty" jsonschema:"modified (default: newest first) or path"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"most paths to show"`
-	Offset  int    `json:"offset,omitempty" jsonschema:"paths to skip before the first one shown, to page"`
+	Pattern string `json:"pattern"`
+	Path    string `json:"path,omitempty"`
+	Sort    string `json:"sort,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Offset  int    `json:"offset,omitempty"`
 }
 
 // GlobResult reports a glob; the paths are its text.

@@ -12,30 +12,27 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var grepDescription = fmt.Sprintf(`Searches file contents for a regular expression (RE2 syntax, as Go's regexp; ^ and $ match at line boundaries), or for literal text with literal=true. A match lies within one line unless multiline=true, where . also matches a newline and a match may span lines (files up to %s).
-path is a file or directory (default: the first writable root, where relative paths start; a path in any root may be given absolute); glob filters the files searched (e.g. "**/*.go"; a glob without / matches file names); type filters by file type (%s). Directories named .git, paths ignored by .gitignore files, and binary files are skipped. Files of any size are searched.
-output_mode: "content" (default) shows matching lines as path:line:text (context lines as path-line-text, with -A/-B/-C up to %d lines, groups apart separated by --), "files_with_matches" the paths of files with a match, "count" path:count per file. Entries are in path order, then line order; head_limit (default %d, at most %d) entries are shown from offset (default 0), and the result says the offset of the next page. Lines are cut at %d characters.
-Example: {"pattern": "func (\\w+)Handler", "path": "src", "type": "go", "-C": 2}`,
-	limits.Bytes(limits.GrepMultilineMaxFileBytes), strings.Join(fileTypeNames(), ", "), limits.GrepMaxContextLines,
+var grepDescription = fmt.Sprintf(`Searches files under path (a file or directory; default: the first root) for an RE2 regular expression, or plain text with literal; a match lies within one line unless multiline (files up to %s). glob and type (go, py, ts, …) select files; .git, what .gitignore ignores and binary files are skipped. output_mode: content (default; path:line:text, -A/-B/-C context up to %d lines), files_with_matches or count. head_limit (default %d, at most %d) entries from offset; the result gives the next offset. Lines are cut at %d characters.`,
+	limits.Bytes(limits.GrepMultilineMaxFileBytes), limits.GrepMaxContextLines,
 	limits.GrepMaxMatches, limits.GrepMaxHeadLimit, limits.GrepMaxLineRunes)
 
 // GrepArgs are grep's arguments. The short names are those of ripgrep's
 // flags, which models know from Claude Code's Grep tool.
 type GrepArgs struct {
-	Pattern    string `json:"pattern" jsonschema:"an RE2 regular expression, or literal text when literal is true"`
-	Path       string `json:"path,omitempty" jsonschema:"a file or directory to search: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
-	Glob       string `json:"glob,omitempty" jsonschema:"only search files whose path matches this glob, e.g. **/*.go"`
-	Type       string `json:"type,omitempty" jsonschema:"only search files of this type, e.g. go, py, js, ts, rust, md"`
-	OutputMode string `json:"output_mode,omitempty" jsonschema:"content (default), files_with_matches or count"`
-	Literal    bool   `json:"literal,omitempty" jsonschema:"match pattern as plain text"`
-	IgnoreCase bool   `json:"-i,omitempty" jsonschema:"ignore upper and lower case"`
-	After      int    `json:"-A,omitempty" jsonschema:"context lines to show after each match (content mode)"`
-	Before     int    `json:"-B,omitempty" jsonschema:"context lines to show before each match (content mode)"`
-	Context    int    `json:"-C,omitempty" jsonschema:"context lines to show before and after each match (content mode)"`
-	LineNumber *bool  `json:"-n,omitempty" jsonschema:"show line numbers in content mode (default true)"`
-	Multiline  bool   `json:"multiline,omitempty" jsonschema:"let . match newlines and matches span lines"`
-	HeadLimit  int    `json:"head_limit,omitempty" jsonschema:"most entries to show (lines, files or counts, by output_mode)"`
-	Offset     int    `json:"offset,omitempty" jsonschema:"entries to skip before the first one shown, to page"`
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path,omitempty"`
+	Glob       string `json:"glob,omitempty"`
+	Type       string `json:"type,omitempty"`
+	OutputMode string `json:"output_mode,omitempty"`
+	Literal    bool   `json:"literal,omitempty"`
+	IgnoreCase bool   `json:"-i,omitempty"`
+	After      int    `json:"-A,omitempty"`
+	Before     int    `json:"-B,omitempty"`
+	Context    int    `json:"-C,omitempty"`
+	LineNumber *bool  `json:"-n,omitempty" jsonschema:"line numbers (default true)"`
+	Multiline  bool   `json:"multiline,omitempty"`
+	HeadLimit  int    `json:"head_limit,omitempty"`
+	Offset     int    `json:"offset,omitempty"`
 }
 
 // GrepResult reports a search; the entries are its text.

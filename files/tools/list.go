@@ -10,8 +10,7 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var listDescription = fmt.Sprintf(`Lists a directory: one entry a line, in name order, directories with a trailing /, symbolic links marked @, other special files marked (special file). offset skips that many entries and limit shows at most that many (default and at most %d); the order is stable, so offset pages through a directory: the result says how many entries there are and the offset to continue with. details: true adds each entry's type, size, permissions and modification time. A listing that would exceed the tool's output bound (%d bytes by default) ends on the last whole entry that fits and says so. Without a path, lists the first writable root (where relative paths start; list_roots lists every root and its mode); a path in any root may be given absolute.
-Example: {"path": "src", "offset": 1000, "details": true}`, limits.ListMaxEntries, limits.ToolTextBytes)
+var listDescription = fmt.Sprintf(`Lists a directory (default: the first root) in name order: directories end in /, symbolic links in @. Up to %d entries (the default) from offset; the result gives the total and the offset to continue from. details adds type, size, permissions and mtime.`, limits.ListMaxEntries)
 
 // walker applies the walk rules shared by glob and grep: .git is skipped,
 // depth and file count are bounded.

@@ -16,10 +16,10 @@ import (
 
 // ListArgs are list_dir's arguments.
 type ListArgs struct {
-	Path    string `json:"path,omitempty" jsonschema:"the directory: relative to the first writable root (the default), or absolute inside any root (list_roots lists them)"`
-	Offset  int    `json:"offset,omitempty" jsonschema:"entries to skip, in name order (default 0)"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"most entries to show (default and maximum in the description)"`
-	Details bool   `json:"details,omitempty" jsonschema:"add type, size, permissions and modification time"`
+	Path    string `json:"path,omitempty"`
+	Offset  int    `json:"offset,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Details bool   `json:"details,omitempty"`
 }
 
 // ListResult reports a listing; the entries are its text.

@@ -18,17 +18,15 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var readDescription = fmt.Sprintf(`Reads a text file and returns its lines numbered from 1, a window at a time: by default the first %d lines; offset is the first line to show and limit how many; tail: N shows the last N lines (at most %d) without reading the whole file. The result says which lines it shows and how to read on (continue with offset = last line shown + 1); a window that would exceed the tool's output bound (%d bytes by default) ends on the last whole line that fits and says so. Lines longer than %d characters are cut with a visible "[cut: …]" marker. CRLF line endings are shown without the \r. A file of up to %d bytes is read to its end, so the result gives its line count; a larger one is read only as far as the window ("more follows"). PNG, JPEG, GIF and WebP files (by their content, at most %d bytes) are returned as images; other files with NUL bytes are refused as binary, and text that is not UTF-8 is refused with the offset of the first bad byte. Relative paths start at the first writable root; a file in any root, read-only ones included, is read by its absolute path (list_roots lists every root and its mode). Reading a file is required before write_file may replace it or edit_file may change it.
-Example: {"path": "src/main.go", "offset": 2001, "limit": 500}
-Example: {"path": "logs/server.log", "tail": 50}`,
-	limits.ReadDefaultLines, limits.ReadTailMaxLines, limits.ToolTextBytes, limits.ReadMaxLineRunes, limits.ReadVersionMaxBytes, limits.ReadImageMaxBytes)
+var readDescription = fmt.Sprintf(`Reads a text file as numbered lines: limit lines (default %d) from offset (default 1), or the last N with tail (up to %d). The result names the lines shown and the offset to read on from. Lines over %d characters are cut, marked [cut: …]. PNG, JPEG, GIF and WebP files (up to %s) come back as images; other binary files and text that is not UTF-8 are refused.`,
+	limits.ReadDefaultLines, limits.ReadTailMaxLines, limits.ReadMaxLineRunes, limits.Bytes(limits.ReadImageMaxBytes))
 
 // ReadArgs are read_file's arguments.
 type ReadArgs struct {
-	Path   string `json:"path" jsonschema:"the file: relative to the first writable root, or absolute inside any root (list_roots lists them), e.g. src/main.go"`
-	Offset int    `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"most lines to show (default in the description)"`
-	Tail   int    `json:"tail,omitempty" jsonschema:"show the last N lines instead (not with offset or limit)"`
+	Path   string `json:"path"`
+	Offset int    `json:"offset,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Tail   int    `json:"tail,omitempty"`
 }
 
 // ReadResult describes the window read_file returned; the numbered lines

@@ -92,8 +92,7 @@ func (r RootsResult) ToolText() string { return RootsText(r.Roots) }
 
 type rootsArgs struct{}
 
-const rootsDescription = `Lists the directories the file tools can reach, each with its absolute path and mode (read-write, or read-only: reading, listing and searching only). Relative paths start at the first root listed (the first writable root); a file in any other root is addressed by its absolute path, e.g. /that/root/notes.md. Takes no arguments.
-Example: {}`
+const rootsDescription = `Lists the directories the file tools can reach, with their absolute paths and modes (read-write or read-only). Relative paths start at the first; reach a file in another by its absolute path.`
 
 func (x *executor) listRoots(_ context.Context, req request, _ rootsArgs) (RootsResult, error) {
 	res := RootsResult{Roots: Roots(req.caps)}

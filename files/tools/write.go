@@ -14,13 +14,13 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-var writeDescription = fmt.Sprintf(`Writes a whole file: creates it (and missing parent directories inside the root), or replaces an existing file this session has read with read_file and that has not changed since (else the result is a conflict and nothing is written). The write is atomic (a temporary file, fsync, rename) and keeps the file's permissions; it never writes through a symbolic link. Content is at most %d bytes of UTF-8 text. To change part of a file, prefer edit_file.
-Example: {"path": "notes/todo.md", "content": "# To do\n- write tests\n"}`, limits.WriteMaxBytes)
+var writeDescription = fmt.Sprintf(`Writes a whole file of UTF-8 text (up to %s), creating missing parent directories. An existing file must have been read by this session with read_file and be unchanged since; otherwise the result is a conflict and nothing is written. To change part of a file, use edit_file.`,
+	limits.Bytes(limits.WriteMaxBytes))
 
 // WriteArgs are write_file's arguments.
 type WriteArgs struct {
-	Path    string `json:"path" jsonschema:"the file: relative to the first writable root, or absolute inside any writable root (list_roots lists the roots and their modes)"`
-	Content string `json:"content" jsonschema:"the whole new content of the file"`
+	Path    string `json:"path"`
+	Content string `json:"content"`
 }
 
 // WriteResult reports a write.

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -60,7 +61,8 @@ type Entry struct {
 	// tool_search returns them to the session.
 	Hot bool
 	// Summary is the short discovery text; Description the full text the
-	// model reads (limits and an example).
+	// model reads: what it needs to call the tool well (bounds, windows,
+	// the rules it meets, an example where the arguments are not obvious).
 	Summary     string
 	Description string
 	// InputSchema (an object schema) and OutputSchema (an object schema,
@@ -90,8 +92,11 @@ type Entry struct {
 // compiled.
 type schemas struct {
 	input, output *jsonschema.Schema
-	resolved      *jsonschema.Resolved
-	outResolved   *jsonschema.Resolved // nil without an output schema
+	// listedIn and listedOut are the schemas as clients are given them
+	// (see listed).
+	listedIn, listedOut *jsonschema.Schema
+	resolved            *jsonschema.Resolved
+	outResolved         *jsonschema.Resolved // nil without an output schema
 	// fast validates encoded arguments in one pass; nil when the schema
 	// uses keywords outside its subset.
 	fast *jsonvalid.Validator
@@ -173,23 +178,70 @@ func (e *Entry) resolve() (*schemas, error) {
 			return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
 		}
 	}
-	s := &schemas{input: in, output: out, resolved: resolved, outResolved: outResolved}
+	s := &schemas{input: in, output: out, resolved: resolved, outResolved: outResolved,
+		listedIn: listed(in, true), listedOut: listed(out, false)}
 	s.fast, _ = jsonvalid.Compile(in)
 	return s, nil
 }
 
-// encode encodes e's schemas once they resolve. Its errors wrap ErrSchema.
+// listed is s as a client is given it: without what tells a client
+// nothing, since the model pays for every byte of a listing on every
+// turn. "additionalProperties": false goes (the kernel refuses unknown
+// arguments with a message, and results are what the tool's types
+// encode), and so does "null" in an argument's type list (null is what
+// leaving the argument out already means). s itself, which validates,
+// is not changed. nil gives nil.
+func listed(s *jsonschema.Schema, input bool) *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	c := s.CloneSchemas()
+	trim(c, input)
+	return c
+}
+
+// trim removes, from d and the schemas inside it, what listed leaves out.
+func trim(d *jsonschema.Schema, input bool) {
+	if d == nil {
+		return
+	}
+	if a := d.AdditionalProperties; a != nil && a.Not != nil && reflect.DeepEqual(*a.Not, jsonschema.Schema{}) {
+		d.AdditionalProperties = nil
+	}
+	if i := slices.Index(d.Types, "null"); input && i >= 0 && len(d.Types) == 2 {
+		d.Type, d.Types = d.Types[1-i], nil
+	}
+	if !input {
+		d.Required = nil
+	}
+	for _, p := range d.Properties {
+		trim(p, input)
+	}
+	for _, p := range d.Defs {
+		trim(p, input)
+	}
+	for _, l := range [][]*jsonschema.Schema{d.PrefixItems, d.AnyOf, d.OneOf, d.AllOf} {
+		for _, p := range l {
+			trim(p, input)
+		}
+	}
+	trim(d.Items, input)
+	trim(d.AdditionalProperties, input)
+}
+
+// encode encodes e's listed schemas once they resolve. Its errors wrap
+// ErrSchema.
 func (e *Entry) encode() (*encoded, error) {
 	s, err := e.schemas()
 	if err != nil {
 		return nil, err
 	}
 	var enc encoded
-	if enc.input, err = json.Marshal(s.input); err != nil {
+	if enc.input, err = json.Marshal(s.listedIn); err != nil {
 		return nil, fmt.Errorf("%w: tool %q: input schema: %w", ErrSchema, e.Name, err)
 	}
 	if s.output != nil {
-		if enc.output, err = json.Marshal(s.output); err != nil {
+		if enc.output, err = json.Marshal(s.listedOut); err != nil {
 			return nil, fmt.Errorf("%w: tool %q: output schema: %w", ErrSchema, e.Name, err)
 		}
 	}
@@ -241,9 +293,19 @@ func (e *Entry) ValidateOutput(structured []byte) error {
 	return s.outResolved.Validate(v)
 }
 
-// SchemaJSON returns the input schema and the output schema (nil when the
-// tool has none) encoded as JSON. It fails, wrapping ErrSchema, when they
-// do not resolve.
+// Listed returns the schemas as clients are given them: the schemas less
+// what tells a client nothing (see listed). Callers must not modify them.
+func (e *Entry) Listed() (input, output *jsonschema.Schema, err error) {
+	s, err := e.schemas()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.listedIn, s.listedOut, nil
+}
+
+// SchemaJSON returns the listed input schema and output schema (nil when
+// the tool has none) encoded as JSON. It fails, wrapping ErrSchema, when
+// they do not resolve.
 func (e *Entry) SchemaJSON() (input, output json.RawMessage, err error) {
 	enc, err := e.encoded()
 	if err != nil {

@@ -301,3 +301,53 @@ func TestTitles(t *testing.T) {
 		}
 	}
 }
+
+// TestListedSchemas: the schemas a client is given leave out
+// "additionalProperties": false, null in an argument's type list and an
+// output's required list; the schemas that validate keep them.
+func TestListedSchemas(t *testing.T) {
+	type edit struct {
+		Old string `json:"old"`
+	}
+	type args struct {
+		Path  string `json:"path"`
+		Edits []edit `json:"edits,omitempty"`
+	}
+	type result struct {
+		Path  string   `json:"path"`
+		Names []string `json:"names"`
+	}
+	es := entries()
+	es[0].InputSchema = nil
+	es[0].Infer = func() (in, out *jsonschema.Schema, err error) {
+		if in, err = jsonschema.For[args](nil); err != nil {
+			return nil, nil, err
+		}
+		out, err = jsonschema.For[result](nil)
+		return in, out, err
+	}
+	c, err := New(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ := c.Lookup("read_file")
+	in, out, err := e.SchemaJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"object","properties":{"path":{"type":"string"},"edits":{"type":"array","items":{"type":"object","properties":{"old":{"type":"string"}},"required":["old"]}}},"required":["path"]}`; string(in) != want {
+		t.Errorf("listed input\n%s\nwant\n%s", in, want)
+	}
+	if want := `{"type":"object","properties":{"path":{"type":"string"},"names":{"type":["null","array"],"items":{"type":"string"}}}}`; string(out) != want {
+		t.Errorf("listed output\n%s\nwant\n%s", out, want)
+	}
+	if err := e.ValidateArgs([]byte(`{"path": "a", "extra": 1}`)); err == nil {
+		t.Error("an unknown argument was accepted")
+	}
+	if err := e.ValidateOutput([]byte(`{"path": "a"}`)); err == nil {
+		t.Error("a result without a required field was accepted")
+	}
+	if vin, _, _ := e.Schemas(); vin.AdditionalProperties == nil {
+		t.Error("the validating schema lost additionalProperties")
+	}
+}

@@ -311,7 +311,7 @@ func (b *binding) sync() {
 // the tools, and would decode encoded ones into maps at every AddTool (the
 // most of a session's set-up). Annotations come from the entry's hints.
 func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
-	in, out, err := e.Schemas()
+	in, out, err := e.Listed()
 	if err != nil {
 		return nil, err
 	}
@@ -321,18 +321,23 @@ func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
 		Title:       h.Title,
 		Description: e.Description,
 		InputSchema: in,
-		Annotations: &mcp.ToolAnnotations{
-			Title:           h.Title,
-			ReadOnlyHint:    h.ReadOnly,
-			DestructiveHint: &h.Destructive,
-			IdempotentHint:  h.Idempotent,
-			OpenWorldHint:   &h.OpenWorld,
-		},
+		Annotations: annotations(h),
 	}
 	if out != nil {
 		t.OutputSchema = out
 	}
 	return t, nil
+}
+
+// annotations are h as MCP hints, less what a client already assumes or
+// has: the title is the tool's own, and destructiveHint is left out where
+// it is the protocol's default (true) or means nothing (a read-only tool).
+func annotations(h catalog.Annotations) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{ReadOnlyHint: h.ReadOnly, IdempotentHint: h.Idempotent, OpenWorldHint: &h.OpenWorld}
+	if !h.ReadOnly && !h.Destructive {
+		a.DestructiveHint = &h.Destructive
+	}
+	return a
 }
 
 // route sends every tools/call to the kernel, listed or not: the kernel,

@@ -17,6 +17,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -329,15 +330,18 @@ func TestListTools(t *testing.T) {
 		if echo == nil {
 			return
 		}
-		if a := echo.Annotations; a == nil || !a.ReadOnlyHint || !a.IdempotentHint || a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
-			t.Errorf("echo annotations %+v", echo.Annotations)
+		// A read-only tool's destructiveHint means nothing, and the title
+		// is the tool's own: neither is listed again.
+		if a := echo.Annotations; a == nil || !a.ReadOnlyHint || !a.IdempotentHint || a.DestructiveHint != nil || a.OpenWorldHint == nil || *a.OpenWorldHint || a.Title != "" || echo.Title == "" {
+			t.Errorf("echo annotations %+v, title %q", echo.Annotations, echo.Title)
 		}
+		// The listed schemas leave out what tells a client nothing.
 		in, _ := json.Marshal(echo.InputSchema)
-		if !strings.Contains(string(in), `"text"`) || !strings.Contains(string(in), `"required"`) {
+		if !strings.Contains(string(in), `"text"`) || !strings.Contains(string(in), `"required"`) || strings.Contains(string(in), "additionalProperties") {
 			t.Errorf("echo input schema %s", in)
 		}
 		out, _ := json.Marshal(echo.OutputSchema)
-		if !strings.Contains(string(out), `"bytes"`) {
+		if !strings.Contains(string(out), `"bytes"`) || strings.Contains(string(out), "additionalProperties") || strings.Contains(string(out), `"required"`) {
 			t.Errorf("echo output schema %s", out)
 		}
 		if !strings.Contains(echo.Description, "Example") {
@@ -507,4 +511,23 @@ func connectStdioNoFast(t *testing.T, s *Server, copts *mcp.ClientOptions, versi
 func connectStdioSDKRequest(t *testing.T, s *Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	s.opts.disableDirect = true
 	return connectStdio(t, s, copts, version)
+}
+
+// TestAnnotations: destructiveHint is listed only where it says
+// something: a writer that destroys nothing.
+func TestAnnotations(t *testing.T) {
+	for _, c := range []struct {
+		h           catalog.Annotations
+		destructive *bool
+	}{
+		{catalog.Annotations{ReadOnly: true, Idempotent: true}, nil},
+		{catalog.Annotations{Destructive: true}, nil},
+		{catalog.Annotations{Destructive: false, Idempotent: true}, new(bool)},
+	} {
+		a := annotations(c.h)
+		if (a.DestructiveHint == nil) != (c.destructive == nil) || a.DestructiveHint != nil && *a.DestructiveHint != *c.destructive ||
+			a.ReadOnlyHint != c.h.ReadOnly || a.IdempotentHint != c.h.Idempotent || a.OpenWorldHint == nil || *a.OpenWorldHint != c.h.OpenWorld || a.Title != "" {
+			t.Errorf("annotations(%+v) = %+v", c.h, a)
+		}
+	}
 }
