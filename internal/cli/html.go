@@ -20,7 +20,7 @@ func newHTMLCmd(env *Env) *cobra.Command {
 }
 
 func newHTMLExtractCmd(env *Env) *cobra.Command {
-	var article bool
+	var article, allowScreen bool
 	var baseURL, contentType string
 	cmd := &cobra.Command{
 		Use:   "extract FILE",
@@ -31,7 +31,9 @@ blocks and table rows of an HTML page, then its links (resolved against
 identified (element, size, link density) and must be prose, else exit 2.
 
 Login walls, cookie/consent walls, bot challenges, paywalls and error pages
-are refused with exit 9 (integrity): the bytes are not the document. Limits
+are refused with exit 9 (integrity): the bytes are not the document;
+--allow-access-screen prints such a page anyway, with an access_screen
+warning. Limits
 (exit 6): %s, %d nodes, depth %d, %d attributes per element. FILE "-"
 reads standard input; --json prints the whole document as JSON.`,
 			limits.Bytes(limits.HTMLMaxBytes), limits.HTMLMaxNodes, limits.HTMLMaxDepth, limits.HTMLMaxAttributes),
@@ -45,7 +47,7 @@ reads standard input; --json prints the whole document as JSON.`,
 			if article {
 				sel = htmldoc.SelectArticle
 			}
-			doc, err := htmldoc.Parse(cmd.Context(), data, sel, &htmldoc.Options{BaseURL: baseURL, ContentType: contentType})
+			doc, err := htmldoc.Parse(cmd.Context(), data, sel, &htmldoc.Options{BaseURL: baseURL, ContentType: contentType, DisableAccessScreenRefusal: allowScreen})
 			if err != nil {
 				return err
 			}
@@ -58,6 +60,7 @@ reads standard input; --json prints the whole document as JSON.`,
 	}
 	cmd.Flags().BoolVar(&article, "article", false, "print only the main article, checked to be prose")
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "absolute http(s) URL the page came from, to resolve links")
+	cmd.Flags().BoolVar(&allowScreen, "allow-access-screen", false, "print a page taken for an access screen, with a warning, instead of exit 9")
 	cmd.Flags().StringVar(&contentType, "content-type", "", "the Content-Type the page was served with (its charset decides the encoding)")
 	return cmd
 }

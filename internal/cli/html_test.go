@@ -29,6 +29,7 @@ func TestHTMLCommands(t *testing.T) {
 		{"stdin", "<title>T</title><p>hello", []string{"html", "extract", "-"}, 0, "Title: T\n\nhello\n", ""},
 		{"index page is no article", "", []string{"html", "extract", "--article", p("index.html")}, 2, "", "index or listing page"},
 		{"login wall", "", []string{"html", "extract", p("login.html")}, 9, "", "login wall"},
+		{"login wall allowed", "", []string{"html", "extract", "--allow-access-screen", p("login.html")}, 0, "Warning (access_screen): the page looks like a login wall", ""},
 		{"login wall json", "", []string{"html", "extract", "--json", p("login.html")}, 9, `"code": "integrity"`, ""},
 		{"depth limit", "", []string{"html", "extract", p("deep.html")}, 6, "", "depth"},
 		{"bad base url", "", []string{"html", "extract", "--base-url", "/x", p("news.html")}, 2, "", "base URL"},

@@ -22,7 +22,8 @@
 //     challenges, paywalls and error pages (served with any status) fail
 //     with an *AccessScreenError, code integrity: the bytes are not the
 //     document they stand for. Package sniff uses this same detection and
-//     code. Options.DisableAccessScreenCheck turns it off.
+//     code. Options.DisableAccessScreenRefusal returns such a page with an
+//     access_screen warning instead.
 //   - Article selection identifies what it returns (ArticleInfo: element,
 //     path, method, text size, prose paragraphs, link density) and fails
 //     with an *ArticleError (invalid_input) rather than return an index

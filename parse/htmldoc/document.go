@@ -88,6 +88,10 @@ const (
 	// WarnEncoding: the bytes were decoded from a legacy encoding, or
 	// held invalid UTF-8 that became U+FFFD.
 	WarnEncoding = "encoding"
+	// WarnAccessScreen: the page looks like an access screen and was
+	// returned because the caller overrode the refusal
+	// (Options.DisableAccessScreenRefusal).
+	WarnAccessScreen = "access_screen"
 )
 
 // ArticleInfo identifies the element an article selection returned and the

@@ -1,6 +1,7 @@
 package htmldoc
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/capkit/capkit/fault"
@@ -64,6 +65,12 @@ func newAccessScreenError(kind ScreenKind, evidence []string) *AccessScreenError
 	e.fault = fault.New(fault.Integrity, "the page is %s, not the document (evidence: %s); fetch it with access, or treat the source as unavailable",
 		kind.describe(), strings.Join(evidence, "; "))
 	return e
+}
+
+// overridden is the warning of a screen returned as a document.
+func (e *AccessScreenError) overridden() string {
+	return fmt.Sprintf("the page looks like %s (evidence: %s) and is returned only because the refusal was overridden: its text may be the screen's, not the document's",
+		e.Kind.describe(), strings.Join(e.Evidence, "; "))
 }
 
 func (e *AccessScreenError) Error() string   { return e.fault.Message }

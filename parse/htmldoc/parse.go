@@ -26,11 +26,13 @@ type Options struct {
 	// ContentType is the media type the page was served with, if known.
 	// Its charset parameter decides the encoding of the bytes.
 	ContentType string
-	// DisableAccessScreenCheck returns login walls, consent walls, bot
-	// challenges, paywalls and error pages as documents instead of
-	// failing. The risk: a caller (or a model) reads the screen's text as
-	// if it were the page's content.
-	DisableAccessScreenCheck bool
+	// DisableAccessScreenRefusal returns a page the check takes for a
+	// login wall, consent wall, bot challenge, paywall or error page as a
+	// document, with an access_screen warning saying what the check found,
+	// instead of failing: for a caller that knows the page better (a page
+	// the check mistakes for a screen). The risk: a caller (or a model)
+	// reads the screen's text as if it were the page's content.
+	DisableAccessScreenRefusal bool
 }
 
 // Parse reads an HTML page and returns the selected content.
@@ -126,7 +128,7 @@ func (doc *Document) selectContent(root *node, base *url.URL, shell string, sel 
 	var x *extractor
 	var info *ArticleInfo
 	none := ""
-	screened := opts.DisableAccessScreenCheck
+	screened := false
 	if sel == SelectArticle {
 		var n *node
 		var method string
@@ -138,16 +140,17 @@ func (doc *Document) selectContent(root *node, base *url.URL, shell string, sel 
 			x = &extractor{base: base, marks: markedElement, inMark: markedAncestors(n)}
 			x.walk(n)
 			none = checkArticle(n, x.blocks, info)
-			screened = screened || proseAtLeast(x.blocks, x.marked, screenProseChars)
+			screened = screened || x.proseAtLeast(screenProseChars)
 		}
 	}
 	if !screened || sel == SelectText {
 		whole := &extractor{base: base, marks: markedElement}
 		whole.walk(root)
-		if !opts.DisableAccessScreenCheck {
-			if se := detectScreen(root, doc.Title, whole.blocks, whole.marked); se != nil {
+		if se := detectScreen(root, doc.Title, whole); se != nil {
+			if !opts.DisableAccessScreenRefusal {
 				return nil, se
 			}
+			doc.warn(WarnAccessScreen, se.overridden())
 		}
 		if sel == SelectText {
 			x = whole

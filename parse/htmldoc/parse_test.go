@@ -217,10 +217,31 @@ func TestOptionErrors(t *testing.T) {
 	}
 }
 
-func TestDisableAccessScreenCheck(t *testing.T) {
-	doc, err := Parse(context.Background(), fixture(t, "screen_login.html"), SelectText, &Options{DisableAccessScreenCheck: true})
-	if err != nil || !strings.Contains(allText(doc), "Forgot your password?") {
-		t.Fatalf("%v", err)
+func TestDisableAccessScreenRefusal(t *testing.T) {
+	article := strings.Repeat("<p>The committee met on Tuesday and agreed, after a long debate, to publish its findings in full next month.</p>", 12)
+	metered := `<title>Report</title><div class="paywall-content"><article>` + article + `</article><p>Subscribe to continue reading.</p></div>`
+	for _, c := range []struct {
+		page []byte
+		sel  Selection
+		has  string
+	}{
+		{fixture(t, "screen_paywall.html"), SelectText, "On a quiet industrial estate"},
+		{[]byte(metered), SelectArticle, "The committee met on Tuesday"},
+	} {
+		sel := c.sel
+		doc, err := Parse(context.Background(), c.page, sel, &Options{DisableAccessScreenRefusal: true})
+		if err != nil || !strings.Contains(allText(doc), c.has) {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		i := slices.IndexFunc(doc.Warnings, func(w Warning) bool { return w.Code == WarnAccessScreen })
+		if i < 0 || !strings.Contains(doc.Warnings[i].Message, "looks like a paywall (evidence: ") || !strings.Contains(doc.Warnings[i].Message, "the refusal was overridden") {
+			t.Fatalf("%s: warnings %+v", sel, doc.Warnings)
+		}
+	}
+	// A page that is no screen gets no warning.
+	doc, err := Parse(context.Background(), fixture(t, "article_news.html"), SelectText, &Options{DisableAccessScreenRefusal: true})
+	if err != nil || slices.ContainsFunc(doc.Warnings, func(w Warning) bool { return w.Code == WarnAccessScreen }) {
+		t.Fatalf("%v %+v", err, doc)
 	}
 }
 
@@ -395,5 +416,50 @@ func TestArticleInsideScreenMarkup(t *testing.T) {
 		if _, err := Parse(context.Background(), []byte(src), sel, nil); !errors.As(err, &se) || se.Kind != ScreenPaywall {
 			t.Fatalf("%s: %v", sel, err)
 		}
+	}
+}
+
+// TestAccessScreenEvidence: a page is refused as an access screen only on
+// real evidence. Short pages whose footer or a link says "Cookie
+// settings", "Subscribe now" or "please log in", that carry a consent
+// manager's banner beside their own text, or a CAPTCHA on their contact
+// form, are documents; walls with the site's header, navigation and
+// footer around them, and a paywall after a teaser, are screens.
+func TestAccessScreenEvidence(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		screen ScreenKind
+		has    string
+	}{
+		{"page_short_footer.html", "", "We are open Monday to Saturday"},
+		{"page_short_divfooter.html", "", "Tickets £10 at the door."},
+		{"page_banner_short.html", "", "The Harbour Board has appointed Amara Osei"},
+		{"page_contact_captcha.html", "", "we reply within two working days"},
+		{"screen_consent_chrome.html", ScreenConsent, ""},
+		{"screen_login_chrome.html", ScreenLogin, ""},
+		{"screen_paywall_teaser.html", ScreenPaywall, ""},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			doc, err := Parse(context.Background(), fixture(t, c.file), SelectText, nil)
+			if c.screen != "" {
+				var se *AccessScreenError
+				if !errors.As(err, &se) || se.Kind != c.screen {
+					t.Fatalf("want a %s screen, got %v", c.screen, err)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(allText(doc), c.has) {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+}
+
+// TestLinkTextIsNoEvidence: a block whose only text is a link saying a
+// screen's phrase, outside any footer element, is no evidence.
+func TestLinkTextIsNoEvidence(t *testing.T) {
+	src := `<title>Spring concert</title><h1>Spring concert</h1><p>Saturday, 7.30pm.</p><div class="foot"><p><a href="/c">Cookie settings</a></p><p><a href="/s">Subscribe now</a></p></div>`
+	if _, err := Parse(context.Background(), []byte(src), SelectText, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,6 +24,16 @@ import (
 // long article with a cookie banner or a "subscribe" footer is therefore
 // not a screen; a short page that is only a banner is.
 //
+// Evidence must be the page's, not its furniture: phrases count only in
+// text outside links and outside the page's footer, navigation and
+// sidebars (a "Cookie settings" or "Subscribe now" link is on every page
+// of a site), and markup inside those is not evidence either. Consent
+// banners and CAPTCHA widgets are parts of ordinary pages too, so a page
+// is a consent wall or a bot challenge only when it is mostly that: the
+// text of its screen markup and of the blocks saying the kind's phrases
+// is longer than the rest of its text (furniture aside), unless its title
+// names a browser check.
+//
 // Prose is the text of paragraph and quote blocks that are outside marked
 // markup (consent managers, paywalls, dialogs) and contain none of the
 // screens' phrases.
@@ -31,6 +41,63 @@ const (
 	screenProseChars = 1000
 	screenBareChars  = 250
 )
+
+// blockMeta is what screen detection knows of a block beside its text.
+type blockMeta struct {
+	marked bool // inside screen markup (markedElement)
+	chrome bool // inside the page's footer, navigation or a sidebar
+	// anchorFrom and anchorTo bound the block's links in the
+	// extractor's anchors.
+	anchorFrom, anchorTo int32
+}
+
+// phrases calls found with each screen phrase block i says outside its
+// links (none in the page's furniture); found returns false to stop.
+func (x *extractor) phrases(i int, found func(ScreenKind, string) bool) {
+	m := x.meta[i]
+	if m.chrome {
+		return
+	}
+	text := strings.ToLower(x.blocks[i].Text)
+	var links []string // lower-cased, once a phrase is found
+	for _, p := range phrases {
+		for _, s := range p.subs {
+			n := strings.Count(text, s)
+			if n == 0 {
+				continue
+			}
+			if links == nil {
+				links = make([]string, 0, m.anchorTo-m.anchorFrom)
+				for _, a := range x.anchors[m.anchorFrom:m.anchorTo] {
+					links = append(links, strings.ToLower(a))
+				}
+			}
+			for _, l := range links {
+				n -= strings.Count(l, s)
+			}
+			if n > 0 && !found(p.kind, s) {
+				return
+			}
+		}
+	}
+}
+
+// chromeElement reports whether n is page furniture: a footer, a
+// navigation or a sidebar, by element or ARIA role.
+func chromeElement(n *node) bool {
+	switch n.a {
+	case atom.Footer, atom.Nav, atom.Aside:
+		return true
+	}
+	switch role, _ := n.attr("role"); role {
+	case "contentinfo", "navigation", "complementary":
+		return true
+	}
+	return false
+}
+
+// componentKinds are the screens whose markup ordinary pages carry too.
+var componentKinds = map[ScreenKind]bool{ScreenConsent: true, ScreenChallenge: true}
 
 // markers are id/class substrings of each kind's markup.
 var markers = []struct {
@@ -126,16 +193,15 @@ func markedElement(n *node) bool {
 	return false
 }
 
-// detectScreen returns the access screen the page is, or nil. blocks and
-// marked are the page's blocks from an extractor with marks set to
-// markedElement.
-func detectScreen(root *node, title string, blocks []Block, marked []bool) *AccessScreenError {
+// detectScreen returns the access screen the page is, or nil. x is the
+// extractor of the page's blocks, with marks set to markedElement.
+func detectScreen(root *node, title string, x *extractor) *AccessScreenError {
 	ev := &screenEvidence{strong: map[ScreenKind][]string{}, weak: map[ScreenKind][]string{}}
 	// Prose first: a page with enough of it is no screen whatever else it
 	// holds, so most articles are decided within their first paragraphs.
 	prose := 0
-	for i, b := range blocks {
-		if isProseBlock(b, marked[i], ev) {
+	for i, b := range x.blocks {
+		if x.isProseBlock(i, ev) {
 			prose += utf8.RuneCountInString(b.Text)
 			if prose >= screenProseChars {
 				return nil
@@ -143,10 +209,12 @@ func detectScreen(root *node, title string, blocks []Block, marked []bool) *Acce
 		}
 	}
 	collectMarkup(root, ev)
+	titled := false // the title names a browser check
 	t := strings.ToLower(title)
 	if t != "" {
 		if titleChallenge().MatchString(t) {
 			ev.add(true, ScreenChallenge, "the title names a browser check")
+			titled = true
 		}
 		if titleLogin().MatchString(t) && utf8.RuneCountInString(t) < 80 {
 			ev.add(true, ScreenLogin, "the title names a sign-in page")
@@ -161,6 +229,9 @@ func detectScreen(root *node, title string, blocks []Block, marked []bool) *Acce
 	for _, k := range []ScreenKind{ScreenChallenge, ScreenLogin, ScreenPaywall, ScreenConsent, ScreenErrorPage} {
 		s, w := len(ev.strong[k]), len(ev.weak[k])
 		if !(s >= 1 || w >= 2 || prose < screenBareChars && w >= 1) {
+			continue
+		}
+		if componentKinds[k] && !(k == ScreenChallenge && titled) && !x.mostlyScreen(k) {
 			continue
 		}
 		if score := 2*s + w; score > bestScore {
@@ -180,33 +251,57 @@ func detectScreen(root *node, title string, blocks []Block, marked []bool) *Acce
 
 // isProseBlock reports whether b counts as prose for screen detection: a
 // paragraph or quote outside marked markup holding none of the screens'
-// phrases. With ev set, the phrases found are recorded as evidence.
-func isProseBlock(b Block, marked bool, ev *screenEvidence) bool {
-	lower := strings.ToLower(b.Text)
+// phrases in its own text (outside links; none in the page's furniture).
+// With ev set, the phrases found are recorded as evidence.
+func (x *extractor) isProseBlock(i int, ev *screenEvidence) bool {
+	b, m := x.blocks[i], x.meta[i]
 	found := false
-	for _, p := range phrases {
-		for _, s := range p.subs {
-			if strings.Contains(lower, s) {
-				if ev == nil {
-					return false
-				}
-				ev.add(false, p.kind, "the text says \""+s+"\"")
-				found = true
-			}
+	x.phrases(i, func(kind ScreenKind, s string) bool {
+		found = true
+		if ev != nil {
+			ev.add(false, kind, "the text says \""+s+"\"")
 		}
-	}
-	if ev != nil && b.Kind == Heading && b.Level == 1 && titleError().MatchString(lower) && utf8.RuneCountInString(lower) < 80 {
+		return ev != nil
+	})
+	if ev != nil && b.Kind == Heading && b.Level == 1 && utf8.RuneCountInString(b.Text) < 80 && titleError().MatchString(strings.ToLower(b.Text)) {
 		ev.add(true, ScreenErrorPage, "the main heading names an error")
 	}
-	return !found && !marked && (b.Kind == Paragraph || b.Kind == Quote)
+	return !found && !m.marked && (b.Kind == Paragraph || b.Kind == Quote)
 }
 
-// proseAtLeast reports whether blocks hold at least n characters of prose
+// mostlyScreen reports whether the page's text, furniture aside, is
+// mostly kind k's screen: its marked markup and the blocks saying k's
+// phrases are longer than the rest.
+func (x *extractor) mostlyScreen(k ScreenKind) bool {
+	screen, rest := 0, 0
+	for i, b := range x.blocks {
+		switch m := x.meta[i]; {
+		case m.chrome:
+		case m.marked || x.saysPhrase(i, k):
+			screen += utf8.RuneCountInString(b.Text)
+		default:
+			rest += utf8.RuneCountInString(b.Text)
+		}
+	}
+	return screen > rest
+}
+
+// saysPhrase reports whether block i says one of kind k's phrases.
+func (x *extractor) saysPhrase(i int, k ScreenKind) bool {
+	says := false
+	x.phrases(i, func(kind ScreenKind, _ string) bool {
+		says = kind == k
+		return !says
+	})
+	return says
+}
+
+// proseAtLeast reports whether x's blocks hold at least n characters of prose
 // as detectScreen counts it.
-func proseAtLeast(blocks []Block, marked []bool, n int) bool {
+func (x *extractor) proseAtLeast(n int) bool {
 	prose := 0
-	for i, b := range blocks {
-		if isProseBlock(b, marked[i], nil) {
+	for i, b := range x.blocks {
+		if x.isProseBlock(i, nil) {
 			if prose += utf8.RuneCountInString(b.Text); prose >= n {
 				return true
 			}
@@ -226,11 +321,12 @@ func markedAncestors(n *node) int {
 	return k
 }
 
-// collectMarkup gathers strong evidence from elements, visible or not: a
-// consent manager's markup is often hidden until a script shows it.
+// collectMarkup gathers strong evidence from elements, visible or not (a
+// consent manager's markup is often hidden until a script shows it),
+// outside the page's furniture.
 func collectMarkup(n *node, ev *screenEvidence) {
 	for _, k := range n.kids {
-		if k.isText() {
+		if k.isText() || chromeElement(k) {
 			continue
 		}
 		switch k.a {

@@ -136,15 +136,19 @@ type extractor struct {
 	base *url.URL // nil: links kept as written
 
 	// marks, when set, reports elements whose blocks are flagged in
-	// marked (used by access-screen detection).
-	marks  func(*node) bool
-	marked []bool
-	inMark int
+	// meta, which then describes every block for access-screen
+	// detection.
+	marks            func(*node) bool
+	meta             []blockMeta
+	anchors          []string // the text of each link, in order
+	anchorFrom       int      // the first anchor of the block being built
+	inMark, inChrome int
 
-	blocks []Block
-	links  []Link
-	buf    []byte // the block being built; reused
-	space  bool
+	blocks   []Block
+	links    []Link
+	linkNode *node  // the element of the last link recorded
+	buf      []byte // the block being built; reused
+	space    bool
 
 	listDepth, itemDepth, quoteDepth, pre int
 
@@ -170,6 +174,11 @@ func (x *extractor) walk(n *node) {
 		x.flush()
 		x.inMark++
 		defer func() { x.flush(); x.inMark-- }()
+	}
+	if x.marks != nil && chromeElement(n) {
+		x.flush()
+		x.inChrome++
+		defer func() { x.flush(); x.inChrome-- }()
 	}
 	switch {
 	case headings[n.a]:
@@ -216,6 +225,7 @@ func (x *extractor) walk(n *node) {
 		x.newline()
 	case n.a == atom.A:
 		x.link(n)
+		x.anchor(n)
 		x.kids(n)
 	case blockElements[n.a]:
 		x.flush()
@@ -300,8 +310,15 @@ func (x *extractor) flushAs(kind BlockKind, level int) {
 	}
 	x.blocks = append(x.blocks, Block{Kind: kind, Level: level, Text: s})
 	if x.marks != nil {
-		x.marked = append(x.marked, x.inMark > 0)
+		x.addMeta(x.anchorFrom)
 	}
+}
+
+// addMeta describes the block just added, whose links are the anchors
+// from on.
+func (x *extractor) addMeta(from int) {
+	x.meta = append(x.meta, blockMeta{marked: x.inMark > 0, chrome: x.inChrome > 0, anchorFrom: int32(from), anchorTo: int32(len(x.anchors))})
+	x.anchorFrom = len(x.anchors)
 }
 
 // layoutTable reports whether a table lays out blocks (a cell holds
@@ -360,6 +377,7 @@ func (x *extractor) table(t *node) {
 
 func (x *extractor) row(tr *node) {
 	var cells []string
+	from := x.anchorFrom // the row's first link
 	for _, c := range tr.kids {
 		if c.isText() || c.a != atom.Td && c.a != atom.Th {
 			if !c.isText() {
@@ -381,10 +399,10 @@ func (x *extractor) row(tr *node) {
 		for _, b := range x.blocks[mark:] {
 			parts = append(parts, strings.ReplaceAll(b.Text, "\n", " "))
 		}
-		x.blocks = x.blocks[:mark]
 		if x.marks != nil {
-			x.marked = x.marked[:mark]
+			x.meta = x.meta[:mark]
 		}
+		x.blocks = x.blocks[:mark]
 		cells = append(cells, strings.Join(parts, " "))
 	}
 	// Empty cells at either end carry no text; between others they keep
@@ -400,7 +418,24 @@ func (x *extractor) row(tr *node) {
 	}
 	x.blocks = append(x.blocks, Block{Kind: TableRow, Text: strings.Join(cells, " | ")})
 	if x.marks != nil {
-		x.marked = append(x.marked, x.inMark > 0)
+		x.addMeta(from)
+	}
+}
+
+// anchor records the text of link n for screen detection (which counts
+// no phrase of a link's): the link's as recorded, or its visible text.
+func (x *extractor) anchor(n *node) {
+	if x.marks == nil {
+		return
+	}
+	text := ""
+	if l := len(x.links); l > 0 && x.linkNode == n {
+		text = x.links[l-1].Text
+	} else {
+		text = visibleText(n)
+	}
+	if text != "" {
+		x.anchors = append(x.anchors, text)
 	}
 }
 
@@ -428,4 +463,5 @@ func (x *extractor) link(n *node) {
 		return
 	}
 	x.links = append(x.links, Link{Text: visibleText(n), URL: u.String()})
+	x.linkNode = n
 }

@@ -30,6 +30,10 @@ type ExtractArgs struct {
 	Select  string `json:"select,omitempty" jsonschema:"what to return: text (every visible block of the page; the default) or article (the main article, checked to be prose)"`
 	BaseURL string `json:"base_url,omitempty" jsonschema:"absolute http(s) URL the page came from; links are resolved against it"`
 	Offset  int    `json:"offset,omitempty" jsonschema:"first line of the text to show, 0-based: the previous answer's next_offset; default 0"`
+	// AllowAccessScreen is the caller's override of the access-screen
+	// refusal, for a page it knows is no screen; the result then says in a
+	// warning what the check found.
+	AllowAccessScreen bool `json:"allow_access_screen,omitempty" jsonschema:"return a page the check takes for an access screen, with an access_screen warning, instead of failing"`
 }
 
 // ExtractResult is html_extract's result: the page's text is what the
@@ -54,7 +58,7 @@ var _ kernel.Texter = ExtractResult{}
 
 var extractDescription = fmt.Sprintf(`Read an HTML page as text: title, headings, paragraphs, list items, quotes, preformatted blocks and table rows, then its links.
 select "text" (the default) returns every visible block; "article" returns only the main article, identified (element, size, link density) and checked to be prose, and fails on index pages and pages without one.
-Login walls, cookie/consent walls, bot challenges, paywalls and error pages fail (integrity) instead of being returned as content. Warnings say when tables were flattened, hidden text was left out or the content needs scripts to render (the HTML does not hold it).
+Login walls, cookie/consent walls, bot challenges, paywalls and error pages fail (integrity) instead of being returned as content; allow_access_screen returns such a page anyway, with an access_screen warning. Warnings say when tables were flattened, hidden text was left out or the content needs scripts to render (the HTML does not hold it).
 Limits: %s of HTML, %s nodes, nesting depth %s, %s attributes per element; text past the output bound (%s unless the host sets another) comes as a window of whole lines with next_offset, the offset of the next call.
 Example: {"path": "pages/post.html", "select": "article", "base_url": "https://example.org/blog/post"}`,
 	limits.Bytes(limits.HTMLMaxBytes), limits.Count(limits.HTMLMaxNodes), limits.Count(limits.HTMLMaxDepth), limits.Count(limits.HTMLMaxAttributes), limits.Bytes(limits.DefaultMaxOutputBytes))
@@ -77,7 +81,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			if err != nil {
 				return ExtractResult{}, err
 			}
-			doc, err := Parse(ctx, data, sel, &Options{BaseURL: in.BaseURL})
+			doc, err := Parse(ctx, data, sel, &Options{BaseURL: in.BaseURL, DisableAccessScreenRefusal: in.AllowAccessScreen})
 			if err != nil {
 				return ExtractResult{}, err
 			}

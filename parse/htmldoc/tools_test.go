@@ -48,6 +48,8 @@ func TestExtractTool(t *testing.T) {
 			args(map[string]any{"path": "news.html", "select": "article", "base_url": fixtureBase}), "", "Article: article.story"},
 		{"access screen", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
 			args(map[string]any{"path": "login.html", "select": "text"}), fault.Integrity, ""},
+		{"access screen allowed", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse, capability.ReadFile},
+			args(map[string]any{"path": "login.html", "allow_access_screen": true}), "", "Warning (access_screen): the page looks like a login wall (evidence: "},
 		{"path without reader", nil, []capability.Effect{capability.Parse},
 			args(map[string]any{"path": "news.html", "select": "text"}), fault.Denied, ""},
 		{"path without read roots", &ToolOptions{Files: reader}, []capability.Effect{capability.Parse},
