@@ -38,8 +38,8 @@ func nestedRoots(t *testing.T) (root string, s *kernel.Session) {
 	if err := os.Symlink("sub/.git", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	_, s = startSession(t, load(t, dir, fmt.Sprintf("[[root]]\npath = %q\n[[root]]\npath = %q\n[actor.all]\neffects = %s\n",
-		root, filepath.Join(root, "sub"), protectedEffects)), "all")
+	_, s = startSession(t, load(t, dir, fmt.Sprintf("[[root]]\npath = %q\n[[root]]\npath = %q\n[actor.all]\neffects = %s\n%s",
+		root, filepath.Join(root, "sub"), protectedEffects, semindexModel)), "all")
 	return root, s
 }
 

@@ -16,6 +16,10 @@ import (
 
 // protectedEffects is an actor holding every effect of a tool that changes
 // files in a root, and the reads that go with them.
+// semindexModel offers the semantic index tools (the model is loaded on
+// first use, which a refused call never reaches).
+const semindexModel = "[semindex]\nmodel = \"models/minilm\"\n"
+
 const protectedEffects = `["read_file", "write_file", "edit_file", "move_file", "list", "search", "state_write", "archive_read", "archive_write", "journal_read", "journal_write", "index_read", "index_write"]`
 
 // protectedTree is a root holding a repository, its own configuration
@@ -45,8 +49,8 @@ func protectedTree(t *testing.T) (root string, s *kernel.Session) {
 	if err := os.Symlink(".git", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	doc := fmt.Sprintf("[[root]]\npath = \".\"\n[run]\nprotect = [\".envrc\", %q]\n[actor.all]\neffects = %s\n",
-		filepath.Join(root, "conf", "app.ini"), protectedEffects)
+	doc := fmt.Sprintf("[[root]]\npath = \".\"\n[run]\nprotect = [\".envrc\", %q]\n[actor.all]\neffects = %s\n%s",
+		filepath.Join(root, "conf", "app.ini"), protectedEffects, semindexModel)
 	_, s = startSession(t, load(t, root, doc), "all")
 	return root, s
 }

@@ -33,6 +33,8 @@ budget_root = "budget"
 command = ["true"]
 [build]
 command = ["true"]
+[semindex]
+model = "models/minilm"
 `), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ command = ["true"]
 	if err := cat.Check(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"read_file", "notes", "run_script", "net_fetch", "budget_status", "run_shell", "run_test", "run_build", "tool_search"} {
+	for _, name := range []string{"read_file", "notes", "run_script", "net_fetch", "budget_status", "run_shell", "run_test", "run_build", "semindex_search", "tool_search"} {
 		if _, _, ok := cat.Lookup(name); !ok {
 			t.Errorf("%s is not registered: the test does not cover it", name)
 		}

@@ -83,6 +83,10 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 		return journal.RegisterTools(b, &journal.ToolOptions{Protected: h.protected})
 	},
 	func(b *kernel.Builder, h *Host) error {
+		if h.Config.Semindex.Model == "" {
+			h.notOffer("semindex_", "[semindex] model is not set: the semantic index tools need the model's directory (README: Semantic index)")
+			return nil
+		}
 		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin, Protected: h.protected, Files: h.files})
 	},
 	func(b *kernel.Builder, _ *Host) error { return passages.RegisterTools(b, nil) },
@@ -132,6 +136,19 @@ type Host struct {
 	protected capability.Protected
 	audit     *slog.Logger // nil without an audit log
 	closers   []func() error
+	// unoffered says, by tool name prefix, why tools whose backing is not
+	// configured were not registered.
+	unoffered map[string]string
+}
+
+// notOffer records that the tools named prefix… are not registered, and
+// why, in the log and for the [tool.NAME] check.
+func (h *Host) notOffer(prefix, why string) {
+	h.Log.Info("tools not offered", "tools", prefix+"*", "why", why)
+	if h.unoffered == nil {
+		h.unoffered = map[string]string{}
+	}
+	h.unoffered[prefix] = why
 }
 
 // New builds the runtime cfg describes. A [tool.NAME] table naming no
@@ -190,7 +207,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	var unknown []error
 	for _, name := range sortedTools(cfg) {
 		if _, ok := h.Runtime.Policy(name); !ok {
-			unknown = append(unknown, cfg.Errorf("tool."+name, "no tool %q is registered (capkit tools --all lists them)", name))
+			unknown = append(unknown, cfg.Errorf("tool."+name, "%s", h.whyNotRegistered(name)))
 		}
 	}
 	unknown = append(unknown, unusedEffects(cfg, h.Runtime)...)
@@ -198,6 +215,16 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		return nil, errors.Join(unknown...)
 	}
 	return h, nil
+}
+
+// whyNotRegistered says why no tool name is registered.
+func (h *Host) whyNotRegistered(name string) string {
+	for prefix, why := range h.unoffered {
+		if strings.HasPrefix(name, prefix) {
+			return fmt.Sprintf("tool %q is not offered: %s", name, why)
+		}
+	}
+	return fmt.Sprintf("no tool %q is registered (capkit tools --all lists them)", name)
 }
 
 // unusedEffects are the actors' effects that grant no registered tool: a

@@ -375,3 +375,42 @@ func TestEveryToolHasATitle(t *testing.T) {
 		}
 	}
 }
+
+// TestUnconfiguredToolsNotOffered: without [semindex] model the semantic
+// index tools are not registered (they could only fail), the lexical ones
+// still are, and the host's log says why; a [tool.semindex_*] table then
+// fails naming the reason.
+func TestUnconfiguredToolsNotOffered(t *testing.T) {
+	dir := fixture(t)
+	const actor = "[actor.a]\neffects = [\"index_read\", \"index_write\"]\n"
+	var log bytes.Buffer
+	doc := strings.Replace(base, "log = \"logs/capkit.log\"\n", "", 1) + actor
+	h, err := New(load(t, dir, doc), &Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, ok := h.Runtime.Policy("lexindex_search"); !ok {
+		t.Fatal("lexindex_search is not registered")
+	}
+	for _, e := range h.Runtime.Catalog().Entries() {
+		if strings.HasPrefix(e.Name, "semindex_") {
+			t.Errorf("%s is offered without a model", e.Name)
+		}
+	}
+	if !strings.Contains(log.String(), "semindex_") || !strings.Contains(log.String(), "[semindex] model is not set") {
+		t.Fatalf("the log does not say why: %s", log.String())
+	}
+	_, err = New(load(t, dir, doc+"[tool.semindex_search]\nmax_calls = 5\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "[semindex] model is not set") {
+		t.Fatalf("a policy for a tool not offered: %v", err)
+	}
+	h, err = New(load(t, dir, doc+"[semindex]\nmodel = \"models/minilm\"\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, ok := h.Runtime.Policy("semindex_search"); !ok {
+		t.Fatal("semindex_search is not registered with a model")
+	}
+}

@@ -12,9 +12,9 @@ import (
 //	model = "/opt/models/all-MiniLM-L6-v2"  # config.json, tokenizer.json, model.safetensors
 //	pin = "53aa…"                           # optional: SHA-256 of model.safetensors
 //
-// The model is loaded on first use, never downloaded; without a model, or
-// with files missing, the tools fail with "unavailable" and say how to get
-// them. pin defaults to the published all-MiniLM-L6-v2 digest; pinning
+// The model is loaded on first use, never downloaded. Without model the
+// semantic index tools are not offered (the host's log says why); with
+// files missing, they fail with "unavailable" and say how to get them. pin defaults to the published all-MiniLM-L6-v2 digest; pinning
 // another accepts another BERT model of the same layout.
 type SemindexConfig struct {
 	Model string `toml:"model"`
