@@ -19,9 +19,17 @@
 # capkit's content mode formats at most head_limit (500) lines but counts
 # every match; rg and grep write every line (to a file).
 #
+# Then every search is compared with ripgrep's: capkit's whole result
+# (paged through by grepbench -list) against rg's, as sorted lists of
+# path:line entries (content), paths (files_with_matches) and the count
+# of each; the script fails if any differ (the differences are left in
+# bench/.cache/grep-check).
+#
 # Usage: bash bench/grep.sh        (from the repository root)
+#        CHECK_ONLY=1 bash bench/grep.sh   (the comparison alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
 REPS=${REPS:-5}
 TREE=${TREE:-$(go env GOMODCACHE)}
 cache=bench/.cache
@@ -98,11 +106,61 @@ cases() {
 	run_case "$where" "files_with_matches" '{"pattern":"context","output_mode":"files_with_matches"}' "$path" -l context -- -l context
 }
 
+# check_case WHERE NAME CAPKIT_ARGS PATH RG_ARGS...: capkit's entries
+# against rg's; prints a table row and returns 1 if they differ.
+check_case() {
+	local where=$1 name=$2 capargs=$3 path=$4 root=$4
+	shift 4
+	if [ -f "$path" ]; then
+		root=$(dirname "$path")
+		capargs="${capargs%\}},\"path\":\"$(basename "$path")\"}"
+	fi
+	local dir=$cache/grep-check/${where// /-}.${name// /-}
+	mkdir -p "$dir"
+	"$cache/grepbench" -root "$root" -args "$capargs" -reps 1 -warm 0 -list "$dir/capkit.raw" >/dev/null
+	LC_ALL=C sort "$dir/capkit.raw" >"$dir/capkit"
+	# rg names files as given; capkit relative to its root
+	rg -uu -H "$@" "$path" | awk -v p="$root/" '
+		index($0, p) == 1 { $0 = substr($0, length(p) + 1) }
+		{ if (match($0, /:[0-9]+:/)) $0 = substr($0, 1, RSTART + RLENGTH - 2); print }' |
+		LC_ALL=C sort >"$dir/rg"
+	local nc nr same=yes
+	nc=$(wc -l <"$dir/capkit")
+	nr=$(wc -l <"$dir/rg")
+	if ! cmp -s "$dir/capkit" "$dir/rg"; then
+		same="**no**: $(LC_ALL=C comm -3 "$dir/capkit" "$dir/rg" | wc -l) entries differ ($dir)"
+	fi
+	echo "| $where | $name | $nc | $nr | $same |"
+	[ "$same" = yes ]
+}
+
+checks() {
+	local where=$1 path=$2 ok=0
+	check_case "$where" "literal" '{"pattern":"ErrShortBuffer","literal":true}' "$path" -n -F ErrShortBuffer || ok=1
+	check_case "$where" "case-insensitive literal" '{"pattern":"context","literal":true,"-i":true}' "$path" -n -F -i context || ok=1
+	check_case "$where" "regex, literal prefix" '{"pattern":"func [A-Z][a-zA-Z]*Handler"}' "$path" -n 'func [A-Z][a-zA-Z]*Handler' || ok=1
+	check_case "$where" "regex, no literal" '{"pattern":"[A-Z][a-z]+[0-9]{3}[a-z]"}' "$path" -n '[A-Z][a-z]+[0-9]{3}[a-z]' || ok=1
+	check_case "$where" "files_with_matches" '{"pattern":"context","output_mode":"files_with_matches"}' "$path" -l context || ok=1
+	return $ok
+}
+
 files=$(find "$TREE" -type f | wc -l)
 bytes=$(du -sb "$TREE" | cut -f1)
-echo "tree: $TREE, $files files, $((bytes / 1048576)) MiB; big file: $big, 1 GiB; $(nproc) cores; REPS=$REPS"
+bigpath="$(cd "$(dirname "$big")" && pwd)/$(basename "$big")"
+machine_line
+echo "tree: $TREE, $files files, $((bytes / 1048576)) MiB; big file: $big, 1 GiB; REPS=$REPS"
 echo
-echo "| input | search | capkit wall / CPU s | rg wall / CPU s | grep wall / CPU s | capkit÷rg wall / CPU | capkit÷grep wall / CPU |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
-cases tree "$TREE"
-cases "1 GiB file" "$(cd "$(dirname "$big")" && pwd)/$(basename "$big")"
+if [ -z "${CHECK_ONLY:-}" ]; then
+	echo "| input | search | capkit wall / CPU s | rg wall / CPU s | grep wall / CPU s | capkit÷rg wall / CPU | capkit÷grep wall / CPU |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	cases tree "$TREE"
+	cases "1 GiB file" "$bigpath"
+	echo
+fi
+echo "| input | search | capkit entries | rg entries | identical |"
+echo "| --- | --- | --- | --- | --- |"
+status=0
+checks tree "$TREE" || status=1
+checks "1 GiB file" "$bigpath" || status=1
+load_line
+exit $status
