@@ -60,7 +60,7 @@ func (p *Provider) Open(ctx context.Context, root, name string) (files.File, err
 	if err != nil {
 		return nil, err
 	}
-	return &file{f: f, info: infoOf(name, st), hash: files.NewVersionHash()}, nil
+	return &file{f: f, info: infoOf(name, st)}, nil
 }
 
 // openRegular opens the regular file name, following a final symlink only
@@ -136,7 +136,8 @@ func follow(name, cur, target string) (string, error) {
 }
 
 // file hashes what is read sequentially, so a reader that streams the
-// whole file learns its version without a second pass.
+// whole file learns its version without a second pass. The hash is made
+// by the first Read: a file read only through ReadAt (grep's) has none.
 type file struct {
 	f    regularFile
 	info files.Info
@@ -145,6 +146,9 @@ type file struct {
 }
 
 func (f *file) Read(b []byte) (int, error) {
+	if f.hash == nil {
+		f.hash = files.NewVersionHash()
+	}
 	n, err := f.f.Read(b)
 	f.hash.Write(b[:n])
 	if err == io.EOF {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -61,7 +62,7 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 			wd.dir = full[:n] // path.Dir(full), which is clean
 		}
 		if st.Size < 0 && st.Mode.IsRegular() {
-			wd.listed = base
+			wd.listed, wd.listedName = base, full
 		}
 		switch err := fn(infoOf(full, st), wd); err {
 		case nil:
@@ -80,13 +81,18 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 
 // walkDir is the directory d of the walk, named dir in results; listed
 // is the name of its entry that was just listed as a regular file and not
-// looked at (opened with atfile.Dir.OpenListedFD), "" if none: any other
-// name is looked at before it is opened (OpenRegular).
+// looked at (opened with atfile.Dir.OpenListedFD), "" if none, and
+// listedName that entry's name in results: any other name is looked at
+// before it is opened (OpenRegular).
 type walkDir struct {
-	d       *atfile.Dir
-	dir     string
-	listed  string
-	listing []atfile.Entry // of d, in name order
+	d          *atfile.Dir
+	dir        string
+	listed     string
+	listedName string
+	listing    []atfile.Entry // of d, in name order
+	// held is set by the first Hold, whose release is the walkDir's own
+	// (grep holds each entry's once: one allocation less per file).
+	held, released atomic.Bool
 }
 
 func (w *walkDir) Listed(base string) bool {
@@ -96,24 +102,35 @@ func (w *walkDir) Listed(base string) bool {
 
 func (w *walkDir) Hold() (release func()) {
 	d := w.d.Hold()
+	if w.held.CompareAndSwap(false, true) {
+		return w.release
+	}
 	return sync.OnceFunc(func() { d.Close() })
 }
 
+// release lets go of the first Hold, once.
+func (w *walkDir) release() {
+	if w.released.CompareAndSwap(false, true) {
+		w.d.Close()
+	}
+}
+
 func (w *walkDir) Open(base string) (files.File, error) {
-	name := join(w.dir, base)
 	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
 		return nil, fault.New(fault.InvalidInput, "%q is not a file name in %s", base, w.dir)
 	}
 	if base == w.listed {
+		name := w.listedName
 		r, st, err := w.d.OpenListedFD(base, name)
 		if err != nil {
 			return nil, err
 		}
-		return &file{f: r, info: infoOf(name, st), hash: files.NewVersionHash()}, nil
+		return &file{f: r, info: infoOf(name, st)}, nil
 	}
+	name := join(w.dir, base)
 	f, st, err := w.d.OpenRegular(base, name)
 	if err != nil {
 		return nil, err
 	}
-	return &file{f: f, info: infoOf(name, st), hash: files.NewVersionHash()}, nil
+	return &file{f: f, info: infoOf(name, st)}, nil
 }

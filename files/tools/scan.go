@@ -69,6 +69,24 @@ const binaryProbeBytes = 64 * 1024
 type scanner struct {
 	buf []byte
 	dfa *linedfa.Searcher // of the last matcher searched with
+	src sizedReader       // of the file being searched
+}
+
+// sizedReader reads r from its start up to size bytes: an
+// io.SectionReader kept in the scanner, not allocated per file.
+type sizedReader struct {
+	r         io.ReaderAt
+	off, size int64
+}
+
+func (s *sizedReader) Read(b []byte) (int, error) {
+	if s.off >= s.size {
+		return 0, io.EOF
+	}
+	b = b[:min(int64(len(b)), s.size-s.off)]
+	n, err := s.r.ReadAt(b, s.off)
+	s.off += int64(n)
+	return n, err
 }
 
 func newScanner() *scanner {

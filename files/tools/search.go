@@ -70,21 +70,24 @@ type grepRun struct {
 	window chan struct{}
 
 	// walk state (the walking goroutine only)
-	batch        *grepBatch // being filled
-	batchSeq     int
-	w            walker
-	ignores      ignoreStack
-	ignoreSkip   int
-	dirsSkipped  int
-	seq          int
-	collected    collector
-	scannerPool  sync.Pool
-	researchScan *scanner
+	batch       *grepBatch // being filled
+	batchSeq    int
+	w           walker
+	ignores     ignoreStack
+	ignoreSkip  int
+	dirsSkipped int
+	seq         int
+	collected   collector
 }
+
+// scanners keeps the workers' buffers (and their DFA caches) between
+// files, batches and calls: a call of its own would allocate, fault in
+// and clear a buffer per worker, and the garbage collector would hand it
+// back to the system.
+var scanners = sync.Pool{New: func() any { return newScanner() }}
 
 func newGrepRun(x *executor, plan *grepPlan, t target, roots []string) *grepRun {
 	g := &grepRun{x: x, plan: plan, t: t, roots: roots, w: walker{base: t.name}}
-	g.scannerPool.New = func() any { return newScanner() }
 	g.collected = collector{plan: plan, research: g.research}
 	return g
 }
@@ -102,7 +105,7 @@ type grepBatch struct {
 	seq     int
 	jobs    []grepJob
 	dirs    int // directories the jobs are in (each held open)
-	results []*fileResult
+	results []fileResult
 }
 
 // run walks and searches, stopping at the first failure that is not the
@@ -157,9 +160,9 @@ func (g *grepRun) collect(ctx context.Context, cancel func(), results <-chan *gr
 			delete(pending, next)
 			next++
 			<-g.window
-			for _, fr := range p.results {
+			for i := range p.results {
 				if firstErr == nil {
-					if firstErr = g.collected.add(ctx, fr); firstErr != nil {
+					if firstErr = g.collected.add(ctx, &p.results[i]); firstErr != nil {
 						cancel()
 					}
 				}
@@ -355,9 +358,9 @@ func (g *grepRun) readIgnore(ctx context.Context, dir string, wd files.WalkDir) 
 // the entry that passes it): once it is spent, the files after keep
 // nothing, and the collector searches again for what the page needs.
 func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
-	sc := g.scannerPool.Get().(*scanner)
-	defer g.scannerPool.Put(sc)
-	b.results = make([]*fileResult, len(b.jobs))
+	sc := scanners.Get().(*scanner)
+	defer scanners.Put(sc)
+	b.results = make([]fileResult, len(b.jobs))
 	kept := 0
 	for i, j := range b.jobs {
 		o := g.plan.scan
@@ -366,7 +369,8 @@ func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
 			o.keepTo = 0
 		}
 		o.maxKeepBytes = min(g.plan.maxOutput, limits.GrepKeepBytes-kept)
-		fr := &fileResult{seq: j.seq, job: j}
+		fr := &b.results[i]
+		*fr = fileResult{seq: j.seq, job: j}
 		if err := ctx.Err(); err != nil {
 			fr.err = fault.As(err)
 		} else {
@@ -376,21 +380,19 @@ func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
 			j.release()
 		}
 		kept += len(fr.text)
-		b.results[i] = fr
 	}
 }
 
 // research searches a file again for the entries [from, to) that its
 // first search did not keep.
 func (g *grepRun) research(ctx context.Context, j grepJob, from, to, maxBytes int) (*fileResult, error) {
-	if g.researchScan == nil {
-		g.researchScan = newScanner()
-	}
+	sc := scanners.Get().(*scanner)
+	defer scanners.Put(sc)
 	o := g.plan.scan
 	o.keepFrom, o.keepTo, o.maxKeepBytes = from, to, maxBytes
 	j.dir, j.release = nil, nil // let go after the first search: open by name
 	fr := &fileResult{seq: j.seq, job: j}
-	err := g.searchFile(ctx, g.researchScan, j, &o, fr)
+	err := g.searchFile(ctx, sc, j, &o, fr)
 	return fr, err
 }
 
@@ -432,7 +434,9 @@ func (g *grepRun) streamFile(ctx context.Context, sc *scanner, j grepJob, o *sca
 	// Through ReadAt: a search needs no version, and Read would hash
 	// every byte to compute one. The file is searched as long as it was
 	// when opened, which also spares the read that would find its end.
-	return sc.search(ctx, io.NewSectionReader(f, 0, f.Info().Size), o, fr)
+	sc.src = sizedReader{r: f, size: f.Info().Size}
+	defer func() { sc.src = sizedReader{} }()
+	return sc.search(ctx, &sc.src, o, fr)
 }
 
 func (g *grepRun) searchWholeFile(ctx context.Context, j grepJob, o *scanOpts, fr *fileResult) error {
