@@ -9,14 +9,16 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gofiber/utils/v2/simd"
+
 	"github.com/capkit/capkit/internal/linedfa"
 	"github.com/capkit/capkit/internal/literal"
 )
 
 // matcher finds the lines that match a grep pattern. It first looks for
 // a literal every match must contain (found by walking the parsed
-// pattern) with vectorised scans for its rare bytes (internal/literal, or
-// bytes.IndexByte for a case-folded one), and matches only the lines that
+// pattern) with vectorised scans for its rare bytes (internal/literal,
+// case-sensitive or case-folded), and matches only the lines that
 // contain it, with a lazy DFA (internal/linedfa); without a literal, the
 // DFA runs over the whole text. Go's regexp, which has no DFA and is slow
 // over large texts, is the DFA's fallback.
@@ -26,14 +28,17 @@ type matcher struct {
 	// for it.
 	dfa *linedfa.DFA
 	// pre finds candidate positions: every match contains one of its
-	// bytes. nil means every line is a candidate (or exact or fold finds
-	// them).
+	// bytes. nil means every line is a candidate (or exact, foldExact or
+	// fold finds them).
 	pre *byteSet
 	// exact finds a literal every match contains (case-sensitive), when
 	// set: the candidates, and the multiline files worth searching.
 	exact *literal.Finder
-	// fold finds the candidates of a case-folded literal, when set.
-	fold *foldPrefilter
+	// foldExact finds a case-folded literal every match contains, when
+	// the literal is ASCII without k or s; fold finds candidates of any
+	// other case-folded literal by one of its bytes.
+	foldExact *literal.FoldFinder
+	fold      *foldPrefilter
 	// wholeDFA is set when the DFA runs over the whole text rather than on
 	// the candidate lines of a prefilter.
 	wholeDFA bool
@@ -54,7 +59,7 @@ func newMatcher(re *regexp.Regexp, expr string, fold bool) *matcher {
 	if !m.pure {
 		m.dfa, _ = linedfa.New(re) // nil: too large for it, regexp matches
 	}
-	m.wholeDFA = m.dfa != nil && m.exact == nil && m.fold == nil && (m.pre == nil || !m.pre.rare())
+	m.wholeDFA = m.dfa != nil && m.exact == nil && m.foldExact == nil && m.fold == nil && (m.pre == nil || !m.pre.rare())
 	return m
 }
 
@@ -88,10 +93,14 @@ func (m *matcher) choosePrefilter(expr string, fold bool) {
 		m.exact, m.pure = literal.New(b), whole && !bytes.Contains(b, []byte{'\n'})
 		return
 	}
-	if p, ok := newFoldPrefilter(b); ok {
-		// A verified window is a match when the pattern is the literal
-		// (and has no newline, as above).
-		m.fold, m.pure = &p, whole && p.verify && !bytes.Contains(b, []byte{'\n'})
+	p, exact, ok := newFoldPrefilter(b)
+	switch {
+	case exact:
+		// A hit is a match when the pattern is the literal (and has no
+		// newline, as above).
+		m.foldExact, m.pure = literal.NewFold(b), whole && !bytes.Contains(b, []byte{'\n'})
+	case ok:
+		m.fold = &p
 	}
 }
 
@@ -230,24 +239,24 @@ func requiredLiteral(re *syntax.Regexp) (lit []rune, fold, whole bool) {
 	return nil, false, false
 }
 
-// foldPrefilter finds a case-insensitive literal by one of its bytes: the
-// rarest ASCII byte whose case folding stays within ASCII (not k or s,
-// which fold to the Kelvin sign and the long s), in either case, so every
-// match contains it; when the whole literal folds within ASCII the window
-// around a hit is compared with EqualFold.
+// foldPrefilter finds the candidates of a case-insensitive literal by
+// one of its bytes: the rarest ASCII byte whose case folding stays within
+// ASCII (not k or s, which fold to the Kelvin sign and the long s), in
+// either case, found in one pass (simd.Memchr2), so every match contains
+// it.
 type foldPrefilter struct {
 	lower, upper byte
-	at           int    // offset of the byte in lit
-	lit          []byte // compared when verify
-	verify       bool
 }
 
-func newFoldPrefilter(lit []byte) (foldPrefilter, bool) {
+// newFoldPrefilter returns the prefilter of the case-folded literal lit;
+// exact reports that lit is ASCII without k or s, which
+// literal.FoldFinder finds whole instead.
+func newFoldPrefilter(lit []byte) (p foldPrefilter, exact, ok bool) {
 	best, bestRank := -1, 1<<30
-	verify := true
+	exact = true
 	for i, c := range lit {
 		if !asciiFoldSafe(c) {
-			verify = false
+			exact = false
 			continue
 		}
 		if r := byteRank(c); r < bestRank {
@@ -255,11 +264,10 @@ func newFoldPrefilter(lit []byte) (foldPrefilter, bool) {
 		}
 	}
 	if best < 0 {
-		return foldPrefilter{}, false
+		return foldPrefilter{}, false, false
 	}
 	c := lit[best]
-	p := foldPrefilter{lower: toLower(c), upper: toUpper(c), at: best, lit: lit, verify: verify}
-	return p, true
+	return foldPrefilter{lower: toLower(c), upper: toUpper(c)}, exact, true
 }
 
 // asciiFoldSafe reports whether c is ASCII and all its case variants are.
@@ -285,56 +293,19 @@ func toUpper(c byte) byte {
 	return c
 }
 
-// foldCursor remembers where each case of the byte occurs next in one
-// text, so that a search through it scans each byte once per case.
-type foldCursor struct {
-	p      *foldPrefilter
-	lo, up int // next positions (len(b) when none), -1 when not yet known
-}
-
-func (c *foldCursor) next(b []byte, from int) int {
-	p := c.p
-	for from < len(b) {
-		c.lo = nextByte(b, from, p.lower, c.lo)
-		if p.upper != p.lower {
-			c.up = nextByte(b, from, p.upper, c.up)
-		} else {
-			c.up = c.lo
-		}
-		i := min(c.lo, c.up)
-		if i >= len(b) {
-			return -1
-		}
-		if !p.verify || p.matchesAt(b, i-p.at) {
-			return i
-		}
-		from = i + 1
+// next returns the position of the first candidate byte in b at or after
+// from, or -1.
+func (p *foldPrefilter) next(b []byte, from int) int {
+	var i int
+	if p.upper == p.lower {
+		i = bytes.IndexByte(b[from:], p.lower)
+	} else {
+		i = simd.Memchr2(b[from:], p.lower, p.upper)
 	}
-	return -1
-}
-
-// nextByte returns the first position >= from of c in b (len(b) if none),
-// reusing known when it is still ahead.
-func nextByte(b []byte, from int, c byte, known int) int {
-	if known >= from {
-		return known
+	if i < 0 {
+		return -1
 	}
-	if i := bytes.IndexByte(b[from:], c); i >= 0 {
-		return from + i
-	}
-	return len(b)
-}
-
-func (p *foldPrefilter) matchesAt(b []byte, start int) bool {
-	if start < 0 || start+len(p.lit) > len(b) {
-		return false
-	}
-	for i, c := range p.lit {
-		if toLower(b[start+i]) != toLower(c) {
-			return false
-		}
-	}
-	return true
+	return from + i
 }
 
 // byteRank orders bytes by how rare they are in source and text (lower
@@ -375,13 +346,13 @@ func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher,
 		return
 	}
 	pos, n := 0, 0
-	var fold *foldCursor
-	if m.fold != nil {
-		fold = &foldCursor{p: m.fold, lo: -1, up: -1}
-	}
 	var exact literal.Cursor
 	if m.exact != nil {
 		exact = m.exact.Cursor()
+	}
+	var foldExact literal.FoldCursor
+	if m.foldExact != nil {
+		foldExact = m.foldExact.Cursor()
 	}
 	for pos < len(data) {
 		if n++; n%checkEvery == 0 && ctx.Err() != nil {
@@ -389,8 +360,12 @@ func (m *matcher) lines(ctx context.Context, data []byte, dfa *linedfa.Searcher,
 		}
 		at := -1
 		switch {
-		case fold != nil:
-			at = fold.next(data, pos)
+		case m.foldExact != nil:
+			if i := foldExact.Next(data[pos:]); i >= 0 {
+				at = pos + i
+			}
+		case m.fold != nil:
+			at = m.fold.next(data, pos)
 		case m.exact != nil:
 			if i := exact.Next(data[pos:]); i >= 0 {
 				at = pos + i

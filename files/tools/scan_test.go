@@ -285,6 +285,9 @@ func FuzzScanLines(f *testing.F) {
 		{`[A-Z][a-z]+[0-9]{3}[a-z]`, "Abc123d\nabc\n\xff\n", false, false},
 		{`\x{FFFD}x`, "\xffx\n", false, false},
 		{"xx", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxy\nxy\n", true, false},
+		// case-folded: a symbol compared exactly (0x1F is '?' with the
+		// case bit clear), letters of either case
+		{"a?_Zx", "A?_zX\na\x1f_zx\nA?\x7fzx\nxXxX\n", true, true},
 	} {
 		f.Add(s.pattern, s.text, s.literal, s.fold)
 	}
