@@ -1,4 +1,6 @@
-// Package literal finds a byte-exact literal in a text by its rare bytes.
+// Package literal finds a literal in a text by its rare bytes: byte-exact
+// (Finder), or with its ASCII letters in either case (FoldFinder, fold.go,
+// which scans the same way).
 //
 // A Finder is built once from the literal; a Cursor carries one search
 // through one text, call after call. It scans first for the literal's
