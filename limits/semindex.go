@@ -27,6 +27,11 @@ const (
 	// SemScanParts bounds how many connections (and cores) one search
 	// splits its scan across.
 	SemScanParts = 4
+	// SemCacheBytes is the default bound of the vector blocks an open
+	// index keeps in memory between searches (about 350,000 vectors of
+	// 384 dimensions); SemMaxCacheBytes bounds any setting.
+	SemCacheBytes    = 512 * MiB
+	SemMaxCacheBytes = 64 * GiB
 )
 
 // Model files. A model is validated against these before anything sized by

@@ -25,7 +25,7 @@ func benchChunks() int {
 
 const benchDim = 384
 
-func fillVectors(b *testing.B, ix *Index, n int) {
+func fillVectors(b testing.TB, ix *Index, n int) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
 	err := ix.write(ctx, func(tx *sql.Tx) error {

@@ -17,11 +17,14 @@ import (
 // per-row and per-call costs are paid once per block, not once per chunk.
 // A full block spans overflow pages, which SQLite reads from the file
 // straight into the function's argument (one read per page, bypassing its
-// page cache, once the pages are checkpointed out of the WAL), so a search
-// costs the same right after a write as later and holds no vectors in
-// memory between searches.
+// page cache, once the pages are checkpointed out of the WAL). Those
+// reads cost most of a search, so an open Index keeps in memory the
+// blocks it has read twice (cache.go, up to OpenOptions.CacheBytes), and
+// its later searches read from the file only the blocks written since.
 // Every chunk row names its block; a mutation rewrites the blocks it
-// touches in its own transaction.
+// touches in its own transaction, each with a new random version (ver),
+// by which a search knows whether the Index's cache (cache.go) holds the
+// block as its snapshot does.
 
 // blockVectors is how many vectors a mutation puts in one block: the
 // limit, smaller only in tests of block boundaries.
@@ -53,7 +56,7 @@ func openBlock(ctx context.Context, tx *sql.Tx, capacity int) (*block, error) {
 	if err == nil || err != sql.ErrNoRows {
 		return b, dbFault(err, "reading a vector block")
 	}
-	r, err := tx.ExecContext(ctx, `INSERT INTO vec_blocks(n, ids, vecs) VALUES(0, x'', x'')`)
+	r, err := tx.ExecContext(ctx, `INSERT INTO vec_blocks(ver, n, ids, vecs) VALUES(random(), 0, x'', x'')`)
 	if err != nil {
 		return nil, dbFault(err, "creating a vector block")
 	}
@@ -66,7 +69,7 @@ func saveBlock(ctx context.Context, tx *sql.Tx, b *block) error {
 	if b.n() == 0 {
 		_, err = tx.ExecContext(ctx, `DELETE FROM vec_blocks WHERE id = ?`, b.id)
 	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE vec_blocks SET n = ?, ids = ?, vecs = ? WHERE id = ?`, b.n(), b.ids, b.vecs, b.id)
+		_, err = tx.ExecContext(ctx, `UPDATE vec_blocks SET ver = random(), n = ?, ids = ?, vecs = ? WHERE id = ?`, b.n(), b.ids, b.vecs, b.id)
 	}
 	return dbFault(err, "writing a vector block")
 }

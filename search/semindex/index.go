@@ -9,7 +9,10 @@
 //
 // Vectors are stored in blocks (blocks.go) of up to limits.SemBlockVectors
 // that the function scores a block per call; one search splits the blocks
-// by id across a few connections reading one snapshot.
+// by id across a few connections reading one snapshot. An open Index keeps
+// the blocks it searches in memory (cache.go), each under the version its
+// row holds, so its later searches score the same bytes without reading
+// them from the file.
 //
 // Chunks are runs of whole words of at most limits.SemChunkPieces word
 // pieces, so that with [CLS] and [SEP] a chunk fills at most the model's
@@ -44,8 +47,9 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-// Format is the schema version this package writes.
-const Format = "2"
+// Format is the schema version this package writes. An index of format
+// "2" (vector blocks without versions) is brought to it when opened.
+const Format = "3"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -68,6 +72,7 @@ CREATE INDEX IF NOT EXISTS chunks_ref ON chunks(ref_id);
 CREATE INDEX IF NOT EXISTS chunks_block ON chunks(block_id);
 CREATE TABLE IF NOT EXISTS vec_blocks(
 	id INTEGER PRIMARY KEY,
+	ver INTEGER NOT NULL,
 	n INTEGER NOT NULL,
 	ids BLOB NOT NULL,
 	vecs BLOB NOT NULL);
@@ -88,6 +93,8 @@ type Index struct {
 	// scan is the set of connections one search at a time splits its
 	// scan across.
 	scan scanSet
+	// cache keeps blocks between searches; nil with DisableCache.
+	cache *blockCache
 }
 
 // OpenOptions qualify Open and OpenIn. A nil *OpenOptions is valid.
@@ -98,6 +105,33 @@ type OpenOptions struct {
 	// value: .git and capkit.toml in every root), nor its sidecars: SQLite
 	// creates those next to the database when it opens it, also to read.
 	Protected capability.Protected
+	// CacheBytes bounds the vector blocks the Index keeps in memory
+	// between searches (blockCache: a block is kept the second time a
+	// search reads it); zero means limits.SemCacheBytes, and it is at
+	// most limits.SemMaxCacheBytes.
+	CacheBytes int64
+	// DisableCache keeps no vectors in memory between searches: every
+	// search reads every block from the file, several times slower than
+	// from memory (bench/RESULTS.md).
+	DisableCache bool
+}
+
+// cacheFor returns the cache o asks for, nil for none.
+func cacheFor(o *OpenOptions) (*blockCache, error) {
+	if o == nil {
+		return newBlockCache(limits.SemCacheBytes), nil
+	}
+	switch {
+	case o.DisableCache:
+		return nil, nil
+	case o.CacheBytes < 0:
+		return nil, fault.New(fault.InvalidInput, "CacheBytes %d is negative", o.CacheBytes)
+	case o.CacheBytes > limits.SemMaxCacheBytes:
+		return nil, fault.LimitExceeded("cache bytes", limits.SemMaxCacheBytes, o.CacheBytes)
+	case o.CacheBytes == 0:
+		return newBlockCache(limits.SemCacheBytes), nil
+	}
+	return newBlockCache(o.CacheBytes), nil
 }
 
 // sidecars are the files SQLite keeps next to a database.
@@ -105,12 +139,16 @@ var sidecars = []string{"", "-wal", "-shm", "-journal"}
 
 // Open opens or creates the index at the host path path.
 func Open(ctx context.Context, path string, opts *OpenOptions) (*Index, error) {
+	cache, err := cacheFor(opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts != nil && opts.NoCreate {
 		if _, err := os.Lstat(path); err != nil {
 			return nil, missingIndex(err)
 		}
 	}
-	return open(ctx, path, nil)
+	return open(ctx, path, nil, cache)
 }
 
 // checkProtected refuses an index at path, whose directory d in root is
@@ -147,6 +185,10 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 	if opts != nil {
 		o = *opts
 	}
+	cache, err := cacheFor(&o)
+	if err != nil {
+		return nil, err
+	}
 	d, name, root, err := atfile.ResolveParent(roots, path)
 	if err != nil {
 		return nil, err
@@ -162,7 +204,7 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 		d.Close()
 		return nil, missingIndex(err)
 	}
-	ix, err := open(ctx, fmt.Sprintf("/proc/self/fd/%d/%s", d.File().Fd(), name), d)
+	ix, err := open(ctx, fmt.Sprintf("/proc/self/fd/%d/%s", d.File().Fd(), name), d, cache)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -170,14 +212,14 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 	return ix, nil
 }
 
-func open(ctx context.Context, path string, dir *atfile.Dir) (*Index, error) {
+func open(ctx context.Context, path string, dir *atfile.Dir, cache *blockCache) (*Index, error) {
 	registerOnce()
 	dsn := "file:" + uriEscape(path) + fmt.Sprintf("?_pragma=busy_timeout(10000)&_pragma=page_size(%d)&", limits.SemPageBytes) + "_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, dbFault(err, "opening the index")
 	}
-	ix := &Index{db: db, dir: dir}
+	ix := &Index{db: db, dir: dir, cache: cache}
 	if err := ix.init(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -200,10 +242,12 @@ func (ix *Index) init(ctx context.Context) error {
 	}
 	var f string
 	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f)
-	if err == nil && f == Format {
+	switch {
+	case err == nil && f == Format:
 		return nil
-	}
-	if err == nil {
+	case err == nil && f == "2":
+		return ix.versionBlocks(ctx)
+	case err == nil:
 		return formatMismatch(f)
 	}
 	return ix.write(ctx, func(tx *sql.Tx) error {
@@ -223,6 +267,34 @@ func (ix *Index) init(ctx context.Context) error {
 			return formatMismatch(f)
 		}
 		return nil
+	})
+}
+
+// versionBlocks brings an index of format "2" to Format: its vector
+// blocks get a version each (the table is rebuilt, as SQLite adds a
+// column only at the end of a row, past the blobs), in one transaction.
+func (ix *Index) versionBlocks(ctx context.Context) error {
+	return ix.write(ctx, func(tx *sql.Tx) error {
+		var f string
+		if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'format'`).Scan(&f); err != nil {
+			return dbFault(err, "reading the index metadata")
+		}
+		if f == Format {
+			return nil // another connection did it first
+		}
+		for _, q := range []string{
+			`CREATE TABLE vec_blocks_v(id INTEGER PRIMARY KEY, ver INTEGER NOT NULL, n INTEGER NOT NULL, ids BLOB NOT NULL, vecs BLOB NOT NULL)`,
+			`INSERT INTO vec_blocks_v(id, ver, n, ids, vecs) SELECT id, random(), n, ids, vecs FROM vec_blocks`,
+			`DROP TABLE vec_blocks`,
+			`ALTER TABLE vec_blocks_v RENAME TO vec_blocks`,
+			`CREATE INDEX vec_blocks_n ON vec_blocks(n)`,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return dbFault(err, "versioning the vector blocks")
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'format'`, Format)
+		return dbFault(err, "writing the index metadata")
 	})
 }
 

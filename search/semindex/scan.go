@@ -119,7 +119,9 @@ func snapshot(ctx context.Context, conns []*sql.Conn) ([]*sql.Conn, error) {
 // array blocks) split into one id range per connection, each scanned
 // concurrently inside SQLite; it returns each part's query.
 func scanParts(ctx context.Context, conns []*sql.Conn, proto *activeQuery, blocks string, lo, hi int64) ([]*activeQuery, error) {
-	q := `SELECT coalesce(sum(` + blockFunc + `(ids, vecs, ?1)), 0) FROM vec_blocks WHERE id BETWEEN ?3 AND ?4`
+	// coalesce evaluates its second argument, and SQLite reads the
+	// blobs, only where the first is NULL: a block the cache lacks.
+	q := `SELECT coalesce(sum(coalesce(` + cachedFunc + `(?1, id, ver), ` + blockFunc + `(?1, id, ver, ids, vecs))), 0) FROM vec_blocks WHERE id BETWEEN ?3 AND ?4`
 	if proto.members != nil {
 		q += ` AND id IN (SELECT value FROM json_each(?2))`
 	}
@@ -128,7 +130,7 @@ func scanParts(ctx context.Context, conns []*sql.Conn, proto *activeQuery, block
 	span := (hi - lo + 1 + int64(len(conns)) - 1) / int64(len(conns))
 	var wg sync.WaitGroup
 	for i, c := range conns {
-		aq := &activeQuery{ctx: ctx, v: proto.v, norm: proto.norm, members: proto.members, top: topK{k: proto.top.k}}
+		aq := &activeQuery{ctx: ctx, v: proto.v, norm: proto.norm, members: proto.members, top: topK{k: proto.top.k}, cache: proto.cache, scan: proto.scan}
 		parts[i] = aq
 		from, to := lo+int64(i)*span, min(hi, lo+int64(i+1)*span-1)
 		wg.Go(func() {

@@ -18,12 +18,19 @@ import (
 	"github.com/capkit/capkit/search/semindex/bert"
 )
 
-// blockFunc is the SQL function semindex_block(ids, vecs, query_id): it
-// scores every vector of one block (the ids and vecs blobs of a vec_blocks
-// row) by exact cosine against the query registered under query_id for
-// the duration of one search, keeps the best in that query's bounded
-// top-k, and returns how many vectors it scored.
-const blockFunc = "semindex_block"
+// blockFunc is the SQL function semindex_block(query_id, id, ver, ids,
+// vecs): it scores every vector of one block (the row of vec_blocks) by
+// exact cosine against the query registered under query_id for the
+// duration of one search, keeps the best in that query's bounded top-k,
+// offers the block to the Index's cache, and returns how many vectors it
+// scored. cachedFunc, semindex_cached(query_id, id, ver), does the same
+// from the cache's copy of the block at that version, and is NULL when
+// the cache has none: the scan calls blockFunc only then, so that SQLite
+// reads the blobs of no block the cache holds.
+const (
+	blockFunc  = "semindex_block"
+	cachedFunc = "semindex_cached"
+)
 
 type activeQuery struct {
 	ctx  context.Context
@@ -33,9 +40,13 @@ type activeQuery struct {
 	members map[int64]struct{}
 	top     topK
 	scanned int64
-	dots    [2 * limits.SemBlockVectors]float32 // scratch of scoreBlock
+	dots    [2 * limits.SemBlockVectors]float32 // scratch of scoreVectors
 	// damaged is the first block that does not hold whole vectors.
 	damaged error
+	// cache is the Index's (nil without one); scan numbers this search
+	// for it.
+	cache *blockCache
+	scan  uint64
 }
 
 var (
@@ -47,23 +58,47 @@ var (
 func registerOnce() {
 	register.Do(func() {
 		sqlite.MustRegisterFunction(blockFunc, &sqlite.FunctionImpl{
-			NArgs: 3, VolatileArgs: true,
+			NArgs: 5, VolatileArgs: true,
 			Scalar: func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-				ids, _ := args[0].([]byte)
-				vecs, _ := args[1].([]byte)
-				id, _ := args[2].(int64)
-				q, ok := queries.Load(id)
-				if !ok {
-					return nil, fmt.Errorf("%s: no active query %d", blockFunc, id)
+				aq, err := lookupQuery(args[0])
+				if err != nil {
+					return nil, err
 				}
-				return q.(*activeQuery).scoreBlock(ids, vecs)
+				bid, _ := args[1].(int64)
+				ver, _ := args[2].(int64)
+				ids, _ := args[3].([]byte)
+				vecs, _ := args[4].([]byte)
+				return aq.scoreBlock(bid, ver, ids, vecs)
+			},
+		})
+		sqlite.MustRegisterFunction(cachedFunc, &sqlite.FunctionImpl{
+			NArgs: 3,
+			Scalar: func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+				aq, err := lookupQuery(args[0])
+				if err != nil {
+					return nil, err
+				}
+				bid, _ := args[1].(int64)
+				ver, _ := args[2].(int64)
+				return aq.scoreCached(bid, ver)
 			},
 		})
 	})
 }
 
-// scoreBlock scores the vectors of one block that are in scope.
-func (aq *activeQuery) scoreBlock(ids, vecs []byte) (int64, error) {
+// lookupQuery finds the active query a function call names.
+func lookupQuery(arg driver.Value) (*activeQuery, error) {
+	id, _ := arg.(int64)
+	q, ok := queries.Load(id)
+	if !ok {
+		return nil, fmt.Errorf("%s: no active query %d", blockFunc, id)
+	}
+	return q.(*activeQuery), nil
+}
+
+// scoreBlock scores the vectors of one block read from the file, and
+// offers it to the cache.
+func (aq *activeQuery) scoreBlock(bid, ver int64, ids, vecs []byte) (int64, error) {
 	if err := aq.ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -71,6 +106,31 @@ func (aq *activeQuery) scoreBlock(ids, vecs []byte) (int64, error) {
 		aq.damaged = err
 		return 0, err
 	}
+	if aq.cache != nil {
+		aq.cache.offer(bid, ver, ids, vecs, aq.scan)
+	}
+	return aq.scoreVectors(ids, vecs), nil
+}
+
+// scoreCached scores the cache's copy of block bid at version ver; nil
+// (SQL NULL) when the cache has none.
+func (aq *activeQuery) scoreCached(bid, ver int64) (driver.Value, error) {
+	if err := aq.ctx.Err(); err != nil {
+		return nil, err
+	}
+	if aq.cache == nil {
+		return nil, nil
+	}
+	ids, vecs, ok := aq.cache.get(bid, ver, aq.scan)
+	if !ok || checkShape(ids, vecs, len(aq.v)) != nil {
+		return nil, nil // read from the file, which checks it
+	}
+	return aq.scoreVectors(ids, vecs), nil
+}
+
+// scoreVectors scores the vectors of one block (of checked shape) that
+// are in scope, and returns how many it scored.
+func (aq *activeQuery) scoreVectors(ids, vecs []byte) int64 {
 	n := len(ids) / 8
 	dots := aq.dots[:2*n]
 	dotNormBlock(vecs, aq.v, dots)
@@ -85,7 +145,7 @@ func (aq *activeQuery) scoreBlock(ids, vecs []byte) (int64, error) {
 		aq.top.offer(cid, score(dots[2*i], dots[2*i+1], aq.norm))
 		scored++
 	}
-	return scored, nil
+	return scored
 }
 
 // SearchOptions narrow a search. A nil *SearchOptions is valid.
@@ -177,7 +237,10 @@ func (ix *Index) rank(ctx context.Context, qv []float32, o *SearchOptions, limit
 	if conns, err = snapshot(ctx, conns); err != nil {
 		return nil, err
 	}
-	all := &activeQuery{v: qv, norm: norm(qv), top: topK{k: limit}}
+	all := &activeQuery{v: qv, norm: norm(qv), top: topK{k: limit}, cache: ix.cache}
+	if ix.cache != nil {
+		all.scan = ix.cache.begin()
+	}
 	blocks := ""
 	if o.Scope != "" {
 		if all.members, blocks, err = scopeChunks(ctx, conns[0], o.Scope); err != nil {
@@ -199,6 +262,9 @@ func (ix *Index) rank(ctx context.Context, qv []float32, o *SearchOptions, limit
 			for _, s := range p.top.kept {
 				all.top.offer(s.id, s.score)
 			}
+		}
+		if ix.cache != nil && all.members == nil {
+			ix.cache.sweep(all.scan) // every block was found
 		}
 	}
 	if res.Hits, err = hitSpans(ctx, conns[0], all.top.best(), o.WithText); err != nil {

@@ -1,0 +1,108 @@
+package semindex
+
+import (
+	"slices"
+	"sync"
+)
+
+// blockCache keeps vector blocks in memory between the searches of one
+// Index, so that a search reads from the file only the blocks it has not
+// seen at their current version: reading a block out of SQLite (a copy of
+// every page from the file, then into the function's argument) costs more
+// than scoring it. A block is kept under its id and its version (the
+// random ver every write of the block draws), which the scan reads from
+// the block's row in its own snapshot: a kept copy is used only for the
+// very version the snapshot holds, so a search scores exactly what its
+// snapshot stores, whatever was written since.
+//
+// A block is kept the second time a search reads it at one version, not
+// the first: an Index opened for one search (as the tools open it) copies
+// nothing. The bytes kept are bounded by the Index's CacheBytes; past it,
+// blocks are read from the file as without the cache. A search of the
+// whole index lets go of the blocks it no longer finds.
+type blockCache struct {
+	mu     sync.Mutex
+	limit  int64
+	used   int64
+	blocks map[int64]*cachedBlock // by block id
+	scans  uint64                 // searches begun
+}
+
+// cachedBlock is a block seen at version ver: kept when vecs is not nil.
+type cachedBlock struct {
+	ver       int64
+	ids, vecs []byte
+	// lastScan is the last search that found the block.
+	lastScan uint64
+}
+
+func newBlockCache(limit int64) *blockCache {
+	return &blockCache{limit: limit, blocks: map[int64]*cachedBlock{}}
+}
+
+// begin numbers a search.
+func (c *blockCache) begin() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scans++
+	return c.scans
+}
+
+// get returns the kept copy of block id at version ver, if there is one.
+func (c *blockCache) get(id, ver int64, scan uint64) (ids, vecs []byte, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.blocks[id]
+	if b == nil || b.ver != ver || b.vecs == nil {
+		return nil, nil, false
+	}
+	b.lastScan = scan
+	return b.ids, b.vecs, true
+}
+
+// offer tells the cache that a search read block id at version ver from
+// the file (ids and vecs are valid only during the call): the first time
+// it is noted, the second time kept if it fits.
+func (c *blockCache) offer(id, ver int64, ids, vecs []byte, scan uint64) {
+	size := int64(len(ids) + len(vecs))
+	if !c.note(id, ver, size, scan) {
+		return
+	}
+	ids, vecs = slices.Clone(ids), slices.Clone(vecs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b := c.blocks[id]; b != nil && b.ver == ver && b.vecs == nil && c.used+size <= c.limit {
+		b.ids, b.vecs = ids, vecs
+		c.used += size
+	}
+}
+
+// note records a read of block id at version ver and reports whether it
+// is worth keeping now.
+func (c *blockCache) note(id, ver, size int64, scan uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.blocks[id]
+	if b == nil || b.ver != ver {
+		if b != nil {
+			c.used -= int64(len(b.ids) + len(b.vecs))
+		}
+		c.blocks[id] = &cachedBlock{ver: ver, lastScan: scan}
+		return false
+	}
+	b.lastScan = scan
+	return b.vecs == nil && c.used+size <= c.limit
+}
+
+// sweep drops the blocks that no search since scan (one of the whole
+// index, complete) has found: they are gone from the index.
+func (c *blockCache) sweep(scan uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, b := range c.blocks {
+		if b.lastScan < scan {
+			c.used -= int64(len(b.ids) + len(b.vecs))
+			delete(c.blocks, id)
+		}
+	}
+}
