@@ -3,7 +3,15 @@
 //	netload serve -dir D -size N   an HTTPS server on loopback serving N
 //	                               bytes at /body, with a fresh CA (D/ca.pem),
 //	                               a policy that reaches it (D/http.json) and
-//	                               its URL (D/url); runs until killed
+//	                               its URL (D/url); as localhost too, for
+//	                               contained commands through capkit's proxy
+//	                               (D/run-policy.json, D/url-name); runs
+//	                               until killed
+//	netload proxy -policy P -addr F
+//	                               capkit's policy proxy (net/egress) for
+//	                               policy P on a loopback port of the host,
+//	                               its address written to F (no container:
+//	                               the proxy's own cost); runs until killed
 //	netload budget -store S -clients 8 -seconds T -rounds R
 //	                               reserve+settle vs bare durable
 //	                               insert+commit on S: a budget root
@@ -43,6 +51,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
 	"github.com/capkit/capkit/net/budget"
+	"github.com/capkit/capkit/net/egress"
+	"github.com/capkit/capkit/net/fetch"
 )
 
 func main() {
@@ -56,6 +66,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "budget":
 		err = budgetBench(os.Args[2:])
+	case "proxy":
+		err = proxy(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -82,7 +94,9 @@ func serve(args []string) error {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	policy := fmt.Sprintf(`{"format": 1, "ports": [%d], "private_destinations": ["127.0.0.1/32"], "ca_file": "ca.pem"}`, port)
-	for name, data := range map[string]string{"ca.pem": string(caPEM), "http.json": policy, "url": fmt.Sprintf("https://127.0.0.1:%d/body\n", port)} {
+	runPolicy := fmt.Sprintf(`{"format": 1, "hosts": ["localhost"], "ports": [%d], "private_destinations": ["127.0.0.1/32"]}`, port)
+	for name, data := range map[string]string{"ca.pem": string(caPEM), "http.json": policy, "url": fmt.Sprintf("https://127.0.0.1:%d/body\n", port),
+		"run-policy.json": runPolicy, "url-name": fmt.Sprintf("https://localhost:%d/body\n", port)} {
 		if err := os.WriteFile(filepath.Join(*dir, name), []byte(data), 0o600); err != nil {
 			return err
 		}
@@ -98,7 +112,32 @@ func serve(args []string) error {
 	return srv.ServeTLS(ln, "", "")
 }
 
-// certificate makes a CA and a leaf for 127.0.0.1 signed by it.
+func proxy(args []string) error {
+	fs := flag.NewFlagSet("proxy", flag.ExitOnError)
+	policy := fs.String("policy", "", "HTTP policy file")
+	addr := fs.String("addr", "", "file the proxy's address is written to")
+	fs.Parse(args)
+	p, err := fetch.LoadPolicy(context.Background(), *policy)
+	if err != nil {
+		return err
+	}
+	px, err := egress.New(p, nil)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*addr, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+		return err
+	}
+	px.Serve(context.Background(), ln)
+	return nil
+}
+
+// certificate makes a CA and a leaf for 127.0.0.1 and localhost signed
+// by it.
 func certificate() (tls.Certificate, []byte, error) {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "netload CA"},
@@ -112,7 +151,7 @@ func certificate() (tls.Certificate, []byte, error) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		KeyUsage: x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

@@ -68,6 +68,16 @@ func TestExamplePolicyLoads(t *testing.T) {
 	}
 }
 
+func TestExampleRegistryPolicyLoads(t *testing.T) {
+	p, err := LoadPolicy(context.Background(), filepath.Join("..", "..", "examples", "registry-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.AllowsHost("registry.example.org") || !p.AllowsHost("a.files.example.org") || p.AllowsHost("files.example.org") {
+		t.Fatalf("example registry policy %+v", p)
+	}
+}
+
 func TestLoadPolicyCAFile(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "p.json"), []byte(`{"format": 1, "ca_file": "none.pem"}`), 0o600)
