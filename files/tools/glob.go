@@ -53,25 +53,25 @@ type globMatch struct {
 	modTime time.Time
 }
 
-func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (GlobResult, error) {
+func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (*globPage, error) {
 	if len(in.Pattern) > limits.GrepMaxPatternBytes {
-		return GlobResult{}, fault.LimitExceeded("pattern bytes", limits.GrepMaxPatternBytes, int64(len(in.Pattern)))
+		return nil, fault.LimitExceeded("pattern bytes", limits.GrepMaxPatternBytes, int64(len(in.Pattern)))
 	}
 	limit, err := bounded("limit", in.Limit, limits.GlobMaxResults, limits.GlobMaxLimit)
 	if err != nil {
-		return GlobResult{}, err
+		return nil, err
 	}
 	offset, err := bounded("offset", in.Offset, 0, limits.GrepMaxOffset)
 	if err != nil {
-		return GlobResult{}, err
+		return nil, err
 	}
 	if in.Sort != "" && in.Sort != "modified" && in.Sort != "path" {
-		return GlobResult{}, fault.New(fault.InvalidInput, "sort %q is not one of modified, path", in.Sort)
+		return nil, fault.New(fault.InvalidInput, "sort %q is not one of modified, path", in.Sort)
 	}
 	base, pattern := globBase(in.Pattern)
 	re, err := compileGlob(pattern, doublestarSyntax)
 	if in.Pattern == "" || strings.HasPrefix(in.Pattern, "/") || err != nil {
-		return GlobResult{}, fault.New(fault.InvalidInput, "pattern %q is not a valid relative glob (e.g. **/*.go); give the directory in path", in.Pattern)
+		return nil, fault.New(fault.InvalidInput, "pattern %q is not a valid relative glob (e.g. **/*.go); give the directory in path", in.Pattern)
 	}
 	dir := in.Path
 	if dir == "" {
@@ -82,7 +82,7 @@ func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (GlobResu
 	}
 	t, err := resolve(req.caps, capability.List, dir)
 	if err != nil {
-		return GlobResult{}, err
+		return nil, err
 	}
 	maxDepth := limits.WalkMaxDepth
 	if !strings.Contains(pattern, "**") {
@@ -111,14 +111,13 @@ func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (GlobResu
 		return nil
 	})
 	if err != nil {
-		return GlobResult{}, err
+		return nil, err
 	}
 	if in.Sort != "path" {
 		sortNewestFirst(found)
 	}
 	res.Stopped = w.stopped
-	res.text = globPage(&res, found, offset, limit, t, req.caps.Roots(capability.List))
-	return res, nil
+	return newGlobPage(res, found, offset, limit, t, req.caps.Roots(capability.List)), nil
 }
 
 // sortNewestFirst orders by modification time, newest first, then by
@@ -129,20 +128,34 @@ func sortNewestFirst(found []globMatch) {
 	})
 }
 
-// globPage writes the page [offset, offset+limit) of found and the
-// summary.
-func globPage(res *GlobResult, found []globMatch, offset, limit int, t target, roots []string) string {
+// globPage is the page [offset, offset+limit) of what a glob found, to
+// be cut to the output bound with its summary (result).
+type globPage struct {
+	counts GlobResult // nothing shown
+	paths  []string   // as shown
+}
+
+func newGlobPage(res GlobResult, found []globMatch, offset, limit int, t target, roots []string) *globPage {
 	res.Total, res.Offset = len(found), offset
-	page := found[min(offset, len(found)):min(offset+limit, len(found))]
-	var b strings.Builder
-	for _, m := range page {
-		b.WriteString(t.child(roots, m.name))
-		b.WriteByte('\n')
+	p := &globPage{counts: res}
+	for _, m := range found[min(offset, len(found)):min(offset+limit, len(found))] {
+		p.paths = append(p.paths, t.child(roots, m.name))
 	}
-	res.Shown = len(page)
-	res.NotShown = res.Total - res.Shown
-	if offset+res.Shown < res.Total {
-		res.NextOffset = offset + res.Shown
+	return p
+}
+
+// result is the page's first n paths and the summary.
+func (p *globPage) result(n int) GlobResult {
+	res := p.counts
+	res.Shown, res.NotShown = n, res.Total-n
+	offset := res.Offset
+	if offset+n < res.Total {
+		res.NextOffset = offset + n
+	}
+	var b strings.Builder
+	for _, path := range p.paths[:n] {
+		b.WriteString(path)
+		b.WriteByte('\n')
 	}
 	b.WriteString("(")
 	b.WriteString(strconv.Itoa(res.Total))
@@ -154,6 +167,9 @@ func globPage(res *GlobResult, found []globMatch, offset, limit int, t target, r
 		fmt.Fprintf(&b, "; %d not shown", res.NotShown)
 		if res.NextOffset > 0 {
 			fmt.Fprintf(&b, ": the next page is offset=%d", res.NextOffset)
+			if n < len(p.paths) {
+				b.WriteString(" (the output bound was reached)")
+			}
 		}
 	}
 	if res.Skipped > 0 {
@@ -163,5 +179,6 @@ func globPage(res *GlobResult, found []globMatch, offset, limit int, t target, r
 		fmt.Fprintf(&b, "; the search stopped after %d entries: search a subdirectory", limits.WalkMaxFiles)
 	}
 	b.WriteString(")\n")
-	return b.String()
+	res.text = b.String()
+	return res
 }

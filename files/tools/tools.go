@@ -169,7 +169,7 @@ func registerHot(b *kernel.Builder, x *executor) error {
 			Effect: capability.List, Hot: true, Title: "Find files by pattern",
 			Summary:     "Find files by name pattern (** for any depth), newest first.",
 			Description: globDescription,
-		}, adapt(x.glob)),
+		}, x.globTool),
 		kernel.AddTool(b, policy(Grep), kernel.Meta{
 			Effect: capability.Search, Hot: true, Title: "Search file contents",
 			Summary:     "Search file contents (regexp or literal) as lines, files or counts.",
@@ -231,22 +231,41 @@ var (
 )
 
 // grepTool cuts the page a search collected to whole entries that fit the
-// call's output bound with the summary, which grows with the numbers it
-// names; an entry that does not fit alone fails with limit.
+// call's output bound with the summary.
 func (x *executor) grepTool(ctx context.Context, call *kernel.Call, in GrepArgs) (GrepResult, error) {
 	page, err := adapt(x.grep)(ctx, call, in)
 	if err != nil {
 		return GrepResult{}, err
 	}
-	n, err := toolkit.FitPrefix(call.MaxOutputBytes, page.collected(), func(n int) any { return page.result(n) })
+	return fitPage(call, page.collected(), page.pending(), page.result,
+		fmt.Sprintf("entry %d of the search", page.counts.Offset+1), "an entry is never shown in part: narrow the search or ask for less context")
+}
+
+// globTool cuts the page a glob found to whole paths that fit the call's
+// output bound with the summary.
+func (x *executor) globTool(ctx context.Context, call *kernel.Call, in GlobArgs) (GlobResult, error) {
+	page, err := adapt(x.glob)(ctx, call, in)
+	if err != nil {
+		return GlobResult{}, err
+	}
+	return fitPage(call, len(page.paths), len(page.paths) > 0, page.result,
+		fmt.Sprintf("path %d", page.counts.Offset+1), "a path is never shown in part")
+}
+
+// fitPage is result(n) for the most of a page's n entries that fit the
+// call's output bound beside the summary, which grows with the numbers it
+// names; pending entries of which none fits fail with limit, first naming
+// the first of them.
+func fitPage[R any](call *kernel.Call, entries int, pending bool, result func(int) R, first, narrow string) (R, error) {
+	var zero R
+	n, err := toolkit.FitPrefix(call.MaxOutputBytes, entries, func(n int) any { return result(n) })
 	switch {
 	case err != nil:
-		return GrepResult{}, err
-	case n == 0 && page.pending():
-		return GrepResult{}, toolkit.UnitTooLarge(call, fmt.Sprintf("entry %d of the search", page.counts.Offset+1), 0,
-			"an entry is never shown in part: narrow the search or ask for less context")
+		return zero, err
+	case n == 0 && pending:
+		return zero, toolkit.UnitTooLarge(call, first, 0, narrow)
 	}
-	return page.result(n), nil
+	return result(n), nil
 }
 
 // raiseOutputBound says how the host raises a tool's output bound.

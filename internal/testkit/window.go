@@ -67,16 +67,17 @@ func follow(t testing.TB, s *kernel.Session, tool string, args map[string]any, o
 
 // WindowBounds checks a windowing tool at small output bounds, where a
 // window holds few units or none. session(max) is a session whose tool
-// has the output bound max. Called with args, at every bound from the
-// whole result's size down to a few bytes, the tool either fails with
-// limit naming [tool.NAME] max_output_bytes (a bound no unit fits), or
-// returns a result within the bound that is the whole result when it
-// names no next window, or else a window whose next (the structured
-// field) lies past the offset it started at (offsetArg of args). No
-// bound fails above one that succeeds; the smallest that succeeds is
+// has the output bound max. Called with args, at bounds from the whole
+// result's size down to a few bytes (and finely where the tool starts to
+// fail), the tool either fails with limit naming [tool.NAME]
+// max_output_bytes (a bound no unit fits), or returns a result within
+// the bound that is the whole result when it names no next window, or
+// else a window whose next (the structured field) lies past the offset it
+// started at (offsetArg of args). No bound fails above one that succeeds,
+// and some bound gives a window. The smallest bound that succeeds is
 // followed to the end (or, where a later unit is larger than the first,
-// the smallest bound a little larger at which they all fit). It returns
-// that bound.
+// the smallest bound a little larger at which they all fit), which it
+// returns.
 func WindowBounds(t testing.TB, session func(max int64) *kernel.Session, tool string, args map[string]any, offsetArg, next string) int64 {
 	t.Helper()
 	whole, err := Call(t, session(limits.HardMaxOutputBytes), tool, args)
@@ -87,20 +88,18 @@ func WindowBounds(t testing.TB, session func(max int64) *kernel.Session, tool st
 		t.Fatalf("%s at the hard bound is a window (%s %v): give smaller arguments", tool, next, n)
 	}
 	start := cursorArg(t, args[offsetArg])
-	var smallest, failed int64
-	for _, max := range shrinking(whole.Size()) {
+	windowed := false
+	// fits calls the tool at max and checks the result; false is a limit
+	// failure naming the setting.
+	fits := func(max int64) bool {
+		t.Helper()
 		res, err := Call(t, session(max), tool, args)
 		if err != nil {
 			if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "[tool."+tool+"] max_output_bytes") {
 				t.Fatalf("%s at a bound of %d bytes: %v (want a window, or limit naming [tool.%s] max_output_bytes)", tool, max, err, tool)
 			}
-			failed = max
-			continue
+			return false
 		}
-		if failed != 0 {
-			t.Fatalf("%s fails at a bound of %d bytes and succeeds at %d", tool, failed, max)
-		}
-		smallest = max
 		n := nextCursor(t, res, tool, next)
 		switch {
 		case res.Size() > max:
@@ -110,9 +109,37 @@ func WindowBounds(t testing.TB, session func(max int64) *kernel.Session, tool st
 		case !n.none() && !n.past(start):
 			t.Fatalf("%s at a bound of %d bytes: %s %v does not move past %v:\n%s", tool, max, next, n, start, res.Text)
 		}
+		windowed = windowed || !n.none()
+		return true
+	}
+	var smallest, failed int64
+	for _, max := range shrinking(whole.Size()) {
+		if !fits(max) {
+			failed = max
+			break
+		}
+		smallest = max
 	}
 	if smallest == 0 {
 		t.Fatalf("%s fails at every bound up to the whole result's %d bytes", tool, whole.Size())
+	}
+	// Between the largest failure and the smallest success, finely; then
+	// below the failure, coarsely: none may succeed.
+	step := max((smallest-failed)/64, 1)
+	for max := smallest - step; failed > 0 && max > failed; max -= step {
+		if fits(max) {
+			smallest = max
+		} else if max < smallest {
+			failed = max
+		}
+	}
+	for _, max := range shrinking(failed) {
+		if failed > 0 && max < failed && fits(max) {
+			t.Fatalf("%s fails at a bound of %d bytes and succeeds at %d", tool, failed, max)
+		}
+	}
+	if !windowed {
+		t.Fatalf("%s gave no window at any bound: give it more units", tool)
 	}
 	for max := smallest; ; max += max/4 + 1 {
 		_, err := follow(t, session(max), tool, args, offsetArg, next)

@@ -1,6 +1,7 @@
 package semindex
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -93,4 +94,15 @@ func TestWindowBounds(t *testing.T) {
 	}
 	testkit.WindowBounds(t, session, "semindex_search", map[string]any{"index": "s.db", "query": "fox", "limit": 30, "with_text": true}, "offset", "next_offset")
 	testkit.WindowBounds(t, session, "semindex_status", map[string]any{"index": "s.db"}, "offset", "next_offset")
+	// Every source changed under the index: twenty problems to window.
+	ix, err := OpenIn(context.Background(), []string{root}, "s.db", &OpenOptions{NoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ix.db.ExecContext(context.Background(), `UPDATE sources SET text = 'changed'`)
+	ix.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WindowBounds(t, session, "semindex_audit", map[string]any{"index": "s.db"}, "offset", "next_offset")
 }
