@@ -14,7 +14,9 @@ import (
 )
 
 // Edges checks a tool's line windows: at the bound the whole text,
-// one byte less a window of whole lines naming the next offset; small
+// one byte less a window of whole lines naming the next offset; at every
+// smaller bound the whole text, a window that moves on or limit naming
+// the setting, and no failure above a success; small
 // windows followed to the end give the text back exactly; a bound no line
 // fits fails with limit and says how to raise it; an offset past the end
 // is invalid_input.
@@ -46,6 +48,24 @@ func Edges(t *testing.T, tool string, result func(*kernel.Call, int) (kernel.Tex
 	if err != nil || span.NextOffset != span.Lines || span.Lines == 0 || got > size-1 || !strings.HasPrefix(full, shown) ||
 		!strings.Contains(text, fmt.Sprintf("%s with offset=%d", tool, span.NextOffset)) {
 		t.Fatalf("one past the bound: %+v, %d bytes, %v", span, got, err)
+	}
+	// At every bound down to a few bytes: the whole text, a window of
+	// lines that moves on, or limit naming the setting; never a failure
+	// above a bound that succeeds.
+	failed := int64(0)
+	for max := size; max >= 16; max = max * 7 / 8 {
+		text, span, got, err := get(max, 0)
+		switch {
+		case err != nil:
+			if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "[tool."+tool+"] max_output_bytes") {
+				t.Fatalf("at %d bytes: %v", max, err)
+			}
+			failed = max
+		case failed != 0:
+			t.Fatalf("fails at %d bytes and succeeds at %d", failed, max)
+		case got > max || span.NextOffset == 0 && text != full || span.NextOffset != 0 && (span.Lines == 0 || span.NextOffset != span.Lines):
+			t.Fatalf("at %d bytes: %+v, %d bytes", max, span, got)
+		}
 	}
 	const small = 1500
 	var all strings.Builder
