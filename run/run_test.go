@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/net/egress"
+	"github.com/capkit/capkit/net/fetch"
 )
 
 func TestShellRequestBounds(t *testing.T) {
@@ -72,5 +75,31 @@ func TestNoHelper(t *testing.T) {
 	_, err := NewRunner(nil, nil).Command(t.Context(), nil, "run_shell", []string{"true"}, "", nil, 0)
 	if !errors.Is(err, fault.ErrUnavailable) {
 		t.Errorf("err = %v, want unavailable", err)
+	}
+}
+
+// TestNetworkText: the tools' descriptions say there is no network, or
+// which hosts the proxy reaches (the first limit of them, and how many
+// more).
+func TestNetworkText(t *testing.T) {
+	if got := NewRunner(nil, nil).networkText(); got != "no network" {
+		t.Errorf("without a network: %q", got)
+	}
+	var hosts []string
+	for i := range shownHosts + 2 {
+		hosts = append(hosts, fmt.Sprintf(`"h%d.example.org"`, i))
+	}
+	p, err := fetch.ParsePolicy(t.Context(), []byte(`{"format": 1, "hosts": [`+strings.Join(hosts, ",")+`]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := egress.New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := NewRunner(nil, &RunnerOptions{Config: Config{Network: proxy}}).networkText()
+	last := fmt.Sprintf("h%d.example.org", shownHosts-1)
+	if !strings.Contains(got, "h0.example.org, h1.example.org") || !strings.Contains(got, last+" and 2 more") || strings.Contains(got, fmt.Sprintf("h%d.", shownHosts)) {
+		t.Errorf("with %d hosts: %q", len(hosts), got)
 	}
 }

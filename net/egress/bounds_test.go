@@ -84,13 +84,15 @@ func TestSlowEndlessAndMalformedClients(t *testing.T) {
 	}
 }
 
-// TestConnectionsAtOnce: past the bound, a connection waits unanswered
-// until one of those served closes.
+// TestConnectionsAtOnce: limits.EgressMaxConns tunnels are served at
+// once; one more connection waits unanswered until one of them closes.
 func TestConnectionsAtOnce(t *testing.T) {
 	w := newWorld(t, "", nil)
-	w.proxy.maxConns = 2
 	w.serve()
-	held := []net.Conn{w.dial(), w.dial()}
+	var held []net.Conn
+	for range limits.EgressMaxConns {
+		held = append(held, w.dial())
+	}
 	for _, c := range held {
 		defer c.Close()
 		fmt.Fprintf(c, "CONNECT registry.example.org:%d HTTP/1.1\r\n\r\n", w.port)

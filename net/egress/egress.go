@@ -79,9 +79,8 @@ type Proxy struct {
 	dialer    *fetch.Dialer
 	opts      Options
 	transport *http.Transport
-	// The bounds of package limits; tests shorten them.
+	// The time bounds of package limits; tests shorten them.
 	headerTimeout, idleTimeout time.Duration
-	maxConns                   int
 }
 
 // New returns a Proxy for policy.
@@ -89,8 +88,8 @@ func New(policy *fetch.Policy, opts *Options) (*Proxy, error) {
 	if policy == nil {
 		return nil, fault.New(fault.InvalidInput, "egress: a policy is required")
 	}
-	p := &Proxy{policy: *policy, dialer: fetch.NewDialer(policy, nil),
-		headerTimeout: limits.EgressHeaderTimeout, idleTimeout: limits.EgressIdleTimeout, maxConns: limits.EgressMaxConns}
+	p := &Proxy{policy: *policy,
+		headerTimeout: limits.EgressHeaderTimeout, idleTimeout: limits.EgressIdleTimeout}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -129,7 +128,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) []string {
 	s := &session{p: p}
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
-	slots := make(chan struct{}, p.maxConns)
+	slots := make(chan struct{}, limits.EgressMaxConns)
 	var conns sync.WaitGroup
 	for {
 		select {
