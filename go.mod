@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4
-	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/gofiber/utils/v2 v2.4.0
 	github.com/google/jsonschema-go v0.4.3

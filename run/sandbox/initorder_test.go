@@ -14,7 +14,6 @@ import (
 	// Libraries capkit links whose package init has work to do, some of
 	// them with imports no heavier than the helper's: the helper must be
 	// serving before any of them initializes.
-	_ "github.com/elastic/go-seccomp-bpf/arch"
 	_ "github.com/go-json-experiment/json"
 	_ "github.com/google/jsonschema-go/jsonschema"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -37,7 +36,6 @@ var earlyLibraries = map[string]bool{
 // test binary starts normally, so that their absence before the helper
 // means something.
 var libraries = []string{
-	"github.com/elastic/go-seccomp-bpf/arch",
 	"golang.org/x/net/html",
 	"golang.org/x/text/encoding/charmap",
 	"golang.org/x/text/secure/precis",

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -25,10 +24,13 @@ import (
 // libraries fall back to clone (openat2 likewise, to openat). A syscall of another
 // architecture or of the x32 ABI kills the process.
 //
-// Only the syscall tables come from go-seccomp-bpf: its assembler compares
-// arguments as 64-bit values, while the kernel reads ioctl's request and
-// socket's family as 32-bit ints (a request with high bits set would pass
-// an equality test and still be TIOCSTI), so the program is assembled here.
+// The syscall numbers are x/sys/unix's, for the architecture built
+// (seccomp_amd64.go, seccomp_arm64.go). The program is assembled here:
+// go-seccomp-bpf's assembler compares arguments as 64-bit values, while
+// the kernel reads ioctl's request and socket's family as 32-bit ints (a
+// request with high bits set would pass an equality test and still be
+// TIOCSTI); its tables, every architecture's, cost every capkit start
+// more than the few numbers needed here.
 var deniedSyscalls = []string{
 	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
 	"fsconfig", "fsmount", "fspick", "mount_setattr",
@@ -57,15 +59,24 @@ const (
 	x32Bit   = 0x40000000
 )
 
-// seccompArch is the audit architecture and syscall table of this build.
-func seccompArch() (*arch.Info, error) {
-	switch runtime.GOARCH {
-	case "amd64":
-		return arch.X86_64, nil
-	case "arm64":
-		return arch.AARCH64, nil
+// seccompArch fails on an architecture the filter has no syscall table
+// for.
+func seccompArch() error {
+	if len(syscallNumbers) == 0 {
+		return fmt.Errorf("seccomp filter: architecture %s is not supported", runtime.GOARCH)
 	}
-	return nil, fmt.Errorf("seccomp filter: architecture %s is not supported", runtime.GOARCH)
+	return nil
+}
+
+// syscallNumber is the number of the syscall name on this architecture;
+// ok is false when it has none.
+func syscallNumber(name string) (nr uint32, ok bool) {
+	for _, s := range syscallNumbers {
+		if s.name == name {
+			return s.nr, true
+		}
+	}
+	return 0, false
 }
 
 // socketPolicy is which sockets a command may create.
@@ -96,17 +107,16 @@ func socketsFor(m *message) socketPolicy {
 // seccompProgram assembles the filter with the sockets it allows;
 // sessions says whether a process may leave its process group.
 func seccompProgram(sockets socketPolicy, sessions bool) ([]bpf.RawInstruction, error) {
-	a, err := seccompArch()
-	if err != nil {
+	if err := seccompArch(); err != nil {
 		return nil, err
 	}
-	f := &filter{arch: a, prog: []bpf.Instruction{
+	f := &filter{prog: []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipTrue: 1},
 		bpf.RetConstant{Val: retKill},
 		loadNr,
 	}}
-	if a == arch.X86_64 {
+	if hasX32 {
 		f.prog = append(f.prog,
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
 			bpf.RetConstant{Val: retKill})
@@ -158,7 +168,6 @@ func seccompProgram(sockets socketPolicy, sessions bool) ([]bpf.RawInstruction, 
 // filter is a seccomp program being assembled: after each block the
 // syscall number is loaded again, for the next.
 type filter struct {
-	arch *arch.Info
 	prog []bpf.Instruction
 }
 
@@ -175,11 +184,11 @@ func errno(e unix.Errno) bpf.Instruction { return bpf.RetConstant{Val: retErrno 
 // block adds, for syscall name (when this architecture has it), a test of
 // the number that skips body when it does not match.
 func (f *filter) block(name string, body ...bpf.Instruction) {
-	n, ok := f.arch.SyscallNames[name]
+	n, ok := syscallNumber(name)
 	if !ok {
 		return
 	}
-	f.prog = append(f.prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(n), SkipFalse: uint8(len(body))})
+	f.prog = append(f.prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: n, SkipFalse: uint8(len(body))})
 	f.prog = append(f.prog, body...)
 }
 

@@ -70,8 +70,8 @@
 // The namespaces, mounts, Landlock rules and filters are written by hand
 // (the helper's on package syscall alone, for its init's sake) because no
 // maintained Go module builds such a container from inside a Go program
-// without cgo; the seccomp syscall tables come from go-seccomp-bpf, and
-// Run sends the helper the assembled filter.
+// without cgo; the seccomp syscall numbers come from x/sys/unix, and Run
+// sends the helper the assembled filter.
 package sandbox
 
 import (

@@ -21,7 +21,7 @@
 // downgrade go-landlock would do, the few path and string operations
 // (text.go), and the frames in which the view and the call arrive
 // instead of JSON (wire.go). The seccomp filter is assembled by
-// run/sandbox with go-seccomp-bpf's tables and arrives ready, with the
+// run/sandbox (x/sys/unix's syscall numbers) and arrives ready, with the
 // view.
 //
 // Init runs on the main goroutine locked to the main thread; the helper
