@@ -126,6 +126,25 @@ func TestWarmHelperRunsNothingBeforeItsCall(t *testing.T) {
 	}
 }
 
+// TestWarmHelperWaitsRestricted: a helper waiting for its call has
+// already dropped every capability and entered its Landlock domain and
+// seccomp filter (with no_new_privs), so its call costs little more than
+// the exec.
+func TestWarmHelperWaitsRestricted(t *testing.T) {
+	s := simpleSpec(t, "true")
+	o := &Options{Helper: helperArgv(t)}
+	h := waitWarm(t, warmFor(t, s, o))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nCapEff:\t0000000000000000\n", "\nCapPrm:\t0000000000000000\n", "\nCapAmb:\t0000000000000000\n", "\nNoNewPrivs:\t1\n", "\nSeccomp:\t2\n"} {
+		if !strings.Contains(string(status), want) {
+			t.Errorf("the waiting helper's status lacks %q:\n%s", strings.TrimSpace(want), status)
+		}
+	}
+}
+
 // TestWarmHelperForOtherRootsIsKilled: a call over other roots runs in a
 // helper of its own, sees its own roots only, and the helper built for
 // the old ones is killed.

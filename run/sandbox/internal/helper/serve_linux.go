@@ -50,6 +50,12 @@ func serve(report *os.File, note func(string)) error {
 	if err != nil {
 		return err
 	}
+	// Everything that does not depend on the call is done before it, so
+	// a helper started ahead waits restricted, and its call costs the
+	// exec alone.
+	if v.closed, err = restrict(msg, v); err != nil {
+		return err
+	}
 	var held string
 	for _, p := range msg.View.Protected {
 		if v.mounted[p] {
@@ -75,6 +81,7 @@ type built struct {
 	tmp, tmpdir string
 	mounted     map[string]bool // protected paths mounted read-only
 	filter      []syscall.SockFilter
+	closed      []string // the directories of the writable roots Landlock closed
 }
 
 // build makes the container's view (full containment: its root) and
@@ -126,8 +133,8 @@ func decodeFilter(b []byte) ([]syscall.SockFilter, error) {
 	return f, nil
 }
 
-// execCall restricts the helper (capabilities, Landlock, seccomp,
-// rlimits) and execs the call's command.
+// execCall sets the rlimits and execs the call's command in the
+// restricted helper.
 func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 	if c.NullStdin {
 		if err := nullStdin(); err != nil {
@@ -157,12 +164,11 @@ func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 	if err := syscall.Chdir(c.Dir); err != nil {
 		return wrap("sandbox helper: working directory "+c.Dir, err)
 	}
-	closed, err := restrict(msg, v)
-	if err != nil {
+	if err := setLimits(msg.View.Limits); err != nil {
 		return err
 	}
 	var lines string
-	for _, d := range closed {
+	for _, d := range v.closed {
 		lines += ClosedPrefix + oneLine(d) + "\n"
 	}
 	if _, err := io.WriteString(report, lines+ExecLine+"\n"); err != nil {
@@ -172,9 +178,10 @@ func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 	return wrap("sandbox helper: exec "+c.Argv[0], e)
 }
 
-// restrict drops the helper's capabilities, enforces Landlock and the
-// seccomp filter, and sets the rlimits. It returns the directories of the
-// writable roots Landlock closed.
+// restrict drops the helper's capabilities and enforces Landlock and the
+// seccomp filter (the rlimits come with the call: the address-space
+// limit would bound the helper's own allocations). It returns the
+// directories of the writable roots Landlock closed.
 func restrict(msg *Message, v *built) (closed []string, err error) {
 	if err := dropCapabilities(); err != nil {
 		return nil, err
@@ -191,7 +198,7 @@ func restrict(msg *Message, v *built) (closed []string, err error) {
 	if err := closeRangeCloexec(3); err != nil {
 		return nil, wrap("sandbox helper: closing inherited descriptors", err)
 	}
-	return closed, setLimits(msg.View.Limits)
+	return closed, nil
 }
 
 // nullStdin makes /dev/null the standard input.
