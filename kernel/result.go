@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/json"
+	"sync"
 
 	"github.com/capkit/capkit/kernel/catalog"
 )
@@ -60,4 +61,44 @@ type Call struct {
 	// its result would exceed it should fail with limit before doing the
 	// work.
 	MaxOutputBytes int64
+
+	after afterReply
+}
+
+// AfterReply runs f on a goroutine of its own once the call's result has
+// been handed back: for a call a transport started (Session.Start: the
+// stdio transport's tools/call), once its answer is written; for
+// Session.Call, once Call returns. It is for work that may wait but
+// should not compete with the answer (a server's next container). After
+// that point f runs at once.
+func (c *Call) AfterReply(f func()) { c.after.add(f) }
+
+// afterReply holds a call's AfterReply work until its result is handed
+// back.
+type afterReply struct {
+	mu      sync.Mutex
+	replied bool
+	fns     []func()
+}
+
+func (a *afterReply) add(f func()) {
+	a.mu.Lock()
+	if !a.replied {
+		a.fns = append(a.fns, f)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	go f()
+}
+
+// run starts the work held, and any added from now on.
+func (a *afterReply) run() {
+	a.mu.Lock()
+	fns := a.fns
+	a.replied, a.fns = true, nil
+	a.mu.Unlock()
+	for _, f := range fns {
+		go f()
+	}
 }

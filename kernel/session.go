@@ -137,6 +137,7 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	var res *Result
 	if err == nil {
 		res, err = s.run(ctx, now, a)
+		defer a.call.after.run()
 	}
 	return s.finish(ctx, now, a, len(args), res, err)
 }
@@ -429,18 +430,25 @@ func (p *pending) handled(res *Result, err error) {
 	}
 	res, err = p.a.outcome(res, err)
 	p.a.ctx.cancel(ctxCanceled, nil)
-	p.done(p.s.finish(p.parent, p.start, p.a, p.in, res, err))
+	p.reply(p.s.finish(p.parent, p.start, p.a, p.in, res, err))
 }
 
 func (p *pending) expired() {
 	if p.end(ctxExpired, nil) {
-		p.done(p.s.finish(p.parent, p.start, p.a, p.in, nil, p.a.timeLimit(nil)))
+		p.reply(p.s.finish(p.parent, p.start, p.a, p.in, nil, p.a.timeLimit(nil)))
 	}
 }
 
 func (p *pending) parentEnded() {
 	perr := p.parent.Err()
 	if p.end(ctxParent, perr) {
-		p.done(p.s.finish(p.parent, p.start, p.a, p.in, nil, p.a.parentEnded(perr)))
+		p.reply(p.s.finish(p.parent, p.start, p.a, p.in, nil, p.a.parentEnded(perr)))
 	}
+}
+
+// reply hands the outcome to done, then starts the call's AfterReply
+// work.
+func (p *pending) reply(res *Result, err error) {
+	p.done(res, err)
+	p.a.call.after.run()
 }

@@ -148,15 +148,23 @@ func (r *Runner) Command(ctx context.Context, caps capability.Set, effect capabi
 // variant name ("" the default) with the extra args, which must match
 // its pattern; caps must grant run_test.
 func (r *Runner) Declared(ctx context.Context, caps capability.Set, kind, name string, args []string, cwd string) (*Outcome, error) {
+	q, err := r.declaredRequest(kind, name, args, cwd)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx, caps, q)
+}
+
+func (r *Runner) declaredRequest(kind, name string, args []string, cwd string) (request, error) {
 	set := r.cfg.Test
 	if kind == "build" {
 		set = r.cfg.Build
 	}
 	c, argv, err := declared(kind, set, name, args)
 	if err != nil {
-		return nil, err
+		return request{}, err
 	}
-	return r.run(ctx, caps, request{effect: capability.RunTest, argv: argv, cwd: cwd, dir: c.Dir, timeout: r.timeout(c.Timeout)})
+	return request{effect: capability.RunTest, argv: argv, cwd: cwd, dir: c.Dir, timeout: r.timeout(c.Timeout)}, nil
 }
 
 // Outcome is one finished command.
@@ -174,6 +182,9 @@ type request struct {
 	dir     string // the declared command's, relative to the root
 	stdin   []byte
 	timeout time.Duration
+	// afterReply defers work until the call's answer is sent (a tool
+	// call's kernel.Call.AfterReply); nil: none to wait for.
+	afterReply func(func())
 }
 
 func (r *Runner) timeout(asked time.Duration) time.Duration {
@@ -281,6 +292,7 @@ func (r *Runner) contained(ctx context.Context, spec *sandbox.Spec, q request) (
 	o := &sandbox.Options{
 		Helper: r.helper, Stdin: q.stdin, MaxOutputBytes: r.cfg.MaxOutputBytes,
 		Reduced: r.cfg.Reduced, RequireFull: r.cfg.RequireFull, Warm: r.warm, Quarantine: r.cfg.Quarantine,
+		AfterReply: q.afterReply,
 	}
 	if p := r.proxy(ctx); p != nil {
 		o.Proxy = p

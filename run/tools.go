@@ -268,6 +268,7 @@ Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, r.networkText(), ma
 			if err != nil {
 				return RunResult{}, err
 			}
+			q.afterReply = call.AfterReply
 			o, err := r.run(withActor(ctx, call.Session.Actor()), call.Session.Capabilities(), q)
 			if err != nil {
 				return RunResult{}, err
@@ -352,7 +353,12 @@ Returns the exit code, the duration, and stdout and stderr, each cut to its firs
 Example: {"name": "", "args": []}`, kind, r.networkText(), strings.Join(lines, "\n")),
 		},
 		func(ctx context.Context, call *kernel.Call, in DeclaredArgs) (RunResult, error) {
-			o, err := r.Declared(withActor(ctx, call.Session.Actor()), call.Session.Capabilities(), kind, in.Name, in.Args, in.Cwd)
+			q, err := r.declaredRequest(kind, in.Name, in.Args, in.Cwd)
+			if err != nil {
+				return RunResult{}, err
+			}
+			q.afterReply = call.AfterReply
+			o, err := r.run(withActor(ctx, call.Session.Actor()), call.Session.Capabilities(), q)
 			if err != nil {
 				return RunResult{}, err
 			}

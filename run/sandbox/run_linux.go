@@ -115,7 +115,7 @@ func runFull(ctx context.Context, msg *message, c call, opts *Options, g *guard)
 	key := viewKey(msg, opts.Helper)
 	res, err := runWarm(ctx, msg, key, c, opts, g)
 	if err == nil {
-		opts.Warm.refill(msg, key, opts.Helper)
+		opts.Warm.refill(msg, key, opts.Helper, opts.AfterReply)
 	}
 	return res, err
 }

@@ -196,6 +196,12 @@ type Options struct {
 	// ~/.local/state), or, where that lies in a root of the run,
 	// capkit-quarantine-UID in the temporary directory.
 	Quarantine string
+	// AfterReply, when set, is handed the start of Warm's next helper
+	// instead of Run starting it at once: a server runs it once the
+	// call's answer is sent (kernel.Call.AfterReply), so that the start
+	// (a fork of the server, the helper's own start) does not compete
+	// with the answer. It must run what it is given.
+	AfterReply func(func())
 }
 
 // Proxy serves the connections a command makes to its proxy

@@ -7,7 +7,8 @@ import "sync"
 // namespaces are made and its root view built, and it waits for the
 // call's command, working directory, environment and input. It runs
 // nothing before that call, serves exactly one, and is replaced in the
-// background after it; one built for other roots, limits or helper is
+// background after it (once its answer is sent, with
+// Options.AfterReply); one built for other roots, limits or helper is
 // killed rather than used (so is one whose roots or protected paths were
 // replaced on the host since). It dies with the process that started it.
 // The zero value is ready to use; Close kills the helper it holds.

@@ -65,8 +65,9 @@ func (w *Warm) take(msg *message, key string) *helperProc {
 }
 
 // refill starts, in the background, the helper for the next call over
-// msg's view, replacing the one held.
-func (w *Warm) refill(msg *message, key string, helperCmd []string) {
+// msg's view, replacing the one held: at once, or when later runs the
+// start it is given.
+func (w *Warm) refill(msg *message, key string, helperCmd []string, later func(func())) {
 	m, view := *msg, *msg.View
 	m.View = &view
 	p := &pending{key: key, ident: identity(&view), started: make(chan struct{})}
@@ -78,13 +79,18 @@ func (w *Warm) refill(msg *message, key string, helperCmd []string) {
 	old := w.next
 	w.next = p
 	w.mu.Unlock()
-	go func() {
+	start := func() {
 		old.drop()
 		// Only after the identity is taken does the helper clone the
 		// tree: a change in between makes them differ.
 		p.h, _ = startHelper(&m, helperCmd)
 		close(p.started)
-	}()
+	}
+	if later != nil {
+		later(start)
+		return
+	}
+	go start()
 }
 
 // drop kills the helper once it is started.

@@ -145,6 +145,34 @@ func TestWarmHelperWaitsRestricted(t *testing.T) {
 	}
 }
 
+// TestWarmAfterReply: with Options.AfterReply, Run hands over the next
+// helper's start instead of starting it; the helper starts when that is
+// run, and the next call uses it.
+func TestWarmAfterReply(t *testing.T) {
+	s := simpleSpec(t, "true")
+	var later []func()
+	o := &Options{Helper: helperArgv(t), AfterReply: func(f func()) { later = append(later, f) }}
+	o.Warm = NewWarm()
+	t.Cleanup(o.Warm.Close)
+	if res := runIn(t, s, o); res.warm || len(later) != 1 {
+		t.Fatalf("the first run: warm %v, %d starts handed over", res.warm, len(later))
+	}
+	o.Warm.mu.Lock()
+	p := o.Warm.next
+	o.Warm.mu.Unlock()
+	select {
+	case <-p.started:
+		t.Fatal("the next helper started before its start was run")
+	default:
+	}
+	later[0]()
+	waitWarm(t, o.Warm)
+	if res := runIn(t, s, o); !res.warm || len(later) != 2 {
+		t.Errorf("the second run: warm %v, %d starts handed over", res.warm, len(later))
+	}
+	later[1]()
+}
+
 // TestWarmHelperForOtherRootsIsKilled: a call over other roots runs in a
 // helper of its own, sees its own roots only, and the helper built for
 // the old ones is killed.
