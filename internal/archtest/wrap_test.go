@@ -79,6 +79,8 @@ func TestWrapProblemsDetected(t *testing.T) {
 		{`var ErrX = errors.New("x"); func f() error { return fault.Wrap(fault.IO, ErrX, "x happened") }`, 1},
 		{`var ErrX = fault.NewMark("x"); func f() error { return fault.Wrap(fault.IO, ErrX, "x happened") }`, 0},
 		{`func f(err error) error { return fault.Wrap(fault.IO, errors.Join(ErrY, err), "y") }`, 1},
+		{`var errX = errors.New("x"); func f(err error) error { return fault.Wrap(fault.IO, fmt.Errorf("%w: %w", errX, err), "x") }`, 1},
+		{`var errX = fault.NewMark("x"); func f(err error) error { return fault.Wrap(fault.IO, errX.With(err), "x") }`, 0},
 	} {
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, "x.go", "package x\n"+c.src, 0)
@@ -129,17 +131,31 @@ func wrapProblems(fset *token.FileSet, f *ast.File, sentinels map[string]string)
 				out = append(out, at+": the message formats its cause "+name+" (Error appends it): say what failed, not the cause again")
 			}
 		}
-		last := name
-		if sel, ok := cause.(*ast.SelectorExpr); ok {
-			last = sel.Sel.Name
-		}
-		if pos, ok := sentinels[last]; ok {
+		if pos, ok := sentinels[lastName(cause)]; ok {
 			out = append(out, at+": the cause "+name+" is a sentinel made with errors.New ("+pos+"): declare it with fault.NewMark, so it is not said after the message")
 		}
 		if c, ok := cause.(*ast.CallExpr); ok && types.ExprString(c.Fun) == "errors.Join" {
 			out = append(out, at+": errors.Join as a cause prints its parts on lines of their own: mark the cause (fault.Mark.With)")
 		}
+		if c, ok := cause.(*ast.CallExpr); ok && types.ExprString(c.Fun) == "fmt.Errorf" {
+			for _, a := range c.Args[1:] {
+				if pos, ok := sentinels[lastName(a)]; ok {
+					out = append(out, at+": the cause formats the sentinel "+types.ExprString(a)+" ("+pos+") into its text, after a message that already says it: make it a fault.Mark and wrap the detail with its With")
+				}
+			}
+		}
 		return true
 	})
 	return out
+}
+
+// lastName is the identifier an expression ends with: x, or Sel of pkg.Sel.
+func lastName(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.SelectorExpr:
+		return x.Sel.Name
+	}
+	return ""
 }

@@ -149,7 +149,8 @@ func TestTakeRefusesUnquiesced(t *testing.T) {
 func TestTakeTakesLeasesBack(t *testing.T) {
 	ctx := context.Background()
 	src := pgtest.URL(t)
-	b, err := budget.Open(ctx, src, pol, nil)
+	// The settlements below wait for Flush, however slow the machine.
+	b, err := budget.Open(ctx, src, pol, &budget.Options{SettleDelay: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,7 +179,7 @@ var reducedNotes = []string{
 
 // errNotBuilt is a helper that ended before its container was built or
 // before it reached the exec of its call: nothing ran.
-var errNotBuilt = errors.New("the sandbox helper ended before running anything")
+var errNotBuilt = fault.NewMark("the sandbox helper ended before running anything")
 
 // helperProc is one started helper: its view sent, its call not yet.
 type helperProc struct {
@@ -375,7 +375,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 	if h.failure != "" && !killed.Load() {
 		h.kill()
 		h.cmd.Wait()
-		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %s", errNotBuilt, h.failure), "sandbox: the container could not be set up")
+		return nil, fault.Wrap(fault.Unavailable, errNotBuilt.With(errors.New(h.failure)), "sandbox: the container could not be set up")
 	}
 	if err := g.start(h.full, h.held); err != nil {
 		h.kill()
@@ -438,10 +438,10 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 		return nil, fault.Wrap(fault.Unavailable, errors.New(failure), "sandbox: the container could not be set up")
 	case werr != nil:
 		// Without its whole call the helper cannot have run anything.
-		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w: %w", errNotBuilt, werr), "sandbox: the helper did not take its call")
+		return nil, fault.Wrap(fault.Unavailable, errNotBuilt.With(werr), "sandbox: the helper did not take its call")
 	case !execd:
 		// Killed or crashed (by something else) before the exec.
-		return nil, fault.Wrap(fault.Unavailable, fmt.Errorf("%w (%v)", errNotBuilt, h.cmd.ProcessState), "sandbox: the helper ended before running the command")
+		return nil, fault.Wrap(fault.Unavailable, errNotBuilt.With(fmt.Errorf("%v", h.cmd.ProcessState)), "sandbox: the helper ended before running the command")
 	}
 	if why := exceeded.Load(); why != nil {
 		res.Exceeded = *why

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/run/sandbox/internal/helper"
 )
@@ -113,6 +114,9 @@ func TestHelperEndingBeforeExec(t *testing.T) {
 		res, err := Run(context.Background(), s, &Options{Helper: []string{exe, endsBeforeExecArg}, Reduced: reduced})
 		if !errors.Is(err, fault.ErrUnavailable) || !errors.Is(err, errNotBuilt) {
 			t.Errorf("reduced=%v: %v %+v, want unavailable: nothing ran", reduced, err, res)
+		}
+		if r := testkit.Repeated(fault.As(err).Error()); r != "" || strings.Contains(err.Error(), errNotBuilt.Error()) {
+			t.Errorf("reduced=%v: %q says what happened twice", reduced, err)
 		}
 	}
 }
