@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -41,6 +42,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the measured calls to this file")
 	traceTo := flag.String("trace", "", "write an execution trace of the calls to this file")
 	list := flag.String("list", "", "write every entry of the result to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the calls to this file")
 	flag.Parse()
 	if *traceTo != "" {
 		f, err := os.Create(*traceTo)
@@ -67,10 +69,24 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 1
+	}
 	if err := run(*root, *args, *reps, *warm, *list); err != nil {
 		fmt.Fprintln(os.Stderr, "grepbench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err == nil {
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "grepbench:", err)
+			os.Exit(1)
+		}
 	}
 }
 

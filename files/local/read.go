@@ -143,6 +143,8 @@ type file struct {
 	info files.Info
 	hash *files.VersionHash
 	eof  bool
+	// reg is f when the walk opened the file on a bare descriptor.
+	reg atfile.Regular
 }
 
 func (f *file) Read(b []byte) (int, error) {

@@ -125,7 +125,9 @@ func (w *walkDir) Open(base string) (files.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &file{f: r, info: infoOf(name, st)}, nil
+		f := &file{info: infoOf(name, st), reg: r}
+		f.f = &f.reg
+		return f, nil
 	}
 	name := join(w.dir, base)
 	f, st, err := w.d.OpenRegular(base, name)

@@ -174,7 +174,7 @@ func (d *Dir) OpenSubdir(name, role string) (*Dir, Stat, error) {
 	}
 	var fd int
 	err := d.control(func(dfd int) (err error) {
-		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err = openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		return err
 	})
 	if err != nil {

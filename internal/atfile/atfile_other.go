@@ -89,8 +89,8 @@ func PseudoMounts(string) ([]Mount, error) { return nil, unsupported() }
 type Regular struct{}
 
 // OpenListedFD is unavailable on this platform.
-func (d *Dir) OpenListedFD(string, string) (*Regular, Stat, error) {
-	return nil, Stat{}, unsupported()
+func (d *Dir) OpenListedFD(string, string) (Regular, Stat, error) {
+	return Regular{}, Stat{}, unsupported()
 }
 
 // ReadAt is unavailable on this platform.

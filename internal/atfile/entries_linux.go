@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -71,11 +72,16 @@ func (d *Dir) ReadEntries(ctx context.Context, max int, role string) ([]Entry, e
 	return out, nil
 }
 
-// parseDirents appends the entries of one getdents64 batch to out.
+// parseDirents appends the entries of one getdents64 batch to out. The
+// batch's names are copied into one buffer, each entry's name a string
+// over its part: one allocation per batch rather than per entry (the
+// buffer, as long as the batch, never grows, so no byte behind a name
+// moves or changes).
 func (d *Dir) parseDirents(buf []byte, out []Entry, role string) ([]Entry, error) {
 	// struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen,
 	// u8 d_type, then the NUL-terminated name.
 	const nameOff = 19
+	names := make([]byte, 0, len(buf))
 	for off := 0; off < len(buf); {
 		if off+nameOff > len(buf) {
 			return nil, fault.New(fault.IO, "%s: malformed directory entry", role)
@@ -93,7 +99,9 @@ func (d *Dir) parseDirents(buf []byte, out []Entry, role string) ([]Entry, error
 			bytes.HasPrefix(raw, []byte(StagingPrefix)) {
 			continue
 		}
-		name := string(raw)
+		at := len(names)
+		names = append(names, raw...)
+		name := unsafe.String(&names[at], len(raw))
 		mode, known := direntType(typ)
 		if !known {
 			st, err := d.lstat(name, role)

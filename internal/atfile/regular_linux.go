@@ -23,13 +23,15 @@ type Regular struct {
 // OpenListedFD is OpenListed on a bare descriptor, with the same checks
 // and guarantees: O_NOFOLLOW|O_NONBLOCK|O_NOCTTY, a regular file only
 // (checked by fstat of the descriptor), no staging name, nothing on a
-// pseudo-filesystem.
-func (d *Dir) OpenListedFD(name, role string) (*Regular, Stat, error) {
+// pseudo-filesystem. The Regular is a value, so that a caller can keep it
+// inside its own file type (one allocation per file opened, not two); it
+// is used through its address.
+func (d *Dir) OpenListedFD(name, role string) (Regular, Stat, error) {
 	fd, st, err := d.openListed(name, role)
 	if err != nil {
-		return nil, Stat{}, err
+		return Regular{fd: -1}, Stat{}, err
 	}
-	return &Regular{fd: fd, name: name}, st, nil
+	return Regular{fd: fd, name: name}, st, nil
 }
 
 // openListed opens name as OpenListed documents and returns the
@@ -40,7 +42,7 @@ func (d *Dir) openListed(name, role string) (int, Stat, error) {
 	}
 	var fd int
 	err := d.control(func(dfd int) (err error) {
-		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		fd, err = openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		return err
 	})
 	if err != nil {

@@ -79,7 +79,7 @@ func TestRegularReads(t *testing.T) {
 	if _, err := r.ReadAt(b, -1); err == nil {
 		t.Error("ReadAt at a negative offset succeeded")
 	}
-	all, err := io.ReadAll(r)
+	all, err := io.ReadAll(&r)
 	if err != nil || string(all) != "0123456789" {
 		t.Errorf("Read: %q %v", all, err)
 	}
