@@ -28,13 +28,18 @@ type blockCache struct {
 	scans  uint64                 // searches begun
 }
 
-// cachedBlock is a block seen at version ver: kept when vecs is not nil.
+// cachedBlock is a block seen at version ver: kept when vecs is not nil,
+// with the squared norm of each vector (as dotNormBlock sums it), so that
+// a search of the kept copy computes only the dot products.
 type cachedBlock struct {
 	ver       int64
 	ids, vecs []byte
+	norms     []float32
 	// lastScan is the last search that found the block.
 	lastScan uint64
 }
+
+func (b *cachedBlock) size() int64 { return int64(len(b.ids) + len(b.vecs) + 4*len(b.norms)) }
 
 func newBlockCache(limit int64) *blockCache {
 	return &blockCache{limit: limit, blocks: map[int64]*cachedBlock{}}
@@ -49,30 +54,33 @@ func (c *blockCache) begin() uint64 {
 }
 
 // get returns the kept copy of block id at version ver, if there is one.
-func (c *blockCache) get(id, ver int64, scan uint64) (ids, vecs []byte, ok bool) {
+func (c *blockCache) get(id, ver int64, scan uint64) (*cachedBlock, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.blocks[id]
 	if b == nil || b.ver != ver || b.vecs == nil {
-		return nil, nil, false
+		return nil, false
 	}
 	b.lastScan = scan
-	return b.ids, b.vecs, true
+	return b, true
 }
 
 // offer tells the cache that a search read block id at version ver from
-// the file (ids and vecs are valid only during the call): the first time
-// it is noted, the second time kept if it fits.
-func (c *blockCache) offer(id, ver int64, ids, vecs []byte, scan uint64) {
-	size := int64(len(ids) + len(vecs))
+// the file, with the squared norms of its vectors (ids, vecs and norms
+// are valid only during the call): the first time it is noted, the
+// second time kept if it fits.
+func (c *blockCache) offer(id, ver int64, ids, vecs []byte, norms []float32, scan uint64) {
+	kept := &cachedBlock{ver: ver, ids: ids, vecs: vecs, norms: norms}
+	size := kept.size()
 	if !c.note(id, ver, size, scan) {
 		return
 	}
-	ids, vecs = slices.Clone(ids), slices.Clone(vecs)
+	kept.ids, kept.vecs, kept.norms = slices.Clone(ids), slices.Clone(vecs), slices.Clone(norms)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b := c.blocks[id]; b != nil && b.ver == ver && b.vecs == nil && c.used+size <= c.limit {
-		b.ids, b.vecs = ids, vecs
+		kept.lastScan = b.lastScan
+		c.blocks[id] = kept
 		c.used += size
 	}
 }
@@ -85,7 +93,7 @@ func (c *blockCache) note(id, ver, size int64, scan uint64) bool {
 	b := c.blocks[id]
 	if b == nil || b.ver != ver {
 		if b != nil {
-			c.used -= int64(len(b.ids) + len(b.vecs))
+			c.used -= b.size()
 		}
 		c.blocks[id] = &cachedBlock{ver: ver, lastScan: scan}
 		return false
@@ -101,7 +109,7 @@ func (c *blockCache) sweep(scan uint64) {
 	defer c.mu.Unlock()
 	for id, b := range c.blocks {
 		if b.lastScan < scan {
-			c.used -= int64(len(b.ids) + len(b.vecs))
+			c.used -= b.size()
 			delete(c.blocks, id)
 		}
 	}

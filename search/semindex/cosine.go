@@ -20,6 +20,13 @@ func dotNormBlockGo(v []byte, q []float32, out []float32) {
 	}
 }
 
+func dotBlockGo(v []byte, q []float32, out []float32) {
+	stride := 4 * len(q)
+	for i := range out {
+		out[i], _ = dotNormGo(v[i*stride:(i+1)*stride], q)
+	}
+}
+
 func dotNormGo(v []byte, q []float32) (dot, vv float32) {
 	for i, qi := range q {
 		x := math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))

@@ -62,3 +62,51 @@ breduce:
 	VZEROUPPER
 done:
 	RET
+
+// func dotBlock8(v, q unsafe.Pointer, dim, n int, out unsafe.Pointer)
+// dotNormBlock8 without the norms: writes Σ v·q of each vector to out[i],
+// summed in exactly dotNormBlock8's order, so the two give equal dots.
+TEXT ·dotBlock8(SB), NOSPLIT, $0-40
+	MOVQ v+0(FP), SI
+	MOVQ dim+16(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ out+32(FP), R10
+	TESTQ R9, R9
+	JE ddone
+dvec:
+	MOVQ q+8(FP), DI
+	MOVQ R8, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	CMPQ CX, $16
+	JL dtail
+dloop16:
+	PREFETCHT0 4096(SI)
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	CMPQ CX, $16
+	JGE dloop16
+dtail:
+	TESTQ CX, CX
+	JE dreduce
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $32, SI
+dreduce:
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	DECQ R9
+	JNE dvec
+	VZEROUPPER
+ddone:
+	RET

@@ -324,3 +324,29 @@ func TestCacheBytesBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheScoresAsFile: a search from the cache gives the scores, bit
+// for bit, that the same search gives reading every block from the file
+// (the dot-only kernel sums as the dot-and-norm one, the norms kept are
+// those it summed).
+func TestCacheScoresAsFile(t *testing.T) {
+	ix := vectorIndex(t, nil, 20, 11, 9)
+	rng := rand.New(rand.NewPCG(19, 20))
+	q := randomQuery(rng)
+	var runs [][]Hit
+	for range 4 { // from the file twice (the second keeps), then from the cache
+		res, err := ix.rank(context.Background(), q, &SearchOptions{}, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, res.Hits)
+	}
+	if kept := len(ix.cache.blocks); kept == 0 || ix.cache.used == 0 {
+		t.Fatalf("nothing kept after 4 searches")
+	}
+	for i := 1; i < len(runs); i++ {
+		if !slices.Equal(runs[i], runs[0]) {
+			t.Fatalf("search %d differs from the first (read from the file)", i)
+		}
+	}
+}

@@ -40,7 +40,9 @@ type activeQuery struct {
 	members map[int64]struct{}
 	top     topK
 	scanned int64
-	dots    [2 * limits.SemBlockVectors]float32 // scratch of scoreVectors
+	// both, dots and norms are the scratch of scoring one block.
+	both        [2 * limits.SemBlockVectors]float32
+	dots, norms [limits.SemBlockVectors]float32
 	// damaged is the first block that does not hold whole vectors.
 	damaged error
 	// cache is the Index's (nil without one); scan numbers this search
@@ -106,10 +108,17 @@ func (aq *activeQuery) scoreBlock(bid, ver int64, ids, vecs []byte) (int64, erro
 		aq.damaged = err
 		return 0, err
 	}
-	if aq.cache != nil {
-		aq.cache.offer(bid, ver, ids, vecs, aq.scan)
+	n := len(ids) / 8
+	both := aq.both[:2*n]
+	dotNormBlock(vecs, aq.v, both)
+	dots, norms := aq.dots[:n], aq.norms[:n]
+	for i := range n {
+		dots[i], norms[i] = both[2*i], both[2*i+1]
 	}
-	return aq.scoreVectors(ids, vecs), nil
+	if aq.cache != nil {
+		aq.cache.offer(bid, ver, ids, vecs, norms, aq.scan)
+	}
+	return aq.offerAll(ids, dots, norms), nil
 }
 
 // scoreCached scores the cache's copy of block bid at version ver; nil
@@ -121,28 +130,28 @@ func (aq *activeQuery) scoreCached(bid, ver int64) (driver.Value, error) {
 	if aq.cache == nil {
 		return nil, nil
 	}
-	ids, vecs, ok := aq.cache.get(bid, ver, aq.scan)
-	if !ok || checkShape(ids, vecs, len(aq.v)) != nil {
+	b, ok := aq.cache.get(bid, ver, aq.scan)
+	if !ok || checkShape(b.ids, b.vecs, len(aq.v)) != nil {
 		return nil, nil // read from the file, which checks it
 	}
-	return aq.scoreVectors(ids, vecs), nil
+	dots := aq.dots[:len(b.norms)]
+	dotBlock(b.vecs, aq.v, dots)
+	return aq.offerAll(b.ids, dots, b.norms), nil
 }
 
-// scoreVectors scores the vectors of one block (of checked shape) that
-// are in scope, and returns how many it scored.
-func (aq *activeQuery) scoreVectors(ids, vecs []byte) int64 {
-	n := len(ids) / 8
-	dots := aq.dots[:2*n]
-	dotNormBlock(vecs, aq.v, dots)
+// offerAll offers the vectors of one block that are in scope to the
+// top-k, scored from their dot products with the query and their squared
+// norms, and returns how many it scored.
+func (aq *activeQuery) offerAll(ids []byte, dots, norms []float32) int64 {
 	var scored int64
-	for i := range n {
+	for i := range dots {
 		cid := int64(binary.LittleEndian.Uint64(ids[8*i:]))
 		if aq.members != nil {
 			if _, ok := aq.members[cid]; !ok {
 				continue
 			}
 		}
-		aq.top.offer(cid, score(dots[2*i], dots[2*i+1], aq.norm))
+		aq.top.offer(cid, score(dots[i], norms[i], aq.norm))
 		scored++
 	}
 	return scored
