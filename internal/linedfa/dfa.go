@@ -57,6 +57,8 @@ type Searcher struct {
 	queued [streams][][2]int
 	scratch
 	key []byte
+	// repaired is matchInvalid's copy of a line.
+	repaired []byte
 }
 
 // reset empties the cache, keeping the start state of a line at row 0

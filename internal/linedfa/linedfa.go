@@ -20,8 +20,9 @@
 // The automaton runs on bytes: each rune instruction of the program
 // becomes a trie of the UTF-8 encodings of its runes, and a DFA state
 // also tracks the UTF-8 decoder's state, so a line with an invalid
-// sequence is seen as such and matched by regexp (which reads invalid
-// bytes as U+FFFD). Empty-width assertions (^ $ \A \z \b \B) are
+// sequence is seen as such, and matched again as regexp reads it (each
+// invalid byte as U+FFFD): as a copy with U+FFFD's encoding in place of
+// each such byte. Empty-width assertions (^ $ \A \z \b \B) are
 // resolved between bytes, a state remembering whether it is at a line's
 // start and, when the program has \b or \B, whether the byte before was
 // a word byte; a match may start only between characters. States are
@@ -36,6 +37,7 @@ import (
 	"context"
 	"regexp"
 	"regexp/syntax"
+	"unicode/utf8"
 
 	"github.com/capkit/capkit/limits"
 )
@@ -166,12 +168,45 @@ func (s *Searcher) MatchLine(ctx context.Context, line []byte) (bool, error) {
 	_, what, err := s.run(ctx, line, 0, 0)
 	switch what {
 	case runInvalid:
-		return s.l.re.Match(line), err
+		return s.matchInvalid(ctx, line), err
 	case runThrash:
 		s.slow = true
 		return s.l.re.Match(line), err
 	}
 	return what == runMatch, err
+}
+
+// matchInvalid decides a line that is not valid UTF-8 as regexp does,
+// which reads each byte of an invalid sequence as U+FFFD: by running the
+// automaton over a copy with each such byte replaced by U+FFFD's
+// encoding, valid UTF-8 of the same runes. The copy is at most three
+// times the line; regexp decides when the cache thrashes.
+func (s *Searcher) matchInvalid(ctx context.Context, line []byte) bool {
+	b := s.repaired[:0]
+	for i := 0; i < len(line); {
+		if line[i] < utf8.RuneSelf {
+			b = append(b, line[i])
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(line[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, "\uFFFD"...)
+		} else {
+			b = append(b, line[i:i+n]...)
+		}
+		i += n
+	}
+	s.repaired = b
+	_, what, err := s.run(ctx, b, 0, 0)
+	switch {
+	case err != nil:
+		return false // the caller sees ctx's error
+	case what == runThrash:
+		s.slow = true
+		return s.l.re.Match(line)
+	}
+	return what == runMatch
 }
 
 // stream is a run of whole lines data[start:end] being searched, at byte
@@ -216,7 +251,7 @@ func (s *Searcher) finish(ctx context.Context, data []byte, x *stream, hit func(
 		}
 		start, end := lineAround(data, x.start, at)
 		x.past(end)
-		if what == runInvalid && !s.l.re.Match(data[start:end]) {
+		if what == runInvalid && !s.matchInvalid(ctx, data[start:end]) {
 			continue
 		}
 		if !hit(start, end) {

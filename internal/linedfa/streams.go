@@ -106,7 +106,7 @@ func (s *Searcher) lockstep(ctx context.Context, data []byte, ss *[streams]strea
 			case runMatch, runInvalid:
 				start, end := lineAround(data, x.start, at)
 				x.past(end)
-				if what == runInvalid && !s.l.re.Match(data[start:end]) {
+				if what == runInvalid && !s.matchInvalid(ctx, data[start:end]) {
 					continue
 				}
 				switch {
