@@ -200,11 +200,11 @@ func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string
 		return nil, err
 	}
 	defer pd.Close()
-	staging, release, err := pd.MkdirStaging(ctx, "zip")
+	sd, staging, err := pd.MkdirStaging(ctx, "zip")
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer sd.Close()
 	stage, err := parent.OpenRoot(staging)
 	if err != nil {
 		parent.RemoveAll(staging)

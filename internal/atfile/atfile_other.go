@@ -71,8 +71,8 @@ func Clean(context.Context, string) (int, error) { return 0, unsupported() }
 func openSelfIn(*os.Root, string) (*Dir, error) { return nil, unsupported() }
 
 // MkdirStaging is unavailable on this platform.
-func (d *Dir) MkdirStaging(context.Context, string) (string, func(), error) {
-	return "", nil, unsupported()
+func (d *Dir) MkdirStaging(context.Context, string) (*Dir, string, error) {
+	return nil, "", unsupported()
 }
 
 // PseudoFSOf knows no filesystem types on this platform.
@@ -112,3 +112,14 @@ func RemoveAll(context.Context, string) error { return unsupported() }
 
 // Usage is unavailable on this platform.
 func Usage(context.Context, string) (int64, error) { return 0, unsupported() }
+
+// Mkdir is unavailable on this platform.
+func (d *Dir) Mkdir(string, fs.FileMode, string) (bool, error) { return false, unsupported() }
+
+// OpenFile is unavailable on this platform.
+func (d *Dir) OpenFile(string, int, fs.FileMode, string) (*os.File, error) {
+	return nil, unsupported()
+}
+
+// RemoveStaging is unavailable on this platform.
+func (d *Dir) RemoveStaging(string) error { return unsupported() }

@@ -131,7 +131,7 @@ func resolvedName(root, rel string) (string, error) {
 // and looked up again when p is not under it (the root moved since).
 func relName(r *os.Root, p, name string) (string, error) {
 	for _, fresh := range []bool{false, true} {
-		top, err := rootPath(r, fresh)
+		top, err := RootPath(r, fresh)
 		if err != nil {
 			return "", err
 		}
@@ -143,9 +143,9 @@ func relName(r *os.Root, p, name string) (string, error) {
 	return "", fault.New(fault.Denied, "%s leads out of the root", clip.Text(name))
 }
 
-// rootPath is the host path of the root r, remembered for a cached root
+// RootPath is the host path of the root r, remembered for a cached root
 // unless fresh is set.
-func rootPath(r *os.Root, fresh bool) (string, error) {
+func RootPath(r *os.Root, fresh bool) (string, error) {
 	if !fresh {
 		roots.Lock()
 		p, ok := roots.host[r]

@@ -21,7 +21,7 @@ var roots = struct {
 	// dev is each cached root's device: a directory opened through it on
 	// the same device needs no filesystem check of its own.
 	dev map[*os.Root]uint64
-	// host is each cached root's host path, once asked (rootPath).
+	// host is each cached root's host path, once asked (RootPath).
 	host map[*os.Root]string
 }{byPath: map[string]*os.Root{}, dev: map[*os.Root]uint64{}, host: map[*os.Root]string{}}
 

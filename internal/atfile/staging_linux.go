@@ -262,9 +262,9 @@ func (c *cleaner) descend(ctx context.Context, d *Dir, name string, depth int) e
 
 // MkdirStaging creates a new, private (0700) directory under a fresh
 // StagingName in d, for a tree to be built and then renamed into place,
-// and holds an exclusive flock on it until release is called (see
-// createStaging); release does not remove it.
-func (d *Dir) MkdirStaging(ctx context.Context, role string) (name string, release func(), err error) {
+// and returns it open, with its name, holding an exclusive flock on it
+// until it is closed (see createStaging); closing it does not remove it.
+func (d *Dir) MkdirStaging(ctx context.Context, role string) (*Dir, string, error) {
 	d.sweepOnce(ctx)
 	for range 8 {
 		name := StagingName(role)
@@ -273,7 +273,7 @@ func (d *Dir) MkdirStaging(ctx context.Context, role string) (name string, relea
 			continue
 		}
 		if err != nil {
-			return "", nil, Fault(&fs.PathError{Op: "mkdirat", Path: name, Err: err}, "staging directory")
+			return nil, "", Fault(&fs.PathError{Op: "mkdirat", Path: name, Err: err}, "staging directory")
 		}
 		var fd int
 		err = d.control(func(dfd int) (err error) {
@@ -281,13 +281,13 @@ func (d *Dir) MkdirStaging(ctx context.Context, role string) (name string, relea
 			return err
 		})
 		if err != nil {
-			return "", nil, Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, "staging directory")
+			return nil, "", Fault(&fs.PathError{Op: "openat", Path: name, Err: err}, "staging directory")
 		}
 		if err := ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) }); err != nil {
 			unix.Close(fd) // a sweep took it first: it removes it
 			continue
 		}
-		return name, func() { unix.Close(fd) }, nil
+		return &Dir{f: os.NewFile(uintptr(fd), name), dev: d.dev}, name, nil
 	}
-	return "", nil, fault.New(fault.IO, "could not create a staging directory with a fresh name")
+	return nil, "", fault.New(fault.IO, "could not create a staging directory with a fresh name")
 }
