@@ -69,8 +69,9 @@ func (d *Dir) OpenRegular(name, role string) (*os.File, Stat, error) {
 }
 
 // OpenListedFD opens, on a bare descriptor, a name the directory's listing
-// has just shown as a regular file (atfile.Dir.OpenListedFD).
-func (d *Dir) OpenListedFD(name, role string) (*Regular, Stat, error) {
+// has just shown as a regular file (atfile.Dir.OpenListedFD; the Regular
+// is a value, used through its address).
+func (d *Dir) OpenListedFD(name, role string) (Regular, Stat, error) {
 	return d.d.OpenListedFD(name, role)
 }
 
