@@ -21,6 +21,13 @@
 #      waiting), vs exec of bwrap from the same process; wall clock and
 #      CPU (the process and its children) per call; and the floor of the
 #      cold path: /bin/true started from Go in the same namespaces.
+#   3b. what an agent pays per call (bench/runcall): run_shell
+#      {"command": "true"} over MCP on a live `capkit serve` (stdio, one
+#      call at a time, RUNCALL_PAUSE between calls so that the next
+#      container is built ahead, as an agent's turns space its calls) vs
+#      a fresh bwrap true started by the same client, alternating; and the
+#      same calls back to back (each waits for the container the last one
+#      started). Goal: within 1.5x.
 #   4. rows 1 and 3 (cold) again with capkit built with CGO_ENABLED=0: a
 #      static binary, whose start (the helper's too) skips the dynamic
 #      loader and the C runtime (capkit links cgo only through net and
@@ -36,6 +43,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-31}
+RUNCALL_ROUNDS=${RUNCALL_ROUNDS:-201}
+RUNCALL_PAUSE=${RUNCALL_PAUSE:-50ms}
 TEST_ROUNDS=${TEST_ROUNDS:-11}
 if ! command -v bwrap >/dev/null; then
 	apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null
@@ -44,6 +53,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 go build -o "$out/capkit" ./cmd/capkit
 CGO_ENABLED=0 go build -o "$out/capkit-static" ./cmd/capkit
+go build -o "$out/runcall" ./bench/runcall
 mkdir "$out/root"
 modcache=$(go env GOMODCACHE)
 goroot=$(go env GOROOT)
@@ -66,6 +76,15 @@ printf 'package sum\n\n// Sum adds a and b.\nfunc Sum(a, b int) int { return a +
 printf 'package sum\n\nimport "testing"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 3) != 5 {\n\t\tt.Fatal(Sum(2, 3))\n\t}\n}\n' >"$out/mod/sum_test.go"
 modrun="cd '$out/mod' && XDG_CACHE_HOME='$out/xdg' '$out/capkit' run --root . -- go test ./..."
 modbare="cd '$out/mod' && go test ./..."
+mkdir "$out/serve-root"
+cat >"$out/serve.toml" <<TOML
+[[root]]
+path = "$out/serve-root"
+[actor.assistant]
+effects = ["read_file", "run_shell"]
+[run]
+cache = "$out/run-cache"
+TOML
 
 # us CMD...: run CMD, fail the bench if it fails, print its wall time in µs.
 us() {
@@ -135,5 +154,9 @@ done
 awk -v f="$(val BenchmarkNamespacesTrue 3)" -v c="$(val BenchmarkNamespacesTrue 5)" -v b="$bwrap" -v bc="$bwrapcpu" 'BEGIN {
 	printf "| floor: /bin/true started from Go in the same namespaces, no helper | %.1f ms | %.1f ms | %.2f | %.1f ms | %.1f ms | %.2f |\n", f / 1e6, b / 1e6, f / b, c, bc, c / bc
 }'
+echo
+echo "| per call, as an agent pays it | capkit | bwrap | ratio (median of rounds) | CPU | rounds |"
+echo "|---|---|---|---|---|---|"
+"$out/runcall" -capkit "$out/capkit" -config "$out/serve.toml" -rounds "$RUNCALL_ROUNDS" -pause "$RUNCALL_PAUSE" -back-to-back | grep '^|'
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
