@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit/nettest"
 	"github.com/capkit/capkit/net/budget"
 )
 
 func TestFetchUnderBudget(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	var hits atomic.Int64
-	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ca.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		switch r.URL.Path {
 		case "/busy":
@@ -28,15 +29,15 @@ func TestFetchUnderBudget(t *testing.T) {
 			fmt.Fprint(w, "0123456789")
 		}
 	}), "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	ctx := context.Background()
 	b, err := budget.Open(ctx, filepath.Join(t.TempDir(), "root"), &budget.Policy{Format: 1, Group: "up", WindowSeconds: 3600, WindowRequests: 10, WindowBytes: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	p := ca.loopbackPolicy(t, port, `, "max_response_bytes": 65536`)
-	f := newFetcher(t, p, &Options{Resolver: d.resolver(), Budget: b, Task: "job-1"})
+	p := loopbackPolicy(t, ca, port, `, "max_response_bytes": 65536`)
+	f := newFetcher(t, p, &Options{Resolver: d.Resolver(), Budget: b, Task: "job-1"})
 	base := fmt.Sprintf("https://example.com:%d", port)
 	res, err := f.Fetch(ctx, base+"/hop")
 	if err != nil {
@@ -67,15 +68,15 @@ func TestFetchUnderBudget(t *testing.T) {
 // (not the window's end), saying why; with max_response_bytes below the
 // window, both run at once.
 func TestConcurrentFetchesUnderOneByteBudget(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	arrived := make(chan struct{}, 2)
 	release := make(chan struct{})
-	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ca.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		<-release
 		fmt.Fprint(w, "0123456789")
 	}), "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	ctx := context.Background()
 	url := fmt.Sprintf("https://example.com:%d/", port)
 	open := func() *budget.Budget {
@@ -93,7 +94,7 @@ func TestConcurrentFetchesUnderOneByteBudget(t *testing.T) {
 		return done
 	}
 
-	whole := newFetcher(t, ca.loopbackPolicy(t, port, `, "deadline_seconds": 20`), &Options{Resolver: d.resolver(), Budget: open(), Task: "t"})
+	whole := newFetcher(t, loopbackPolicy(t, ca, port, `, "deadline_seconds": 20`), &Options{Resolver: d.Resolver(), Budget: open(), Task: "t"})
 	first := inFlight(whole)
 	_, err := whole.Fetch(ctx, url)
 	wantCode(t, err, fault.Deferred, "reserved by requests in flight (1)")
@@ -105,7 +106,7 @@ func TestConcurrentFetchesUnderOneByteBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bounded := newFetcher(t, ca.loopbackPolicy(t, port, `, "max_response_bytes": 524288`), &Options{Resolver: d.resolver(), Budget: open(), Task: "t"})
+	bounded := newFetcher(t, loopbackPolicy(t, ca, port, `, "max_response_bytes": 524288`), &Options{Resolver: d.Resolver(), Budget: open(), Task: "t"})
 	a, b := inFlight(bounded), inFlight(bounded)
 	close(release)
 	if err := <-a; err != nil {

@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit/nettest"
 )
 
 // TestDialer: a Dialer refuses what a fetch refuses before connecting,
 // and checks the address it dials, so a name rebound inward is refused
 // at dial time.
 func TestDialer(t *testing.T) {
-	ca := newCA(t)
-	port := ca.goodServer(t, http.HandlerFunc(hello), "registry.example.org")
-	d := startDNS(t, map[string][]string{"registry.example.org": {"127.0.0.1", "169.254.169.254"}})
-	p := ca.policyFile(t, fmt.Sprintf(`{"format": 1, "hosts": ["registry.example.org"], "ports": [%d], "private_destinations": ["127.0.0.1"]}`, port))
-	dl := NewDialer(p, d.resolver())
+	ca := nettest.NewCA(t)
+	port := ca.Serve(t, http.HandlerFunc(hello), "registry.example.org")
+	d := nettest.StartDNS(t, map[string][]string{"registry.example.org": {"127.0.0.1", "169.254.169.254"}})
+	p := policyFile(t, ca, fmt.Sprintf(`{"format": 1, "hosts": ["registry.example.org"], "ports": [%d], "private_destinations": ["127.0.0.1"]}`, port))
+	dl := NewDialer(p, d.Resolver())
 	for _, c := range []struct {
 		host string
 		port uint16

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/internal/testkit/nettest"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -42,11 +43,11 @@ func wantCode(t *testing.T, err error, code fault.Code, parts ...string) {
 }
 
 func TestFetchThroughReviewedException(t *testing.T) {
-	ca := newCA(t)
-	port := ca.goodServer(t, http.HandlerFunc(hello), "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	ca := nettest.NewCA(t)
+	port := ca.Serve(t, http.HandlerFunc(hello), "example.com")
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1") // proxies are ignored
-	f := newFetcher(t, ca.loopbackPolicy(t, port, ""), &Options{Resolver: d.resolver()})
+	f := newFetcher(t, loopbackPolicy(t, ca, port, ""), &Options{Resolver: d.Resolver()})
 	res, err := f.Fetch(context.Background(), fmt.Sprintf("https://example.com:%d/greeting#frag", port))
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +63,9 @@ func TestFetchThroughReviewedException(t *testing.T) {
 }
 
 func TestLoopbackWithoutExceptionIsDenied(t *testing.T) {
-	ca := newCA(t)
-	port := ca.goodServer(t, http.HandlerFunc(hello), "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	ca := nettest.NewCA(t)
+	port := ca.Serve(t, http.HandlerFunc(hello), "example.com")
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	cases := []struct {
 		policy string
 		rule   string
@@ -74,7 +75,7 @@ func TestLoopbackWithoutExceptionIsDenied(t *testing.T) {
 		{fmt.Sprintf(`{"format": 1, "ports": [%d], "private_destinations": ["10.0.0.0/8"], "ca_file": "ca.pem"}`, port), "loopback"},
 	}
 	for _, c := range cases {
-		f := newFetcher(t, ca.policyFile(t, c.policy), &Options{Resolver: d.resolver()})
+		f := newFetcher(t, policyFile(t, ca, c.policy), &Options{Resolver: d.Resolver()})
 		_, err := f.Fetch(context.Background(), fmt.Sprintf("https://example.com:%d/", port))
 		wantCode(t, err, fault.Denied, c.rule)
 		var de *DeniedError
@@ -85,24 +86,24 @@ func TestLoopbackWithoutExceptionIsDenied(t *testing.T) {
 }
 
 func TestDNSRebindingIsCaughtAtDial(t *testing.T) {
-	ca := newCA(t)
-	port := ca.goodServer(t, http.HandlerFunc(hello), "example.com")
+	ca := nettest.NewCA(t)
+	port := ca.Serve(t, http.HandlerFunc(hello), "example.com")
 	// The "public" answer is the one loopback address the policy reviewed
 	// in; the next answers turn the name inward.
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1", "169.254.169.254", "127.0.0.2"}})
-	p := ca.policyFile(t, fmt.Sprintf(`{"format": 1, "ports": [%d], "private_destinations": ["127.0.0.1/32"], "ca_file": "ca.pem"}`, port))
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1", "169.254.169.254", "127.0.0.2"}})
+	p := policyFile(t, ca, fmt.Sprintf(`{"format": 1, "ports": [%d], "private_destinations": ["127.0.0.1/32"], "ca_file": "ca.pem"}`, port))
 	url := fmt.Sprintf("https://example.com:%d/", port)
-	if _, err := newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), url); err != nil {
+	if _, err := newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), url); err != nil {
 		t.Fatalf("first resolution: %v", err)
 	}
-	_, err := newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), url)
+	_, err := newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), url)
 	wantCode(t, err, fault.Denied, "169.254.169.254", "link-local")
-	_, err = newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), url)
+	_, err = newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), url)
 	wantCode(t, err, fault.Denied, "127.0.0.2", "loopback")
 }
 
 func TestRedirectsIntoPrivateSpaceAreDenied(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	var port int
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", hello)
@@ -136,29 +137,29 @@ func TestRedirectsIntoPrivateSpaceAreDenied(t *testing.T) {
 			http.Redirect(w, r, target, http.StatusTemporaryRedirect)
 		})
 	}
-	port = ca.goodServer(t, mux, "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}, "internal.test": {"10.1.2.3"}})
+	port = ca.Serve(t, mux, "example.com")
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}, "internal.test": {"10.1.2.3"}})
 	base := fmt.Sprintf("https://example.com:%d", port)
-	p := ca.loopbackPolicy(t, port, `, "max_redirects": 3`)
+	p := loopbackPolicy(t, ca, port, `, "max_redirects": 3`)
 	for path, rule := range map[string]string{
 		"/to-metadata": "link-local", "/to-internal": "10.1.2.3", "/to-http": "only https",
 		"/to-userinfo": "userinfo", "/to-numeric": "number in disguise", "/to-v6": "loopback",
 	} {
-		_, err := newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), base+path)
+		_, err := newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), base+path)
 		wantCode(t, err, fault.Denied, rule)
 	}
 	// Three redirects are allowed, a fourth is not; cookies never return.
-	res, err := newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), base+"/chain/2")
+	res, err := newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), base+"/chain/2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Receipt.Redirects) != 3 || res.Receipt.Redirects[0].Status != 301 || res.Receipt.FinalURL != base+"/ok" {
 		t.Fatalf("redirects %+v final %s", res.Receipt.Redirects, res.Receipt.FinalURL)
 	}
-	_, err = newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), base+"/chain/3")
+	_, err = newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), base+"/chain/3")
 	wantCode(t, err, fault.Limit, "max_redirects")
 	// max_requests counts every hop of every fetch of one fetcher.
-	f := newFetcher(t, ca.loopbackPolicy(t, port, `, "max_requests": 4`), &Options{Resolver: d.resolver()})
+	f := newFetcher(t, loopbackPolicy(t, ca, port, `, "max_requests": 4`), &Options{Resolver: d.Resolver()})
 	if _, err := f.Fetch(context.Background(), base+"/chain/2"); err != nil { // 4 requests
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func gzipped(t *testing.T, n int) []byte {
 }
 
 func TestBodyBounds(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	const max = 64 * 1024
 	bomb := gzipped(t, 16*limits.MiB) // about 16 KiB on the wire
 	mux := http.NewServeMux()
@@ -203,12 +204,12 @@ func TestBodyBounds(t *testing.T) {
 		w.Header().Set("Content-Encoding", "br")
 		w.Write([]byte("xx"))
 	})
-	port := ca.goodServer(t, mux, "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
-	p := ca.loopbackPolicy(t, port, fmt.Sprintf(`, "max_response_bytes": %d, "max_expanded_bytes": %d`, max, max))
+	port := ca.Serve(t, mux, "example.com")
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	p := loopbackPolicy(t, ca, port, fmt.Sprintf(`, "max_response_bytes": %d, "max_expanded_bytes": %d`, max, max))
 	base := fmt.Sprintf("https://example.com:%d", port)
 	get := func(path string) (*Response, error) {
-		return newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), base+path)
+		return newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), base+path)
 	}
 	for _, path := range []string{fmt.Sprintf("/size/%d", max), fmt.Sprintf("/size/%d?chunked=1", max), fmt.Sprintf("/gzip/%d", max)} {
 		res, err := get(path)
@@ -233,9 +234,9 @@ func TestBodyBounds(t *testing.T) {
 }
 
 func TestTricklingServerEndsAtTheDeadline(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	stop := make(chan struct{})
-	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ca.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000000")
 		for {
 			select {
@@ -250,8 +251,8 @@ func TestTricklingServerEndsAtTheDeadline(t *testing.T) {
 		}
 	}), "example.com")
 	defer close(stop)
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
-	f := newFetcher(t, ca.loopbackPolicy(t, port, `, "deadline_seconds": 1`), &Options{Resolver: d.resolver()})
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	f := newFetcher(t, loopbackPolicy(t, ca, port, `, "deadline_seconds": 1`), &Options{Resolver: d.Resolver()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard only
 	defer cancel()
 	_, err := f.Fetch(ctx, fmt.Sprintf("https://example.com:%d/", port))
@@ -259,12 +260,12 @@ func TestTricklingServerEndsAtTheDeadline(t *testing.T) {
 }
 
 func TestTLSFailures(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	now := time.Now()
-	expired := ca.leaf(t, []string{"example.com"}, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
-	wrongName := ca.leaf(t, []string{"other.example"}, now.Add(-time.Hour), now.Add(time.Hour))
-	stranger := newCA(t).leaf(t, []string{"example.com"}, now.Add(-time.Hour), now.Add(time.Hour))
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	expired := ca.Leaf(t, []string{"example.com"}, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	wrongName := ca.Leaf(t, []string{"other.example"}, now.Add(-time.Hour), now.Add(time.Hour))
+	stranger := nettest.NewCA(t).Leaf(t, []string{"example.com"}, now.Add(-time.Hour), now.Add(time.Hour))
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	for name, c := range map[string]struct {
 		cert tls.Certificate
 		want string
@@ -273,23 +274,23 @@ func TestTLSFailures(t *testing.T) {
 		"wrong name":        {wrongName, "not valid for this name"},
 		"unknown authority": {stranger, "unknown authority"},
 	} {
-		_, port := ca.server(t, c.cert, http.HandlerFunc(hello))
-		f := newFetcher(t, ca.loopbackPolicy(t, port, ""), &Options{Resolver: d.resolver()})
+		_, port := ca.Server(t, c.cert, http.HandlerFunc(hello))
+		f := newFetcher(t, loopbackPolicy(t, ca, port, ""), &Options{Resolver: d.Resolver()})
 		_, err := f.Fetch(context.Background(), fmt.Sprintf("https://example.com:%d/", port))
 		if fault.CodeOf(err) != fault.TLS || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want tls mentioning %q", name, err, c.want)
 		}
 	}
 	// Without ca_file the test CA is unknown.
-	port := ca.goodServer(t, http.HandlerFunc(hello), "example.com")
-	f := newFetcher(t, ca.policyFile(t, fmt.Sprintf(`{"format": 1, "ports": [%d], "private_destinations": ["127.0.0.0/8"]}`, port)), &Options{Resolver: d.resolver()})
+	port := ca.Serve(t, http.HandlerFunc(hello), "example.com")
+	f := newFetcher(t, policyFile(t, ca, fmt.Sprintf(`{"format": 1, "ports": [%d], "private_destinations": ["127.0.0.0/8"]}`, port)), &Options{Resolver: d.Resolver()})
 	_, err := f.Fetch(context.Background(), fmt.Sprintf("https://example.com:%d/", port))
 	wantCode(t, err, fault.TLS, "unknown authority")
 }
 
 func TestHTTPStatusFailures(t *testing.T) {
-	ca := newCA(t)
-	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ca := nettest.NewCA(t)
+	port := ca.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var code int
 		fmt.Sscanf(r.URL.Path, "/%d", &code)
 		if code == 429 {
@@ -297,9 +298,9 @@ func TestHTTPStatusFailures(t *testing.T) {
 		}
 		w.WriteHeader(code)
 	}), "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	for _, code := range []int{400, 403, 404, 429, 500, 503, 304} {
-		f := newFetcher(t, ca.loopbackPolicy(t, port, ""), &Options{Resolver: d.resolver()})
+		f := newFetcher(t, loopbackPolicy(t, ca, port, ""), &Options{Resolver: d.Resolver()})
 		_, err := f.Fetch(context.Background(), fmt.Sprintf("https://example.com:%d/%d", port, code))
 		wantCode(t, err, fault.HTTP, fmt.Sprintf("HTTP %d", code))
 		var se *StatusError

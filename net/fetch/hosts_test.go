@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit/nettest"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -16,7 +17,7 @@ import (
 // hop, and never an address; a name not listed is refused before any DNS
 // query.
 func TestHostsPolicy(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	names := []string{"registry.example.org", "cdn.mirror.example.org", "mirror.example.org", "other.example.net"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", hello)
@@ -27,15 +28,15 @@ func TestHostsPolicy(t *testing.T) {
 	mux.HandleFunc("/to-cdn", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, fmt.Sprintf("https://CDN.mirror.example.org.:%d/ok", port), http.StatusFound)
 	})
-	port = ca.goodServer(t, mux, names...)
+	port = ca.Serve(t, mux, names...)
 	answers := map[string][]string{}
 	for _, n := range names {
 		answers[n] = []string{"127.0.0.1"}
 	}
-	d := startDNS(t, answers)
-	p := ca.loopbackPolicy(t, port, `, "hosts": ["Registry.Example.org.", "*.mirror.example.org"]`)
+	d := nettest.StartDNS(t, answers)
+	p := loopbackPolicy(t, ca, port, `, "hosts": ["Registry.Example.org.", "*.mirror.example.org"]`)
 	fetch := func(url string) error {
-		_, err := newFetcher(t, p, &Options{Resolver: d.resolver()}).Fetch(context.Background(), fmt.Sprintf(url, port))
+		_, err := newFetcher(t, p, &Options{Resolver: d.Resolver()}).Fetch(context.Background(), fmt.Sprintf(url, port))
 		return err
 	}
 	for _, url := range []string{"https://registry.example.org:%d/ok", "https://REGISTRY.example.org.:%d/ok", "https://registry.example.org:%d/to-cdn"} {
@@ -54,11 +55,9 @@ func TestHostsPolicy(t *testing.T) {
 	} {
 		wantCode(t, fetch(url), fault.Denied, rule)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, n := range []string{"mirror.example.org.", "other.example.net."} {
-		if d.asked[n] > 0 {
-			t.Errorf("%s, not in hosts, was resolved %d times", n, d.asked[n])
+	for _, n := range []string{"mirror.example.org", "other.example.net"} {
+		if k := d.Asked(n); k > 0 {
+			t.Errorf("%s, not in hosts, was resolved %d times", n, k)
 		}
 	}
 }

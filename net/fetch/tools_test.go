@@ -11,14 +11,15 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/internal/testkit/nettest"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/net/budget"
 )
 
 func TestNetFetchTool(t *testing.T) {
-	ca := newCA(t)
-	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ca := nettest.NewCA(t)
+	port := ca.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/bin":
 			w.Write([]byte{0xff, 0xfe, 0x00})
@@ -31,13 +32,13 @@ func TestNetFetchTool(t *testing.T) {
 			hello(w, r)
 		}
 	}), "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	b, err := budget.Open(context.Background(), filepath.Join(t.TempDir(), "root"), &budget.Policy{Format: 1, Group: "up", WindowSeconds: 60, WindowRequests: 100, WindowBytes: 1 << 40}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Policy: ca.loopbackPolicy(t, port, ""), Fetch: &Options{Resolver: d.resolver(), Budget: b}})
+	rt := testkit.Runtime(t, RegisterTools, &ToolOptions{Policy: loopbackPolicy(t, ca, port, ""), Fetch: &Options{Resolver: d.Resolver(), Budget: b}})
 	s := testkit.Session(t, rt, testkit.Grant(t, nil, capability.NetFetch))
 	base := fmt.Sprintf("https://example.com:%d", port)
 	res, err := testkit.Call(t, s, "net_fetch", map[string]string{"url": base + "/"})

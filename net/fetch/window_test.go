@@ -14,6 +14,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/internal/testkit/nettest"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/net/budget"
@@ -121,22 +122,22 @@ func TestFetchWindowBounds(t *testing.T) {
 // following next_offset (with the body's sha256) fetches the URL again and
 // reaches the body's end; a body that changed in between fails.
 func TestNetFetchToolWindows(t *testing.T) {
-	ca := newCA(t)
+	ca := nettest.NewCA(t)
 	var changes atomic.Int64
-	port := ca.goodServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ca.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/changing" {
 			fmt.Fprintf(w, "%s%d", windowBody, changes.Add(1))
 			return
 		}
 		fmt.Fprint(w, windowBody)
 	}), "example.com")
-	d := startDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
+	d := nettest.StartDNS(t, map[string][]string{"example.com": {"127.0.0.1"}})
 	b, err := budget.Open(context.Background(), filepath.Join(t.TempDir(), "root"), &budget.Policy{Format: 1, Group: "up", WindowSeconds: 60, WindowRequests: 1000, WindowBytes: 1 << 40}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	rt := testkit.RuntimeBound(t, RegisterTools, &ToolOptions{Policy: ca.loopbackPolicy(t, port, ""), Fetch: &Options{Resolver: d.resolver(), Budget: b}}, 8192)
+	rt := testkit.RuntimeBound(t, RegisterTools, &ToolOptions{Policy: loopbackPolicy(t, ca, port, ""), Fetch: &Options{Resolver: d.Resolver(), Budget: b}}, 8192)
 	s := testkit.Session(t, rt, testkit.Grant(t, nil, capability.NetFetch))
 	url := fmt.Sprintf("https://example.com:%d/", port)
 	var got strings.Builder
