@@ -123,9 +123,8 @@ func WindowBounds(t testing.TB, session func(max int64) *kernel.Session, tool st
 	if smallest == 0 {
 		t.Fatalf("%s fails at every bound up to the whole result's %d bytes", tool, whole.Size())
 	}
-	// Between the largest failure and the smallest success, finely (32
-	// steps at most); then
-	// below the failure, coarsely: none may succeed.
+	// Between the largest failure and the smallest success, finely (at
+	// most 32 steps); then below the failure, coarsely: none may succeed.
 	step := max((smallest-failed)/32, 1)
 	for max := smallest - step; failed > 0 && max > failed; max -= step {
 		if fits(max) {
