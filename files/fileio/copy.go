@@ -2,11 +2,13 @@ package fileio
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -23,25 +25,27 @@ func Copy(ctx context.Context, src, dst string, maxBytes int64, opts *Options) (
 	if err := checkBudget(maxBytes); err != nil {
 		return 0, err
 	}
-	sd, sname, err := atfile.OpenParent(src)
+	s, err := scope.Host(src)
 	if err != nil {
 		return 0, err
 	}
-	defer sd.Close()
-	dd, dname, err := atfile.OpenParent(dst)
+	defer s.Close()
+	d, err := scope.Host(dst)
 	if err != nil {
 		return 0, err
 	}
-	defer dd.Close()
-	return copyAt(ctx, sd, sname, dd, dname, maxBytes, opts)
-}
-
-func copyAt(ctx context.Context, sd *atfile.Dir, sname string, dd *atfile.Dir, dname string, maxBytes int64, opts *Options) (int64, error) {
-	f, err := openAt(sd, sname, "source")
+	defer d.Close()
+	f, err := OpenTarget(s, "source")
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
+	return copyTo(ctx, f, d, maxBytes, opts, false)
+}
+
+// copyTo copies the open source f to the new file dst, making dst's
+// missing parent directories first when makeParents is set.
+func copyTo(ctx context.Context, f *File, dst *scope.Target, maxBytes int64, opts *Options, makeParents bool) (int64, error) {
 	size := f.Size()
 	if size > maxBytes {
 		return 0, fault.LimitExceeded("source bytes", maxBytes, size)
@@ -60,7 +64,7 @@ func copyAt(ctx context.Context, sd *atfile.Dir, sname string, dd *atfile.Dir, d
 			done += n
 			f.off = done
 			if err != nil {
-				return atfile.Fault(err, "copy")
+				return scope.Fault(err, "copy")
 			}
 			if n == 0 {
 				return changed("shrank")
@@ -74,11 +78,13 @@ func copyAt(ctx context.Context, sd *atfile.Dir, sname string, dd *atfile.Dir, d
 	}
 	// NoReplace: an existing destination is refused before anything is
 	// written, and the rename never replaces one created meanwhile.
-	err = dd.Replace(ctx, dname, copy, &atfile.ReplaceOptions{Role: "destination", NoReplace: true})
-	if fault.CodeOf(err) == fault.Conflict {
+	err := dst.Replace(ctx, copy, &scope.ReplaceOptions{Role: "destination", NoReplace: true, MakeParents: makeParents})
+	switch {
+	case fault.CodeOf(err) == fault.Conflict:
 		return 0, exists()
-	}
-	if err != nil {
+	case makeParents && (errors.Is(err, syscall.ENOTDIR) || errors.Is(err, scope.ErrNotDir)):
+		return 0, fault.New(fault.InvalidInput, "an element of the destination's directory is not a directory")
+	case err != nil:
 		return 0, err
 	}
 	return done, nil

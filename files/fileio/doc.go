@@ -12,8 +12,8 @@
 //   - The last path element is never followed if it is a symbolic link
 //     (O_NOFOLLOW; refused with fault.Denied). Elements before it are the
 //     host's: a host path such as /var/run/x may pass through symlinks.
-//     The model-facing tools resolve paths with fs.Resolve and open them
-//     through an os.Root, so no element leads out of a granted root.
+//     The model-facing tools resolve paths in a scope (internal/scope),
+//     so no element leads out of a granted root.
 //   - Regular files only: directories, FIFOs, sockets and devices are
 //     refused with fault.InvalidInput before they are opened; the open
 //     itself uses O_NONBLOCK, so a FIFO swapped in never blocks.
@@ -44,7 +44,7 @@
 // rather than use path-based calls that could follow a swapped symlink.
 //
 // The package is hand-written over golang.org/x/sys/unix (through
-// internal/atfile and internal/noreplace) because no maintained module
+// internal/scope) because no maintained module
 // combines descriptor-relative no-follow opens, a before/after metadata
 // check and no-replace publication; the copy itself is io.Copy on
 // *os.File, which uses copy_file_range(2).

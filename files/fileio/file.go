@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // ErrChanged is the cause of the fault.Integrity failure for a file that
 // changed while it was read.
-var ErrChanged = atfile.ErrChanged
+var ErrChanged = scope.ErrChanged
 
 // File is an open regular file whose metadata was recorded when it was
 // opened. Read returns exactly the recorded size and then io.EOF; Verify
@@ -24,7 +24,7 @@ var ErrChanged = atfile.ErrChanged
 // share with ReadFile, Digest and Copy. It is not safe for concurrent use.
 type File struct {
 	f   *os.File
-	st  atfile.Stat
+	st  scope.Stat
 	off int64
 	err error
 }
@@ -32,29 +32,19 @@ type File struct {
 // Open opens the regular file at the absolute host path path without
 // following a symlink as its last element (see the package comment).
 func Open(path string) (*File, error) {
-	d, name, err := atfile.OpenParent(path)
+	t, err := scope.Host(path)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	return openAt(d, name, "file")
+	defer t.Close()
+	return OpenTarget(t, "file")
 }
 
-// OpenIn opens the regular file name inside r, a slash-separated name
-// as fs.Resolve returns it: os.Root keeps every element of name inside r,
-// and the last element is never followed if it is a symbolic link.
-func OpenIn(r *os.Root, name string) (*File, error) {
-	d, leaf, err := atfile.OpenParentIn(r, name)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return openAt(d, leaf, "file")
-}
-
-// openAt opens name in d; role names it in messages.
-func openAt(d *atfile.Dir, name, role string) (*File, error) {
-	f, st, err := d.OpenRegular(name, role)
+// OpenTarget opens the regular file t names, never following a symlink
+// as its last element (scope.Target.OpenRegular); role names it in
+// messages.
+func OpenTarget(t *scope.Target, role string) (*File, error) {
+	f, st, err := t.OpenRegular(role)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +110,7 @@ func (f *File) Verify() error {
 	if f.off != f.st.Size {
 		return fault.New(fault.Internal, "fileio: Verify before the file was read to its end")
 	}
-	st, err := atfile.Fstat(f.f)
+	st, err := scope.Fstat(f.f)
 	if err != nil {
 		return err
 	}

@@ -6,16 +6,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/scope"
 )
 
-func TestOpenIn(t *testing.T) {
+func TestOpenTarget(t *testing.T) {
 	dir := fixture(t)
 	outside := fixture(t)
 	must(t, os.Symlink(outside, filepath.Join(dir, "out")))
-	r, err := os.OpenRoot(dir)
-	must(t, err)
-	defer r.Close()
+	in := scope.In([]string{dir}, capability.Protected{})
 	cases := []struct {
 		name string
 		code fault.Code
@@ -34,7 +34,7 @@ func TestOpenIn(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := OpenIn(r, c.name)
+			f, err := openIn(in, c.name)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -48,4 +48,13 @@ func TestOpenIn(t *testing.T) {
 			}
 		})
 	}
+}
+
+func openIn(s *scope.Scope, name string) (*File, error) {
+	t, err := s.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return OpenTarget(t, "file")
 }

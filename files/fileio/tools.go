@@ -8,7 +8,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -73,10 +73,10 @@ func (r CopyResult) ToolText() string { return fmt.Sprintf("copied %d bytes", r.
 
 // RegisterTools registers file_digest (effect read_file) and file_copy
 // (effect write_file; the source must also lie in a root granted
-// read_file). Both are deferred. Paths are resolved with fs.Resolve
-// against the roots the session's capabilities grant the effect on and
-// opened through an os.Root, so no path leads out of a granted root.
-// opts may be nil.
+// read_file). Both are deferred. Paths are resolved in the scope of the
+// roots the session's capabilities grant the effect on (internal/scope),
+// so no path leads out of a granted root and no copy is made at a
+// protected path. opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	t := toolSetup{budget: opts.budget()}
 	if opts != nil {
@@ -112,12 +112,7 @@ Example: {"path": "dist/app.tar.gz"}`, t.budget),
 			if err != nil {
 				return DigestResult{}, err
 			}
-			d, name, _, err := atfile.ResolveParent(call.Session.Capabilities().Roots(capability.ReadFile), in.Path)
-			if err != nil {
-				return DigestResult{}, err
-			}
-			defer d.Close()
-			f, err := openAt(d, name, "file")
+			f, err := t.openSource(call, in.Path, "file")
 			if err != nil {
 				return DigestResult{}, err
 			}
@@ -125,6 +120,17 @@ Example: {"path": "dist/app.tar.gz"}`, t.budget),
 			s, err := digest(ctx, f, maxBytes, nil)
 			return DigestResult(s), err
 		})
+}
+
+// openSource opens the regular file p names in the roots granted
+// read_file.
+func (t toolSetup) openSource(call *kernel.Call, p, role string) (*File, error) {
+	src, err := scope.New(call.Session.Capabilities(), capability.ReadFile, t.protected).Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	return OpenTarget(src, role)
 }
 
 func (t toolSetup) registerCopy(b *kernel.Builder) error {
@@ -140,61 +146,38 @@ Example: {"source": "report.pdf", "destination": "archive/report-2024.pdf"}`, t.
 		t.handleCopy)
 }
 
-// handleCopy is file_copy's handler.
+// handleCopy is file_copy's handler: the source is opened (and its size
+// checked) before anything is made for the destination; the destination
+// is checked against the protected paths, offered to the write gate, and
+// only then are its parents made and the copy written.
 func (t toolSetup) handleCopy(ctx context.Context, call *kernel.Call, in CopyArgs) (CopyResult, error) {
 	maxBytes, err := modelBudget(in.MaxBytes, t.budget)
 	if err != nil {
 		return CopyResult{}, err
 	}
-	caps := call.Session.Capabilities()
-	sd, sname, _, err := atfile.ResolveParent(caps.Roots(capability.ReadFile), in.Source)
+	src, err := t.openSource(call, in.Source, "source")
 	if err != nil {
 		return CopyResult{}, err
 	}
-	defer sd.Close()
-	// Only a source that can be copied creates the destination's
-	// parents (bad input changes nothing).
-	src, err := openAt(sd, sname, "source")
+	defer src.Close()
+	if src.Size() > maxBytes {
+		return CopyResult{}, fault.LimitExceeded("source bytes", maxBytes, src.Size())
+	}
+	dst, err := scope.New(call.Session.Capabilities(), capability.WriteFile, t.protected).Resolve(in.Destination)
 	if err != nil {
 		return CopyResult{}, err
 	}
-	size := src.Size()
-	src.Close()
-	if size > maxBytes {
-		return CopyResult{}, fault.LimitExceeded("source bytes", maxBytes, size)
-	}
-	droot, drel, err := files.Resolve(caps.Roots(capability.WriteFile), in.Destination)
-	if err != nil {
+	defer dst.Close()
+	if err := dst.CheckWrite(); err != nil {
 		return CopyResult{}, err
 	}
-	if err := makeParents(caps.Roots(capability.WriteFile), in.Destination, t.protected); err != nil {
-		return CopyResult{}, err
+	if t.events != nil {
+		if err := t.events.ExpectWrite(ctx, &files.Expectation{Session: call.Session, Op: files.OpWrite, Root: dst.Root(), Name: dst.Name()}); err != nil {
+			return CopyResult{}, err
+		}
 	}
-	dd, dname, _, err := atfile.ResolveParent(caps.Roots(capability.WriteFile), in.Destination)
-	if err != nil {
-		return CopyResult{}, err
-	}
-	defer dd.Close()
-	if err := atfile.CheckOpened(caps.Roots(capability.WriteFile), droot, dd, dname, drel, t.protected.CheckWrite); err != nil {
-		return CopyResult{}, err
-	}
-	if err := expectCreate(ctx, t.events, call.Session, caps.Roots(capability.WriteFile), in.Destination); err != nil {
-		return CopyResult{}, err
-	}
-	n, err := copyAt(ctx, sd, sname, dd, dname, maxBytes, nil)
+	n, err := copyTo(ctx, src, dst, maxBytes, nil, true)
 	return CopyResult{Bytes: n}, err
-}
-
-// expectCreate offers the creation of the file p names to ev's write gate.
-func expectCreate(ctx context.Context, ev *files.Events, s files.Session, roots []string, p string) error {
-	if ev == nil {
-		return nil
-	}
-	root, rel, err := files.Resolve(roots, p)
-	if err != nil {
-		return err
-	}
-	return ev.ExpectWrite(ctx, &files.Expectation{Session: s, Op: files.OpWrite, Root: root, Name: rel})
 }
 
 // modelBudget applies a model's optional max_bytes under the host budget:

@@ -37,6 +37,9 @@ const StagingPrefix = atfile.StagingPrefix
 // the staging namespace.
 func IsStaging(name string) bool { return atfile.HasStagingElement(name) }
 
+// Reserved is the refusal of a name in the staging namespace.
+func Reserved(name string) error { return atfile.Reserved(name) }
+
 // Kind names the file type of m in messages ("a directory", "a FIFO").
 func Kind(m fs.FileMode) string { return atfile.Kind(m) }
 
