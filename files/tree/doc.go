@@ -6,7 +6,7 @@
 // What List guarantees:
 //
 //   - It never leaves the tree. It walks by opening each directory by name
-//     inside its already open parent with O_NOFOLLOW (internal/atfile), so
+//     inside its already open parent with O_NOFOLLOW (scope.Walk), so
 //     no symlink is followed and no rename or swap elsewhere can redirect
 //     it; a directory replaced during the walk fails with fault.Integrity.
 //     Symbolic links and special files (FIFOs, sockets, devices) are left
@@ -22,12 +22,13 @@
 // listed as the walk found each directory, not as one instant's snapshot
 // (an entry removed meanwhile is skipped); compare two listings or stamps
 // to detect change. The root's own last element is not followed if it is
-// a symlink; elements before it are the host's (see internal/atfile). The
-// model-facing tools resolve paths inside granted roots through os.Root.
+// a symlink; elements before it are the host's (scope.Host). The
+// model-facing tools resolve paths in a scope of the granted roots
+// (internal/scope).
 //
 // Linux only; elsewhere every operation fails with fault.Unavailable.
 //
-// Written by hand over internal/atfile because filepath.WalkDir and
+// Written by hand over internal/scope because filepath.WalkDir and
 // io/fs walk by path strings, which a concurrent symlink swap can
 // redirect out of the tree.
 package tree

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -19,10 +19,10 @@ var errFull = errors.New("overview full")
 // at o.MaxDepth are listed but not read; the names read in all stay
 // bounded by limits.TreeHardEntries, and the file bytes by o.MaxBytes (a
 // sum, never shown, so still a failure).
-func overview(ctx context.Context, d *atfile.Dir, o Options, maxText int) (*Listing, error) {
+func overview(ctx context.Context, d *scope.Dir, o Options, maxText int) (*Listing, error) {
 	l := &Listing{Entries: []Entry{}}
 	met, text := 0, len(l.summary())
-	err := atfile.Walk(ctx, d, atfile.WalkBounds{Names: limits.TreeHardEntries, Depth: o.MaxDepth}, func(rel string, depth int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
+	err := scope.Walk(ctx, d, scope.WalkBounds{Names: limits.TreeHardEntries, Depth: o.MaxDepth}, func(rel string, depth int, st scope.Stat, _ *scope.Dir, _ string) (bool, error) {
 		if met++; met > o.MaxEntries {
 			l.Cut = true
 			return false, errFull

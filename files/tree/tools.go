@@ -8,8 +8,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -71,9 +70,9 @@ func (l *Listing) Text() string {
 }
 
 // RegisterTools registers tree_stamp and tree_list, both deferred with
-// effect list. Paths are resolved with files.Resolve against the roots the
-// session's capabilities grant list on and opened through an os.Root, so
-// no path leads out of a granted root. opts may be nil.
+// effect list. Paths are resolved in the scope of the roots the session's
+// capabilities grant list on (internal/scope), so no path leads out of a
+// granted root. opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	var o ToolOptions
 	if opts != nil {
@@ -92,19 +91,12 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 Example: {"path": "build/output.bin"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in StampArgs) (Stamp, error) {
-			roots := call.Session.Capabilities().Roots(capability.List)
-			_, rel, err := files.Resolve(roots, in.Path)
+			t, err := resolve(call, in.Path)
 			if err != nil {
 				return Stamp{}, err
 			}
-			if rel == "." {
-				return stampDir(atfile.ResolveTree(roots, in.Path))
-			}
-			d, name, _, err := atfile.ResolveParent(roots, in.Path)
-			if err != nil {
-				return Stamp{}, err
-			}
-			return stampEntry(d, name)
+			defer t.Close()
+			return stampTarget(t)
 		})
 	if err != nil {
 		return err
@@ -127,7 +119,12 @@ Example: {"path": "src", "max_depth": 2}`, bounds.MaxEntries, bounds.MaxDepth, b
 			if walk.MaxDepth, err = lower("max_depth", in.MaxDepth, bounds.MaxDepth); err != nil {
 				return ListResult{}, err
 			}
-			d, _, err := atfile.ResolveTree(call.Session.Capabilities().Roots(capability.List), in.Path)
+			t, err := resolve(call, in.Path)
+			if err != nil {
+				return ListResult{}, err
+			}
+			defer t.Close()
+			d, _, err := t.OpenTree()
 			if err != nil {
 				return ListResult{}, err
 			}
@@ -140,6 +137,11 @@ Example: {"path": "src", "max_depth": 2}`, bounds.MaxEntries, bounds.MaxDepth, b
 				ExcludedSymlinks: l.ExcludedSymlinks, ExcludedSpecial: l.ExcludedSpecial,
 				Cut: l.Cut, UnexpandedDirs: l.Unexpanded, text: l.Text()}, nil
 		})
+}
+
+// resolve is the target p names in the roots granted list.
+func resolve(call *kernel.Call, p string) (*scope.Target, error) {
+	return scope.New(call.Session.Capabilities(), capability.List, capability.Protected{}).Resolve(p)
 }
 
 // listReserveBytes is kept free of tree_list's text for its structured

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -56,7 +56,7 @@ type Stamp struct {
 	Device     uint64      `json:"device"`
 }
 
-func stampOf(st atfile.Stat) Stamp {
+func stampOf(st scope.Stat) Stamp {
 	return Stamp{
 		Type:       typeOf(st.Mode),
 		Size:       st.Size,
@@ -77,30 +77,17 @@ func (s Stamp) Equal(o Stamp) bool {
 // StampOf returns the stamp of the entry at the absolute host path path,
 // whatever its type; a symlink is stamped, not followed.
 func StampOf(path string) (Stamp, error) {
-	if path == "/" {
-		return stampDir(atfile.OpenTree(path))
-	}
-	d, name, err := atfile.OpenParent(path)
+	t, err := scope.Host(path)
 	if err != nil {
 		return Stamp{}, err
 	}
-	return stampEntry(d, name)
+	defer t.Close()
+	return stampTarget(t)
 }
 
-// stampDir stamps a directory that was just opened, closing it.
-func stampDir(d *atfile.Dir, st atfile.Stat, err error) (Stamp, error) {
-	if err != nil {
-		return Stamp{}, err
-	}
-	d.Close()
-	return stampOf(st), nil
-}
-
-// stampEntry stamps the entry name in d without following a symlink,
-// closing d.
-func stampEntry(d *atfile.Dir, name string) (Stamp, error) {
-	defer d.Close()
-	st, err := d.Lstat(name, "path")
+// stampTarget stamps what t names without following a symlink.
+func stampTarget(t *scope.Target) (Stamp, error) {
+	st, err := t.Lstat("path")
 	if err != nil {
 		return Stamp{}, err
 	}
@@ -184,7 +171,12 @@ func List(ctx context.Context, path string, opts *Options) (*Listing, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := atfile.OpenTree(path)
+	t, err := scope.Host(path)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	d, _, err := t.OpenTree()
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +189,9 @@ func errBytes(max int64) error {
 	return fault.New(fault.Limit, "the tree's files hold more than %d bytes (the limit)", max)
 }
 
-func list(ctx context.Context, d *atfile.Dir, o Options) (*Listing, error) {
+func list(ctx context.Context, d *scope.Dir, o Options) (*Listing, error) {
 	l := &Listing{Entries: []Entry{}}
-	err := atfile.Walk(ctx, d, atfile.WalkBounds{Names: o.MaxEntries, Depth: o.MaxDepth}, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
+	err := scope.Walk(ctx, d, scope.WalkBounds{Names: o.MaxEntries, Depth: o.MaxDepth}, func(rel string, _ int, st scope.Stat, _ *scope.Dir, _ string) (bool, error) {
 		s := stampOf(st)
 		switch s.Type {
 		case Symlink:

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -242,12 +242,17 @@ func TestStampOf(t *testing.T) {
 // between its lstat and its open is caught (the walk never follows it).
 func TestListDirectorySwappedForSymlink(t *testing.T) {
 	dir, outside := fixture(t)
-	d, _, err := atfile.OpenTree(dir)
+	h, err := scope.Host(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	d, _, err := h.OpenTree()
 	must(t, err)
 	defer d.Close()
 	o, _ := (*Options)(nil).resolved()
 	swapped := false
-	err = atfile.Walk(context.Background(), d, atfile.WalkBounds{Names: o.MaxEntries, Depth: o.MaxDepth}, func(rel string, _ int, st atfile.Stat, _ *atfile.Dir, _ string) (bool, error) {
+	err = scope.Walk(context.Background(), d, scope.WalkBounds{Names: o.MaxEntries, Depth: o.MaxDepth}, func(rel string, _ int, st scope.Stat, _ *scope.Dir, _ string) (bool, error) {
 		if rel == "a" && !swapped {
 			swapped = true
 			must(t, os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "a.old")))
@@ -258,7 +263,7 @@ func TestListDirectorySwappedForSymlink(t *testing.T) {
 		}
 		return true, nil
 	})
-	if fault.CodeOf(err) != fault.Integrity || !errors.Is(err, atfile.ErrChanged) {
+	if fault.CodeOf(err) != fault.Integrity || !errors.Is(err, scope.ErrChanged) {
 		t.Fatalf("got %v", err)
 	}
 }
