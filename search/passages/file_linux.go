@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -17,17 +17,17 @@ import (
 // is mapped into memory, not copied; a file that changes while it is
 // searched fails with fault.Integrity (ErrChanged) and no result.
 func FindFile(ctx context.Context, path, query string, opts *Options) (*Result, error) {
-	d, name, err := atfile.OpenParent(path)
+	t, err := scope.Host(path)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	return FindIn(ctx, d, name, query, opts)
+	defer t.Close()
+	return findTarget(ctx, t, query, opts)
 }
 
-// FindIn searches the regular file name in the directory d, as FindFile.
-func FindIn(ctx context.Context, d *atfile.Dir, name, query string, opts *Options) (*Result, error) {
-	f, st, err := d.OpenRegular(name, "source")
+// findTarget searches the regular file t names, as FindFile.
+func findTarget(ctx context.Context, t *scope.Target, query string, opts *Options) (*Result, error) {
+	f, st, err := t.OpenRegular("source")
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func FindIn(ctx context.Context, d *atfile.Dir, name, query string, opts *Option
 	if err != nil {
 		return nil, err
 	}
-	now, err := atfile.Fstat(f)
+	now, err := scope.Fstat(f)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"context"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // FindFile searches the regular file at the absolute host path path; it
@@ -15,8 +15,7 @@ func FindFile(context.Context, string, string, *Options) (*Result, error) {
 	return nil, fault.New(fault.Unavailable, "searching files needs Linux")
 }
 
-// FindIn searches the regular file name in the directory d; it needs
-// Linux.
-func FindIn(context.Context, *atfile.Dir, string, string, *Options) (*Result, error) {
+// findTarget searches the regular file t names; it needs Linux.
+func findTarget(context.Context, *scope.Target, string, *Options) (*Result, error) {
 	return nil, fault.New(fault.Unavailable, "searching files needs Linux")
 }

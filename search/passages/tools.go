@@ -9,7 +9,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -69,12 +69,12 @@ func findWindow(ctx context.Context, call *kernel.Call, in FindArgs) (FindResult
 	if limit < 0 || limit > limits.PassagesMaxMatches {
 		return FindResult{}, fault.LimitExceeded("limit", limits.PassagesMaxMatches, int64(limit))
 	}
-	d, name, _, err := atfile.ResolveParent(call.Session.Capabilities().Roots(capability.Search), in.Path)
+	t, err := scope.New(call.Session.Capabilities(), capability.Search, capability.Protected{}).Resolve(in.Path)
 	if err != nil {
 		return FindResult{}, err
 	}
-	defer d.Close()
-	r, err := FindIn(ctx, d, name, in.Query, &Options{Regions: in.Regions, IgnoreCase: in.IgnoreCase, Limit: min(in.Offset+limit, limits.PassagesMaxMatches)})
+	defer t.Close()
+	r, err := findTarget(ctx, t, in.Query, &Options{Regions: in.Regions, IgnoreCase: in.IgnoreCase, Limit: min(in.Offset+limit, limits.PassagesMaxMatches)})
 	if err != nil {
 		return FindResult{}, err
 	}
@@ -115,9 +115,9 @@ func writeMatches(b *strings.Builder, ms []Match) {
 }
 
 // RegisterTools registers passages_find (effect search, deferred). The
-// path is resolved with fs.Resolve against the roots the session's
-// capabilities grant search on and opened through an os.Root, so no path
-// leads out of a granted root. opts may be nil.
+// path is resolved in the scope of the roots the session's capabilities
+// grant search on (internal/scope), so no path leads out of a granted
+// root. opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	var timeout time.Duration
 	if opts != nil {
