@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/internal/testkit"
 )
 
@@ -96,7 +96,7 @@ func TestCrashExtract(t *testing.T) {
 		switch {
 		case strings.HasPrefix(name, "out"):
 			published++
-		case atfile.IsStaging(name):
+		case scope.IsStaging(name):
 			staged++
 		case name != "calibrate":
 			t.Fatalf("unexpected entry %q beside the destinations", name)

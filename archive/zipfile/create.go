@@ -9,14 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/fileio"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // Source is one file to archive.
@@ -84,12 +83,12 @@ func Create(ctx context.Context, out string, files []Source, opts *CreateOptions
 		}
 		srcs[i] = source{name: s.Name, open: func() (*fileio.File, error) { return fileio.Open(s.Path) }}
 	}
-	parent, leaf, err := openParent(nil, out)
+	t, err := scope.Host(out)
 	if err != nil {
 		return nil, err
 	}
-	defer parent.Close()
-	res, err := createInto(ctx, srcs, parent, leaf, o)
+	defer t.Close()
+	res, err := createInto(ctx, srcs, t, o)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +96,8 @@ func Create(ctx context.Context, out string, files []Source, opts *CreateOptions
 	return res, nil
 }
 
-func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string, o CreateOptions) (_ *Created, err error) {
+// createInto writes the new archive t from srcs.
+func createInto(ctx context.Context, srcs []source, t *scope.Target, o CreateOptions) (_ *Created, err error) {
 	lim, err := o.Limits.resolve()
 	if err != nil {
 		return nil, err
@@ -121,10 +121,10 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 	if dirBytes > lim.MaxCentralDirectoryBytes {
 		return nil, fault.New(fault.Limit, "the central directory for these names would take %d bytes, more than the limit of %d", dirBytes, lim.MaxCentralDirectoryBytes)
 	}
-	if _, err := parent.Lstat(leaf); err == nil {
+	if _, err := t.Lstat("the archive path"); err == nil {
 		return nil, fault.New(fault.Conflict, "the archive path already exists; nothing is overwritten")
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fault.As(err)
+	} else if fault.CodeOf(err) != fault.NotFound {
+		return nil, err
 	}
 
 	// Open every source first: sizes are bounded before anything is written.
@@ -155,13 +155,8 @@ func createInto(ctx context.Context, srcs []source, parent *os.Root, leaf string
 		res.Bytes = size
 		return err
 	}
-	pd, err := atfile.OpenDirIn(parent, ".")
-	if err != nil {
-		return nil, err
-	}
-	defer pd.Close()
 	// NoReplace: an archive created meanwhile is not replaced either.
-	err = pd.Replace(ctx, leaf, write, &atfile.ReplaceOptions{Role: "the archive path", NoReplace: true, ReadWrite: true})
+	err = t.Replace(ctx, write, &scope.ReplaceOptions{Role: "the archive path", NoReplace: true, ReadWrite: true})
 	if fault.CodeOf(err) == fault.Conflict {
 		return nil, fault.New(fault.Conflict, "the archive path already exists; nothing is overwritten")
 	}

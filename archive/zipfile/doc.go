@@ -7,7 +7,8 @@
 // digest. What Extract guarantees:
 //
 //   - Nothing is written outside the new directory. Members are written
-//     through an os.Root opened on a private staging directory, so no name,
+//     relative to a private staging directory's descriptor, element by
+//     element without following a symlink (scope.Staged), so no name,
 //     "..", absolute path or symlink can lead elsewhere; names are also
 //     checked before anything is written (no absolute or ".." names, no
 //     backslashes, no control characters, no drive letters, at most

@@ -3,8 +3,6 @@ package zipfile
 import (
 	"context"
 	"encoding/hex"
-	"errors"
-	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -15,8 +13,7 @@ import (
 	"syscall"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
-	"github.com/capkit/capkit/internal/noreplace"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // Expect maps each expected member name (slash-separated, as stored in the
@@ -57,78 +54,48 @@ func Extract(ctx context.Context, archive, dest string, expect Expect, opts *Ext
 	if !filepath.IsAbs(archive) || !filepath.IsAbs(dest) {
 		return nil, fault.New(fault.InvalidInput, "archive and destination must be absolute paths")
 	}
-	dest = filepath.Clean(dest)
-	f, err := openRegular(nil, archive)
+	if filepath.Clean(dest) == "/" {
+		return nil, fault.New(fault.InvalidInput, "the destination must name a new entry inside an existing directory")
+	}
+	f, err := openRegular(archive)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	parent, leaf, err := openParent(nil, dest)
+	t, err := scope.Host(dest)
 	if err != nil {
 		return nil, err
 	}
-	defer parent.Close()
-	res, err := extractInto(ctx, f, parent, leaf, expect, o)
+	defer t.Close()
+	res, err := extractInto(ctx, f, t, expect, o)
 	if err != nil {
 		return nil, err
 	}
-	res.Destination = dest
+	res.Destination = t.Name()
 	return res, nil
 }
 
-// openRegular opens name (through root when non-nil) for reading without
-// following a final symlink or blocking on a FIFO, and checks it is a
-// regular file. Archives are opened here rather than through atfile or
-// fileio (Create's sources are) so that List and Verify keep working where
-// atfile is unavailable (not Linux); the archive reader bounds what it
-// reads whatever the file does meanwhile.
-func openRegular(root *os.Root, name string) (*os.File, error) {
-	flag := os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
-	var f *os.File
-	var err error
-	if root != nil {
-		f, err = root.OpenFile(name, flag, 0)
-	} else {
-		f, err = os.OpenFile(name, flag, 0)
-	}
+// openRegular opens the archive at the host path name for reading
+// without following a final symlink or blocking on a FIFO, and checks it
+// is a regular file. It opens by path rather than through internal/scope
+// (the tools' archives are opened there) so that List and Verify keep
+// working where scope is unavailable (not Linux); the archive reader
+// bounds what it reads whatever the file does meanwhile.
+func openRegular(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, atfile.Fault(err, filepath.Base(name))
+		return nil, scope.Fault(err, filepath.Base(name))
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, atfile.Fault(err, filepath.Base(name))
+		return nil, scope.Fault(err, filepath.Base(name))
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, atfile.NotRegular(filepath.Base(name), st.Mode())
+		return nil, scope.NotRegular(filepath.Base(name), st.Mode())
 	}
 	return f, nil
-}
-
-// openParent opens the directory that will hold dest (through root when
-// non-nil, dest then being root-relative) and returns it with dest's last
-// element.
-func openParent(root *os.Root, dest string) (*os.Root, string, error) {
-	dir, leaf := filepath.Split(dest)
-	if leaf == "" || leaf == "." || leaf == ".." {
-		return nil, "", fault.New(fault.InvalidInput, "the destination must name a new entry inside an existing directory")
-	}
-	if dir == "" {
-		dir = "."
-	}
-	const role = "the destination's parent directory"
-	var parent *os.Root
-	var err error
-	if root != nil {
-		parent, err = atfile.OpenRootIn(root, dir, role)
-	} else {
-		parent, err = atfile.OpenRoot(dir, role)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	return parent, leaf, nil
 }
 
 // checkExpect validates the expected names as member names.
@@ -183,52 +150,31 @@ func match(a *archive, expect Expect) ([]member, error) {
 
 func hasKey(e Expect, k string) bool { _, ok := e[k]; return ok }
 
-// extractInto extracts into parent/leaf: it checks the archive against
-// expect, inflates the members into a staging directory, makes the tree
-// durable and publishes it under leaf without replacing anything.
-func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string, expect Expect, o ExtractOptions) (_ *Extracted, err error) {
+// extractInto extracts into t, a new directory: it checks the archive
+// against expect, inflates the members into a staging directory, makes
+// the tree durable and publishes it as t without replacing anything.
+func extractInto(ctx context.Context, src *os.File, t *scope.Target, expect Expect, o ExtractOptions) (_ *Extracted, err error) {
 	lim, err := o.Limits.resolve()
 	if err != nil {
 		return nil, err
 	}
-	a, files, err := plan(ctx, src, parent, leaf, expect, lim)
+	a, files, err := plan(ctx, src, t, expect, lim)
 	if err != nil {
 		return nil, err
 	}
-	pd, err := atfile.OpenDirIn(parent, ".")
-	if err != nil {
-		return nil, err
-	}
-	defer pd.Close()
-	sd, staging, err := pd.MkdirStaging(ctx, "zip")
-	if err != nil {
-		return nil, err
-	}
-	defer sd.Close()
-	stage, err := parent.OpenRoot(staging)
-	if err != nil {
-		parent.RemoveAll(staging)
-		return nil, fault.Wrap(fault.IO, err, "opening the staging directory failed")
-	}
-	defer func() {
-		stage.Close()
+	var digests []Digest
+	err = t.CreateDir(ctx, "zip", func(stage *scope.Staged) error {
+		dirList, err := makeDirs(stage, files)
 		if err != nil {
-			parent.RemoveAll(staging)
+			return err
 		}
-	}()
-	dirList, err := makeDirs(stage, files)
+		mt := &meter{max: lim.MaxTotalBytes, total: a.total, progress: o.Progress}
+		if digests, err = inflateAll(ctx, stage, files, expect, mt); err != nil {
+			return err
+		}
+		return syncTree(stage, dirList)
+	})
 	if err != nil {
-		return nil, err
-	}
-	mt := &meter{max: lim.MaxTotalBytes, total: a.total, progress: o.Progress}
-	digests, err := inflateAll(ctx, stage, files, expect, mt)
-	if err != nil {
-		return nil, err
-	}
-	if err := syncTree(stage, dirList); err != nil {
-		return nil, err
-	}
-	if err := noreplace.Rename(pd.File(), staging, leaf); err != nil {
 		return nil, err
 	}
 	return result(files, digests), nil
@@ -237,7 +183,7 @@ func extractInto(ctx context.Context, src *os.File, parent *os.Root, leaf string
 // plan opens the archive and checks it before anything is written: the
 // expectation is well formed, the members match it exactly, the
 // destination is new and no member uses the staging namespace.
-func plan(ctx context.Context, src *os.File, parent *os.Root, leaf string, expect Expect, lim Limits) (*archive, []member, error) {
+func plan(ctx context.Context, src *os.File, t *scope.Target, expect Expect, lim Limits) (*archive, []member, error) {
 	if err := checkExpect(expect, lim); err != nil {
 		return nil, nil, err
 	}
@@ -253,14 +199,14 @@ func plan(ctx context.Context, src *os.File, parent *os.Root, leaf string, expec
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := parent.Lstat(leaf); err == nil {
+	if _, err := t.Lstat("the destination"); err == nil {
 		return nil, nil, fault.New(fault.Conflict, "the destination already exists; extraction needs a new directory")
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fault.As(err)
+	} else if fault.CodeOf(err) != fault.NotFound {
+		return nil, nil, err
 	}
 	for _, m := range files {
-		if atfile.HasStagingElement(m.name) {
-			return nil, nil, atfile.Reserved(m.name)
+		if scope.IsStaging(m.name) {
+			return nil, nil, scope.Reserved(m.name)
 		}
 	}
 	return a, files, nil
@@ -268,7 +214,7 @@ func plan(ctx context.Context, src *os.File, parent *os.Root, leaf string, expec
 
 // makeDirs creates in stage every directory the members need and returns
 // them sorted, parents before children.
-func makeDirs(stage *os.Root, files []member) ([]string, error) {
+func makeDirs(stage *scope.Staged, files []member) ([]string, error) {
 	dirs := map[string]bool{}
 	for _, m := range files {
 		for d := path.Dir(m.name); d != "." && !dirs[d]; d = path.Dir(d) {
@@ -277,7 +223,7 @@ func makeDirs(stage *os.Root, files []member) ([]string, error) {
 	}
 	dirList := slices.Sorted(maps.Keys(dirs))
 	for _, d := range dirList {
-		if err := stage.Mkdir(d, 0o700); err != nil {
+		if err := stage.Mkdir(d); err != nil {
 			return nil, fault.Wrap(fault.IO, err, "creating directory %q failed", d)
 		}
 	}
@@ -286,7 +232,7 @@ func makeDirs(stage *os.Root, files []member) ([]string, error) {
 
 // inflateAll writes every member into stage on up to maxWorkers workers
 // and returns their digests, in the order of files.
-func inflateAll(ctx context.Context, stage *os.Root, files []member, expect Expect, mt *meter) ([]Digest, error) {
+func inflateAll(ctx context.Context, stage *scope.Staged, files []member, expect Expect, mt *meter) ([]Digest, error) {
 	digests := make([]Digest, len(files))
 	idx := make([]int, len(files))
 	for i := range idx {
@@ -303,8 +249,8 @@ func inflateAll(ctx context.Context, stage *os.Root, files []member, expect Expe
 
 // inflateMember writes one member to a new file in stage, checks its
 // digest against want and makes it durable.
-func inflateMember(ctx context.Context, stage *os.Root, m member, want Digest, mt *meter) (Digest, error) {
-	out, err := stage.OpenFile(m.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+func inflateMember(ctx context.Context, stage *scope.Staged, m member, want Digest, mt *meter) (Digest, error) {
+	out, err := stage.Create(m.name)
 	if err != nil {
 		return Digest{}, fault.Wrap(fault.IO, err, "creating member %q failed", m.name)
 	}
@@ -324,11 +270,11 @@ func inflateMember(ctx context.Context, stage *os.Root, m member, want Digest, m
 }
 
 // syncTree makes the directory entries durable before the tree is
-// published: deepest first, then the staging directory itself.
-func syncTree(stage *os.Root, dirList []string) error {
-	for _, d := range slices.Backward(append([]string{"."}, dirList...)) {
-		if err := syncDir(stage, d); err != nil {
-			return err
+// published, deepest first (CreateDir syncs the staging directory itself).
+func syncTree(stage *scope.Staged, dirList []string) error {
+	for _, d := range slices.Backward(dirList) {
+		if err := stage.Sync(d); err != nil {
+			return fault.Wrap(fault.IO, err, "syncing directory %q failed", d)
 		}
 	}
 	return nil
@@ -345,11 +291,3 @@ func result(files []member, digests []Digest) *Extracted {
 	return res
 }
 
-func syncDir(r *os.Root, name string) error {
-	d, err := r.Open(name)
-	if err != nil {
-		return fault.Wrap(fault.IO, err, "opening directory %q failed", name)
-	}
-	defer d.Close()
-	return noreplace.SyncDir(d)
-}

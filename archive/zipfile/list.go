@@ -62,7 +62,7 @@ func openAbs(archive string) (*os.File, error) {
 	if !filepath.IsAbs(archive) {
 		return nil, fault.New(fault.InvalidInput, "the archive must be an absolute path")
 	}
-	return openRegular(nil, archive)
+	return openRegular(archive)
 }
 
 func readOpts(opts *ReadOptions) ReadOptions {

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // Record layouts of the ZIP format (APPNOTE.TXT 4.3.12-4.3.16).
@@ -273,7 +273,7 @@ func checkMember(zf *zip.File, lim Limits) (member, *fault.Error) {
 		want = os.ModeDir
 	}
 	if mode.Type() != want {
-		kind := atfile.Kind(mode)
+		kind := scope.Kind(mode)
 		if mode.IsDir() {
 			kind = "a directory by its attributes, without a trailing slash"
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/fileio"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -104,9 +104,10 @@ type ExtractResult struct {
 
 // RegisterTools registers zip_create and zip_extract (effect archive_write)
 // and zip_list and zip_verify (effect archive_read), all deferred. Every
-// path is resolved with fs.Resolve against the roots the session's
-// capabilities grant the tool's effect on and opened through an os.Root, so
-// no path or member leads out of a granted root. opts may be nil.
+// path is resolved in the scope of the roots the session's capabilities
+// grant the tool's effect on (internal/scope), so no path or member leads
+// out of a granted root, and none is made at a protected path. opts may
+// be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	var o ToolOptions
 	if opts != nil {
@@ -157,7 +158,6 @@ func registerCreate(b *kernel.Builder, t toolSetup) error {
 Bounds: ` + t.bounds + `.
 Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "charts/q1.png"]}`,
 	}, func(ctx context.Context, call *kernel.Call, in CreateArgs) (CreateResult, error) {
-		roots := call.Session.Capabilities().Roots(capability.ArchiveWrite)
 		dir := in.Dir
 		if dir == "" {
 			dir = "."
@@ -171,31 +171,43 @@ Example: {"archive": "out/report.zip", "dir": "reports", "files": ["q1.csv", "ch
 		if err := createFits(call, in); err != nil {
 			return CreateResult{}, err
 		}
-		srcRoot, _, srcRel, err := atfile.ResolveRoot(roots, dir)
-		if err != nil {
-			return CreateResult{}, err
-		}
-		defer srcRoot.Close()
-		base, err := atfile.OpenRootIn(srcRoot, srcRel, "dir")
+		sc := scope.New(call.Session.Capabilities(), capability.ArchiveWrite, t.protected)
+		base, err := sc.Resolve(dir)
 		if err != nil {
 			return CreateResult{}, err
 		}
 		defer base.Close()
-		srcs := make([]source, len(in.Files))
-		for i, name := range in.Files {
-			srcs[i] = source{name: name, open: func() (*fileio.File, error) { return fileio.OpenIn(base, name) }}
-		}
-		parent, leaf, closeAll, err := resolveParent(roots, in.Archive, t.protected.CheckWrite)
+		d, err := base.OpenDir("dir")
 		if err != nil {
 			return CreateResult{}, err
 		}
-		defer closeAll()
-		res, err := createInto(ctx, srcs, parent, leaf, CreateOptions{Limits: t.lim, Store: in.Store})
+		d.Close()
+		srcs := make([]source, len(in.Files))
+		for i, name := range in.Files {
+			srcs[i] = source{name: name, open: func() (*fileio.File, error) { return openSource(base, name) }}
+		}
+		archive, err := newEntry(sc, in.Archive, false)
+		if err != nil {
+			return CreateResult{}, err
+		}
+		defer archive.Close()
+		res, err := createInto(ctx, srcs, archive, CreateOptions{Limits: t.lim, Store: in.Store})
 		if err != nil {
 			return CreateResult{}, err
 		}
 		return CreateResult{Archive: in.Archive, Bytes: res.Bytes, Members: res.Members}, nil
 	})
+}
+
+// openSource opens the file name (relative to base, never climbing out
+// of it) to archive.
+func openSource(base *scope.Target, name string) (*fileio.File, error) {
+	t, err := base.Join(name)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return fileio.OpenTarget(t, "file")
 }
 
 // createFits fails with limit, before anything is written, when the
@@ -227,24 +239,24 @@ Refused: encrypted members, symlinks and other special files, names that are abs
 Bounds: ` + t.bounds + `.
 Example: {"archive": "downloads/data.zip", "destination": "work/data", "expect": {"data.csv": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}`,
 	}, func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
-		roots := call.Session.Capabilities().Roots(capability.ArchiveWrite)
+		sc := scope.New(call.Session.Capabilities(), capability.ArchiveWrite, t.protected)
 		expect, err := parseExpect(in.Expect)
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		src, err := openArchiveIn(roots, in.Archive)
+		src, err := openArchiveIn(sc, in.Archive)
 		if err != nil {
 			return ExtractResult{}, err
 		}
 		defer src.Close()
 		// The directory appears by a rename: no member can be protected
 		// unless the destination is one or holds one.
-		parent, leaf, closeAll, err := resolveParent(roots, in.Destination, t.protected.CheckRename)
+		dest, err := newEntry(sc, in.Destination, true)
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		defer closeAll()
-		res, err := extractInto(ctx, src, parent, leaf, expect, ExtractOptions{Limits: t.lim})
+		defer dest.Close()
+		res, err := extractInto(ctx, src, dest, expect, ExtractOptions{Limits: t.lim})
 		if err != nil {
 			return ExtractResult{}, err
 		}
@@ -261,7 +273,7 @@ func registerList(b *kernel.Builder, t toolSetup) error {
 Bounds: ` + t.bounds + `.
 Example: {"archive": "downloads/data.zip"}`,
 	}, func(ctx context.Context, call *kernel.Call, in ListArgs) (ListResult, error) {
-		f, err := openArchiveIn(call.Session.Capabilities().Roots(capability.ArchiveRead), in.Archive)
+		f, err := openArchiveIn(scope.New(call.Session.Capabilities(), capability.ArchiveRead, t.protected), in.Archive)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -295,7 +307,7 @@ Example: {"archive": "downloads/data.zip", "expect": {"data.csv": "9f86d081884c7
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		f, err := openArchiveIn(call.Session.Capabilities().Roots(capability.ArchiveRead), in.Archive)
+		f, err := openArchiveIn(scope.New(call.Session.Capabilities(), capability.ArchiveRead, t.protected), in.Archive)
 		if err != nil {
 			return ExtractResult{}, err
 		}
@@ -323,37 +335,36 @@ func parseExpect(m map[string]string) (Expect, error) {
 	return e, nil
 }
 
-// openArchiveIn opens the archive p names inside roots.
-func openArchiveIn(roots []string, p string) (*os.File, error) {
-	r, _, rel, err := atfile.ResolveRoot(roots, p)
+// openArchiveIn opens the archive p names in sc: a regular file, never
+// through a symlink as its last element.
+func openArchiveIn(sc *scope.Scope, p string) (*os.File, error) {
+	t, err := sc.Resolve(p)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	return openRegular(r, rel)
+	defer t.Close()
+	f, _, err := t.OpenRegular(path.Base(t.Name()))
+	return f, err
 }
 
-// resolveParent opens the directory that will hold the new entry p inside
-// roots, once checkProtected allows p (as spelled and as the directory is
-// named on disk); closeAll releases it.
-func resolveParent(roots []string, p string, checkProtected atfile.ProtectedCheck) (*os.Root, string, func(), error) {
-	r, root, rel, err := atfile.ResolveRoot(roots, p)
+// newEntry is the target of the new entry p in sc, once the protected
+// paths allow creating it (rename: as a directory renamed into place).
+func newEntry(sc *scope.Scope, p string, rename bool) (*scope.Target, error) {
+	t, err := sc.Resolve(p)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, err
 	}
-	if rel == "." || path.Base(rel) == ".." {
-		r.Close()
-		return nil, "", nil, fault.New(fault.InvalidInput, "name a new entry inside a granted root, not the root itself")
+	if t.Name() == "." {
+		t.Close()
+		return nil, fault.New(fault.InvalidInput, "name a new entry inside a granted root, not the root itself")
 	}
-	parent, leaf, err := openParent(r, rel)
-	if err != nil {
-		r.Close()
-		return nil, "", nil, err
+	check := t.CheckWrite
+	if rename {
+		check = t.CheckRename
 	}
-	if err := atfile.CheckOpenedIn(roots, root, parent, leaf, rel, checkProtected); err != nil {
-		parent.Close()
-		r.Close()
-		return nil, "", nil, err
+	if err := check(); err != nil {
+		t.Close()
+		return nil, err
 	}
-	return parent, leaf, func() { parent.Close(); r.Close() }, nil
+	return t, nil
 }
