@@ -290,4 +290,3 @@ func result(files []member, digests []Digest) *Extracted {
 	slices.SortFunc(res.Members, func(x, y MemberInfo) int { return strings.Compare(x.Name, y.Name) })
 	return res
 }
-
