@@ -1,5 +1,7 @@
 package limits
 
+import "time"
+
 // Semantic index and its BERT encoder.
 const (
 	// SemWindow is the model's window in positions: [CLS], at most
@@ -32,6 +34,11 @@ const (
 	// 384 dimensions); SemMaxCacheBytes bounds any setting.
 	SemCacheBytes    = 512 * MiB
 	SemMaxCacheBytes = 64 * GiB
+	// SemHeldIndexes bounds the indexes the semindex tools keep open
+	// between calls (their caches share one SemCacheBytes), and
+	// SemHeldIdle is how long one stays open unused.
+	SemHeldIndexes = 4
+	SemHeldIdle    = 2 * time.Minute
 )
 
 // Model files. A model is validated against these before anything sized by

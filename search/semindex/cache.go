@@ -16,16 +16,42 @@ import (
 // snapshot stores, whatever was written since.
 //
 // A block is kept the second time a search reads it at one version, not
-// the first: an Index opened for one search (as the tools open it) copies
-// nothing. The bytes kept are bounded by the Index's CacheBytes; past it,
-// blocks are read from the file as without the cache. A search of the
-// whole index lets go of the blocks it no longer finds.
+// the first: an Index opened for one search copies nothing. The bytes
+// kept are bounded by the cache's budget (an Index's own CacheBytes, or
+// one the tools share among the indexes they hold open); past it, blocks
+// are read from the file as without the cache. A search of the whole
+// index lets go of the blocks it no longer finds.
 type blockCache struct {
 	mu     sync.Mutex
-	limit  int64
-	used   int64
+	budget *cacheBudget
+	used   int64                  // of the budget, by this cache
 	blocks map[int64]*cachedBlock // by block id
 	scans  uint64                 // searches begun
+}
+
+// cacheBudget bounds the bytes kept by the caches that share it.
+type cacheBudget struct {
+	mu          sync.Mutex
+	limit, used int64
+}
+
+func newCacheBudget(limit int64) *cacheBudget { return &cacheBudget{limit: limit} }
+
+// take reserves n bytes, if they fit.
+func (b *cacheBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *cacheBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
 }
 
 // cachedBlock is a block seen at version ver: kept when vecs is not nil,
@@ -41,8 +67,8 @@ type cachedBlock struct {
 
 func (b *cachedBlock) size() int64 { return int64(len(b.ids) + len(b.vecs) + 4*len(b.norms)) }
 
-func newBlockCache(limit int64) *blockCache {
-	return &blockCache{limit: limit, blocks: map[int64]*cachedBlock{}}
+func newBlockCache(budget *cacheBudget) *blockCache {
+	return &blockCache{budget: budget, blocks: map[int64]*cachedBlock{}}
 }
 
 // begin numbers a search.
@@ -72,34 +98,45 @@ func (c *blockCache) get(id, ver int64, scan uint64) (*cachedBlock, bool) {
 func (c *blockCache) offer(id, ver int64, ids, vecs []byte, norms []float32, scan uint64) {
 	kept := &cachedBlock{ver: ver, ids: ids, vecs: vecs, norms: norms}
 	size := kept.size()
-	if !c.note(id, ver, size, scan) {
+	if !c.note(id, ver, scan) || !c.budget.take(size) {
 		return
 	}
 	kept.ids, kept.vecs, kept.norms = slices.Clone(ids), slices.Clone(vecs), slices.Clone(norms)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if b := c.blocks[id]; b != nil && b.ver == ver && b.vecs == nil && c.used+size <= c.limit {
-		kept.lastScan = b.lastScan
-		c.blocks[id] = kept
-		c.used += size
+	b := c.blocks[id]
+	if b == nil || b.ver != ver || b.vecs != nil {
+		c.budget.give(size) // changed meanwhile
+		return
 	}
+	kept.lastScan = b.lastScan
+	c.blocks[id] = kept
+	c.used += size
 }
 
 // note records a read of block id at version ver and reports whether it
-// is worth keeping now.
-func (c *blockCache) note(id, ver, size int64, scan uint64) bool {
+// was noted before at that version and is not kept yet.
+func (c *blockCache) note(id, ver int64, scan uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.blocks[id]
 	if b == nil || b.ver != ver {
 		if b != nil {
-			c.used -= b.size()
+			c.drop(b)
 		}
 		c.blocks[id] = &cachedBlock{ver: ver, lastScan: scan}
 		return false
 	}
 	b.lastScan = scan
-	return b.vecs == nil && c.used+size <= c.limit
+	return b.vecs == nil
+}
+
+// drop gives back what b holds of the budget (c.mu held).
+func (c *blockCache) drop(b *cachedBlock) {
+	if b.vecs != nil {
+		c.used -= b.size()
+		c.budget.give(b.size())
+	}
 }
 
 // sweep drops the blocks that no search since scan (one of the whole
@@ -109,8 +146,17 @@ func (c *blockCache) sweep(scan uint64) {
 	defer c.mu.Unlock()
 	for id, b := range c.blocks {
 		if b.lastScan < scan {
-			c.used -= b.size()
+			c.drop(b)
 			delete(c.blocks, id)
 		}
 	}
+}
+
+// close lets go of every block and gives its bytes back to the budget.
+func (c *blockCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget.give(c.used)
+	c.used = 0
+	clear(c.blocks)
 }

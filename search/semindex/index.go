@@ -119,7 +119,7 @@ type OpenOptions struct {
 // cacheFor returns the cache o asks for, nil for none.
 func cacheFor(o *OpenOptions) (*blockCache, error) {
 	if o == nil {
-		return newBlockCache(limits.SemCacheBytes), nil
+		return newBlockCache(newCacheBudget(limits.SemCacheBytes)), nil
 	}
 	switch {
 	case o.DisableCache:
@@ -129,9 +129,9 @@ func cacheFor(o *OpenOptions) (*blockCache, error) {
 	case o.CacheBytes > limits.SemMaxCacheBytes:
 		return nil, fault.LimitExceeded("cache bytes", limits.SemMaxCacheBytes, o.CacheBytes)
 	case o.CacheBytes == 0:
-		return newBlockCache(limits.SemCacheBytes), nil
+		return newBlockCache(newCacheBudget(limits.SemCacheBytes)), nil
 	}
-	return newBlockCache(o.CacheBytes), nil
+	return newBlockCache(newCacheBudget(o.CacheBytes)), nil
 }
 
 // sidecars are the files SQLite keeps next to a database.
@@ -189,6 +189,24 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 	if err != nil {
 		return nil, err
 	}
+	at, err := resolveIndex(roots, path, &o)
+	if err != nil {
+		return nil, err
+	}
+	return at.open(ctx, cache)
+}
+
+// indexAt is an index path resolved inside a root: its directory, held
+// open, the name there, and the file's metadata when it exists.
+type indexAt struct {
+	d      *atfile.Dir
+	name   string
+	st     atfile.Stat
+	exists bool
+}
+
+// resolveIndex resolves path as OpenIn does, with its checks.
+func resolveIndex(roots []string, path string, o *OpenOptions) (*indexAt, error) {
 	d, name, root, err := atfile.ResolveParent(roots, path)
 	if err != nil {
 		return nil, err
@@ -197,16 +215,23 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 		d.Close()
 		return nil, err
 	}
-	if st, err := d.Lstat(name, "index"); err == nil && !st.Mode.IsRegular() {
+	st, err := d.Lstat(name, "index")
+	switch {
+	case err == nil && !st.Mode.IsRegular():
 		d.Close()
 		return nil, fault.New(fault.InvalidInput, "the index path is %s, not a database file", atfile.Kind(st.Mode))
-	} else if err != nil && (fault.CodeOf(err) != fault.NotFound || o.NoCreate) {
+	case err != nil && (fault.CodeOf(err) != fault.NotFound || o.NoCreate):
 		d.Close()
 		return nil, missingIndex(err)
 	}
-	ix, err := open(ctx, fmt.Sprintf("/proc/self/fd/%d/%s", d.File().Fd(), name), d, cache)
+	return &indexAt{d: d, name: name, st: st, exists: err == nil}, nil
+}
+
+// open opens the index at a, which then holds a's directory.
+func (a *indexAt) open(ctx context.Context, cache *blockCache) (*Index, error) {
+	ix, err := open(ctx, fmt.Sprintf("/proc/self/fd/%d/%s", a.d.File().Fd(), a.name), a.d, cache)
 	if err != nil {
-		d.Close()
+		a.d.Close()
 		return nil, err
 	}
 	return ix, nil
@@ -305,6 +330,9 @@ func formatMismatch(f string) error {
 // Close closes the database.
 func (ix *Index) Close() error {
 	ix.scan.close()
+	if ix.cache != nil {
+		ix.cache.close()
+	}
 	err := ix.db.Close()
 	if ix.dir != nil {
 		ix.dir.Close()

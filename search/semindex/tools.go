@@ -42,6 +42,8 @@ type modelLoader struct {
 	mu  sync.Mutex
 	o   ToolOptions
 	got *bert.Model
+	// held are the indexes the tools keep open between calls.
+	held *heldIndexes
 }
 
 func (l *modelLoader) model(ctx context.Context) (*bert.Model, error) {
@@ -247,7 +249,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	if opts != nil {
 		o = *opts
 	}
-	l := &modelLoader{o: o}
+	l := &modelLoader{o: o, held: newHeldIndexes()}
 	long := o.Timeout
 	if long == 0 {
 		long = limits.HardMaxTimeout
@@ -264,14 +266,15 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 
 // withIndex runs fn on the index at path inside a root the session's
 // capabilities grant effect on, creating it when asked, never at a
-// protected path (OpenOptions.Protected).
-func withIndex[T any](ctx context.Context, call *kernel.Call, effect capability.Effect, protected capability.Protected, path string, create bool, fn func(*Index) (T, error)) (T, error) {
+// protected path (OpenOptions.Protected); the index stays open for the
+// calls after (heldIndexes).
+func withIndex[T any](ctx context.Context, l *modelLoader, call *kernel.Call, effect capability.Effect, path string, create bool, fn func(*Index) (T, error)) (T, error) {
 	var zero T
-	ix, err := OpenIn(ctx, call.Session.Capabilities().Roots(effect), path, &OpenOptions{NoCreate: !create, Protected: protected})
+	ix, release, err := l.held.acquire(ctx, call.Session.Capabilities().Roots(effect), path, &OpenOptions{NoCreate: !create, Protected: l.o.Protected})
 	if err != nil {
 		return zero, err
 	}
-	defer ix.Close()
+	defer release()
 	return fn(ix)
 }
 
@@ -305,7 +308,7 @@ Example: {"index": "work/sem.db", "ref": "doc-1", "text": "The quick brown fox."
 			if err != nil {
 				return AddResult{}, err
 			}
-			return withIndex(ctx, call, capability.IndexWrite, l.o.Protected, in.Index, true, func(ix *Index) (AddResult, error) {
+			return withIndex(ctx, l, call, capability.IndexWrite, in.Index, true, func(ix *Index) (AddResult, error) {
 				return deref(ix.Add(ctx, m, in.Ref, string(text), &AddOptions{Digest: in.Digest, ExpectDigest: in.ExpectDigest}))
 			})
 		})
@@ -321,7 +324,7 @@ func registerRemove(b *kernel.Builder, l *modelLoader, short, _ time.Duration) e
 Example: {"index": "work/sem.db", "ref": "doc-1"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in RemoveArgs) (RemoveResult, error) {
-			return withIndex(ctx, call, capability.IndexWrite, l.o.Protected, in.Index, false, func(ix *Index) (RemoveResult, error) {
+			return withIndex(ctx, l, call, capability.IndexWrite, in.Index, false, func(ix *Index) (RemoveResult, error) {
 				return RemoveResult{Removed: in.Ref}, ix.Remove(ctx, in.Ref, in.ExpectDigest)
 			})
 		})
@@ -337,7 +340,7 @@ func registerScope(b *kernel.Builder, l *modelLoader, short, _ time.Duration) er
 Example: {"index": "work/sem.db", "name": "team-a", "refs": ["doc-1", "doc-2"]}`, limits.SemScopeMaxRefs),
 		},
 		func(ctx context.Context, call *kernel.Call, in ScopeArgs) (ScopeResult, error) {
-			return withIndex(ctx, call, capability.IndexWrite, l.o.Protected, in.Index, true, func(ix *Index) (ScopeResult, error) {
+			return withIndex(ctx, l, call, capability.IndexWrite, in.Index, true, func(ix *Index) (ScopeResult, error) {
 				return ScopeResult{Name: in.Name, Refs: len(in.Refs)}, ix.SetScope(ctx, in.Name, in.Refs)
 			})
 		})
@@ -364,7 +367,7 @@ Example: {"index": "work/sem.db", "query": "a fast animal", "limit": 5}`, limits
 			if err != nil {
 				return SearchWindow{}, err
 			}
-			return withIndex(ctx, call, capability.IndexRead, l.o.Protected, in.Index, false, func(ix *Index) (SearchWindow, error) {
+			return withIndex(ctx, l, call, capability.IndexRead, in.Index, false, func(ix *Index) (SearchWindow, error) {
 				r, err := ix.Search(ctx, m, in.Query, &SearchOptions{Scope: in.Scope, Limit: min(in.Offset+limit, limits.SemSearchMaxHits), WithText: in.WithText})
 				if err != nil {
 					return SearchWindow{}, err
@@ -388,7 +391,7 @@ func registerStatus(b *kernel.Builder, l *modelLoader, short, _ time.Duration) e
 Example: {"index": "work/sem.db", "current": {"doc-1": "sha256-of-doc-1"}}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in StatusArgs) (StatusWindow, error) {
-			return withIndex(ctx, call, capability.IndexRead, l.o.Protected, in.Index, false, func(ix *Index) (StatusWindow, error) {
+			return withIndex(ctx, l, call, capability.IndexRead, in.Index, false, func(ix *Index) (StatusWindow, error) {
 				st, err := ix.Status(ctx, &StatusOptions{Refs: in.Refs, Current: in.Current})
 				if err != nil {
 					return StatusWindow{}, err
@@ -416,7 +419,7 @@ Example: {"index": "work/sem.db"}`,
 			if err != nil {
 				return AuditWindow{}, err
 			}
-			return withIndex(ctx, call, capability.IndexRead, l.o.Protected, in.Index, false, func(ix *Index) (AuditWindow, error) {
+			return withIndex(ctx, l, call, capability.IndexRead, in.Index, false, func(ix *Index) (AuditWindow, error) {
 				rep, err := ix.Audit(ctx, m)
 				if err != nil {
 					return AuditWindow{}, err
