@@ -124,7 +124,7 @@ Example: {"path": "src", "max_depth": 2}`, bounds.MaxEntries, bounds.MaxDepth, b
 				return ListResult{}, err
 			}
 			defer t.Close()
-			d, _, err := t.OpenTree()
+			d, _, err := t.OpenTree("directory")
 			if err != nil {
 				return ListResult{}, err
 			}

@@ -176,7 +176,7 @@ func List(ctx context.Context, path string, opts *Options) (*Listing, error) {
 		return nil, err
 	}
 	defer t.Close()
-	d, _, err := t.OpenTree()
+	d, _, err := t.OpenTree("directory")
 	if err != nil {
 		return nil, err
 	}

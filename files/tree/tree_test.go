@@ -247,7 +247,7 @@ func TestListDirectorySwappedForSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	d, _, err := h.OpenTree()
+	d, _, err := h.OpenTree("directory")
 	must(t, err)
 	defer d.Close()
 	o, _ := (*Options)(nil).resolved()

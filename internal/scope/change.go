@@ -209,7 +209,7 @@ func (t *Target) RenameTo(ctx context.Context, to *Target, o *RenameOptions) err
 	if err := ctx.Err(); err != nil {
 		return fault.As(err)
 	}
-	if dst == src {
+	if dst == src || path.Dir(t.name) == path.Dir(to.name) && sameDir(src, dst) {
 		return noreplace.Rename(src.File(), from, dest)
 	}
 	if err := noreplace.RenameBetween(src.File(), from, dst.File(), dest); err != nil {
@@ -222,6 +222,16 @@ func (t *Target) RenameTo(ctx context.Context, to *Target, o *RenameOptions) err
 		return fault.Wrap(fault.IO, err, "renamed, but syncing a directory failed")
 	}
 	return nil
+}
+
+// sameDir reports whether a and b are one directory, opened twice.
+func sameDir(a, b *atfile.Dir) bool {
+	sa, err := atfile.Fstat(a.File())
+	if err != nil {
+		return false
+	}
+	sb, err := atfile.Fstat(b.File())
+	return err == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // Staged is a new directory being filled before CreateDir renames it

@@ -62,13 +62,13 @@ func TestOpenDirAndTree(t *testing.T) {
 	} else {
 		d.Close()
 	}
-	if _, _, err := resolveIn(t, roots, "sub-link").OpenTree(); !errors.Is(err, ErrSymlink) {
+	if _, _, err := resolveIn(t, roots, "sub-link").OpenTree("directory"); !errors.Is(err, ErrSymlink) {
 		t.Errorf("OpenTree of a symlink: %v, want refused", err)
 	}
 	if _, err := resolveIn(t, roots, "a.txt").OpenDir("a.txt"); !errors.Is(err, ErrNotDir) {
 		t.Errorf("OpenDir of a file: %v, want not a directory", err)
 	}
-	d, st, err := resolveIn(t, roots, ".").OpenTree()
+	d, st, err := resolveIn(t, roots, ".").OpenTree("directory")
 	if err != nil || !st.Mode.IsDir() {
 		t.Fatalf("OpenTree of the root: %v %v", st.Mode, err)
 	}

@@ -255,8 +255,9 @@ func (t *Target) OpenDir(role string) (*Dir, error) {
 }
 
 // OpenTree opens the directory t names, never following a symlink as its
-// last element, and returns it with its metadata. Close it.
-func (t *Target) OpenTree() (*Dir, Stat, error) {
+// last element, and returns it with its metadata. Close it. role names it
+// in messages.
+func (t *Target) OpenTree(role string) (*Dir, Stat, error) {
 	if t.isRoot() {
 		d, st, err := t.openSelf()
 		if err != nil {
@@ -275,7 +276,7 @@ func (t *Target) OpenTree() (*Dir, Stat, error) {
 	if err != nil {
 		return nil, Stat{}, err
 	}
-	d, st, err := p.OpenSubdir(base, "directory")
+	d, st, err := p.OpenSubdir(base, role)
 	if err != nil {
 		return nil, Stat{}, err
 	}

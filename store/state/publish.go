@@ -2,10 +2,11 @@ package state
 
 import (
 	"context"
+	"path"
+	"path/filepath"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
-	"github.com/capkit/capkit/internal/noreplace"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -25,40 +26,74 @@ type PublishOptions struct {
 // same parent directory. See the package comment for the guarantees.
 // opts may be nil.
 func Publish(ctx context.Context, staging, dest string, opts *PublishOptions) error {
-	sdir, sname, err := atfile.SplitParent(staging)
+	from, err := scope.Host(staging)
 	if err != nil {
 		return err
 	}
-	ddir, dname, err := atfile.SplitParent(dest)
+	defer from.Close()
+	to, err := scope.Host(dest)
 	if err != nil {
 		return err
 	}
-	if sdir != ddir {
+	defer to.Close()
+	if from.Name() == "/" || to.Name() == "/" {
+		return fault.New(fault.InvalidInput, "path must name an entry inside a directory, not a filesystem root")
+	}
+	if filepath.Dir(from.Name()) != filepath.Dir(to.Name()) {
 		return notSameParent()
 	}
-	d, err := atfile.OpenDir(ddir)
+	return publish(ctx, from, to, opts)
+}
+
+// publishTool is dir_publish: staging and destination are siblings
+// inside one root, neither the root itself.
+func publishTool(ctx context.Context, sc *scope.Scope, in PublishArgs) error {
+	from, err := sc.Resolve(in.Staging)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return publishAt(ctx, d, sname, dname, opts)
+	defer from.Close()
+	to, err := sc.Resolve(in.Destination)
+	if err != nil {
+		return err
+	}
+	defer to.Close()
+	for _, t := range []*scope.Target{from, to} {
+		if t.Name() == "." {
+			return fault.New(fault.InvalidInput, "path must name an entry inside the root, not the root itself")
+		}
+	}
+	if from.Root() != to.Root() || path.Dir(from.Name()) != path.Dir(to.Name()) {
+		return notSameParent()
+	}
+	return publish(ctx, from, to, nil)
 }
 
 func notSameParent() *fault.Error {
 	return fault.New(fault.InvalidInput, "the staging directory must be in the same parent directory as the destination")
 }
 
-func publishAt(ctx context.Context, d *atfile.Dir, staging, dest string, opts *PublishOptions) error {
-	if staging == dest {
+// publish renames the staged directory from to to, its sibling: both are
+// checked against the protected paths first (a rename that would move or
+// create one is refused), the staged tree is made durable, and the rename
+// never replaces anything.
+func publish(ctx context.Context, from, to *scope.Target, opts *PublishOptions) error {
+	if from.Name() == to.Name() {
 		return fault.New(fault.InvalidInput, "the staging directory and the destination are the same")
 	}
-	sd, _, err := d.OpenSubdir(staging, "staging directory")
+	if err := from.CheckRename(); err != nil {
+		return err
+	}
+	if err := to.CheckRename(); err != nil {
+		return err
+	}
+	sd, _, err := from.OpenTree("staging directory")
 	if err != nil {
 		return err
 	}
 	defer sd.Close()
 	// An early, friendly refusal; RENAME_NOREPLACE is the guarantee.
-	if _, err := d.Lstat(dest, "destination"); err == nil {
+	if _, err := to.Lstat("destination"); err == nil {
 		return exists()
 	} else if fault.CodeOf(err) != fault.NotFound {
 		return err
@@ -68,10 +103,7 @@ func publishAt(ctx context.Context, d *atfile.Dir, staging, dest string, opts *P
 			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return fault.As(err)
-	}
-	if err := noreplace.Rename(d.File(), staging, dest); err != nil {
+	if err := from.RenameTo(ctx, to, nil); err != nil {
 		if fault.CodeOf(err) == fault.Conflict {
 			return exists()
 		}
@@ -85,8 +117,8 @@ func exists() *fault.Error {
 }
 
 // syncTree fsyncs every regular file and directory below sd, then sd.
-func syncTree(ctx context.Context, sd *atfile.Dir) error {
-	err := atfile.Walk(ctx, sd, atfile.WalkBounds{Names: limits.TreeHardEntries, Depth: limits.TreeHardDepth}, func(_ string, _ int, st atfile.Stat, parent *atfile.Dir, name string) (bool, error) {
+func syncTree(ctx context.Context, sd *scope.Dir) error {
+	err := scope.Walk(ctx, sd, scope.WalkBounds{Names: limits.TreeHardEntries, Depth: limits.TreeHardDepth}, func(_ string, _ int, st scope.Stat, parent *scope.Dir, name string) (bool, error) {
 		switch {
 		case st.Mode.IsRegular():
 			f, _, err := parent.OpenRegular(name, "staged file")

@@ -4,10 +4,9 @@ import (
 	"context"
 	"os"
 
-	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -19,12 +18,12 @@ func Replace(ctx context.Context, path string, data []byte) error {
 	if err := checkSize(len(data)); err != nil {
 		return err
 	}
-	d, name, err := atfile.OpenParent(path)
+	t, err := scope.Host(path)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return replaceAt(ctx, d, name, data, nil)
+	defer t.Close()
+	return replaceAt(ctx, t, data, nil)
 }
 
 func checkSize(n int) error {
@@ -34,35 +33,31 @@ func checkSize(n int) error {
 	return nil
 }
 
-// replaceAt replaces name in d (atfile.Dir.Replace): a new state file is
+// replaceAt replaces t (scope.Target.Replace): a new state file is
 // private (0600); an existing one keeps its permission bits.
-func replaceAt(ctx context.Context, d *atfile.Dir, name string, data []byte, check func(exists bool, cur atfile.Stat) error) error {
+func replaceAt(ctx context.Context, t *scope.Target, data []byte, check func(exists bool, cur scope.Stat) error) error {
 	write := func(f *os.File) error { _, err := f.Write(data); return err }
-	return d.Replace(ctx, name, write, &atfile.ReplaceOptions{Role: "state file", Mode: 0o600, Check: check})
+	return t.Replace(ctx, write, &scope.ReplaceOptions{Role: "state file", Mode: 0o600, Check: check})
 }
 
 // replaceTool is state_replace: the replacement is offered to the file
 // policy's write gate (ev) like write_file's, made under the guard the
 // gate sets, and reported to its observers.
-func replaceTool(ctx context.Context, s files.Session, roots []string, protected capability.Protected, in ReplaceArgs, ev *files.Events) (ReplaceResult, error) {
+func replaceTool(ctx context.Context, s files.Session, sc *scope.Scope, in ReplaceArgs, ev *files.Events) (ReplaceResult, error) {
 	if err := checkSize(len(in.Content)); err != nil {
 		return ReplaceResult{}, err
 	}
-	root, rel, err := files.Resolve(roots, in.Path)
+	t, err := sc.Resolve(in.Path)
 	if err != nil {
 		return ReplaceResult{}, err
 	}
-	d, name, _, err := atfile.ResolveParent(roots, in.Path)
-	if err != nil {
+	defer t.Close()
+	if err := t.CheckWrite(); err != nil {
 		return ReplaceResult{}, err
 	}
-	defer d.Close()
-	if err := atfile.CheckOpened(roots, root, d, name, rel, protected.CheckWrite); err != nil {
-		return ReplaceResult{}, err
-	}
-	e := &files.Expectation{Session: s, Op: files.OpWrite, Root: root, Name: rel}
+	e := &files.Expectation{Session: s, Op: files.OpWrite, Root: t.Root(), Name: t.Name()}
 	if ev != nil {
-		if e.Exists, e.Current, err = current(ctx, d, name); err != nil {
+		if e.Exists, e.Current, err = current(ctx, t); err != nil {
 			return ReplaceResult{}, err
 		}
 		if err := ev.ExpectWrite(ctx, e); err != nil {
@@ -70,25 +65,25 @@ func replaceTool(ctx context.Context, s files.Session, roots []string, protected
 		}
 	}
 	data := []byte(in.Content)
-	check := func(exists bool, _ atfile.Stat) error {
-		return e.Guard.Holds(rel, exists, func() (files.Version, error) {
-			_, v, err := current(ctx, d, name)
+	check := func(exists bool, _ scope.Stat) error {
+		return e.Guard.Holds(t.Name(), exists, func() (files.Version, error) {
+			_, v, err := current(ctx, t)
 			return v, err
 		})
 	}
-	if err := replaceAt(ctx, d, name, data, check); err != nil {
+	if err := replaceAt(ctx, t, data, check); err != nil {
 		return ReplaceResult{}, err
 	}
 	if ev != nil {
-		ev.Observed(ctx, files.Observation{Session: s, Op: files.OpWrite, Root: root, Name: rel, Version: files.VersionOf(data)})
+		ev.Observed(ctx, files.Observation{Session: s, Op: files.OpWrite, Root: t.Root(), Name: t.Name(), Version: files.VersionOf(data)})
 	}
 	return ReplaceResult{Bytes: len(in.Content)}, nil
 }
 
-// current reports whether the state file name in d exists and, if it
-// does, its version. Anything but a regular file is refused.
-func current(ctx context.Context, d *atfile.Dir, name string) (bool, files.Version, error) {
-	f, _, err := d.OpenRegular(name, "state file")
+// current reports whether the state file t exists and, if it does, its
+// version. Anything but a regular file is refused.
+func current(ctx context.Context, t *scope.Target) (bool, files.Version, error) {
+	f, _, err := t.OpenRegular("state file")
 	if fault.CodeOf(err) == fault.NotFound {
 		return false, files.Version{}, nil
 	}
@@ -98,7 +93,7 @@ func current(ctx context.Context, d *atfile.Dir, name string) (bool, files.Versi
 	defer f.Close()
 	v, err := files.ReadVersion(ctx, f)
 	if err != nil {
-		return false, files.Version{}, atfile.Fault(err, "state file")
+		return false, files.Version{}, scope.Fault(err, "state file")
 	}
 	return true, v, nil
 }

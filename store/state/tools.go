@@ -7,7 +7,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 )
 
@@ -59,9 +59,10 @@ type PublishResult struct {
 func (r PublishResult) ToolText() string { return "directory published" }
 
 // RegisterTools registers state_replace and dir_publish, both deferred
-// with effect state_write. Paths are resolved with files.Resolve against the
-// roots the session's capabilities grant state_write on and opened through
-// an os.Root, so no path leads out of a granted root. opts may be nil.
+// with effect state_write. Paths are resolved in the scope of the roots the
+// session's capabilities grant state_write on (internal/scope), so no path
+// leads out of a granted root and no change reaches a protected path. opts
+// may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	var o ToolOptions
 	if opts != nil {
@@ -76,7 +77,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 Example: {"path": "state/progress.json", "content": "{\"step\": 3}"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in ReplaceArgs) (ReplaceResult, error) {
-			return replaceTool(ctx, call.Session, call.Session.Capabilities().Roots(capability.StateWrite), o.Protected, in, o.Events)
+			return replaceTool(ctx, call.Session, scope.New(call.Session.Capabilities(), capability.StateWrite, o.Protected), in, o.Events)
 		})
 	if err != nil {
 		return err
@@ -90,39 +91,7 @@ Example: {"path": "state/progress.json", "content": "{\"step\": 3}"}`,
 Example: {"staging": "out/.report-staging", "destination": "out/report"}`,
 		},
 		func(ctx context.Context, call *kernel.Call, in PublishArgs) (PublishResult, error) {
-			roots := call.Session.Capabilities().Roots(capability.StateWrite)
-			r, sroot, srel, err := atfile.ResolveRoot(roots, in.Staging)
-			if err != nil {
-				return PublishResult{}, err
-			}
-			defer r.Close()
-			droot, drel, err := files.Resolve(roots, in.Destination)
-			if err != nil {
-				return PublishResult{}, err
-			}
-			sdir, sname, err := atfile.SplitRel(srel)
-			if err != nil {
-				return PublishResult{}, err
-			}
-			ddir, dname, err := atfile.SplitRel(drel)
-			if err != nil {
-				return PublishResult{}, err
-			}
-			if sroot != droot || sdir != ddir {
-				return PublishResult{}, notSameParent()
-			}
-			d, err := atfile.OpenDirIn(r, sdir)
-			if err != nil {
-				return PublishResult{}, err
-			}
-			defer d.Close()
-			if err := atfile.CheckOpened(roots, sroot, d, sname, srel, o.Protected.CheckRename); err != nil {
-				return PublishResult{}, err
-			}
-			if err := atfile.CheckOpened(roots, droot, d, dname, drel, o.Protected.CheckRename); err != nil {
-				return PublishResult{}, err
-			}
-			if err := publishAt(ctx, d, sname, dname, nil); err != nil {
+			if err := publishTool(ctx, scope.New(call.Session.Capabilities(), capability.StateWrite, o.Protected), in); err != nil {
 				return PublishResult{}, err
 			}
 			return PublishResult{Published: true}, nil
