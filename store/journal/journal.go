@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -71,7 +71,7 @@ var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 // the same journal.
 type Journal struct {
 	mu   sync.Mutex
-	dir  *os.Root
+	dir  *scope.Changes
 	name string
 	o    Options
 	lock *os.File
@@ -106,26 +106,45 @@ func Open(dir, name string, opts *Options) (*Journal, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fault.New(fault.InvalidInput, "the journal directory must be an absolute path")
 	}
-	r, err := atfile.OpenRoot(dir, "the journal directory")
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	t, err := scope.Host(dir)
 	if err != nil {
 		return nil, err
 	}
-	j, err := openIn(r, name, opts)
+	defer t.Close()
+	c, err := t.OpenForChanges(fileNames(name)...)
 	if err != nil {
-		r.Close()
+		return nil, err
+	}
+	j, err := openIn(c, name, opts)
+	if err != nil {
+		c.Close()
 		return nil, err
 	}
 	return j, nil
 }
 
-// openIn opens the journal in the directory r, which it takes over.
-func openIn(r *os.Root, name string, opts *Options) (*Journal, error) {
-	j := &Journal{dir: r, name: name}
+// checkName refuses a journal name that does not match namePattern.
+func checkName(name string) error {
+	if !namePattern().MatchString(name) {
+		return fault.New(fault.InvalidInput, "journal name %q must match ^[a-z0-9][a-z0-9_.-]{0,127}$", name)
+	}
+	return nil
+}
+
+// fileNames are the files of the journal name: its records and its lock.
+func fileNames(name string) []string { return []string{name + ".jsonl", name + ".lock"} }
+
+// openIn opens the journal in the directory c, which it takes over.
+func openIn(c *scope.Changes, name string, opts *Options) (*Journal, error) {
+	j := &Journal{dir: c, name: name}
 	if opts != nil {
 		j.o = *opts
 	}
-	if !namePattern().MatchString(name) {
-		return nil, fault.New(fault.InvalidInput, "journal name %q must match ^[a-z0-9][a-z0-9_.-]{0,127}$", name)
+	if err := checkName(name); err != nil {
+		return nil, err
 	}
 	switch {
 	case j.o.MaxEventBytes == 0:
@@ -142,10 +161,10 @@ func openIn(r *os.Root, name string, opts *Options) (*Journal, error) {
 	if j.o.LockWait <= 0 {
 		j.o.LockWait = 10 * time.Second
 	}
-	if err := checkPrivate(r); err != nil {
+	if err := checkPrivate(c); err != nil {
 		return nil, err
 	}
-	lock, err := r.OpenFile(name+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	lock, err := c.OpenFile(name+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, fault.Wrap(fault.IO, err, "opening the journal's lock file failed")
 	}
@@ -246,7 +265,7 @@ func (j *Journal) openData() error {
 	f, err := j.dir.OpenFile(j.fileName(), flag, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if f, err = j.dir.OpenFile(j.fileName(), flag|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-			err = syncDir(j.dir)
+			err = j.dir.Sync()
 		}
 	}
 	if err != nil {
@@ -265,15 +284,6 @@ func (j *Journal) openData() error {
 	}
 	j.data = f
 	return nil
-}
-
-func syncDir(r *os.Root) error {
-	d, err := r.Open(".")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // readLast returns the number and hash of the last record of a journal of

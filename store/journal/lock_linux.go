@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // flock takes the journal's lock file exclusively (writers) or shared
@@ -54,17 +55,12 @@ func fdatasync(f *os.File) error {
 
 // checkPrivate refuses a directory others can use: it must be owned by
 // this process's user and grant no group or other permissions.
-func checkPrivate(r *os.Root) error {
-	d, err := r.Open(".")
+func checkPrivate(c *scope.Changes) error {
+	st, err := c.Stat()
 	if err != nil {
-		return fault.As(err)
-	}
-	defer d.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
 		return fault.Wrap(fault.IO, err, "inspecting the journal directory failed")
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if !st.Mode.IsDir() {
 		return fault.New(fault.InvalidInput, "the journal directory is not a directory")
 	}
 	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {

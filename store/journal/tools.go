@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"fmt"
-	"path"
 	"reflect"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -83,9 +82,9 @@ const maxReadRecords = limits.JournalMaxReadRecords
 
 // RegisterTools registers journal_append (effect journal_write) and
 // journal_verify and journal_read (effect journal_read), all deferred. The
-// directory is resolved with fs.Resolve against the roots the session's
-// capabilities grant the effect on and opened through an os.Root. opts may
-// be nil.
+// directory is resolved in the scope of the roots the session's
+// capabilities grant the effect on (internal/scope), and neither of the
+// journal's files may be a protected path. opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	var o ToolOptions
 	if opts != nil {
@@ -224,25 +223,21 @@ func openTool(call *kernel.Call, effect capability.Effect, dir, name string, o T
 	if dir == "" {
 		dir = "."
 	}
-	roots := call.Session.Capabilities().Roots(effect)
-	r, root, rel, err := atfile.ResolveRoot(roots, dir)
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	t, err := scope.New(call.Session.Capabilities(), effect, o.Protected).Resolve(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	sub, err := atfile.OpenRootIn(r, rel, "dir")
+	defer t.Close()
+	c, err := t.OpenForChanges(fileNames(name)...)
 	if err != nil {
 		return nil, err
 	}
-	for _, file := range []string{name + ".jsonl", name + ".lock"} {
-		if err := atfile.CheckOpenedIn(roots, root, sub, file, path.Join(rel, file), o.Protected.CheckWrite); err != nil {
-			sub.Close()
-			return nil, err
-		}
-	}
-	j, err := openIn(sub, name, &o.Options)
+	j, err := openIn(c, name, &o.Options)
 	if err != nil {
-		sub.Close()
+		c.Close()
 		return nil, err
 	}
 	return j, nil
