@@ -50,10 +50,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// keepCaches points the user cache directory of the binaries the tests
-// start into dir, so that the contained commands' tool caches are left
-// nowhere else, while Go's build cache and the pinned node modules stay
-// where they were found.
+// keepCaches points the user cache and state directories of the binaries
+// the tests start into dir, so that the contained commands' tool caches
+// and quarantines are left nowhere else, while Go's build cache and the
+// pinned node modules stay where they were found.
 func keepCaches(dir string) {
 	if os.Getenv("GOCACHE") == "" {
 		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
@@ -64,6 +64,8 @@ func keepCaches(dir string) {
 		os.Setenv("CAPKIT_NODE_MODULES", filepath.Join(user, "capkit-node", "node_modules"))
 	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	// The quarantine of what commands leave at protected names, too.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 }
 
 // marker is in the file outside every root; it must never appear in any

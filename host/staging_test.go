@@ -47,7 +47,16 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("CAPKIT_TEST_PSEUDO_CHILD"); dir != "" {
 		os.Exit(pseudoChild(dir))
 	}
-	os.Exit(m.Run())
+	// What a contained command leaves at a protected name goes to the
+	// quarantine in the user's state directory: a temporary one here.
+	state, err := os.MkdirTemp("", "capkit-host-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // stagingWriter writes 15 MiB files through write_file until it is killed.

@@ -25,8 +25,16 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_CACHE_HOME", cache)
+	// And what they leave at protected names goes to the quarantine in
+	// the user's state directory: a temporary one too.
+	state, err := os.MkdirTemp("", "capkit-cli-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
 	os.RemoveAll(cache)
+	os.RemoveAll(state)
 	os.Exit(code)
 }
 

@@ -136,7 +136,9 @@ func (g *guard) finish() ([]Moved, error) {
 	var moved []Moved
 	err := g.walk(func(dir int, path, name string, id entryID) {
 		if was, ok := g.started[path]; !ok || was != id {
-			moved = append(moved, g.q.move(dir, name, path))
+			if m, gone := g.q.move(dir, name, path); !gone {
+				moved = append(moved, m)
+			}
 		}
 	})
 	return moved, err
@@ -266,22 +268,25 @@ func defaultBases() []string {
 // move moves the entry name of dir (at path) into the quarantine: renamed
 // there, or copied (within limits.RunMaxQuarantineBytes and Entries) when
 // the quarantine is on another filesystem; either way it leaves the root.
-func (q *quarantine) move(dir int, name, path string) Moved {
-	m := Moved{Path: path}
+// gone says it had left already (a host process removed it).
+func (q *quarantine) move(dir int, name, path string) (m Moved, gone bool) {
+	m = Moved{Path: path}
 	if err := q.open(); err != nil {
 		m.Note = "removed, not kept: " + err.Error()
-		return removed(m, dir, name)
+		return removed(m, dir, name), false
 	}
 	q.n++
 	to := strconv.Itoa(q.n) + "-" + name
 	err := renameOut(dir, name, q.dir, to)
-	if err == nil {
+	switch {
+	case err == nil:
 		m.To = q.path + "/" + to
-		return m
-	}
-	if !errors.Is(err, unix.EXDEV) {
+		return m, false
+	case errors.Is(err, unix.ENOENT) && !exists(dir, name):
+		return m, true
+	case !errors.Is(err, unix.EXDEV):
 		m.Note = "removed, not kept: " + err.Error()
-		return removed(m, dir, name)
+		return removed(m, dir, name), false
 	}
 	b := &copyBudget{bytes: limits.RunMaxQuarantineBytes, entries: limits.RunMaxQuarantineEntries}
 	if err := copyTree(dir, name, q.dir, to, b, 0); err != nil {
@@ -291,7 +296,14 @@ func (q *quarantine) move(dir int, name, path string) Moved {
 			b.skipped, limits.Bytes(limits.RunMaxQuarantineBytes), limits.Count(limits.RunMaxQuarantineEntries)+" entries")
 	}
 	m.To = q.path + "/" + to
-	return removed(m, dir, name)
+	return removed(m, dir, name), false
+}
+
+// exists reports whether dir holds the entry name (ENOENT from a rename
+// may be the quarantine's, removed meanwhile).
+func exists(dir int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
 // removed removes the entry name of dir for m, saying so if it cannot.
@@ -404,9 +416,12 @@ func (q *quarantine) openIn(base string) error {
 	return nil
 }
 
+// close lets go of the run's directory, removing it if nothing was
+// kept there.
 func (q *quarantine) close() {
 	if q.dir >= 0 {
 		unix.Close(q.dir)
 		q.dir = -1
+		os.Remove(q.path) // only when empty
 	}
 }

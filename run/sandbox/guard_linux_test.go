@@ -322,7 +322,8 @@ func TestQuarantineParentSwapped(t *testing.T) {
 			must(t, os.Symlink(outside, filepath.Join(root, "conf")))
 			swapped = true
 		}
-		moved = append(moved, g.q.move(dir, name, path))
+		m, _ := g.q.move(dir, name, path)
+		moved = append(moved, m)
 	})
 	if err != nil || len(moved) != 1 || moved[0].To == "" {
 		t.Fatalf("%v %+v", err, moved)
@@ -550,5 +551,27 @@ func BenchmarkGuard(b *testing.B) {
 		if moved, err := g.finish(); err != nil || len(moved) > 0 {
 			b.Fatal(err, moved)
 		}
+	}
+}
+
+// TestQuarantineVanished: an entry gone before it could be moved (a host
+// process removed it) is not reported, and a run's quarantine directory
+// that kept nothing is removed.
+func TestQuarantineVanished(t *testing.T) {
+	root, base := t.TempDir(), t.TempDir()
+	toml := filepath.Join(root, "capkit.toml")
+	g := newGuard([]string{root}, []string{toml}, newQuarantine(base, []string{root}))
+	must(t, g.start(true, nil))
+	must(t, os.WriteFile(toml, nil, 0o644))
+	var moved []Moved
+	must(t, g.walk(func(dir int, path, name string, id entryID) {
+		must(t, os.Remove(toml))
+		if m, gone := g.q.move(dir, name, path); !gone {
+			moved = append(moved, m)
+		}
+	}))
+	g.q.close()
+	if entries, _ := os.ReadDir(base); len(moved) > 0 || len(entries) > 0 {
+		t.Errorf("moved %+v, the quarantine holds %v", moved, entries)
 	}
 }

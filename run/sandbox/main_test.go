@@ -31,7 +31,17 @@ func TestMain(m *testing.M) {
 			os.Exit(endBeforeExec())
 		}
 	}
-	os.Exit(m.Run())
+	// What a command leaves at a protected name goes to the quarantine
+	// in the user's state directory: a temporary one here (runIn gives
+	// most runs one of their own).
+	state, err := os.MkdirTemp("", "capkit-sandbox-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := m.Run()
+	removeIn(state)
+	os.Exit(code)
 }
 
 func helperArgv(t testing.TB) []string {
