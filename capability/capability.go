@@ -57,11 +57,48 @@ var known = []Effect{
 	ArchiveRead, ArchiveWrite, JournalRead, JournalWrite, BudgetRead,
 }
 
-// Effects lists every defined effect.
+// Effects lists every defined effect but the upstream ones (Upstream).
 func Effects() []Effect { return slices.Clone(known) }
 
-// Valid reports whether e is a defined effect.
-func (e Effect) Valid() bool { return slices.Contains(known, e) }
+// UpstreamPrefix begins the effects that grant another MCP server's
+// tools: "upstream:memory" grants the tools of the upstream the host
+// named memory, and nothing else of it is visible without it.
+const UpstreamPrefix = "upstream:"
+
+// Upstream is the effect that grants the tools of the upstream named
+// name.
+func Upstream(name string) Effect { return Effect(UpstreamPrefix + name) }
+
+// Upstream reports the upstream e grants the tools of, if it is such an
+// effect with a valid name.
+func (e Effect) Upstream() (string, bool) {
+	name, ok := strings.CutPrefix(string(e), UpstreamPrefix)
+	return name, ok && ValidUpstreamName(name)
+}
+
+// ValidUpstreamName reports whether name may name an upstream: a
+// lower-case letter, then lower-case letters, digits and '-', at most 32
+// bytes. No '_', so that NAME__TOOL, the name its tools have, says where
+// the upstream's name ends.
+func ValidUpstreamName(name string) bool {
+	if len(name) == 0 || len(name) > 32 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Valid reports whether e is a defined effect or an upstream's.
+func (e Effect) Valid() bool {
+	if _, ok := e.Upstream(); ok {
+		return true
+	}
+	return slices.Contains(known, e)
+}
 
 // ReadOnly reports whether e never changes anything outside the session.
 func (e Effect) ReadOnly() bool {

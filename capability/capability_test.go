@@ -1,6 +1,10 @@
 package capability
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestNewValidates(t *testing.T) {
 	cases := []struct {
@@ -79,5 +83,31 @@ func TestEffectClasses(t *testing.T) {
 	}
 	if _, err := ParseEffect("teleport"); err == nil {
 		t.Error("unknown effect parsed")
+	}
+}
+
+func TestUpstreamEffects(t *testing.T) {
+	for e, want := range map[Effect]string{
+		"upstream:memory": "memory", "upstream:a": "a", "upstream:my-server2": "my-server2",
+		Effect("upstream:" + strings.Repeat("a", 32)): strings.Repeat("a", 32),
+	} {
+		if name, ok := e.Upstream(); !ok || name != want || !e.Valid() {
+			t.Errorf("%q: upstream %q %v, valid %v", e, name, ok, e.Valid())
+		}
+		if e.ReadOnly() || e.Destructive() || e.OpenWorld() {
+			t.Errorf("%q carries hints; an upstream's tools carry their own", e)
+		}
+	}
+	for _, e := range []Effect{"upstream:", "upstream:Memory", "upstream:a_b", "upstream:a__b", "upstream:9a", "upstream:-a",
+		Effect("upstream:" + strings.Repeat("a", 33)), "upstream:a b", "upstreams:a", "upstream"} {
+		if _, ok := e.Upstream(); ok || e.Valid() {
+			t.Errorf("%q is taken as an upstream's effect", e)
+		}
+	}
+	if Upstream("memory") != "upstream:memory" {
+		t.Error(Upstream("memory"))
+	}
+	if slices.ContainsFunc(Effects(), func(e Effect) bool { _, ok := e.Upstream(); return ok }) {
+		t.Error("Effects lists an upstream effect")
 	}
 }

@@ -35,12 +35,15 @@ const (
 	IO           Code = "io"
 	HTTP         Code = "http"
 	TLS          Code = "tls"
+	// Upstream is another MCP server's tool reporting its own failure
+	// (an isError result): the message is that server's text.
+	Upstream Code = "upstream"
 	// Internal marks a bug in capkit or a handler: exit code 1.
 	Internal Code = "internal"
 )
 
 // Codes lists every code in exit-code order, for documentation and tests.
-var Codes = []Code{Internal, InvalidInput, NotFound, Conflict, Denied, Limit, Unavailable, Deferred, Integrity, IO, HTTP, TLS}
+var Codes = []Code{Internal, InvalidInput, NotFound, Conflict, Denied, Limit, Unavailable, Deferred, Integrity, IO, HTTP, TLS, Upstream}
 
 // ExitCode is the stable process exit code for c. Unknown codes are internal
 // failures (1).
@@ -68,6 +71,8 @@ func (c Code) ExitCode() int {
 		return 11
 	case TLS:
 		return 12
+	case Upstream:
+		return 13
 	}
 	return 1
 }

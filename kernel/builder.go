@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -50,6 +51,21 @@ type Meta struct {
 	Description string
 	// Annotations override the hints derived from Effect.
 	Annotations *catalog.Annotations
+	// Origin names who defines the tool besides capkit (catalog.Entry's
+	// Origin: "upstream memory"); its name may then use the wider set
+	// such tools have.
+	Origin string
+	// Offered, when set, says whether the tool is offered to session s
+	// now: a non-nil error withdraws it from the session's list and from
+	// tool_search (and says why, for whoever asks). The catalog stays
+	// frozen; what changes is whether an entry is shown. It must return
+	// promptly once ctx is done: listings pass a context already done
+	// (answer from what is known, without waiting), tool_search its call's
+	// (it may wait, so a search sees a source still starting). It does
+	// not refuse calls: the handler does, under the call's deadline, with
+	// the kernel's checks and audit around it. A change of its answer is
+	// announced with Session.ToolsChanged.
+	Offered func(ctx context.Context, s *Session) error
 }
 
 // Handler runs one admitted call. It returns a result or an error; errors
@@ -74,6 +90,12 @@ type Options struct {
 	// control. The returned policy is checked like any other (hard limits)
 	// and must keep the name.
 	PolicyOverride func(Policy) Policy
+	// ToolIndex, when set, ranks tool_search's candidates in a catalog of
+	// more than limits.ToolSearchIndexMinEntries tools (hundreds of other
+	// servers' tools, say), where the catalog's own word matching ranks
+	// poorly. It is made once, on the first such search, from every
+	// entry; a failure to make it or to rank fails that search.
+	ToolIndex func(entries []*catalog.Entry) (ToolIndex, error)
 	// CheckOutput validates every successful result's structured content
 	// against its tool's output schema, as clients such as the MCP
 	// TypeScript SDK's do, and fails a call whose result does not match
@@ -85,6 +107,7 @@ type Options struct {
 type tool struct {
 	policy  Policy
 	handler Handler
+	offered func(context.Context, *Session) error
 	// running counts the calls admitted whose handler has not returned.
 	running *atomic.Int32
 }
@@ -137,7 +160,7 @@ func (b *Builder) register(policy Policy, meta Meta, e catalog.Entry, h Handler)
 		return err
 	}
 	e.Name, e.Effect, e.Hot = p.Name, meta.Effect, meta.Hot
-	e.Summary, e.Description, e.Annotations = meta.Summary, meta.Description, meta.Annotations
+	e.Summary, e.Description, e.Annotations, e.Origin = meta.Summary, meta.Description, meta.Annotations, meta.Origin
 	if meta.Title != "" {
 		a := e.Hints()
 		a.Title = meta.Title
@@ -148,7 +171,7 @@ func (b *Builder) register(policy Policy, meta Meta, e catalog.Entry, h Handler)
 	}
 	b.names[p.Name] = true
 	b.entries = append(b.entries, e)
-	b.tools = append(b.tools, tool{policy: p, handler: h, running: new(atomic.Int32)})
+	b.tools = append(b.tools, tool{policy: p, handler: h, offered: meta.Offered, running: new(atomic.Int32)})
 	return nil
 }
 
@@ -180,6 +203,18 @@ func (b *Builder) Build() (*Runtime, error) {
 		toolSearch:  !b.opts.DisableToolSearch,
 		checkOutput: b.opts.CheckOutput,
 		workers:     newWorkers(),
+		newIndex:    b.opts.ToolIndex,
+	}
+	for _, t := range b.tools {
+		if t.offered != nil {
+			if rt.offered == nil {
+				rt.offered = map[string]func(context.Context, *Session) error{}
+			}
+			rt.offered[t.policy.Name] = t.offered
+		}
+	}
+	if rt.newIndex != nil {
+		rt.index = sync.OnceValues(func() (ToolIndex, error) { return rt.newIndex(cat.Entries()) })
 	}
 	b.entries, b.tools = nil, nil
 	return rt, nil

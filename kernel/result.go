@@ -16,14 +16,32 @@ type Result struct {
 	// Image, when set, is shown besides the text (see Imager); it is
 	// bounded apart from the output bound.
 	Image *Image
+	// Content, when set, is the result as content blocks a front door
+	// passes on as they are, in place of Text and Image: another MCP
+	// server's result (text, images, audio, resource links, embedded
+	// resources), each block one MCP content object encoded as JSON.
+	// Text then holds its text blocks joined, for readers of text alone
+	// (the CLI, scripts); the blocks, not Text, count toward the output
+	// bound.
+	Content []json.RawMessage
 
 	// release, when set, gives the memory behind Text back to the tool
 	// that produced it (see Releaser).
 	release func()
 }
 
-// Size is the number of bytes the output bound is checked against.
-func (r *Result) Size() int64 { return int64(len(r.Text) + len(r.Structured)) }
+// Size is the number of bytes the output bound is checked against: the
+// text (or the content blocks, when set) and the structured content.
+func (r *Result) Size() int64 {
+	if r.Content == nil {
+		return int64(len(r.Text) + len(r.Structured))
+	}
+	n := int64(len(r.Structured))
+	for _, c := range r.Content {
+		n += int64(len(c))
+	}
+	return n
+}
 
 // Release tells the tool that produced r that r's Text is no longer
 // used, so that it may reuse the memory behind it. The contract, for

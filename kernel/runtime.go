@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -21,7 +22,44 @@ type Runtime struct {
 	// checkOutput is Options.CheckOutput.
 	checkOutput bool
 	workers     *workers
+	// offered are the tools' Meta.Offered, by name: only those that have
+	// one.
+	offered map[string]func(context.Context, *Session) error
+	// newIndex makes index, once (Options.ToolIndex).
+	newIndex func([]*catalog.Entry) (ToolIndex, error)
+	index    func() (ToolIndex, error)
 }
+
+// ToolIndex ranks catalog entries for tool_search (Options.ToolIndex).
+type ToolIndex interface {
+	// Rank returns at most limit entries keep accepts, best first, for
+	// the words of query.
+	Rank(ctx context.Context, query string, limit int, keep func(*catalog.Entry) bool) ([]*catalog.Entry, error)
+}
+
+// offeredTo reports whether e is offered to s now (Meta.Offered); ctx
+// done means answer without waiting.
+func (r *Runtime) offeredTo(ctx context.Context, s *Session, e *catalog.Entry) bool {
+	f := r.offered[e.Name]
+	return f == nil || f(ctx, s) == nil
+}
+
+// OfferedTo is why the named tool is not offered to s now (Meta.Offered),
+// or nil when it is (or has no such rule); it does not wait.
+func (r *Runtime) OfferedTo(s *Session, name string) error {
+	if f := r.offered[name]; f != nil {
+		return f(doneCtx, s)
+	}
+	return nil
+}
+
+// doneCtx is a context that is already done: Offered answers from what it
+// knows.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // Catalog returns the runtime's catalog.
 func (r *Runtime) Catalog() *catalog.Catalog { return r.catalog }

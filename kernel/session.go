@@ -36,6 +36,8 @@ type Session struct {
 	mu        sync.Mutex
 	activated map[string]bool
 	listeners []func()
+	closers   []func()
+	closed    bool
 
 	locals sync.Map
 }
@@ -85,15 +87,22 @@ func (s *Session) Local(key any, init func() any) any {
 }
 
 // Specs is what the session's model is offered: the hot tools and those
-// discovery activated, among the tools its capabilities grant. Without
-// tool_search there is no discovery, so every granted tool is offered.
+// discovery activated, among the tools its capabilities grant and that
+// are offered to it now (Meta.Offered). Without tool_search there is no
+// discovery, so every granted tool is offered.
 func (s *Session) Specs() []*catalog.Entry {
+	var specs []*catalog.Entry
 	if !s.rt.toolSearch || !s.caps.Grants(capability.ToolSearch) {
-		return s.rt.catalog.SpecsFor(s.caps)
+		specs = s.rt.catalog.SpecsFor(s.caps)
+	} else {
+		s.mu.Lock()
+		specs = s.rt.catalog.DeferredSpecsFor(s.caps, func(name string) bool { return s.activated[name] })
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rt.catalog.DeferredSpecsFor(s.caps, func(name string) bool { return s.activated[name] })
+	if s.rt.offered == nil {
+		return specs
+	}
+	return slices.DeleteFunc(specs, func(e *catalog.Entry) bool { return !s.rt.offeredTo(doneCtx, s, e) })
 }
 
 // Activate adds granted tools to the session's offered set and reports
@@ -120,11 +129,52 @@ func (s *Session) Activate(names ...string) []string {
 	return added
 }
 
-// OnToolsChanged registers f to run after Activate adds tools.
+// OnToolsChanged registers f to run after Activate adds tools, and when
+// ToolsChanged says that what Specs returns may have changed.
 func (s *Session) OnToolsChanged(f func()) {
 	s.mu.Lock()
 	s.listeners = append(s.listeners, f)
 	s.mu.Unlock()
+}
+
+// ToolsChanged runs the OnToolsChanged listeners: a tool's Meta.Offered
+// answer for this session changed (another server withdrew or restored a
+// tool), so a front door lists Specs again and tells its client.
+func (s *Session) ToolsChanged() {
+	s.mu.Lock()
+	listeners := slices.Clone(s.listeners)
+	s.mu.Unlock()
+	for _, f := range listeners {
+		f()
+	}
+}
+
+// OnClose registers f to run once when the session is closed; after
+// Close, f runs at once. Tools keep what lives as long as a session (a
+// server process started for it) and release it here.
+func (s *Session) OnClose(f func()) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		f()
+		return
+	}
+	s.closers = append(s.closers, f)
+	s.mu.Unlock()
+}
+
+// Close ends the session: the OnClose functions run, last registered
+// first. The front door that made the session closes it when its client
+// goes (the stdio connection ends, the HTTP session is deleted or
+// evicted). Calls may still be made after it, which tools may refuse.
+func (s *Session) Close() {
+	s.mu.Lock()
+	closers := s.closers
+	s.closers, s.closed = nil, true
+	s.mu.Unlock()
+	for i := len(closers) - 1; i >= 0; i-- {
+		closers[i]()
+	}
 }
 
 var emptyArgs = json.RawMessage("{}")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/limits"
 )
@@ -21,6 +22,9 @@ type ToolMatch struct {
 	Name    string `json:"name"`
 	Title   string `json:"title,omitempty"`
 	Summary string `json:"summary"`
+	// Origin names who defines the tool besides capkit ("upstream
+	// memory"): its summary is that origin's text, not capkit's.
+	Origin string `json:"origin,omitempty"`
 	// New reports that this search added the tool to the session's tool
 	// list; otherwise it was listed already.
 	New bool `json:"new"`
@@ -59,6 +63,9 @@ func (r ToolSearchResult) ToolText() string {
 			b.WriteString(head)
 			head = ""
 			b.WriteString(t.Name)
+			if t.Origin != "" {
+				b.WriteString(" (from " + t.Origin + ")")
+			}
 			b.WriteString(": ")
 			b.WriteString(t.Summary)
 			b.WriteByte('\n')
@@ -82,7 +89,10 @@ func registerToolSearch(b *Builder) error {
 			s := call.Session
 			res := ToolSearchResult{Activated: []string{}}
 			res.Limit, res.LimitNote = searchLimit(in.Limit)
-			found := s.rt.catalog.Search(s.caps, in.Query, res.Limit)
+			found, err := s.search(ctx, in.Query, res.Limit)
+			if err != nil {
+				return res, err
+			}
 			names := make([]string, 0, len(found))
 			for _, e := range found {
 				names = append(names, e.Name)
@@ -95,10 +105,27 @@ func registerToolSearch(b *Builder) error {
 					summary = e.Description
 				}
 				res.Tools = append(res.Tools, ToolMatch{Name: e.Name, Title: e.Hints().Title, Summary: summary,
-					New: slices.Contains(res.Activated, e.Name)})
+					Origin: e.Origin, New: slices.Contains(res.Activated, e.Name)})
 			}
 			return res, nil
 		})
+}
+
+// search ranks the tools s is granted and offered for query: with the
+// runtime's ToolIndex when the catalog is large, else the catalog's own
+// word matching. Offered may wait for ctx (a source still starting).
+func (s *Session) search(ctx context.Context, query string, limit int) ([]*catalog.Entry, error) {
+	keep := func(e *catalog.Entry) bool {
+		return e.Name != catalog.ToolSearchName && s.caps.Grants(e.Effect) && s.rt.offeredTo(ctx, s, e)
+	}
+	if s.rt.index == nil || s.rt.catalog.Len() <= limits.ToolSearchIndexMinEntries {
+		return s.rt.catalog.Search(s.caps, query, limit, keep), nil
+	}
+	ix, err := s.rt.index()
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "the tool index cannot be made")
+	}
+	return ix.Rank(ctx, query, limit, keep)
 }
 
 // searchLimit is the limit tool_search applies for the one asked for, and

@@ -45,6 +45,10 @@ const (
 	SearchMinResults     = 1
 	SearchMaxResults     = 12
 	SearchDefaultResults = 5
+	// ToolSearchIndexMinEntries: a catalog of more tools than this is
+	// ranked by the runtime's tool index (BM25 over names and
+	// descriptions, where the host sets one) instead of word matching.
+	ToolSearchIndexMinEntries = 100
 )
 
 // Model-facing file tools.

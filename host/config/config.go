@@ -633,7 +633,7 @@ func effectList() string {
 	for _, e := range capability.Effects() {
 		names = append(names, string(e))
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, ", ") + ", and " + capability.UpstreamPrefix + "NAME for an [upstream.NAME]"
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -76,6 +76,12 @@ type Entry struct {
 	Infer func() (input, output *jsonschema.Schema, err error)
 	// Annotations default to AnnotationsFor(Effect) when nil.
 	Annotations *Annotations
+	// Origin, when set, names who defines the tool besides capkit ("upstream
+	// memory": another MCP server's tool behind the kernel). Its name may
+	// then use the wider set such tools have (see Validate), and its
+	// description and summary are that origin's text: untrusted data,
+	// shown as the tool's own and never as capkit's.
+	Origin string
 
 	// schemas resolves the schemas once, on the first validation or
 	// listing, and encoded encodes them once, for the first listing: most
@@ -111,8 +117,11 @@ type encoded struct{ input, output json.RawMessage }
 // when the entry is first listed or called ([Entry.Schemas],
 // [Entry.ValidateArgs]), or for every entry by [Catalog.Check].
 func (e *Entry) Validate() error {
-	if !validName(e.Name) {
+	switch {
+	case e.Origin == "" && !validName(e.Name):
 		return fmt.Errorf("catalog: tool name %q must match ^[a-z][a-z0-9_]{0,63}$", e.Name)
+	case e.Origin != "" && !ValidExternalName(e.Name):
+		return fmt.Errorf("catalog: tool name %q (%s) must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$", e.Name, e.Origin)
 	}
 	if !e.Effect.Valid() {
 		return fmt.Errorf("catalog: tool %q: unknown effect %q", e.Name, e.Effect)
@@ -154,6 +163,23 @@ func validName(name string) bool {
 	}
 	return true
 }
+
+// ValidExternalName reports whether name is a name a tool with an Origin
+// may have: a letter, then letters, digits, '_' and '-', at most 64 bytes
+// in all (what every MCP client accepts).
+func ValidExternalName(name string) bool {
+	if len(name) == 0 || len(name) > 64 || !isLetter(name[0]) {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(isLetter(c) || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // resolve infers e's schemas if need be, resolves them and compiles the
 // input schema. Its errors wrap ErrSchema.
@@ -434,8 +460,9 @@ func (c *Catalog) DeferredSpecsFor(caps capability.Set, activated func(name stri
 // discovery text 1. A term that is only part of a word matches nothing, so
 // "x" finds no tool for being inside "text". Ties break by name; an empty
 // query lists everything in name order. limit is clamped to 1..12.
-// tool_search itself is never returned.
-func (c *Catalog) Search(caps capability.Set, query string, limit int) []*Entry {
+// tool_search itself is never returned, nor an entry keep refuses (nil
+// keeps every entry).
+func (c *Catalog) Search(caps capability.Set, query string, limit int, keep func(*Entry) bool) []*Entry {
 	terms := words(query)
 	for _, tok := range strings.Fields(strings.ToLower(query)) {
 		if strings.Contains(tok, "_") && !slices.Contains(terms, tok) {
@@ -448,7 +475,7 @@ func (c *Catalog) Search(caps capability.Set, query string, limit int) []*Entry 
 	}
 	var matches []scored
 	for _, e := range c.entries {
-		if e.Name == ToolSearchName || !caps.Grants(e.Effect) {
+		if e.Name == ToolSearchName || !caps.Grants(e.Effect) || keep != nil && !keep(e) {
 			continue
 		}
 		score := 0

@@ -241,12 +241,12 @@ func TestSearch(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
-			if got := names(c.Search(all, tc.query, tc.limit)); got != tc.want {
+			if got := names(c.Search(all, tc.query, tc.limit, nil)); got != tc.want {
 				t.Errorf("Search(%q, %d) = %s, want %s", tc.query, tc.limit, got, tc.want)
 			}
 		})
 	}
-	if got := names(c.Search(set(capability.ReadFile), "shell", 5)); got != "" {
+	if got := names(c.Search(set(capability.ReadFile), "shell", 5, nil)); got != "" {
 		t.Errorf("search found an ungranted tool: %s", got)
 	}
 }
@@ -257,10 +257,10 @@ func TestSearchClampsToTwelve(t *testing.T) {
 		es = append(es, Entry{Name: "tool_" + string(rune('a'+i)), Effect: capability.ReadFile, Description: "a tool", InputSchema: obj()})
 	}
 	c, _ := New(es)
-	if n := len(c.Search(set(capability.ReadFile), "tool", 13)); n != 12 {
+	if n := len(c.Search(set(capability.ReadFile), "tool", 13, nil)); n != 12 {
 		t.Fatalf("13 asked, %d returned; the limit is 12", n)
 	}
-	if n := len(c.Search(set(capability.ReadFile), "tool", 12)); n != 12 {
+	if n := len(c.Search(set(capability.ReadFile), "tool", 12, nil)); n != 12 {
 		t.Fatalf("12 asked, %d returned", n)
 	}
 }

@@ -39,6 +39,13 @@ type (
 // command that could not be started is a *fault.Error; a command that ran
 // and failed is a Result with its exit code.
 func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
+	return run(ctx, spec, opts, nil)
+}
+
+// run is Run, or, with a stream, the run Start makes: the command's
+// standard input and output go to st once it runs, instead of Run's
+// stdin bytes and bounded copy.
+func run(ctx context.Context, spec *Spec, opts *Options, st *stream) (*Result, error) {
 	if opts == nil || len(opts.Helper) == 0 {
 		return nil, fault.New(fault.Internal, "sandbox: no helper command configured")
 	}
@@ -46,7 +53,7 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 		return nil, err
 	}
 	s := spec.withDefaults()
-	c := call{Argv: s.Argv, Dir: s.Dir, Env: s.Env, NullStdin: opts.Stdin == nil}
+	c := call{Argv: s.Argv, Dir: s.Dir, Env: s.Env, NullStdin: opts.Stdin == nil && st == nil}
 	if opts.Proxy != nil {
 		c.Env = proxyEnv(s.Env)
 	}
@@ -63,7 +70,7 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	if msg.Full {
 		why := userNamespacesUnavailable()
 		if why == "" {
-			res, err := runFull(ctx, &msg, c, opts, g)
+			res, err := runFull(ctx, &msg, c, opts, g, st)
 			var ns *namespaceError
 			if !errors.As(err, &ns) {
 				return withNotes(res, err, hostNotes())
@@ -87,7 +94,7 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 		return nil, fault.Wrap(fault.Unavailable, err, "the sandbox's temporary directory cannot be made")
 	}
 	msg.Tmp = sc.dir
-	res, err := runCold(ctx, &msg, c, opts, g)
+	res, err := runCold(ctx, &msg, c, opts, g, st)
 	rerr := sc.remove()
 	if err == nil {
 		notes = append(notes, reducedNotes...)
@@ -108,9 +115,9 @@ const reducedWithoutCgroup = "reduced containment without a cgroup: setsid and s
 
 // runFull runs with full containment, in the warm helper when one is
 // ready for this view, and then starts the next one.
-func runFull(ctx context.Context, msg *message, c call, opts *Options, g *guard) (*Result, error) {
-	if opts.Warm == nil {
-		return runCold(ctx, msg, c, opts, g)
+func runFull(ctx context.Context, msg *message, c call, opts *Options, g *guard, st *stream) (*Result, error) {
+	if opts.Warm == nil || st != nil {
+		return runCold(ctx, msg, c, opts, g, st)
 	}
 	key := viewKey(msg, opts.Helper)
 	res, err := runWarm(ctx, msg, key, c, opts, g)
@@ -122,7 +129,7 @@ func runFull(ctx context.Context, msg *message, c call, opts *Options, g *guard)
 
 func runWarm(ctx context.Context, msg *message, key string, c call, opts *Options, g *guard) (*Result, error) {
 	if h := opts.Warm.take(msg, key); h != nil {
-		res, err := h.finish(ctx, c, opts, g)
+		res, err := h.finish(ctx, c, opts, g, nil)
 		if err == nil {
 			res.warm = true
 		}
@@ -133,15 +140,15 @@ func runWarm(ctx context.Context, msg *message, key string, c call, opts *Option
 		// path as it was before the host changed it (nothing ran):
 		// start one for the call.
 	}
-	return runCold(ctx, msg, c, opts, g)
+	return runCold(ctx, msg, c, opts, g, nil)
 }
 
-func runCold(ctx context.Context, msg *message, c call, opts *Options, g *guard) (*Result, error) {
+func runCold(ctx context.Context, msg *message, c call, opts *Options, g *guard, st *stream) (*Result, error) {
 	h, err := startHelper(msg, opts.Helper)
 	if err != nil {
 		return nil, err
 	}
-	return h.finish(ctx, c, opts, g)
+	return h.finish(ctx, c, opts, g, st)
 }
 
 func withNotes(res *Result, err error, notes []string) (*Result, error) {
@@ -364,8 +371,10 @@ func (h *helperProc) release() {
 
 // finish sends the helper its call once the container is built (and g
 // has taken the protected names), waits for the command and every process
-// it started, and has g move what it left at protected names.
-func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard) (*Result, error) {
+// it started, and has g move what it left at protected names. With a
+// stream, the command's standard input and output are handed to it once
+// the call is sent, and are no longer this run's to close.
+func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard, st *stream) (*Result, error) {
 	defer h.release()
 	var killed atomic.Bool
 	kill := sync.OnceFunc(func() { killed.Store(true); h.kill() })
@@ -395,26 +404,43 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 	_, werr := h.specW.Write(data)
 	h.specW.Close()
 	served := h.serveProxy(ctx, opts.Proxy)
-	go func() {
-		if opts.Stdin != nil {
-			h.stdinW.Write(opts.Stdin)
-		}
-		h.stdinW.Close()
-	}()
 	max := opts.MaxOutputBytes
 	if max == 0 {
 		max = limits.RunDefaultOutputBytes
 	}
 	stdout, stderr := newHeadTail(max), newHeadTail(max)
 	var copies sync.WaitGroup
-	copies.Go(func() { io.Copy(stdout, h.stdoutR) })
 	copies.Go(func() { io.Copy(stderr, h.stderrR) })
+	// A stream gets the pipes once the command runs: the report ends at
+	// the exec (its descriptor closes on exec), with the exec line and no
+	// failure when the command started.
+	var report []byte
+	reported := false
+	if st != nil && werr == nil {
+		report, _ = io.ReadAll(h.report)
+		reported = true
+		if rep := splitReport(string(report)); rep.execd && rep.failure == "" {
+			st.launched <- pipes{stdin: h.stdinW, stdout: h.stdoutR}
+			h.stdinW, h.stdoutR = nil, nil
+		}
+	}
+	if h.stdinW != nil {
+		go func() {
+			if opts.Stdin != nil {
+				h.stdinW.Write(opts.Stdin)
+			}
+			h.stdinW.Close()
+		}()
+		copies.Go(func() { io.Copy(stdout, h.stdoutR) })
+	}
 	var exceeded atomic.Pointer[string]
 	watch, unwatch := context.WithCancel(context.Background())
 	if h.tmp != "" {
 		go watchScratch(watch, h.tmp, h.tmpBytes, func(why string) { exceeded.Store(&why); kill() })
 	}
-	report, _ := io.ReadAll(h.report)
+	if !reported {
+		report, _ = io.ReadAll(h.report)
+	}
 	err := h.cmd.Wait()
 	unwatch()
 	stop()

@@ -13,6 +13,11 @@ func Run(ctx context.Context, spec *Spec, opts *Options) (*Result, error) {
 	return nil, fault.New(fault.Unavailable, "contained commands need Linux (namespaces, Landlock, seccomp); nothing was run")
 }
 
+// Start fails: the container needs Linux.
+func Start(ctx context.Context, spec *Spec, opts *Options) (*Process, error) {
+	return nil, fault.New(fault.Unavailable, "contained servers need Linux (namespaces, Landlock, seccomp); nothing was started")
+}
+
 type pending struct{}
 
 // Close does nothing: there is no helper on this system.

@@ -31,8 +31,8 @@ import (
 // made it change four times (each change wakes another thread, which was
 // about a third of a small call's CPU). Anything else (other methods, the stateless 2026-07-28 protocol,
 // _meta keys of the protocol, multi-round-trip fields, a session not yet
-// initialized, params the fast decoding refuses) goes to the SDK, which
-// answers it as usual, errors included. A direct call the client cancels
+// initialized, params the fast decoding refuses, a progress token) goes
+// to the SDK, which answers it as usual, errors included. A direct call the client cancels
 // (notifications/cancelled) sees its context cancelled and gets no
 // response, as the protocol asks (the SDK answers with an error instead).
 type directCalls struct {
@@ -93,8 +93,10 @@ func (d *directCalls) take(c *stdioConn, req *jsonrpc.Request) bool {
 		return false
 	}
 	for k := range p.Meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			return false // the stateless protocol's per-request metadata
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") || k == "progressToken" {
+			// The stateless protocol's per-request metadata, or a call
+			// whose progress goes to the client through the SDK's session.
+			return false
 		}
 	}
 	d.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -283,7 +284,7 @@ func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request, t *tena
 	}
 	ks, err := h.s.startSession(r.Context(), t.newSession)
 	if err != nil {
-		h.admit(nil, t)
+		h.admit(nil, t, nil)
 		h.s.log.Error("mcp: cannot start a session", slog.String("tenant", t.name), slog.String("error", err.Error()))
 		http.Error(w, "cannot start a session", http.StatusInternalServerError)
 		return
@@ -298,7 +299,7 @@ func (h *httpHandler) newSession(w http.ResponseWriter, r *http.Request, t *tena
 			ss = x
 		}
 	}
-	h.admit(ss, t)
+	h.admit(ss, t, ks)
 }
 
 // reserve admits a request of tenant t that may create a session,
@@ -330,17 +331,26 @@ func (h *httpHandler) reserve(t *tenant) bool {
 // admit ends a reserved request and keeps the session it created, if any,
 // until it ends. A session beyond MaxSessions (requests that raced to
 // create one) is closed: the bound holds.
-func (h *httpHandler) admit(ss *mcp.ServerSession, t *tenant) {
+// The kernel session ks is closed when the MCP session ends, or at once
+// when there is none.
+func (h *httpHandler) admit(ss *mcp.ServerSession, t *tenant, ks *kernel.Session) {
+	end := func() {
+		if ks != nil {
+			ks.Close()
+		}
+	}
 	h.mu.Lock()
 	h.pending--
 	if ss == nil {
 		h.mu.Unlock()
+		end()
 		return
 	}
 	if h.stopping || len(h.live) >= h.s.opts.MaxSessions {
 		h.mu.Unlock()
 		h.s.log.Warn("mcp: session closed: too many sessions")
 		ss.Close()
+		end()
 		return
 	}
 	id := ss.ID()
@@ -353,6 +363,7 @@ func (h *httpHandler) admit(ss *mcp.ServerSession, t *tenant) {
 			delete(h.live, id)
 		}
 		h.mu.Unlock()
+		end()
 	}()
 }
 

@@ -358,8 +358,8 @@ func TestHTTPAdmitHoldsBound(t *testing.T) {
 		t.Fatal("two creating requests refused")
 	}
 	first, second := session(), session()
-	h.admit(first, h.open)
-	h.admit(second, h.open)
+	h.admit(first, h.open, nil)
+	h.admit(second, h.open, nil)
 	done := make(chan struct{})
 	go func() { second.Wait(); close(done) }()
 	select {

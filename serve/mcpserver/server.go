@@ -285,14 +285,29 @@ func (s *Server) instructions(ks *kernel.Session) string {
 	return text
 }
 
-// sync adds to the MCP tool list what the kernel session now offers. The
-// SDK announces additions with notifications/tools/list_changed. A tool
-// whose schemas do not resolve (a defect of its registration) is left out
-// and logged as an error; calling it fails as an internal error.
+// sync makes the MCP tool list what the kernel session now offers:
+// tools activated or restored are added, tools withdrawn (another
+// server's, whose definition changed) removed. The SDK announces each
+// change with notifications/tools/list_changed. A tool whose schemas do
+// not resolve (a defect of its registration) is left out and logged as an
+// error; calling it fails as an internal error.
 func (b *binding) sync() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, e := range b.ks.Specs() {
+	specs := b.ks.Specs()
+	var gone []string
+	for name := range b.listed {
+		if !slices.ContainsFunc(specs, func(e *catalog.Entry) bool { return e.Name == name }) {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		for _, name := range gone {
+			delete(b.listed, name)
+		}
+		b.ms.RemoveTools(gone...)
+	}
+	for _, e := range specs {
 		if b.listed[e.Name] {
 			continue
 		}
@@ -359,14 +374,17 @@ func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 	}
 	b.roots.refresh(ctx, req.Session)
+	if tok := p.GetProgressToken(); tok != nil {
+		ctx = kernel.WithProgress(ctx, progressTo(ctx, req.Session, tok))
+	}
 	res, failed, err := b.call(withRequestID(ctx, req.Extra), p.Name, p.Arguments)
 	switch {
 	case err != nil:
 		return nil, err
 	case failed != nil:
 		return failed, nil
-	case res.Image != nil:
-		return imageResult(res), nil
+	case res.Image != nil || res.Content != nil:
+		return b.blockResult(res), nil
 	case b.fast != nil:
 		return b.fast.placeholder(res), nil
 	}

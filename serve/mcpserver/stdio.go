@@ -84,6 +84,7 @@ func (s *Server) serveConn(ctx context.Context, ks *kernel.Session, c *stdioConn
 		if c.direct != nil {
 			c.direct.stop()
 		}
+		ks.Close()
 		close(done)
 	}()
 	select {
@@ -518,8 +519,8 @@ func (c *stdioConn) writeDirect(id jsonrpc.ID, res *kernel.Result, failed *mcp.C
 		return
 	default:
 	}
-	if res != nil && res.Image != nil {
-		res, failed = nil, imageResult(res)
+	if res != nil && (res.Image != nil || res.Content != nil) {
+		res, failed = nil, c.direct.b.blockResult(res)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

@@ -308,12 +308,13 @@ func TestDirectCallsMatchSDK(t *testing.T) {
 		"sdk-request": {disableDirect: true},
 	} {
 		got, c := run(opts)
-		// The paths under test were taken: 13 legacy calls (the one without
-		// a name, the stateless one and tools/list go to the SDK), and on
-		// the SDK's request path the 6 successful results.
+		// The paths under test were taken: 12 legacy calls (the one without
+		// a name, the one with a progress token, the stateless one and
+		// tools/list go to the SDK), and on the SDK's request path the 6
+		// successful results.
 		if c.direct != nil {
-			if n := c.direct.served.Load(); n != 13 {
-				t.Errorf("%s: the direct path served %d calls, want 13", name, n)
+			if n := c.direct.served.Load(); n != 12 {
+				t.Errorf("%s: the direct path served %d calls, want 12", name, n)
 			}
 		} else if c.fast.seq != 6 {
 			t.Errorf("%s: the result fast path carried %d results, want 6", name, c.fast.seq)
@@ -449,7 +450,7 @@ func TestHTTPPendingBound(t *testing.T) {
 	if h.reserve(h.open) {
 		t.Error("a creating request past limits.MCPMaxPendingSessions admitted")
 	}
-	h.admit(nil, h.open)
+	h.admit(nil, h.open, nil)
 	if !h.reserve(h.open) {
 		t.Error("a freed slot was not reusable")
 	}
