@@ -44,6 +44,15 @@ const (
 	// ArchiveRead and ArchiveWrite extract and create ZIP archives.
 	ArchiveRead  Effect = "archive_read"
 	ArchiveWrite Effect = "archive_write"
+	// TextArchiveRead lists, searches and cites the text archive's
+	// versions; TextArchiveWrite adds versions (never replacing one);
+	// TextArchiveFetch fetches a public https URL under the archive's
+	// source policy and budget and retains the result as a version. The
+	// archive's operator commands (backup, restore, migrate, audit,
+	// rebuild, cleanup) are no tools and have no effect.
+	TextArchiveRead  Effect = "text_archive_read"
+	TextArchiveWrite Effect = "text_archive_write"
+	TextArchiveFetch Effect = "text_archive_fetch"
 	// JournalRead and JournalWrite verify and append to JSON journals.
 	JournalRead  Effect = "journal_read"
 	JournalWrite Effect = "journal_write"
@@ -54,7 +63,8 @@ const (
 var known = []Effect{
 	ReadFile, WriteFile, EditFile, MoveFile, List, Search, RunShell, RunTest, ToolSearch,
 	NetFetch, IndexRead, IndexWrite, CatalogRead, RunScript, Parse, StateWrite,
-	ArchiveRead, ArchiveWrite, JournalRead, JournalWrite, BudgetRead,
+	ArchiveRead, ArchiveWrite, TextArchiveRead, TextArchiveWrite, TextArchiveFetch,
+	JournalRead, JournalWrite, BudgetRead,
 }
 
 // Effects lists every defined effect but the upstream ones (Upstream).
@@ -103,7 +113,7 @@ func (e Effect) Valid() bool {
 // ReadOnly reports whether e never changes anything outside the session.
 func (e Effect) ReadOnly() bool {
 	switch e {
-	case ReadFile, List, Search, ToolSearch, IndexRead, CatalogRead, Parse, ArchiveRead, JournalRead, NetFetch, BudgetRead:
+	case ReadFile, List, Search, ToolSearch, IndexRead, CatalogRead, Parse, ArchiveRead, TextArchiveRead, JournalRead, NetFetch, BudgetRead:
 		return true
 	}
 	return false
@@ -119,7 +129,7 @@ func (e Effect) Destructive() bool {
 }
 
 // OpenWorld reports whether e reaches outside the host's own data.
-func (e Effect) OpenWorld() bool { return e == NetFetch || e == RunShell }
+func (e Effect) OpenWorld() bool { return e == NetFetch || e == RunShell || e == TextArchiveFetch }
 
 // ParseEffect parses a configured effect name.
 func ParseEffect(s string) (Effect, error) {

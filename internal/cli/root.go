@@ -50,6 +50,7 @@ var groups = []group{
 	{"state", newStateCmd},
 	{"clean", newCleanCmd},
 	{"zip", newZipCmd},
+	{"archive", newArchiveCmd},
 	{"journal", newJournalCmd},
 	{"json", newJSONCmd},
 	{"csv", newCSVCmd},

@@ -157,15 +157,7 @@ func (ix *Index) init(ctx context.Context, o Options) error {
 		if n > 0 {
 			return fault.New(fault.InvalidInput, "the database holds other tables and no lexical index: name a new file or an index made by capkit")
 		}
-		for _, s := range schema {
-			if err := tx.exec(s); err != nil {
-				return err
-			}
-		}
-		if err := tx.exec(`CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = ` + sqlString(o.Tokenizer) + `)`); err != nil {
-			return err
-		}
-		if err := tx.exec(`INSERT INTO lexindex_meta(key, value) VALUES ('format', ?1), ('tokenizer', ?2)`, schemaFormat, o.Tokenizer); err != nil {
+		if err := create(tx, o.Tokenizer); err != nil {
 			return err
 		}
 		ix.Tokenizer = o.Tokenizer
@@ -174,18 +166,51 @@ func (ix *Index) init(ctx context.Context, o Options) error {
 }
 
 func (ix *Index) readMeta(tx *txn) error {
+	tok, owner, err := readMeta(tx)
+	switch {
+	case err != nil:
+		return err
+	case owner != "":
+		return fault.New(fault.InvalidInput, "the database's lexical index belongs to a %s and changes only with it: use its own commands", clip.Text(owner))
+	}
+	ix.Tokenizer = tok
+	return nil
+}
+
+// readMeta returns the tokenizer of the index in tx's database and, for
+// an embedded one, its owner.
+func readMeta(tx *txn) (tokenizer, owner string, err error) {
 	var format string
-	err := tx.row(`SELECT value FROM lexindex_meta WHERE key = 'format'`).Scan(&format)
+	err = tx.row(`SELECT value FROM lexindex_meta WHERE key = 'format'`).Scan(&format)
 	if err == nil && format == schemaFormat {
-		err = tx.row(`SELECT value FROM lexindex_meta WHERE key = 'tokenizer'`).Scan(&ix.Tokenizer)
+		err = tx.row(`SELECT value FROM lexindex_meta WHERE key = 'tokenizer'`).Scan(&tokenizer)
+	}
+	if err == nil {
+		err = tx.row(`SELECT value FROM lexindex_meta WHERE key = 'owner'`).Scan(&owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows) || err == nil && format != schemaFormat:
-		return fault.New(fault.InvalidInput, "the database is not a lexical index of this format (%q): name a new file", clip.Text(format))
+		return "", "", fault.New(fault.InvalidInput, "the database is not a lexical index of this format (%q): name a new file", clip.Text(format))
 	case err != nil:
+		return "", "", err
+	}
+	return tokenizer, owner, nil
+}
+
+// create makes the index's tables with tokenizer in tx's database.
+func create(tx *txn, tokenizer string) error {
+	for _, s := range schema {
+		if err := tx.exec(s); err != nil {
+			return err
+		}
+	}
+	if err := tx.exec(`CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = ` + sqlString(tokenizer) + `)`); err != nil {
 		return err
 	}
-	return nil
+	return tx.exec(`INSERT INTO lexindex_meta(key, value) VALUES ('format', ?1), ('tokenizer', ?2)`, schemaFormat, tokenizer)
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -55,21 +55,27 @@ func (ix *Index) Apply(ctx context.Context, batch []Mutation) (Applied, error) {
 		}
 	}
 	var done Applied
-	err := ix.write(ctx, func(tx *txn) error {
-		done = Applied{}
-		var ops []ftsOp
-		for i, m := range batch {
-			op, err := apply(tx, &done, m, i)
-			if err != nil {
-				return err
-			}
-			if op.id != 0 {
-				ops = append(ops, op)
-			}
-		}
-		return writeFTS(tx, ops)
+	err := ix.write(ctx, func(tx *txn) (err error) {
+		done, err = applyBatch(tx, batch)
+		return err
 	})
 	return done, err
+}
+
+// applyBatch applies checked mutations inside tx.
+func applyBatch(tx *txn, batch []Mutation) (Applied, error) {
+	var done Applied
+	var ops []ftsOp
+	for i, m := range batch {
+		op, err := apply(tx, &done, m, i)
+		if err != nil {
+			return Applied{}, err
+		}
+		if op.id != 0 {
+			ops = append(ops, op)
+		}
+	}
+	return done, writeFTS(tx, ops)
 }
 
 // ftsOp is a change of the full-text table, made after every change of

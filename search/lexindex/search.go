@@ -27,8 +27,13 @@ type Query struct {
 	Mode string
 	// Scope, when set, restricts hits to the refs of that stored scope.
 	Scope string
+	// Prefix, when set, restricts hits to the refs that start with it,
+	// inside the ranked query as a scope does.
+	Prefix string
 	// Limit is 1..limits.LexMaxHits; zero means limits.LexDefaultHits.
 	Limit int
+	// Offset skips that many ranked hits first.
+	Offset int
 	// Snippets asks for an excerpt of each hit, matches in «».
 	Snippets bool
 }
@@ -65,10 +70,12 @@ func scoreTexts(hits []Hit) []string {
 type Result struct {
 	Hits []Hit `json:"hits"`
 	// Match is the FTS5 query that ran.
-	Match string `json:"match"`
-	Mode  string `json:"mode"`
-	Scope string `json:"scope,omitempty"`
-	Limit int    `json:"limit"`
+	Match  string `json:"match"`
+	Mode   string `json:"mode"`
+	Scope  string `json:"scope,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Limit  int    `json:"limit"`
+	Offset int    `json:"offset,omitzero"`
 }
 
 // Search runs q.
@@ -77,21 +84,24 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Match: match, Mode: q.Mode, Scope: q.Scope, Limit: limit}
-	err = ix.read(ctx, func(tx *txn) error {
-		res.Hits = []Hit{}
-		if err := rank(tx, res, q.Scope); err != nil {
-			return err
-		}
-		if q.Snippets {
-			return snippets(tx, res)
-		}
-		return nil
-	})
+	res := &Result{Match: match, Mode: q.Mode, Scope: q.Scope, Prefix: q.Prefix, Limit: limit, Offset: q.Offset}
+	err = ix.read(ctx, func(tx *txn) error { return searchIn(tx, res, q.Snippets) })
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// searchIn fills res, whose query prepare checked, inside tx.
+func searchIn(tx *txn, res *Result, withSnippets bool) error {
+	res.Hits = []Hit{}
+	if err := rank(tx, res); err != nil {
+		return err
+	}
+	if withSnippets {
+		return snippets(tx, res)
+	}
+	return nil
 }
 
 func prepare(q *Query) (string, int, error) {
@@ -109,6 +119,14 @@ func prepare(q *Query) (string, int, error) {
 			return "", 0, err
 		}
 	}
+	if q.Prefix != "" {
+		if err := checkName("ref prefix", q.Prefix); err != nil {
+			return "", 0, err
+		}
+	}
+	if q.Offset < 0 {
+		return "", 0, fault.New(fault.InvalidInput, "offset must not be negative")
+	}
 	var match string
 	var err error
 	switch q.Mode {
@@ -125,24 +143,31 @@ func prepare(q *Query) (string, int, error) {
 	return match, limit, err
 }
 
-// rank fills res.Hits. Without a scope the ranked query is FTS5's alone
-// and only the hits it returns are joined to their refs; with one, the
-// scope's refs filter the ranked query itself, before its limit.
-func rank(tx *txn, res *Result, scope string) error {
+// rank fills res.Hits. Without a scope or prefix the ranked query is
+// FTS5's alone and only the hits it returns are joined to their refs;
+// with one, the filter is inside the ranked query itself, before its
+// limit.
+func rank(tx *txn, res *Result) error {
 	q := `SELECT d.ref, d.digest, r.score FROM
-		(SELECT rowid AS id, bm25(fts) AS score FROM fts WHERE fts MATCH ?1 ORDER BY bm25(fts) LIMIT ?2) AS r
+		(SELECT rowid AS id, bm25(fts) AS score FROM fts WHERE fts MATCH ?1 ORDER BY bm25(fts) LIMIT ?2 OFFSET ?3) AS r
 		JOIN docs AS d ON d.id = r.id ORDER BY r.score, d.id`
-	args := []any{res.Match, res.Limit}
-	if scope != "" {
-		id, err := scopeID(tx, scope)
+	args := []any{res.Match, res.Limit, res.Offset}
+	switch {
+	case res.Scope != "":
+		id, err := scopeID(tx, res.Scope)
 		if err != nil {
 			return err
 		}
 		q = `SELECT d.ref, d.digest, bm25(fts) AS score FROM fts
 			JOIN docs AS d ON d.id = fts.rowid
-			JOIN scope_refs AS s ON s.scope = ?3 AND s.ref = d.ref
-			WHERE fts MATCH ?1 ORDER BY score, d.id LIMIT ?2`
+			JOIN scope_refs AS s ON s.scope = ?4 AND s.ref = d.ref
+			WHERE fts MATCH ?1 ORDER BY score, d.id LIMIT ?2 OFFSET ?3`
 		args = append(args, id)
+	case res.Prefix != "":
+		q = `SELECT d.ref, d.digest, bm25(fts) AS score FROM fts
+			JOIN docs AS d ON d.id = fts.rowid
+			WHERE fts MATCH ?1 AND d.ref >= ?4 AND d.ref < ?5 ORDER BY score, d.id LIMIT ?2 OFFSET ?3`
+		args = append(args, res.Prefix, prefixEnd(res.Prefix))
 	}
 	rows, err := tx.query(q, args...)
 	if err != nil {
@@ -158,6 +183,21 @@ func rank(tx *txn, res *Result, scope string) error {
 		res.Hits = append(res.Hits, h)
 	}
 	return queryFault(rows.Err(), res.Match)
+}
+
+// prefixEnd is the least string greater than every string that starts
+// with p, in SQLite's byte order of text: p with its last byte below 0xff
+// incremented and the bytes after it dropped. A ref is valid UTF-8, so
+// it holds no 0xff byte; a prefix of only 0xff bytes cannot occur.
+func prefixEnd(p string) string {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return p
 }
 
 // snippets adds an excerpt to each hit.

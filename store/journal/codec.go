@@ -125,6 +125,12 @@ func zeroLiteral(lit string) bool {
 	return true
 }
 
+// Hash is H of the package documentation for record seq after prev with
+// the canonical event: the framing another store that chains its own
+// records (the text archive's versions) computes and checks, so one
+// verifier serves both.
+func Hash(seq uint64, prev string, event []byte) string { return recordHash(seq, prev, event) }
+
 // recordHash is H of the package documentation.
 func recordHash(seq uint64, prev string, event []byte) string {
 	h := sha256.New()

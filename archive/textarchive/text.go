@@ -1,0 +1,130 @@
+package textarchive
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Results render as text for a person or a model. What a source or a
+// caller wrote (titles, names, URLs, item and collection names) is shown
+// as quoted strings: data, never text that reads as the archive's own.
+
+func quoted(s string) string { return strconv.Quote(s) }
+
+// line describes v on one line.
+func (v *VersionInfo) line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s %s #%d, %s", v.Version, quoted(v.Collection), quoted(v.Item), v.Seq, v.Kind)
+	if v.Current {
+		b.WriteString(", current")
+	}
+	if v.Parts > 0 {
+		fmt.Fprintf(&b, ", %d parts, %d characters", v.Parts, v.Chars)
+	}
+	if v.BlobSHA256 != "" {
+		fmt.Fprintf(&b, ", %d bytes sha256 %s", v.Bytes, v.BlobSHA256)
+	}
+	if v.Name != "" {
+		fmt.Fprintf(&b, ", name %s", quoted(v.Name))
+	}
+	if v.MediaType != "" {
+		fmt.Fprintf(&b, ", %s", quoted(v.MediaType))
+	}
+	if v.Title != "" {
+		fmt.Fprintf(&b, ", title %s", quoted(v.Title))
+	}
+	if v.SourceURL != "" {
+		fmt.Fprintf(&b, ", from %s", quoted(v.SourceURL))
+	}
+	fmt.Fprintf(&b, ", digest %s, %s", v.Digest, v.Created)
+	return b.String()
+}
+
+// ToolText is what a model reads.
+func (r Added) ToolText() string {
+	switch {
+	case r.Repeated:
+		return "request " + quoted(r.Request) + " was made before: its version, nothing added\n" + r.line()
+	case r.Unchanged:
+		return "the item's current version holds this content: nothing added\n" + r.line()
+	}
+	return "added " + r.line()
+}
+
+// ToolText is what a model reads.
+func (l Listing) ToolText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "collection %s: %d items", quoted(l.Collection), l.Total)
+	if len(l.Items) < int(l.Total) {
+		fmt.Fprintf(&b, ", %d..%d shown", l.Offset+1, l.Offset+len(l.Items))
+	}
+	if l.NextOffset > 0 {
+		fmt.Fprintf(&b, "; the next window is offset=%d", l.NextOffset)
+	}
+	b.WriteByte('\n')
+	for _, it := range l.Items {
+		fmt.Fprintf(&b, "%s (%d versions) %s\n", quoted(it.Item), it.Versions, it.Current.line())
+	}
+	return b.String()
+}
+
+// ToolText is what a model reads.
+func (l VersionList) ToolText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "item %s of %s: %d versions", quoted(l.Item), quoted(l.Collection), l.Total)
+	if l.NextOffset > 0 {
+		fmt.Fprintf(&b, "; the next window is offset=%d", l.NextOffset)
+	}
+	b.WriteByte('\n')
+	for _, v := range l.Versions {
+		b.WriteString(v.line())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Text is the report for a person.
+func (r *AuditReport) Text() string {
+	var b strings.Builder
+	kind := "full audit"
+	if !r.Full {
+		kind = fmt.Sprintf("sample audit of %g%% (seed %d)", r.SamplePercent, r.Seed)
+	}
+	c := r.Covered
+	fmt.Fprintf(&b, "%s: %d of %d versions (%d parts), %d of %d referenced blobs (%d bytes), %d index entries",
+		kind, c.Versions, c.TotalVersions, c.Parts, c.Blobs, c.TotalBlobs, c.BlobBytes, c.IndexEntries)
+	var not []string
+	for _, s := range []struct {
+		done bool
+		what string
+	}{{c.Database, "the database's structure"}, {c.Chain, "the whole chain and its head"}, {c.Index, "the index's own consistency"}} {
+		if !s.done {
+			not = append(not, s.what)
+		}
+	}
+	if len(not) > 0 {
+		fmt.Fprintf(&b, "; not checked: %s", strings.Join(not, ", "))
+	}
+	b.WriteByte('\n')
+	if r.Clean() {
+		b.WriteString("no problems\n")
+	}
+	for _, p := range r.Problems {
+		fix := "not repairable: restore from a backup"
+		if p.Repairable {
+			fix = "repairable: capkit archive rebuild"
+		}
+		fmt.Fprintf(&b, "problem: %s: %s (%s)\n", p.Object, p.Problem, fix)
+	}
+	if r.UnlistedProblems > 0 {
+		fmt.Fprintf(&b, "problem: %d more not listed\n", r.UnlistedProblems)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	if r.UnlistedNotes > 0 {
+		fmt.Fprintf(&b, "note: %d more not listed\n", r.UnlistedNotes)
+	}
+	return b.String()
+}

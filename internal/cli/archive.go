@@ -1,0 +1,269 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capkit/capkit/archive/textarchive"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+func newArchiveCmd(env *Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "archive",
+		Short: "A text and file archive: exact versions, citations that can be checked, backups verified before they publish",
+		Long: fmt.Sprintf(`An archive root (a directory: one SQLite database and content-addressed
+blobs) keeps documents and files as versions that never change: the same
+request identity with the same content returns the same version, with other
+content it is a conflict (exit 4). Every version stays citable after newer
+ones; search covers current versions. Citations are in Unicode code points
+and carry the part's SHA-256, so "cite --check" can verify them later.
+
+Bounds: %s parts and %s of text per document, %s per file, %s records
+per list, versions or search call, %s characters per citation, %s per
+backup or restore. Exit 9 (integrity) when an audit, a check or a restore
+finds something wrong.`,
+			limits.Count(limits.ArchiveMaxParts), limits.Bytes(limits.ArchiveMaxTextBytes), limits.Bytes(limits.ArchiveMaxFileBytes),
+			limits.Count(limits.ArchiveMaxRecords), limits.Count(limits.ArchiveMaxCiteChars), limits.Bytes(limits.ArchiveBackupMaxBytes)),
+	}
+	cmd.AddCommand(newArchiveInitCmd(env), newArchiveAddTextCmd(env), newArchiveAddFileCmd(env),
+		newArchiveListCmd(env), newArchiveVersionsCmd(env), newArchiveAuditCmd(env))
+	return cmd
+}
+
+// openArchive opens the archive root dir.
+func openArchive(cmd *cobra.Command, dir string) (*textarchive.Archive, error) {
+	return textarchive.Open(cmd.Context(), dir)
+}
+
+func newArchiveInitCmd(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "init DIR",
+		Short: "Create a new, empty archive root at DIR (which must not exist)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := textarchive.Init(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			return env.Print(map[string]string{"root": a.Dir(), "id": a.ID()}, "archive "+a.ID()+" created at "+a.Dir())
+		},
+	}
+}
+
+// targetFlags are the collection, item and request of an add.
+type targetFlags struct{ collection, item, request string }
+
+func (f *targetFlags) add(cmd *cobra.Command, itemRequired bool) {
+	cmd.Flags().StringVar(&f.collection, "collection", "", "collection (required)")
+	cmd.Flags().StringVar(&f.request, "request", "", "request identity: the same identity with the same content returns the same version (required)")
+	cmd.MarkFlagRequired("collection")
+	cmd.MarkFlagRequired("request")
+	if itemRequired {
+		cmd.Flags().StringVar(&f.item, "item", "", "item (required)")
+		cmd.MarkFlagRequired("item")
+	} else {
+		cmd.Flags().StringVar(&f.item, "item", "", "item (default: the file's name)")
+	}
+}
+
+func newArchiveAddTextCmd(env *Env) *cobra.Command {
+	var tf targetFlags
+	cmd := &cobra.Command{
+		Use:   "add-text DIR --collection C --item I --request R PARTS.json",
+		Short: "Keep a document (its parts' text, pages, methods and warnings) as a version of an item",
+		Long: fmt.Sprintf(`Keep the document in PARTS.json (- for standard input) as a new version of
+item I of collection C:
+  {"parts": [{"text": "...", "page": 1, "method": "ocr", "warnings": ["..."]}],
+   "title": "...", "source_url": "https://..."}
+Pages, methods and warnings are the caller's, kept as given. At most %s
+parts and %s of text in all. The same request identity with the same
+document returns its version; with another it is a conflict (exit 4); a new
+request whose document the item's current version holds returns that
+version.`, limits.Count(limits.ArchiveMaxParts), limits.Bytes(limits.ArchiveMaxTextBytes)),
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readDocArg(env, args[1], limits.ArchiveMaxDocumentJSONBytes)
+			if err != nil {
+				return err
+			}
+			d, err := textarchive.ParseDocument(cmd.Context(), data)
+			if err != nil {
+				return err
+			}
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			out, err := a.AddText(cmd.Context(), textarchive.TextRequest{Collection: tf.collection, Item: tf.item, Request: tf.request, Document: *d})
+			if err != nil {
+				return err
+			}
+			return env.Print(out, out.ToolText())
+		},
+	}
+	tf.add(cmd, true)
+	return cmd
+}
+
+func newArchiveAddFileCmd(env *Env) *cobra.Command {
+	var tf targetFlags
+	var mediaType, name string
+	cmd := &cobra.Command{
+		Use:   "add-file DIR --collection C --request R --media-type T FILE",
+		Short: "Keep a file's bytes (content-addressed, stored once) as a version of an item",
+		Long: fmt.Sprintf(`Keep the bytes of the regular file FILE (at most %s) as a new version of
+an item of collection C (--item, default the file's name), with its name and
+media type. Blobs are named by their SHA-256 and stored once; they are never
+executed or published outside the archive root.`, limits.Bytes(limits.ArchiveMaxFileBytes)),
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := absPath(args[1])
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				return fault.Wrap(fault.CodeOf(err), err, "%s cannot be opened", args[1])
+			}
+			defer f.Close()
+			if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+				return fault.New(fault.InvalidInput, "%s is not a regular file", args[1])
+			}
+			if name == "" {
+				name = filepath.Base(path)
+			}
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			out, err := a.AddFile(cmd.Context(), textarchive.FileRequest{Collection: tf.collection, Item: tf.item, Request: tf.request, Name: name, MediaType: mediaType}, f)
+			if err != nil {
+				return err
+			}
+			return env.Print(out, out.ToolText())
+		},
+	}
+	tf.add(cmd, false)
+	cmd.Flags().StringVar(&mediaType, "media-type", "", "the file's media type, such as application/pdf (required)")
+	cmd.Flags().StringVar(&name, "name", "", "the file's name (default: FILE's base name)")
+	cmd.MarkFlagRequired("media-type")
+	return cmd
+}
+
+// windowFlags are --limit and --offset.
+type windowFlags struct{ limit, offset int }
+
+func (f *windowFlags) add(cmd *cobra.Command, what string) {
+	cmd.Flags().IntVar(&f.limit, "limit", 0, fmt.Sprintf("%s to show, at most %d (default %d)", what, limits.ArchiveMaxRecords, limits.ArchiveDefaultRecords))
+	cmd.Flags().IntVar(&f.offset, "offset", 0, what+" to skip first: the previous answer's next_offset")
+}
+
+func newArchiveListCmd(env *Env) *cobra.Command {
+	var collection string
+	var wf windowFlags
+	cmd := &cobra.Command{
+		Use:   "list DIR --collection C [--limit N] [--offset K]",
+		Short: "List a collection's items, each with its current version",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			l, err := a.List(cmd.Context(), textarchive.ListQuery{Collection: collection, Limit: wf.limit, Offset: wf.offset})
+			if err != nil {
+				return err
+			}
+			return env.Print(l, l.ToolText())
+		},
+	}
+	cmd.Flags().StringVar(&collection, "collection", "", "collection (required)")
+	cmd.MarkFlagRequired("collection")
+	wf.add(cmd, "items")
+	return cmd
+}
+
+func newArchiveVersionsCmd(env *Env) *cobra.Command {
+	var collection, item string
+	var wf windowFlags
+	cmd := &cobra.Command{
+		Use:   "versions DIR --collection C --item I [--limit N] [--offset K]",
+		Short: "List an item's versions, oldest first; every one stays citable",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			l, err := a.Versions(cmd.Context(), textarchive.VersionsQuery{Collection: collection, Item: item, Limit: wf.limit, Offset: wf.offset})
+			if err != nil {
+				return err
+			}
+			return env.Print(l, l.ToolText())
+		},
+	}
+	cmd.Flags().StringVar(&collection, "collection", "", "collection (required)")
+	cmd.Flags().StringVar(&item, "item", "", "item (required)")
+	cmd.MarkFlagRequired("collection")
+	cmd.MarkFlagRequired("item")
+	wf.add(cmd, "versions")
+	return cmd
+}
+
+func newArchiveAuditCmd(env *Env) *cobra.Command {
+	var sample string
+	cmd := &cobra.Command{
+		Use:   "audit DIR [--sample P%]",
+		Short: "Check every blob, every version's text, the chain of versions, the index and the database (exit 9 on a problem)",
+		Long: `Re-hash every blob against its name, every version's text against its
+parts' SHA-256 and its digest, follow the chain of versions to its head,
+check the index against the stored text of current versions and run
+SQLite's integrity check. --sample P% checks about P% of the versions and
+blobs, chosen at random, and says what it covered and what it left out.
+A report with problems exits 9 and names each object; "capkit archive
+rebuild" repairs those it marks repairable.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var o textarchive.AuditOptions
+			if sample != "" {
+				p, err := textarchive.ParsePercent(sample)
+				if err != nil {
+					return err
+				}
+				o.SamplePercent = p
+			}
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			r, err := a.Audit(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if err := env.Print(r, r.Text()); err != nil {
+				return err
+			}
+			if !r.Clean() {
+				return &commandExit{code: fault.Integrity.ExitCode()}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sample, "sample", "", "audit about this share of versions and blobs, such as 10%")
+	return cmd
+}
