@@ -72,21 +72,21 @@ func Init(ctx context.Context, dir string) error {
 	} else if fault.CodeOf(err) != fault.NotFound {
 		return err
 	}
-	staging, release, err := parent.MkdirStaging(ctx, "archive")
+	sd, staging, err := parent.MkdirStaging(ctx, "archive")
 	if err != nil {
 		return err
 	}
-	defer release()
-	stagingPath := filepath.Join(filepath.Dir(dir), staging)
-	if err := create(ctx, stagingPath); err != nil {
-		atfile.RemoveAll(context.WithoutCancel(ctx), stagingPath)
-		return err
+	// The staging directory stays locked (against a sweep) until it is
+	// renamed or removed.
+	defer sd.Close()
+	err = create(ctx, filepath.Join(filepath.Dir(dir), staging))
+	if err == nil {
+		err = publishDir(ctx, parent, staging, filepath.Base(dir))
 	}
-	if err := publishDir(ctx, parent, staging, filepath.Base(dir)); err != nil {
-		atfile.RemoveAll(context.WithoutCancel(ctx), stagingPath)
-		return err
+	if err != nil {
+		parent.RemoveStaging(staging)
 	}
-	return nil
+	return err
 }
 
 // publishDir makes the staging directory staging of parent durable (every

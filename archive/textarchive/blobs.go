@@ -42,11 +42,11 @@ type staged struct {
 // stageBlob copies at most max bytes of src into a new staging
 // directory, hashing them, and syncs them.
 func (a *Archive) stageBlob(ctx context.Context, src io.Reader, max int64, what string) (*staged, error) {
-	name, release, err := a.root.MkdirStaging(ctx, "archive")
+	sd, name, err := a.root.MkdirStaging(ctx, "archive")
 	if err != nil {
 		return nil, err
 	}
-	st := &staged{a: a, dir: name, release: release}
+	st := &staged{a: a, dir: name, release: func() { sd.Close() }}
 	if err := st.write(ctx, src, max, what); err != nil {
 		st.discard()
 		return nil, err
