@@ -40,6 +40,12 @@ func (t *Target) Pin(suffixes ...string) (*Pinned, error) {
 // suffix, without following a symlink. role names it in messages.
 func (p *Pinned) Lstat(suffix, role string) (Stat, error) { return p.d.Lstat(p.name+suffix, role) }
 
+// DirStat is the pinned directory's own metadata.
+func (p *Pinned) DirStat() (Stat, error) { return atfile.Fstat(p.d.File()) }
+
+// Name is the pinned file's name in its directory.
+func (p *Pinned) Name() string { return p.name }
+
 // Path is the pinned file's path through the directory's descriptor,
 // valid while p is open.
 func (p *Pinned) Path() string {

@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/sqlitepin"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -107,6 +108,9 @@ func openSQLite(ctx context.Context, root string, create bool) (*store, error) {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", limits.BudgetBusyTimeout/time.Millisecond))
 	q.Set("_txlock", "immediate")
+	if err := sqlitepin.Ready(); err != nil {
+		return nil, err
+	}
 	sdb, err := sql.Open("sqlite", "file:"+db+"?"+q.Encode())
 	if err != nil {
 		return nil, fault.Wrap(fault.IO, err, "budget root %s cannot be opened", root)

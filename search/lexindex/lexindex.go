@@ -45,6 +45,8 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/clip"
+	"github.com/capkit/capkit/internal/scope"
+	"github.com/capkit/capkit/internal/sqlitepin"
 )
 
 // schemaFormat identifies this package's schema in the meta table.
@@ -69,6 +71,8 @@ type Index struct {
 	mu   sync.Mutex
 	db   *sql.DB
 	conn *sql.Conn
+	// pin is the directory an index opened in a scope is reached through.
+	pin *scope.Pinned
 	// Tokenizer is the database's tokenizer.
 	Tokenizer string
 }
@@ -88,6 +92,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Index, error) {
 	mode := "rw"
 	if o.Create {
 		mode = "rwc"
+	}
+	if err := sqlitepin.Ready(); err != nil {
+		return nil, err
 	}
 	db, err := sql.Open("sqlite", dsn(path, mode))
 	if err != nil {
@@ -115,8 +122,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Index, error) {
 
 // Close closes the index.
 func (ix *Index) Close() error {
-	err := ix.conn.Close()
-	return errors.Join(err, ix.db.Close())
+	err := errors.Join(ix.conn.Close(), ix.db.Close())
+	if ix.pin != nil {
+		ix.pin.Close()
+	}
+	return err
 }
 
 // dsn is the driver's name for path: a URI, so a path holding "?" or "#"

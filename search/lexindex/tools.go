@@ -11,6 +11,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/clip"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -222,9 +223,9 @@ func (r Result) ToolText() string {
 
 // RegisterTools registers lexindex_update and lexindex_scope (effect
 // index_write) and lexindex_status and lexindex_search (effect
-// index_read), all deferred. The database path is resolved with ResolveDB
-// against the roots the session's capabilities grant the effect on.
-// opts may be nil.
+// index_read), all deferred. The database path is resolved in the scope
+// of the roots the session's capabilities grant the effect on and opened
+// through its pinned directory (openIn). opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	var o ToolOptions
 	if opts != nil {
@@ -243,15 +244,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 // its sidecars may be protected, also for reading: SQLite creates its
 // sidecars when it opens a database.
 func openIndex(ctx context.Context, call *kernel.Call, e capability.Effect, db string, protected capability.Protected) (*Index, error) {
-	roots := call.Session.Capabilities().Roots(e)
-	if err := checkProtected(roots, db, protected); err != nil {
-		return nil, err
-	}
-	path, err := ResolveDB(roots, db, e == capability.IndexWrite)
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, path, &Options{Create: e == capability.IndexWrite})
+	return openIn(ctx, scope.New(call.Session.Capabilities(), e, protected), db, e == capability.IndexWrite)
 }
 
 func registerUpdate(b *kernel.Builder, o ToolOptions) error {

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -54,14 +53,15 @@ func (h *heldIndexes) acquire(ctx context.Context, roots []string, path string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	dst, err := atfile.Fstat(at.d.File())
+	dst, err := at.pin.DirStat()
 	if err != nil {
-		at.d.Close()
+		at.pin.Close()
 		return nil, nil, err
 	}
+	name := at.pin.Name()
 	if at.exists {
-		if hi, release := h.reuse(heldKey{dst.Dev, dst.Ino, at.st.Dev, at.st.Ino, at.name}); hi != nil {
-			at.d.Close()
+		if hi, release := h.reuse(heldKey{dst.Dev, dst.Ino, at.st.Dev, at.st.Ino, name}); hi != nil {
+			at.pin.Close()
 			return hi.ix, release, nil
 		}
 	}
@@ -69,11 +69,11 @@ func (h *heldIndexes) acquire(ctx context.Context, roots []string, path string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := ix.dir.Lstat(at.name, "index")
+	st, err := ix.pin.Lstat("", "index")
 	if err != nil || at.exists && (st.Dev != at.st.Dev || st.Ino != at.st.Ino) {
 		return ix, func() { ix.Close() }, nil // changed while opened: used once
 	}
-	if release := h.hold(heldKey{dst.Dev, dst.Ino, st.Dev, st.Ino, at.name}, ix); release != nil {
+	if release := h.hold(heldKey{dst.Dev, dst.Ino, st.Dev, st.Ino, name}, ix); release != nil {
 		return ix, release, nil
 	}
 	return ix, func() { ix.Close() }, nil

@@ -43,7 +43,8 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
+	"github.com/capkit/capkit/internal/sqlitepin"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -89,7 +90,7 @@ CREATE TABLE IF NOT EXISTS scope_refs(
 // processes.
 type Index struct {
 	db  *sql.DB
-	dir *atfile.Dir // the held parent directory of an index opened in a root
+	pin *scope.Pinned // the directory an index opened in a root is reached through
 	// scan is the set of connections one search at a time splits its
 	// scan across.
 	scan scanSet
@@ -151,22 +152,6 @@ func Open(ctx context.Context, path string, opts *OpenOptions) (*Index, error) {
 	return open(ctx, path, nil, cache)
 }
 
-// checkProtected refuses an index at path, whose directory d in root is
-// open and whose last element is name, when the database or a sidecar is
-// a protected path, as spelled or as d is named on disk (CheckOpened).
-func checkProtected(roots []string, root string, d *atfile.Dir, path, name string, protected capability.Protected) error {
-	_, rel, err := atfile.Resolve(roots, path)
-	if err != nil {
-		return err
-	}
-	for _, suffix := range sidecars {
-		if err := atfile.CheckOpened(roots, root, d, name+suffix, rel+suffix, protected.CheckWrite); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func missingIndex(err error) error {
 	if errors.Is(err, fs.ErrNotExist) || fault.CodeOf(err) == fault.NotFound {
 		return fault.Wrap(fault.NotFound, err, "the index does not exist; add a source to create it")
@@ -174,12 +159,13 @@ func missingIndex(err error) error {
 	return fault.As(err)
 }
 
-// OpenIn opens or creates the index at path, resolved inside one of roots
-// (fs.Resolve rules): its directory is opened through an os.Root and held,
-// and SQLite reaches the file through that open directory, so no element of
-// the path leads out of the root. A last element that is a symbolic link,
-// directory or special file is refused, and so is a protected path
-// (OpenOptions.Protected).
+// OpenIn opens or creates the index at path, resolved in the scope of
+// roots with OpenOptions.Protected: its directory is pinned
+// (scope.Target.Pin) once neither the database nor its sidecars is a
+// protected path, and SQLite reaches every file through that directory's
+// descriptor (sqlitepin), so no element of the path leads out of the root
+// and no directory swapped for a link later leads SQLite elsewhere. A last
+// element that is a symbolic link, directory or special file is refused.
 func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions) (*Index, error) {
 	var o OpenOptions
 	if opts != nil {
@@ -196,55 +182,64 @@ func OpenIn(ctx context.Context, roots []string, path string, opts *OpenOptions)
 	return at.open(ctx, cache)
 }
 
-// indexAt is an index path resolved inside a root: its directory, held
-// open, the name there, and the file's metadata when it exists.
+// indexAt is an index path resolved inside a root: its pinned directory,
+// and the file's metadata when it exists.
 type indexAt struct {
-	d      *atfile.Dir
-	name   string
-	st     atfile.Stat
+	pin    *scope.Pinned
+	st     scope.Stat
 	exists bool
 }
 
 // resolveIndex resolves path as OpenIn does, with its checks.
 func resolveIndex(roots []string, path string, o *OpenOptions) (*indexAt, error) {
-	d, name, root, err := atfile.ResolveParent(roots, path)
+	if o == nil {
+		o = &OpenOptions{}
+	}
+	t, err := scope.In(roots, o.Protected).Resolve(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkProtected(roots, root, d, path, name, o.Protected); err != nil {
-		d.Close()
+	defer t.Close()
+	pin, err := t.Pin(sidecars[1:]...)
+	if err != nil {
 		return nil, err
 	}
-	st, err := d.Lstat(name, "index")
+	st, err := pin.Lstat("", "index")
 	switch {
 	case err == nil && !st.Mode.IsRegular():
-		d.Close()
-		return nil, fault.New(fault.InvalidInput, "the index path is %s, not a database file", atfile.Kind(st.Mode))
+		pin.Close()
+		return nil, fault.New(fault.InvalidInput, "the index path is %s, not a database file", scope.Kind(st.Mode))
 	case err != nil && (fault.CodeOf(err) != fault.NotFound || o.NoCreate):
-		d.Close()
+		pin.Close()
 		return nil, missingIndex(err)
 	}
-	return &indexAt{d: d, name: name, st: st, exists: err == nil}, nil
+	return &indexAt{pin: pin, st: st, exists: err == nil}, nil
 }
 
 // open opens the index at a, which then holds a's directory.
 func (a *indexAt) open(ctx context.Context, cache *blockCache) (*Index, error) {
-	ix, err := open(ctx, fmt.Sprintf("/proc/self/fd/%d/%s", a.d.File().Fd(), a.name), a.d, cache)
-	if err != nil {
-		a.d.Close()
-		return nil, err
+	path, err := sqlitepin.Path(a.pin)
+	if err == nil {
+		var ix *Index
+		if ix, err = open(ctx, path, a.pin, cache); err == nil {
+			return ix, nil
+		}
 	}
-	return ix, nil
+	a.pin.Close()
+	return nil, err
 }
 
-func open(ctx context.Context, path string, dir *atfile.Dir, cache *blockCache) (*Index, error) {
+func open(ctx context.Context, path string, pin *scope.Pinned, cache *blockCache) (*Index, error) {
 	registerOnce()
+	if err := sqlitepin.Ready(); err != nil {
+		return nil, err
+	}
 	dsn := "file:" + uriEscape(path) + fmt.Sprintf("?_pragma=busy_timeout(10000)&_pragma=page_size(%d)&", limits.SemPageBytes) + "_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, dbFault(err, "opening the index")
 	}
-	ix := &Index{db: db, dir: dir, cache: cache}
+	ix := &Index{db: db, pin: pin, cache: cache}
 	if err := ix.init(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -334,8 +329,8 @@ func (ix *Index) Close() error {
 		ix.cache.close()
 	}
 	err := ix.db.Close()
-	if ix.dir != nil {
-		ix.dir.Close()
+	if ix.pin != nil {
+		ix.pin.Close()
 	}
 	return err
 }
