@@ -128,3 +128,66 @@ func (r *AuditReport) Text() string {
 	}
 	return b.String()
 }
+
+// ToolText is what a model reads.
+func (r SearchResult) ToolText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d hits for %s", len(r.Hits), r.Match)
+	if r.Collection != "" {
+		fmt.Fprintf(&b, " in %s", quoted(r.Collection))
+	}
+	if r.Offset > 0 || r.NextOffset > 0 {
+		fmt.Fprintf(&b, "; ranks %d..%d shown", r.Offset+1, r.Offset+len(r.Hits))
+	}
+	if r.NextOffset > 0 {
+		fmt.Fprintf(&b, "; more rank after them: offset=%d", r.NextOffset)
+	}
+	b.WriteByte('\n')
+	for i, h := range r.Hits {
+		fmt.Fprintf(&b, "%d. %s part %d of %s %s #%d (%d characters, score %.4g)", r.Offset+i+1, h.Version, h.Part, quoted(h.Collection), quoted(h.Item), h.Seq, h.PartChars, h.Score)
+		if h.Page != "" {
+			fmt.Fprintf(&b, ", page %s", quoted(h.Page))
+		}
+		if h.Title != "" {
+			fmt.Fprintf(&b, ", title %s", quoted(h.Title))
+		}
+		b.WriteByte('\n')
+		if h.Snippet != "" {
+			fmt.Fprintf(&b, "   %s\n", quoted(h.Snippet))
+		}
+	}
+	return b.String()
+}
+
+// ToolText is what a model reads: where the span is, and the citation
+// (which holds the exact text once).
+func (c Cited) ToolText() string {
+	var b strings.Builder
+	ci := c.Citation
+	fmt.Fprintf(&b, "%s part %d of %d, characters %d..%d of %d", ci.Version, ci.Part, c.Parts, ci.Position.Start, ci.Position.Start+ci.Position.Length, ci.PartChars)
+	if !c.Current {
+		b.WriteString(" (a newer version of the item exists; this one stays citable)")
+	}
+	if c.NextStart > 0 {
+		fmt.Fprintf(&b, "; the part goes on at start=%d", c.NextStart)
+	} else if ci.Part+1 < c.Parts {
+		fmt.Fprintf(&b, "; the part ends here, part=%d is next", ci.Part+1)
+	}
+	b.WriteByte('\n')
+	for _, n := range c.Notes {
+		b.WriteString("note: " + n + "\n")
+	}
+	b.WriteString("exact text: ")
+	b.WriteString(quoted(ci.Quote.Exact))
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// Text is the check's verdict for a person.
+func (c Checked) Text() string {
+	s := fmt.Sprintf("the citation holds: %s part %d", c.Version, c.Part)
+	if !c.Current {
+		s += " (a newer version of the item exists)"
+	}
+	return s
+}

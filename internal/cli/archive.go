@@ -32,7 +32,8 @@ finds something wrong.`,
 			limits.Count(limits.ArchiveMaxRecords), limits.Count(limits.ArchiveMaxCiteChars), limits.Bytes(limits.ArchiveBackupMaxBytes)),
 	}
 	cmd.AddCommand(newArchiveInitCmd(env), newArchiveAddTextCmd(env), newArchiveAddFileCmd(env),
-		newArchiveListCmd(env), newArchiveVersionsCmd(env), newArchiveAuditCmd(env))
+		newArchiveListCmd(env), newArchiveVersionsCmd(env), newArchiveSearchCmd(env), newArchiveCiteCmd(env),
+		newArchiveAuditCmd(env))
 	return cmd
 }
 
@@ -265,5 +266,94 @@ rebuild" repairs those it marks repairable.`,
 		},
 	}
 	cmd.Flags().StringVar(&sample, "sample", "", "audit about this share of versions and blobs, such as 10%")
+	return cmd
+}
+
+func newArchiveSearchCmd(env *Env) *cobra.Command {
+	var collection, mode string
+	var snippets bool
+	var wf windowFlags
+	cmd := &cobra.Command{
+		Use:   "search DIR QUERY [--collection C] [--limit N] [--offset K]",
+		Short: "Rank the parts of current versions by BM25; each hit names its collection, item, version and part",
+		Long: fmt.Sprintf(`Search the text of every item's current version (older versions stay
+citable, not searchable) with the lexical index's engine (SQLite FTS5,
+BM25). --mode terms (default: every word), phrase, or fts (FTS5's query
+syntax; a malformed query exits 2 naming the character). At most %d hits
+a call (--limit, default %d) from rank --offset on (at most %d).`,
+			limits.ArchiveMaxRecords, limits.ArchiveDefaultRecords, limits.ArchiveMaxSearchOffset),
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			r, err := a.Search(cmd.Context(), textarchive.SearchQuery{Text: args[1], Mode: mode, Collection: collection, Limit: wf.limit, Offset: wf.offset, Snippets: snippets})
+			if err != nil {
+				return err
+			}
+			return env.Print(r, r.ToolText())
+		},
+	}
+	cmd.Flags().StringVar(&collection, "collection", "", "only this collection")
+	cmd.Flags().StringVar(&mode, "mode", "", "terms (default), phrase or fts")
+	cmd.Flags().BoolVar(&snippets, "snippets", false, "an excerpt of each hit, matches in «»")
+	wf.add(cmd, "hits")
+	return cmd
+}
+
+func newArchiveCiteCmd(env *Env) *cobra.Command {
+	var part int
+	var start, length int64
+	var check string
+	cmd := &cobra.Command{
+		Use:   "cite DIR VERSION --part P --start S --length L | cite DIR --check CITATION.json",
+		Short: "Cite a span of a version's part (code points), or check a citation made before (exit 9 if it no longer holds)",
+		Long: fmt.Sprintf(`Print the span of part P of VERSION (such as v12) from character S, L
+characters long (Unicode code points; at most %s, inside one part), as a
+citation: the archive, collection, item, version and its digest, the part
+and the SHA-256 of its whole text, a position selector and a quote
+selector (the exact text with up to %d characters before and after).
+Any version can be cited, not only current ones. With --check, read a
+citation (- for standard input) and verify it against the archive: the
+digests, and the quote at its position; anything that differs exits 9.`,
+			limits.Count(limits.ArchiveMaxCiteChars), limits.ArchiveQuoteContextChars),
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (check != "") != (len(args) == 1) {
+				return fault.New(fault.InvalidInput, "give VERSION --part --start --length, or --check CITATION.json alone")
+			}
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if check != "" {
+				data, err := readDocArg(env, check, limits.ArchiveMaxCitationBytes)
+				if err != nil {
+					return err
+				}
+				c, err := textarchive.ParseCitation(data)
+				if err != nil {
+					return err
+				}
+				r, err := a.Check(cmd.Context(), c)
+				if err != nil {
+					return err
+				}
+				return env.Print(r, r.Text())
+			}
+			c, err := a.Cite(cmd.Context(), textarchive.CiteRequest{Version: args[1], Part: part, Start: start, Length: length})
+			if err != nil {
+				return err
+			}
+			return env.Print(c, c.ToolText())
+		},
+	}
+	cmd.Flags().IntVar(&part, "part", 0, "part index, from 0")
+	cmd.Flags().Int64Var(&start, "start", 0, "first character of the span, from 0 (code points)")
+	cmd.Flags().Int64Var(&length, "length", 0, "characters in the span (code points)")
+	cmd.Flags().StringVar(&check, "check", "", "verify this citation (a file, or - for standard input)")
 	return cmd
 }

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,9 +32,51 @@ func TestArchiveCommands(t *testing.T) {
 		{name: "list unknown", args: []string{"archive", "list", root, "--collection", "nope"}, code: 3},
 		{name: "list past the limit", args: []string{"archive", "list", root, "--collection", "docs", "--limit", "101"}, code: 6},
 		{name: "versions", args: []string{"archive", "versions", root, "--collection", "docs", "--item", "report"}, out: "v1: \"docs\" \"report\" #1"},
+		{name: "search", args: []string{"archive", "search", root, "new"}, out: `1. v2 part 0 of "docs" "report" #2`},
+		{name: "search misses older versions", args: []string{"archive", "search", root, "heliotrope"}, out: "0 hits"},
+		{name: "search finds current versions only", args: []string{"archive", "search", root, "new", "--collection", "docs", "--json"}, out: `"version": "v2"`},
+		{name: "search bad fts", args: []string{"archive", "search", root, `"open`, "--mode", "fts"}, code: 2},
+		{name: "cite", args: []string{"archive", "cite", root, "v1", "--part", "0", "--start", "4", "--length", "10"}, out: `exact text: "heliotrope"`},
+		{name: "cite across the part's end", args: []string{"archive", "cite", root, "v1", "--start", "30", "--length", "10"}, code: 2},
+		{name: "cite an unknown version", args: []string{"archive", "cite", root, "v9", "--length", "1"}, code: 3},
 		{name: "audit", args: []string{"archive", "audit", root}, out: "no problems"},
 		{name: "audit sample", args: []string{"archive", "audit", root, "--sample", "50%"}, out: "sample audit of 50%"},
 		{name: "audit bad sample", args: []string{"archive", "audit", root, "--sample", "0%"}, code: 2},
 		{name: "not an archive", args: []string{"archive", "list", dir, "--collection", "docs"}, code: 3},
 	})
+}
+
+func TestArchiveCiteCheck(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "arch")
+	mustNil(t, os.WriteFile(filepath.Join(dir, "parts.json"), []byte(`{"parts": [{"text": "e\u0301 then 👋🏽 and\r\nmore"}]}`), 0o600))
+	for _, args := range [][]string{{"archive", "init", root}, {"archive", "add-text", root, "--collection", "c", "--item", "i", "--request", "r", filepath.Join(dir, "parts.json")}} {
+		if code, out, errOut := run(t, "", args...); code != 0 {
+			t.Fatalf("%v: %d %s %s", args, code, out, errOut)
+		}
+	}
+	code, out, errOut := run(t, "", "archive", "cite", root, "v1", "--start", "0", "--length", "2", "--json")
+	if code != 0 {
+		t.Fatalf("cite: %d %s", code, errOut)
+	}
+	var cited struct {
+		Citation json.RawMessage `json:"citation"`
+	}
+	mustNil(t, json.Unmarshal([]byte(out), &cited))
+	if code, out, _ := run(t, string(cited.Citation), "archive", "cite", root, "--check", "-"); code != 0 || !strings.Contains(out, "the citation holds: v1 part 0") {
+		t.Fatalf("check: %d %s", code, out)
+	}
+	bad := strings.Replace(string(cited.Citation), "\"exact\": \"e\u0301\"", "\"exact\": \"e\u0300\"", 1)
+	if bad == string(cited.Citation) {
+		t.Fatalf("the citation's quote is not where the test expects it: %s", cited.Citation)
+	}
+	if code, _, errOut := run(t, bad, "archive", "cite", root, "--check", "-"); code != 9 || !strings.Contains(errOut, "quote") {
+		t.Fatalf("check of an altered quote: %d %s", code, errOut)
+	}
+	if code, out2, _ := run(t, out, "archive", "cite", root, "--check", "-"); code != 0 || !strings.Contains(out2, "holds") {
+		t.Fatalf("check of what cite --json printed: %d %s", code, out2)
+	}
+	if code, _, _ := run(t, "", "archive", "cite", root, "v1", "--check", "-"); code != 2 {
+		t.Fatalf("--check with a version: %d", code)
+	}
 }
