@@ -101,3 +101,37 @@ effects = ["read_file", "list", "run_shell"]
 		}
 	}
 }
+
+// TestAuditVerify: capkit audit verify passes the trail a server wrote
+// and, once a line is edited, fails with integrity (exit 9) naming the
+// file and the line.
+func TestAuditVerify(t *testing.T) {
+	dir := tree(t)
+	audit := filepath.Join(dir, "logs", "audit.jsonl")
+	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "capkit.toml")
+	writePrivate(t, cfg, "audit_log = \"logs/audit.jsonl\"\n[[root]]\npath = \"rw\"\n")
+	for range 3 {
+		if code, _, errs := run(t, "", "--config", cfg, "call", "read_file", `{"path":"notes.txt"}`); code != 0 {
+			t.Fatalf("capkit call: exit %d: %s", code, errs)
+		}
+	}
+	code, out, errs := run(t, "", "audit", "verify", audit)
+	if code != 0 || !strings.Contains(out, "ok: 3 records, last 3, head ") {
+		t.Fatalf("verify: exit %d: %s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(audit)
+	edited := strings.Replace(string(b), `"outcome":"ok"`, `"outcome":"denied"`, 2)
+	lines := strings.SplitAfter(edited, "\n")
+	// The first line edited back: the second is the first changed.
+	lines[0] = strings.SplitAfter(string(b), "\n")[0]
+	if err := os.WriteFile(audit, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, "", "audit", "verify", audit)
+	if code != 9 || !strings.Contains(errs, audit+" line 2 (changed)") {
+		t.Fatalf("verify of an edited trail: exit %d: %s%s", code, out, errs)
+	}
+}

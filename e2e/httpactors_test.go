@@ -185,11 +185,13 @@ func auditEvents(t *testing.T, path string) []map[string]any {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var ev map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit line is not JSON: %q", sc.Text())
+		var rec struct {
+			Event map[string]any `json:"event"`
 		}
-		out = append(out, ev)
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.Event == nil {
+			t.Fatalf("audit line is not a record: %q", sc.Text())
+		}
+		out = append(out, rec.Event)
 	}
 	return out
 }

@@ -594,6 +594,8 @@ func stampsLinkItself(text string) bool {
 	return strings.Contains(text, `"text":"symlink `) || strings.Contains(text, `"text":"fifo `)
 }
 
+var shapePattern = regexp.MustCompile(`^((string|array|object|undeclared):[0-9]+|number|boolean|null)$`)
+
 // checkAudit reads the audit log: one JSON object per call with only the
 // allowed keys, no marker, no path, no argument text.
 func checkAudit(t testing.TB, w *world) {
@@ -605,18 +607,30 @@ func checkAudit(t testing.TB, w *world) {
 	if len(b) == 0 {
 		t.Fatal("audit log is empty")
 	}
-	allowed := []string{"time", "level", "msg", "actor", "session", "request", "tool", "outcome", "in_bytes", "out_bytes", "duration_us"}
+	allowed := []string{"time", "level", "msg", "actor", "session", "request", "tool", "outcome", "policy", "calls_left",
+		"in_bytes", "out_bytes", "duration_us", "shape"}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("audit line is not JSON: %q", line)
+		var rec struct {
+			Event map[string]any `json:"event"`
 		}
-		for k := range m {
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Event == nil {
+			t.Fatalf("audit line is not a record: %q", line)
+		}
+		for k, v := range rec.Event {
 			if !slices.Contains(allowed, k) {
 				t.Errorf("audit line has key %q: %q", k, line)
+			}
+			// The shape names declared arguments and says their type and
+			// length, never a value.
+			if shape, ok := v.(map[string]any); ok && k == "shape" {
+				for name, s := range shape {
+					if str, _ := s.(string); !shapePattern.MatchString(str) {
+						t.Errorf("shape member %s is %q: %q", name, s, line)
+					}
+				}
 			}
 		}
 		// Tool names are registered names (never a path); no argument,

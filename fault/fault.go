@@ -98,6 +98,11 @@ type Error struct {
 	RetryAfter time.Duration
 	// Err is the underlying cause: detail for the host's trusted log.
 	Err error
+	// Policy, for a denial or a limit, names the rule that decided it (a
+	// setting such as max_calls=500, the effect a grant lacks) as the
+	// audit trail records it: a name an operator looks up, never caller
+	// text.
+	Policy string
 }
 
 // Error returns the message followed by the cause, for trusted readers,
@@ -203,6 +208,13 @@ func Wrap(code Code, cause error, format string, args ...any) *Error {
 // returns e: fault.New(fault.Unavailable, "...").RetryIn(time.Second).
 func (e *Error) RetryIn(d time.Duration) *Error {
 	e.RetryAfter = d
+	return e
+}
+
+// By names the policy that decided e (Error.Policy) and returns e:
+// fault.New(fault.Limit, "...").By("max_calls=500").
+func (e *Error) By(policy string) *Error {
+	e.Policy = policy
 	return e
 }
 

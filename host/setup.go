@@ -134,8 +134,10 @@ type Host struct {
 	// given to every group that changes files in roots; the contained
 	// commands get the same set through config.RunOptions.
 	protected capability.Protected
-	audit     *slog.Logger // nil without an audit log
-	closers   []func() error
+	audit     *slog.Logger // nil without an audit trail
+	// trail is the audit trail's sinks (audit.go).
+	trail   *auditSinks
+	closers []func() error
 	// unoffered says, by tool name prefix, why tools whose backing is not
 	// configured were not registered.
 	unoffered map[string]string
@@ -166,17 +168,6 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 			h.Close()
 		}
 	}()
-	var audit *slog.Logger
-	if cfg.AuditLog != "" {
-		f, err := h.openLog(cfg.AuditLog)
-		if err != nil {
-			return nil, err
-		}
-		// What a tool audits (a contained command) names its call's actor,
-		// session and request, as the kernel's own events do.
-		audit = slog.New(kernel.AuditHandler(slog.NewJSONHandler(f, nil)))
-		h.audit = audit
-	}
 	switch {
 	case cfg.Log != "":
 		f, err := h.openLog(cfg.Log)
@@ -188,6 +179,10 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		h.Log = slog.New(slog.NewTextHandler(o.Log, nil))
 	default:
 		h.Log = slog.New(slog.DiscardHandler)
+	}
+	audit, err := h.openAudit()
+	if err != nil {
+		return nil, err
 	}
 	if h.Warnings, err = checkRoots(cfg.Roots); err != nil {
 		return nil, err

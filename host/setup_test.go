@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/capkit/capkit/audit/trail"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/host/config"
@@ -216,13 +217,25 @@ func TestLogs(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A trail of another format (an older capkit's JSON lines) is set
+	// aside untouched and a new chain begins, naming it.
 	audit, _ := os.ReadFile(auditPath)
 	lines := strings.Split(strings.TrimSpace(string(audit)), "\n")
-	if len(lines) != 3 || lines[0] != `{"earlier":true}` {
-		t.Fatalf("audit log not appended to: %q", audit)
+	if len(lines) != 3 || !strings.Contains(lines[0], `"msg":"audit trail set aside"`) {
+		t.Fatalf("audit trail: %q", audit)
 	}
 	if !strings.Contains(lines[1], `"tool":"write_file"`) || !strings.Contains(lines[2], `"outcome":"not_found"`) {
 		t.Fatalf("audit events: %q", lines[1:])
+	}
+	if _, err := trail.Verify(context.Background(), []string{auditPath}, 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	aside, _ := filepath.Glob(auditPath + ".*.unchained")
+	if len(aside) != 1 {
+		t.Fatalf("set aside: %v", aside)
+	}
+	if old, _ := os.ReadFile(aside[0]); string(old) != "{\"earlier\":true}\n" {
+		t.Fatalf("the old trail was changed: %q", old)
 	}
 	if strings.Contains(string(audit), marker) {
 		t.Fatal("the audit log carries content or arguments")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -232,10 +233,11 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 		err = matchesOutputSchema(entry, res)
 	}
 	var code fault.Code
+	var policy string
 	var out int64
 	if err != nil {
 		fe := fault.As(err)
-		code = fe.Code
+		code, policy = fe.Code, fe.Policy
 		s.rt.log.LogAttrs(ctx, slog.LevelWarn, "tool call failed",
 			slog.String("actor", s.actor), slog.String("tool", toolName(entry)),
 			slog.String("code", string(code)), slog.String("detail", fe.Error()))
@@ -251,16 +253,38 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 		}
 	}
 	if s.rt.audit != nil {
-		outcome := "ok"
-		if code != "" {
-			outcome = string(code)
-		}
-		attrs := append(identity(s, ctx), slog.String("tool", toolName(entry)),
-			slog.String("outcome", outcome), slog.Int("in_bytes", in),
-			slog.Int64("out_bytes", out), slog.Int64("duration_us", time.Since(start).Microseconds()))
-		s.rt.audit.LogAttrs(ctx, slog.LevelInfo, "call", attrs...)
+		s.audit(ctx, start, a, in, out, code, policy)
 	}
 	return res, err
+}
+
+// audit logs the call's event: who, which tool, the outcome and, for a
+// denial or a limit, the policy that decided it; the bytes, the time and
+// the calls of the tool the session has left; the arguments' shape
+// (argShape), never their values.
+func (s *Session) audit(ctx context.Context, start time.Time, a *admitted, in int, out int64, code fault.Code, policy string) {
+	outcome := "ok"
+	if code != "" {
+		outcome = string(code)
+	}
+	var entry *catalog.Entry
+	if a != nil {
+		entry = a.call.Tool
+	}
+	attrs := append(identity(s, ctx), slog.String("tool", toolName(entry)),
+		slog.String("outcome", outcome), slog.Int("in_bytes", in),
+		slog.Int64("out_bytes", out), slog.Int64("duration_us", time.Since(start).Microseconds()))
+	if policy != "" {
+		attrs = append(attrs, slog.String("policy", policy))
+	}
+	if a != nil {
+		left := max(int64(a.t.policy.MaxCalls)-s.calls[a.i].Load(), 0)
+		attrs = append(attrs, slog.Int64("calls_left", left))
+		if a.call.Args != nil {
+			attrs = append(attrs, argShape(entry, a.call.Args))
+		}
+	}
+	s.rt.audit.LogAttrs(ctx, slog.LevelInfo, "call", attrs...)
 }
 
 // matchesOutputSchema fails with internal when res's structured content
@@ -289,6 +313,7 @@ type admitted struct {
 	call Call
 	ctx  callCtx
 	t    *tool
+	i    int // the tool's index: its session call counter
 }
 
 // admit makes the checks before the handler, in order. A call that fails
@@ -298,16 +323,16 @@ func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 	if !ok {
 		return nil, fault.New(fault.NotFound, "unknown tool %q", clip.Text(name))
 	}
-	a := &admitted{call: Call{Session: s, Tool: entry}, t: &s.rt.tools[i]}
+	a := &admitted{call: Call{Session: s, Tool: entry}, t: &s.rt.tools[i], i: i}
 	if !s.caps.Grants(entry.Effect) {
-		return a, fault.New(fault.Denied, "tool %s is not granted to this session", entry.Name)
+		return a, fault.New(fault.Denied, "tool %s is not granted to this session", entry.Name).By("grant:" + string(entry.Effect))
 	}
 	p := &a.t.policy
 	if int64(len(args)) > p.MaxInputBytes {
-		return a, fault.LimitExceeded("tool "+entry.Name+" input bytes", p.MaxInputBytes, int64(len(args)))
+		return a, fault.LimitExceeded("tool "+entry.Name+" input bytes", p.MaxInputBytes, int64(len(args))).By(setting("max_input_bytes", p.MaxInputBytes))
 	}
 	if n := s.calls[i].Add(1); n > int64(p.MaxCalls) {
-		return a, fault.New(fault.Limit, "tool %s: call budget of %d per session is spent", entry.Name, p.MaxCalls)
+		return a, fault.New(fault.Limit, "tool %s: call budget of %d per session is spent", entry.Name, p.MaxCalls).By(setting("max_calls", int64(p.MaxCalls)))
 	}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = emptyArgs
@@ -319,11 +344,14 @@ func (s *Session) admit(name string, args json.RawMessage) (*admitted, error) {
 		a.t.running.Add(-1)
 		s.calls[i].Add(-1) // not run: the budget is not spent
 		return a, fault.New(fault.Limit, "tool %s: %s running, the most it runs at once over every session (a call past its deadline keeps its place until it stops); retry when one ends, %s",
-			entry.Name, callsAre(p.MaxConcurrent), RaiseHint(entry.Name, "max_concurrent"))
+			entry.Name, callsAre(p.MaxConcurrent), RaiseHint(entry.Name, "max_concurrent")).By(setting("max_concurrent", int64(p.MaxConcurrent)))
 	}
 	a.call.Args, a.call.MaxOutputBytes = args, p.MaxOutputBytes
 	return a, nil
 }
+
+// setting is the policy a kernel refusal names: "max_calls=500".
+func setting(name string, v int64) string { return name + "=" + strconv.FormatInt(v, 10) }
 
 // callsAre is "1 call is" or "N calls are".
 func callsAre(n int) string {
@@ -410,7 +438,7 @@ func (a *admitted) outcome(res *Result, err error) (*Result, error) {
 	}
 	if size, max := res.Size(), a.call.MaxOutputBytes; size > max {
 		res.Release()
-		return nil, fault.OutputTooLarge("the result of "+name, size, max, "ask for less (a smaller window, fewer entries), "+RaiseHint(name, "max_output_bytes"))
+		return nil, fault.OutputTooLarge("the result of "+name, size, max, "ask for less (a smaller window, fewer entries), "+RaiseHint(name, "max_output_bytes")).By(setting("max_output_bytes", max))
 	}
 	if err := checkImage(name, res); err != nil {
 		res.Release()
@@ -422,9 +450,9 @@ func (a *admitted) outcome(res *Result, err error) (*Result, error) {
 func (a *admitted) timeLimit(err error) error {
 	own := a.t.policy.Timeout
 	if b := a.ctx.bound; b < own {
-		return fault.Wrap(fault.Limit, err, "tool %s: the caller's deadline passed after %v (the tool's own time limit is %v)", a.call.Tool.Name, max(b, 0).Round(time.Millisecond), own)
+		return fault.Wrap(fault.Limit, err, "tool %s: the caller's deadline passed after %v (the tool's own time limit is %v)", a.call.Tool.Name, max(b, 0).Round(time.Millisecond), own).By("caller_deadline")
 	}
-	return fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", a.call.Tool.Name, own)
+	return fault.Wrap(fault.Limit, err, "tool %s: time limit of %v exceeded", a.call.Tool.Name, own).By("timeout=" + own.String())
 }
 
 // parentEnded is the failure of a call whose caller's context ended first.

@@ -323,3 +323,51 @@ const (
 	// request headers (slowloris).
 	HTTPReadHeaderTimeout = 10 * time.Second
 )
+
+// The audit trail (package audit and its sinks).
+const (
+	// AuditMaxEventBytes bounds one canonical audit event: the journal's
+	// bound, whose framing the trail uses. A larger event is replaced by
+	// one that says so.
+	AuditMaxEventBytes = JournalMaxEventBytes
+)
+
+// The audit trail's file (audit/trail).
+const (
+	// AuditDefaultMaxFileBytes is the size past which a trail file is
+	// rotated unless audit_max_bytes says otherwise.
+	AuditDefaultMaxFileBytes = 256 * MiB
+	// AuditMinFileBytes is the least rotation size: room for the largest
+	// record several times over.
+	AuditMinFileBytes = 1 * MiB
+	// AuditLockWait bounds the wait for another process's append to the
+	// same trail; past it the event is not written, and that is counted
+	// and logged.
+	AuditLockWait = 2 * time.Second
+)
+
+// AuditCloseGrace bounds how long a closing host waits for its audit
+// sinks to deliver what they hold (what a store did not take by then
+// stays in its spool).
+const AuditCloseGrace = 3 * time.Second
+
+// The audit trail's PostgreSQL store (audit/pgstore).
+const (
+	// AuditHardMaxFileBytes bounds audit_max_bytes.
+	AuditHardMaxFileBytes = 16 * GiB
+	// AuditDefaultSpoolBytes bounds the local spool where events wait
+	// while the store is unreachable; past it they are counted as lost,
+	// and the count is itself an event once the store is back.
+	AuditDefaultSpoolBytes = 64 * MiB
+	AuditMinSpoolBytes     = 1 * MiB
+	AuditHardMaxSpoolBytes = 16 * GiB
+	// AuditQueueEvents bounds the events waiting in memory for the store;
+	// past it they go to the spool.
+	AuditQueueEvents = 4_096
+	// AuditBatchEvents bounds the events of one insert.
+	AuditBatchEvents = 512
+	// AuditRetryMin and AuditRetryMax bound the wait before the store is
+	// tried again after a failure (doubling from the one to the other).
+	AuditRetryMin = 100 * time.Millisecond
+	AuditRetryMax = 5 * time.Second
+)

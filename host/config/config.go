@@ -8,7 +8,8 @@
 //
 // The format (examples/capkit.toml is a complete, commented example):
 //
-//	audit_log = "/var/log/capkit/audit.jsonl"   # optional: one JSON line per call (actor, session, request, tool, outcome, bytes)
+//	audit_log = "/var/log/capkit/audit.jsonl"   # optional: the hash-chained audit trail, one record per event
+//	audit_store = "postgres://host/db"          # optional: the trail in a PostgreSQL store too (see audit.go)
 //	log = "/var/log/capkit/capkit.log"          # optional: the trusted detail log
 //	client_roots = "narrow"        # optional: MCP clients' roots (roots/list) narrow the roots below; default "ignore"
 //
@@ -34,6 +35,7 @@
 //	[net]                          # net_fetch's policy and budget (see net.go)
 //	[run] [test] [build]           # contained commands (run.go)
 //	[semindex]                     # the semantic index's model (see semindex.go)
+//	[telemetry]                    # OpenTelemetry over OTLP/HTTP (see audit.go)
 //
 // How grants are derived. Effects that only read (capability.Effect.ReadOnly)
 // apply to every root in the actor's scope; the others apply to its
@@ -96,6 +98,18 @@ type Config struct {
 	// AuditLog is the file receiving one JSON line per tool call; empty
 	// disables auditing. Absolute once resolved.
 	AuditLog string `toml:"audit_log"`
+	// AuditMaxBytes is the size past which AuditLog is rotated; zero
+	// means limits.AuditDefaultMaxFileBytes (see audit.go).
+	AuditMaxBytes int64 `toml:"audit_max_bytes"`
+	// AuditStore is a PostgreSQL URL the audit trail is also written to,
+	// shared by many hosts; AuditSpool the directory where its events
+	// wait while it is unreachable, at most AuditSpoolMaxBytes (see
+	// audit.go).
+	AuditStore         string `toml:"audit_store"`
+	AuditSpool         string `toml:"audit_spool"`
+	AuditSpoolMaxBytes int64  `toml:"audit_spool_max_bytes"`
+	// Telemetry exports calls to OpenTelemetry (see audit.go).
+	Telemetry TelemetryConfig `toml:"telemetry"`
 	// Log is the host's trusted detail log (JSON lines); empty leaves the
 	// choice to the caller. Absolute once resolved.
 	Log string `toml:"log"`
@@ -403,6 +417,7 @@ func (c *Config) resolve() error {
 		}
 	}
 	c.resolveLogs(&errs)
+	c.resolveAudit(&errs)
 	c.resolveNet(&errs)
 	c.resolveHTTP(&errs)
 	c.resolveRun(&errs)

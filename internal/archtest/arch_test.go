@@ -37,7 +37,7 @@ var layerNames = map[layer]string{
 }
 
 // groups are the top-level folders of capability groups.
-var groups = []string{"files", "parse", "store", "archive", "search", "net", "run", "gateway"}
+var groups = []string{"files", "parse", "store", "archive", "search", "net", "run", "gateway", "audit"}
 
 // testSupport packages sit on the kernel floor but may be imported by test
 // files only.

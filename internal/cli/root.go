@@ -52,6 +52,7 @@ var groups = []group{
 	{"zip", newZipCmd},
 	{"archive", newArchiveCmd},
 	{"journal", newJournalCmd},
+	{"audit", newAuditCmd},
 	{"json", newJSONCmd},
 	{"csv", newCSVCmd},
 	{"html", newHTMLCmd},

@@ -145,8 +145,8 @@ func recordHash(seq uint64, prev string, event []byte) string {
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
-// encodeRecord renders record seq as its line, newline included.
-func encodeRecord(seq uint64, prev string, event []byte) ([]byte, string) {
+// EncodeRecord renders record seq as its line, newline included.
+func EncodeRecord(seq uint64, prev string, event []byte) ([]byte, string) {
 	hash := recordHash(seq, prev, event)
 	line := make([]byte, 0, len(event)+180)
 	line = append(line, `{"seq":`...)
@@ -164,8 +164,29 @@ func encodeRecord(seq uint64, prev string, event []byte) ([]byte, string) {
 // maxLine is the longest valid line: the framing around the largest event.
 func maxLine(maxEvent int) int { return maxEvent + 200 }
 
+// MaxLine is the longest line of a record whose canonical event is at most
+// maxEvent bytes, its newline included.
+func MaxLine(maxEvent int) int { return maxLine(maxEvent) + 1 }
+
+// DecodeRecord parses one line (without its newline) strictly, as Verify
+// does: it must be byte for byte what EncodeRecord renders for its own
+// fields, with a canonical event of at most maxEvent bytes (0: the
+// package's bound) and a hash that matches. What is wrong is said in the
+// error (integrity, wrapping ErrCorrupt). Chaining (seq and prev against
+// the record before) is the caller's to check.
+func DecodeRecord(line []byte, maxEvent int) (Record, error) {
+	if maxEvent <= 0 || maxEvent > limits.JournalMaxEventBytes {
+		maxEvent = limits.JournalMaxEventBytes
+	}
+	r, why := parseRecord(line, maxEvent)
+	if why != "" {
+		return Record{}, fault.Wrap(fault.Integrity, ErrCorrupt, "%s", why)
+	}
+	return r, nil
+}
+
 // parseRecord parses one line (without its newline) strictly: it must be
-// byte for byte what encodeRecord renders for its own fields. It reports why
+// byte for byte what EncodeRecord renders for its own fields. It reports why
 // not, or returns the record.
 func parseRecord(line []byte, maxEvent int) (Record, string) {
 	var r Record

@@ -11,8 +11,8 @@ import (
 )
 
 func recordSeeds() [][]byte {
-	l1, h1 := encodeRecord(1, Genesis, []byte(`{"a":[1,2.5,"x"],"b":null}`))
-	l2, _ := encodeRecord(2, h1, []byte(`"é\u2028"`))
+	l1, h1 := EncodeRecord(1, Genesis, []byte(`{"a":[1,2.5,"x"],"b":null}`))
+	l2, _ := EncodeRecord(2, h1, []byte(`"é\u2028"`))
 	return [][]byte{
 		bytes.TrimSuffix(l1, []byte("\n")), bytes.TrimSuffix(l2, []byte("\n")),
 		[]byte(`{"seq":01,"prev":"x"}`), []byte(`{"seq":1,"prev":"` + Genesis + `","hash":"` + Genesis + `","event":1}`),
@@ -36,7 +36,7 @@ func FuzzParseRecord(f *testing.F) {
 		if why != "" {
 			return
 		}
-		enc, hash := encodeRecord(r.Seq, r.Prev, r.Event)
+		enc, hash := EncodeRecord(r.Seq, r.Prev, r.Event)
 		if !bytes.Equal(enc, append(bytes.Clone(line), '\n')) || hash != r.Hash {
 			t.Fatalf("accepted %q, which re-encodes as %q", line, enc)
 		}
@@ -65,8 +65,8 @@ func FuzzCanonicalize(f *testing.F) {
 
 // FuzzVerify: Verify never panics, and what it accepts it accepts whole.
 func FuzzVerify(f *testing.F) {
-	l1, h1 := encodeRecord(1, Genesis, []byte(`{"n":1}`))
-	l2, _ := encodeRecord(2, h1, []byte(`{"n":2}`))
+	l1, h1 := EncodeRecord(1, Genesis, []byte(`{"n":1}`))
+	l2, _ := EncodeRecord(2, h1, []byte(`{"n":2}`))
 	f.Add(append(bytes.Clone(l1), l2...))
 	f.Add(append(bytes.Clone(l1), "{\"seq\":2"...))
 	f.Add([]byte("\n\n"))

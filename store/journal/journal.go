@@ -244,7 +244,7 @@ func (j *Journal) Append(ctx context.Context, event []byte) (Record, error) {
 			return Record{}, err
 		}
 	}
-	line, hash := encodeRecord(seq+1, head, canon)
+	line, hash := EncodeRecord(seq+1, head, canon)
 	if size+int64(len(line)) > j.o.MaxJournalBytes {
 		return Record{}, fault.New(fault.Limit, "the journal is full: %d more bytes would pass its bound of %d bytes", len(line), j.o.MaxJournalBytes)
 	}

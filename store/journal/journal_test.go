@@ -164,7 +164,7 @@ func TestTamperDetected(t *testing.T) {
 		{"event edited", func(l []string) []string { l[1] = strings.Replace(l[1], `"n":2`, `"n":3`, 1); return l }, ErrCorrupt, 2, 2, 1},
 		{"event and hash edited", func(l []string) []string {
 			r, _ := parseRecord([]byte(l[1]), limits.JournalMaxEventBytes)
-			line, _ := encodeRecord(2, r.Prev, []byte(`{"n":9}`))
+			line, _ := EncodeRecord(2, r.Prev, []byte(`{"n":9}`))
 			l[1] = strings.TrimSuffix(string(line), "\n")
 			return l
 		}, ErrCorrupt, 3, 3, 2},
@@ -239,7 +239,7 @@ func TestJournalBoundEdge(t *testing.T) {
 	dir := pdir(t)
 	j := open(t, dir, nil)
 	recs := appendAll(t, j, `{"n":1}`)
-	line, _ := encodeRecord(2, recs[0].Hash, []byte(`{"n":2}`))
+	line, _ := EncodeRecord(2, recs[0].Hash, []byte(`{"n":2}`))
 	size := int64(len(line)) + int64(len(mustRead(t, filepath.Join(dir, "events.jsonl"))))
 	j.Close()
 
@@ -277,12 +277,12 @@ func TestDefaultJournalBound(t *testing.T) {
 	add := func(ev []byte) {
 		seq++
 		var line []byte
-		line, head = encodeRecord(seq, head, ev)
+		line, head = EncodeRecord(seq, head, ev)
 		buf.Write(line)
 	}
 	for {
 		left := limits.JournalMaxJournalBytes - buf.Len()
-		empty, _ := encodeRecord(seq+1, head, pad(0))
+		empty, _ := EncodeRecord(seq+1, head, pad(0))
 		if left-len(empty) <= limits.JournalMaxEventBytes-len(pad(0)) {
 			add(pad(left - len(empty)))
 			break

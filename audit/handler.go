@@ -1,0 +1,110 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// Sink receives every event of a trail.
+type Sink interface {
+	// Write takes one event; it is called from the goroutine that logged
+	// it, so it returns promptly (a sink that sends over a network queues),
+	// and must be safe for concurrent use. e and e.JSON are not kept past
+	// the call: a sink copies what it keeps. A sink says its own failures
+	// (Stats, its log): Write has nothing to return them to.
+	Write(e *Event)
+	// Close delivers or keeps what the sink holds, within ctx, and
+	// releases it.
+	Close(ctx context.Context) error
+}
+
+// Handler is the slog handler an audit logger is built on (under
+// kernel.AuditHandler, which adds a call's identity): it encodes each
+// record of level Info or above once, canonically, and hands it to every
+// sink in order.
+type Handler struct {
+	sinks  []Sink
+	frames []frame
+}
+
+// NewHandler returns a handler writing to sinks.
+func NewHandler(sinks ...Sink) *Handler { return &Handler{sinks: sinks} }
+
+// Sinks are the handler's sinks.
+func (h *Handler) Sinks() []Sink { return h.sinks }
+
+// Enabled reports whether l is logged: Info and above.
+func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+// Handle encodes r and writes it to every sink.
+func (h *Handler) Handle(_ context.Context, r slog.Record) error {
+	e := encode(r, h.frames)
+	for _, s := range h.sinks {
+		s.Write(e)
+	}
+	return nil
+}
+
+// Encode is the event of record r: its canonical JSON and the fields it
+// names. An event past limits.AuditMaxEventBytes is replaced by one
+// saying so.
+func Encode(r slog.Record) *Event { return encode(r, nil) }
+
+func encode(r slog.Record, frames []frame) *Event {
+	e := &Event{CallsLeft: -1}
+	e.JSON = encodeRecord(e, r, frames)
+	if len(e.JSON) > limits.AuditMaxEventBytes {
+		big := slog.NewRecord(r.Time, r.Level, "audit event too large", 0)
+		big.AddAttrs(slog.String("event_msg", r.Message), slog.Int("bytes", len(e.JSON)),
+			slog.String("actor", e.Actor), slog.String("session", e.Session), slog.String("request", e.Request), slog.String("tool", e.Tool),
+			slog.String("note", "replaced: an audit event holds at most "+strconv.Itoa(limits.AuditMaxEventBytes)+" bytes"))
+		e = &Event{CallsLeft: -1}
+		e.JSON = encodeRecord(e, big, nil)
+	}
+	return e
+}
+
+// WithAttrs returns a handler adding attrs to every record, in the group
+// opened last.
+func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return h
+	}
+	c := *h
+	c.frames = slices.Clone(h.frames)
+	if len(c.frames) == 0 {
+		c.frames = []frame{{}}
+	}
+	last := &c.frames[len(c.frames)-1]
+	last.attrs = append(slices.Clip(last.attrs), attrs...)
+	return &c
+}
+
+// WithGroup returns a handler putting the attributes that follow in
+// group name.
+func (h *Handler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	c := *h
+	c.frames = slices.Clone(h.frames)
+	if len(c.frames) == 0 {
+		c.frames = []frame{{}}
+	}
+	c.frames = append(c.frames, frame{group: name})
+	return &c
+}
+
+// Close closes every sink within ctx, returning their failures joined.
+func (h *Handler) Close(ctx context.Context) error {
+	var errs []error
+	for _, s := range h.sinks {
+		errs = append(errs, s.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
