@@ -43,7 +43,7 @@ func TestAuditShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := session(t, rt, false, capability.ReadFile)
-	args := `{"path":"/secret/é\u00e9\ud83d\ude00x","limit":42,"edits":["alpha","beta","gamma"],"opts":{"hidden-name":"v1","k":2},"flag":true}`
+	args := `{"path":"/secret/é\u00e9\ud83d\ude00x","limit":987654321,"edits":["alpha","beta","gamma"],"opts":{"hidden-name":"v1","k":2},"flag":true}`
 	if _, err := s.Call(context.Background(), "shaped", json.RawMessage(args)); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestAuditShape(t *testing.T) {
 	if ev.CallsLeft == nil || *ev.CallsLeft != 999 {
 		t.Errorf("calls_left %v, want 999", ev.CallsLeft)
 	}
-	for _, secret := range []string{"secret", "42", "alpha", "hidden-name", "v1", "true"} {
+	for _, secret := range []string{"secret", "987654321", "alpha", "hidden-name", "v1", "true"} {
 		if strings.Contains(line, secret) {
 			t.Errorf("the audit event holds %q: %s", secret, line)
 		}
