@@ -11,6 +11,8 @@
 # revision (fstools then, files/tools now; mcpserver then, serve/mcpserver now).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 before=${BEFORE:-a9f1846}
 rounds=${ROUNDS:-5}
 work=$(mktemp -d)

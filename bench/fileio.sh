@@ -11,6 +11,8 @@
 # Usage: bash bench/fileio.sh        (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 REPS=${REPS:-3}
 cache=bench/.cache
 mkdir -p "$cache"

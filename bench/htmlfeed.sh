@@ -13,6 +13,8 @@
 # Usage: bash bench/htmlfeed.sh        (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 COUNT=${COUNT:-5}
 out=$(mktemp)
 trap 'rm -f "$out" "$out.h" "$out.f"' EXIT

@@ -17,6 +17,8 @@
 # are read from /proc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 
 ref_version=2026.8.31
 cache=bench/.cache

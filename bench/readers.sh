@@ -16,6 +16,8 @@
 # Usage: bash bench/readers.sh        (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 COUNT=${COUNT:-7}
 TIME=${TIME:-500ms}
 out=$(mktemp -d)

@@ -42,6 +42,8 @@
 #                                  user namespaces)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 ROUNDS=${ROUNDS:-31}
 RUNCALL_ROUNDS=${RUNCALL_ROUNDS:-201}
 RUNCALL_PAUSE=${RUNCALL_PAUSE:-50ms}

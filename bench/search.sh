@@ -5,6 +5,8 @@
 # the passages). Figures: see bench/RESULTS.md.
 set -euo pipefail
 REPS=${REPS:-7}
+. bench/machine.sh
+machine_line
 cache=$PWD/bench/.cache/search
 mkdir -p "$cache"
 command -v rg >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }

@@ -23,6 +23,8 @@
 #   BEFORE= bash bench/startup.sh          # the work tree alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 before=${BEFORE-45bdfd0}
 rounds=${ROUNDS:-51}
 work=$(mktemp -d)

@@ -16,6 +16,8 @@
 # bench/.cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 
 cache=bench/.cache/toollist
 pins=("@modelcontextprotocol/sdk@1.32.2" "@modelcontextprotocol/server-filesystem@2026.8.31"

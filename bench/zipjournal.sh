@@ -12,6 +12,8 @@
 # Usage: bash bench/zipjournal.sh        (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
+machine_line
 REPS=${REPS:-3}
 cache=bench/.cache
 mkdir -p "$cache"
