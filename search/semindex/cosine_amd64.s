@@ -22,9 +22,9 @@ vec:
 	JL btail
 bloop16:
 	// The vectors stream from memory (the Index's cache): ask for the
-	// line 4 KiB ahead, which the hardware prefetcher alone fetches too
-	// late to keep the loads fed.
-	PREFETCHT0 4096(SI)
+	// line 8 KiB ahead into L2, which the hardware prefetcher alone
+	// fetches too late to keep the loads fed.
+	PREFETCHT1 8192(SI)
 	VMOVUPS (SI), Y4
 	VMOVUPS 32(SI), Y5
 	VFMADD231PS (DI), Y4, Y0
@@ -81,7 +81,7 @@ dvec:
 	CMPQ CX, $16
 	JL dtail
 dloop16:
-	PREFETCHT0 4096(SI)
+	PREFETCHT1 8192(SI)
 	VMOVUPS (SI), Y4
 	VMOVUPS 32(SI), Y5
 	VFMADD231PS (DI), Y4, Y0
