@@ -25,7 +25,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/net/egress"
 	"github.com/capkit/capkit/run/sandbox"
@@ -405,19 +405,25 @@ func workingDir(roots []string, cwd, dir string) (string, error) {
 	if cwd == "" {
 		cwd = "."
 	}
-	root, rel, err := atfile.Resolve(roots, cwd)
+	t, err := scope.In(roots, capability.Protected{}).Resolve(cwd)
 	if err != nil {
 		return "", err
 	}
 	if dir != "" {
-		rel = path.Join(rel, filepath.ToSlash(dir))
+		name := path.Join(t.Name(), filepath.ToSlash(dir))
+		root := t.Root()
+		t.Close()
+		if t, err = scope.In([]string{root}, capability.Protected{}).Resolve(name); err != nil {
+			return "", err
+		}
 	}
-	d, _, err := atfile.ResolveTree([]string{root}, rel)
+	defer t.Close()
+	d, _, err := t.OpenTree("directory")
 	if err != nil {
 		return "", err
 	}
 	d.Close()
-	return filepath.Join(root, filepath.FromSlash(rel)), nil
+	return t.HostPath(), nil
 }
 
 // env is the commands' environment: capkit's (with the cache variables
