@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,19 +198,65 @@ var escapes = []escape{
 }
 
 // namespaceGone checks that no process is left in the PID namespace
-// whose link the command printed first.
+// whose link the command printed first. The kernel gives a freed
+// namespace's number to the next one made, by any process of the
+// machine (other tests' containers), so a process that started after
+// the call ended is not one of the call's.
 func namespaceGone(t *testing.T, f *fixture, res *Result) {
 	t.Helper()
+	ended := bootTicks(t)
 	ns, _, _ := strings.Cut(res.Stdout.Text, "\n")
 	if !strings.HasPrefix(ns, "pid:[") {
 		t.Fatalf("the command did not print its PID namespace: %q", res.Stdout.Text)
 	}
 	pids, _ := filepath.Glob("/proc/[0-9]*/ns/pid")
 	for _, p := range pids {
-		if l, err := os.Readlink(p); err == nil && l == ns {
-			t.Errorf("%s is still in the call's namespace %s", filepath.Dir(filepath.Dir(p)), ns)
+		dir := filepath.Dir(filepath.Dir(p))
+		if l, err := os.Readlink(p); err != nil || l != ns {
+			continue
+		}
+		if start, gone := startTicks(dir); !gone && start <= ended {
+			t.Errorf("%s is still in the call's namespace %s", dir, ns)
 		}
 	}
+}
+
+// bootTicks is the time since boot in clock ticks (USER_HZ, 100 a
+// second), as /proc/PID/stat gives a process's start.
+func bootTicks(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	sec, frac, _ := strings.Cut(f[0], ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	c, err2 := strconv.ParseInt((frac + "00")[:2], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/uptime: %q", b)
+	}
+	return s*100 + c + 1 // rounded up: a process started in this tick started before now
+}
+
+// startTicks is when the process of /proc directory dir started, in
+// clock ticks since boot; gone reports a process that has ended since it
+// was listed (no leftover). A stat that cannot be read otherwise counts
+// as a start at boot, so that it never hides a leftover.
+func startTicks(dir string) (ticks int64, gone bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return 0, true
+	}
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	// starttime is field 22 of stat(5): the 20th after the command name.
+	if len(f) < 20 {
+		return 0, false
+	}
+	n, _ := strconv.ParseInt(f[19], 10, 64)
+	return n, false
 }
 
 // wantCut checks a flooded stream: head and tail kept around a marker
