@@ -410,7 +410,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 	}
 	stdout, stderr := newHeadTail(max), newHeadTail(max)
 	var copies sync.WaitGroup
-	copies.Go(func() { io.Copy(stderr, h.stderrR) })
+	copies.Go(func() { copyOutput(stderr, h.stderrR) })
 	// A stream gets the pipes once the command runs: the report ends at
 	// the exec (its descriptor closes on exec), with the exec line and no
 	// failure when the command started.
@@ -431,7 +431,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 			}
 			h.stdinW.Close()
 		}()
-		copies.Go(func() { io.Copy(stdout, h.stdoutR) })
+		copies.Go(func() { copyOutput(stdout, h.stdoutR) })
 	}
 	var exceeded atomic.Pointer[string]
 	watch, unwatch := context.WithCancel(context.Background())
@@ -500,6 +500,19 @@ func (h *helperProc) awaitGone() {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		time.Sleep(wait)
 	}
+}
+
+// copyBufs are the buffers output is read through: io.Copy would make
+// (and zero) 32 KiB for each stream of every call.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyOutput copies a command's output stream to what keeps it, through a
+// pooled buffer (the reader's WriteTo hidden, which would allocate its
+// own).
+func copyOutput(w io.Writer, r io.Reader) {
+	b := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(b)
+	io.CopyBuffer(w, struct{ io.Reader }{r}, *b)
 }
 
 // drain waits for the output copies to reach the end of the pipes, up to
