@@ -384,7 +384,7 @@ func (a *Archive) AddFile(ctx context.Context, req FileRequest, src io.Reader) (
 	nv := &newVersion{kind: KindFile, collection: req.Collection, item: req.Item, request: req.Request,
 		name: req.Name, mediaType: req.MediaType, blob: st.sha, blobBytes: st.size, parts: []storedPart{}}
 	nv.seal()
-	return a.commitBlobVersion(ctx, nv, st, "add")
+	return a.commitBlobVersion(ctx, nv, st, "add", nil)
 }
 
 func checkFile(req FileRequest) error {
@@ -398,8 +398,9 @@ func checkFile(req FileRequest) error {
 }
 
 // commitBlobVersion records the staged blob as pending, then publishes it
-// and commits nv in one write transaction. op names the steps.
-func (a *Archive) commitBlobVersion(ctx context.Context, nv *newVersion, st *staged, op string) (*Added, error) {
+// and commits nv in one write transaction, with what finish (when set)
+// records beside it. op names the steps.
+func (a *Archive) commitBlobVersion(ctx context.Context, nv *newVersion, st *staged, op string, finish func(*txn, *Added) error) (*Added, error) {
 	var out *Added
 	err := a.locked(func() error {
 		if err := a.write(ctx, "recording a staged blob", func(t *txn) error { return st.record(t) }); err != nil {
@@ -418,6 +419,9 @@ func (a *Archive) commitBlobVersion(ctx context.Context, nv *newVersion, st *sta
 			})
 			if err == nil {
 				err = st.forget(t)
+			}
+			if err == nil && finish != nil {
+				err = finish(t, out)
 			}
 			if err == nil && !out.Repeated && !out.Unchanged {
 				step(op + ".inserted")

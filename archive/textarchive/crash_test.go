@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
+	"github.com/capkit/capkit/internal/testkit/nettest"
+	"github.com/capkit/capkit/net/budget"
 )
 
 // The crash tests re-run this test binary as a child that performs one
@@ -41,6 +44,28 @@ var crashOps = map[string]func(ctx context.Context, env func(string) string) err
 			strings.NewReader(strings.Repeat("file bytes ", 4096)))
 		return err
 	},
+}
+
+func init() {
+	crashOps["fetch"] = func(ctx context.Context, env func(string) string) error {
+		a, err := Open(ctx, env("DIR"))
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		p, err := LoadSourcePolicy(ctx, env("POLICY"))
+		if err != nil {
+			return err
+		}
+		b, err := budget.Open(ctx, env("BUDGET"), p.Budget(), nil)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		src := &Source{Policy: p, Budget: b, Resolver: nettest.ResolverAt(env("DNS"))}
+		_, err = a.Fetch(ctx, src, FetchRequest{URL: env("URL"), Collection: "c", Item: "page", Request: "crash", Task: "test"})
+		return err
+	}
 }
 
 // TestCrashChild is the child's body; it does nothing in a normal run.
@@ -148,4 +173,76 @@ func TestCrashDuringAdd(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCrashDuringFetch kills a retained fetch at each of its steps: the
+// archive is as before (no version) or after (one), its audit is clean,
+// and the operation made again either returns the retained result without
+// a GET (after the commit) or fetches again and discloses that the first
+// GET may have reached the server.
+func TestCrashDuringFetch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	s := newSite(t)
+	for _, c := range []struct {
+		retention string
+		steps     []string
+	}{
+		{RetainTextOnly, []string{"fetch.admitted", "fetch.fetched", "fetch.inserted", "fetch.committed"}},
+		{RetainOriginal, []string{"fetch.fetched", "stage.synced", "fetch.pending", "fetch.published", "fetch.inserted", "fetch.committed"}},
+	} {
+		for _, at := range c.steps {
+			t.Run(c.retention+"/"+at, func(t *testing.T) {
+				a := newArchive(t)
+				dir := a.dir
+				a.Close()
+				p, policyPath := s.policy(t, c.retention, "")
+				budgetRoot := t.TempDir()
+				gets := s.gets.Load()
+				crashAt(t, "fetch", at, crashEnv+"_DIR="+dir, crashEnv+"_POLICY="+policyPath, crashEnv+"_BUDGET="+budgetRoot,
+					crashEnv+"_DNS="+s.dns.Addr(), crashEnv+"_URL="+s.url("/page.html"))
+				committed := at == "fetch.committed"
+				if got := versionsIn(t, dir, "c"); got != map[bool]int64{false: 0, true: 1}[committed] {
+					t.Fatalf("%d versions after a crash at %s", got, at)
+				}
+				auditClean(t, dir)
+				b := must(budget.Open(context.Background(), budgetRoot, p.Budget(), nil))
+				defer b.Close()
+				a = must(Open(context.Background(), dir))
+				defer a.Close()
+				src := &Source{Policy: p, Budget: b, Resolver: s.dns.Resolver()}
+				sent := s.gets.Load() - gets
+				out := must(a.Fetch(context.Background(), src, FetchRequest{URL: s.url("/page.html"), Collection: "c", Item: "page", Request: "crash", Task: "test"}))
+				switch {
+				case committed && (!out.Repeated || out.Repeat != "" || s.gets.Load()-gets != sent):
+					t.Fatalf("the repeat of a committed fetch: %+v, %d GETs", out, s.gets.Load()-gets)
+				case !committed && (out.Repeated || out.Attempts != 2 || !strings.Contains(out.Repeat, "may have reached the server")):
+					t.Fatalf("the repeat of an interrupted fetch: %+v", out)
+				}
+				if got := versionsIn(t, dir, "c"); got != 1 {
+					t.Fatalf("%d versions after the fetch was made again", got)
+				}
+				auditClean(t, dir)
+			})
+		}
+	}
+}
+
+func versionsIn(t *testing.T, dir, collection string) int64 {
+	t.Helper()
+	a := must(Open(context.Background(), dir))
+	defer a.Close()
+	l, err := a.List(context.Background(), ListQuery{Collection: collection})
+	if fault.CodeOf(err) == fault.NotFound {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, it := range l.Items {
+		n += it.Versions
+	}
+	return n
 }

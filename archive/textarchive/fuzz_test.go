@@ -53,3 +53,22 @@ func FuzzParseCitation(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSourcePolicy: any bytes either parse into a policy whose
+// fetch and budget policies were built, with every bound set, or fail
+// with a fault.
+func FuzzParseSourcePolicy(f *testing.F) {
+	f.Add([]byte(`{"format": 1, "group": "news", "hosts": ["example.org", "*.example.org"], "retention": "text_only"}`))
+	f.Add([]byte(`{"format": 1, "group": "g", "hosts": ["a.test"], "retention": "original", "max_response_bytes": 100, "window_seconds": 5, "ports": [8443], "private_destinations": ["10.1.0.0/16"]}`))
+	f.Add([]byte(`{"format": 1, "group": "g", "hosts": [], "retention": "original"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParseSourcePolicy(context.Background(), data, "")
+		if err != nil {
+			return
+		}
+		if p.fetch == nil || p.budget == nil || p.MaxResponseBytes <= 0 || p.WindowBytes <= 0 || len(p.Hosts) == 0 ||
+			p.Retention != RetainTextOnly && p.Retention != RetainOriginal {
+			t.Fatalf("a parsed policy without its parts: %+v", p)
+		}
+	})
+}

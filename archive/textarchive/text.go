@@ -191,3 +191,30 @@ func (c Checked) Text() string {
 	}
 	return s
 }
+
+// ToolText is what a model reads: the version, its receipt and any
+// disclosure of a repeat.
+func (f Fetched) ToolText() string {
+	var b strings.Builder
+	if f.Repeated {
+		b.WriteString("retained before (nothing fetched now): ")
+	} else {
+		fmt.Fprintf(&b, "fetched and retained (%s): ", f.Retention)
+	}
+	b.WriteString(f.line())
+	b.WriteByte('\n')
+	if f.Repeat != "" {
+		b.WriteString("repeat: " + f.Repeat + "\n")
+	}
+	if f.TextNote != "" {
+		b.WriteString("text: " + f.TextNote + "\n")
+	}
+	if f.Parts > 0 {
+		fmt.Fprintf(&b, "read the text with archive_cite version=%s part=0 start=0 (windows come from the archive, not the network)\n", f.Version)
+	}
+	if f.Receipt != nil {
+		b.WriteString(f.Receipt.Text())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

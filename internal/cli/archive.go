@@ -11,6 +11,7 @@ import (
 	"github.com/capkit/capkit/archive/textarchive"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/net/budget"
 )
 
 func newArchiveCmd(env *Env) *cobra.Command {
@@ -33,7 +34,7 @@ finds something wrong.`,
 	}
 	cmd.AddCommand(newArchiveInitCmd(env), newArchiveAddTextCmd(env), newArchiveAddFileCmd(env),
 		newArchiveListCmd(env), newArchiveVersionsCmd(env), newArchiveSearchCmd(env), newArchiveCiteCmd(env),
-		newArchiveAuditCmd(env))
+		newArchiveFetchCmd(env), newArchiveAuditCmd(env))
 	return cmd
 }
 
@@ -355,5 +356,70 @@ digests, and the quote at its position; anything that differs exits 9.`,
 	cmd.Flags().Int64Var(&start, "start", 0, "first character of the span, from 0 (code points)")
 	cmd.Flags().Int64Var(&length, "length", 0, "characters in the span (code points)")
 	cmd.Flags().StringVar(&check, "check", "", "verify this citation (a file, or - for standard input)")
+	return cmd
+}
+
+func newArchiveFetchCmd(env *Env) *cobra.Command {
+	var tf targetFlags
+	var policy, root, store, task string
+	cmd := &cobra.Command{
+		Use:   "fetch DIR URL --source-policy S.json (--budget-root B | --budget-store postgres://...) --task T --request R",
+		Short: "Fetch a public https URL under an approved source policy and budget and retain the result as a version",
+		Long: fmt.Sprintf(`Fetch URL (GET) under the source policy S.json and keep the result in the
+archive: its text (an HTML page's visible text, a text body as it is) and,
+with "retention": "original", the body itself. The policy (format 1):
+  {"format": 1, "group": "news", "hosts": ["example.org"], "retention": "text_only"}
+names the budget group, the reviewed hosts and what is kept; absent bounds
+default to %s a response, %d requests, %d redirects, %s, and a window of
+%s, %d requests and %s (window_seconds, window_requests, window_bytes,
+min_interval_seconds %d). The operation (--request R) is admitted in the
+archive before any request is sent: repeating it returns the retained
+result without fetching again; repeating one whose first GET may have
+reached the server (a crash, a failure after sending) fetches again and
+says so. The collection defaults to the policy's group, the item to URL.`,
+			limits.Bytes(limits.ArchiveFetchResponseBytes), limits.ArchiveFetchRequests, limits.ArchiveFetchRedirects,
+			limits.Duration(limits.ArchiveFetchDeadline), limits.Duration(limits.ArchiveFetchWindow), limits.ArchiveFetchWindowRequests,
+			limits.Bytes(limits.ArchiveFetchWindowBytes), limits.ArchiveFetchMinIntervalSeconds),
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if (root == "") == (store == "") {
+				return fault.New(fault.InvalidInput, "give exactly one of --budget-root DIR or --budget-store postgres://...")
+			}
+			if store != "" && !budget.IsPostgres(store) {
+				return fault.New(fault.InvalidInput, "--budget-store must be a postgres:// URL")
+			}
+			p, err := textarchive.LoadSourcePolicy(ctx, policy)
+			if err != nil {
+				return err
+			}
+			b, err := budget.Open(ctx, root+store, p.Budget(), nil)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			out, err := a.Fetch(ctx, &textarchive.Source{Policy: p, Budget: b}, textarchive.FetchRequest{
+				URL: args[1], Collection: tf.collection, Item: tf.item, Request: tf.request, Task: task})
+			if err != nil {
+				return err
+			}
+			return env.Print(out, out.ToolText())
+		},
+	}
+	cmd.Flags().StringVar(&policy, "source-policy", "", "the approved source policy (format 1) (required)")
+	cmd.Flags().StringVar(&root, "budget-root", "", "the budget's SQLite root directory")
+	cmd.Flags().StringVar(&store, "budget-store", "", "the budget's PostgreSQL store (postgres://...)")
+	cmd.Flags().StringVar(&task, "task", "", "stable task identity budget charges go to (required)")
+	cmd.Flags().StringVar(&tf.collection, "collection", "", "collection (default: the policy's group)")
+	cmd.Flags().StringVar(&tf.item, "item", "", "item (default: the URL)")
+	cmd.Flags().StringVar(&tf.request, "request", "", "the operation's identity: a repeat returns the retained result (required)")
+	for _, f := range []string{"source-policy", "task", "request"} {
+		cmd.MarkFlagRequired(f)
+	}
 	return cmd
 }

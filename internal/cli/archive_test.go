@@ -2,10 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/capkit/capkit/internal/testkit/nettest"
 )
 
 func TestArchiveCommands(t *testing.T) {
@@ -78,5 +83,35 @@ func TestArchiveCiteCheck(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "archive", "cite", root, "v1", "--check", "-"); code != 2 {
 		t.Fatalf("--check with a version: %d", code)
+	}
+}
+
+func TestArchiveFetch(t *testing.T) {
+	ca := nettest.NewCA(t)
+	var gets atomic.Int64
+	port := ca.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>Notes</title><p>The heliotrope committee met on Tuesday.</p>`)
+	}), "localhost")
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	ca.WritePEM(t, dir, "ca.pem")
+	mustNil(t, os.WriteFile(p("source.json"), []byte(fmt.Sprintf(`{"format": 1, "group": "notes", "hosts": ["localhost"], "retention": "original",
+		"ports": [%d], "private_destinations": ["127.0.0.0/8", "::1/128"], "ca_file": "ca.pem"}`, port)), 0o600))
+	root := p("arch")
+	url := fmt.Sprintf("https://localhost:%d/notes", port)
+	fetchArgs := []string{"archive", "fetch", root, url, "--source-policy", p("source.json"), "--budget-root", p("budget"), "--task", "t", "--request", "op-1"}
+	runCases(t, []cmdCase{
+		{name: "init", args: []string{"archive", "init", root}},
+		{name: "fetch", args: fetchArgs, out: "fetched and retained (original): v1"},
+		{name: "fetch repeated", args: fetchArgs, out: "retained before (nothing fetched now): v1"},
+		{name: "fetch without a budget", args: fetchArgs[:len(fetchArgs)-6], code: 2},
+		{name: "cite the retained text", args: []string{"archive", "cite", root, "v1", "--start", "0", "--length", "12"}, out: `exact text: "Title: Notes"`},
+		{name: "search it", args: []string{"archive", "search", root, "heliotrope", "--collection", "notes"}, out: "1. v1 part 0"},
+		{name: "audit", args: []string{"archive", "audit", root}, out: "no problems"},
+	})
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("%d GETs for one operation, its repeat and its citation", n)
 	}
 }

@@ -172,10 +172,16 @@ func (s *DNS) Asked(name string) int {
 	return s.asked[dns.Fqdn(strings.ToLower(name))]
 }
 
-// Resolver sends every query to this server.
-func (s *DNS) Resolver() *net.Resolver {
+// Addr is the server's UDP address, for a child process's Resolver.
+func (s *DNS) Addr() string { return s.addr }
+
+// ResolverAt sends every query to the DNS server at addr.
+func ResolverAt(addr string) *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, "udp", s.addr)
+		return d.DialContext(ctx, "udp", addr)
 	}}
 }
+
+// Resolver sends every query to this server.
+func (s *DNS) Resolver() *net.Resolver { return ResolverAt(s.addr) }
