@@ -100,11 +100,13 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	return &c
 }
 
-// Close closes every sink within ctx, returning their failures joined.
+// Close closes every sink within ctx, the last first (a sink that says,
+// as it closes, that events were lost says it to those before it), and
+// returns their failures joined.
 func (h *Handler) Close(ctx context.Context) error {
 	var errs []error
-	for _, s := range h.sinks {
-		errs = append(errs, s.Close(ctx))
+	for i := len(h.sinks) - 1; i >= 0; i-- {
+		errs = append(errs, h.sinks[i].Close(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capkit/capkit/internal/testkit/pgtest"
 )
 
 // capkit is the binary under test.
@@ -45,7 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	keepCaches(dir)
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server a test started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

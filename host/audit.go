@@ -3,10 +3,14 @@ package host
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/capkit/capkit/audit"
+	"github.com/capkit/capkit/audit/pgstore"
 	"github.com/capkit/capkit/audit/trail"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -14,11 +18,13 @@ import (
 // auditSinks are the sinks the host's audit trail writes to.
 type auditSinks struct {
 	handler *audit.Handler
-	file    *trail.Writer // nil without audit_log
+	file    *trail.Writer  // nil without audit_log
+	store   *pgstore.Store // nil without audit_store
 }
 
 // openAudit builds the audit logger on the configured sinks (audit_log:
-// the hash-chained file), or returns nil when none is configured. What a
+// the hash-chained file; audit_store: the PostgreSQL store), or returns
+// nil when none is configured. What a
 // tool audits (a contained command) names its call's actor, session and
 // request, as the kernel's own events do: the logger is built on
 // kernel.AuditHandler.
@@ -34,8 +40,21 @@ func (h *Host) openAudit() (*slog.Logger, error) {
 		as.file = w
 		sinks = append(sinks, w)
 	}
-	if cfg.AuditStore != "" || cfg.Telemetry.OTLPEndpoint != "" {
-		return nil, fault.New(fault.InvalidInput, "audit_store and [telemetry] are not in this build yet")
+	if cfg.AuditStore != "" {
+		spool, err := spoolDir(cfg)
+		if err != nil {
+			return nil, err
+		}
+		st, err := pgstore.Open(cfg.AuditStore, &pgstore.Options{Spool: spool, SpoolMaxBytes: cfg.AuditSpoolMaxBytes,
+			Log: h.Log, Lost: h.auditLost("postgres")})
+		if err != nil {
+			return nil, err
+		}
+		as.store = st
+		sinks = append(sinks, st)
+	}
+	if cfg.Telemetry.OTLPEndpoint != "" {
+		return nil, fault.New(fault.InvalidInput, "[telemetry] is not in this build yet")
 	}
 	if len(sinks) == 0 {
 		return nil, nil
@@ -49,6 +68,33 @@ func (h *Host) openAudit() (*slog.Logger, error) {
 	})
 	h.audit = slog.New(kernel.AuditHandler(as.handler))
 	return h.audit, nil
+}
+
+// auditLost makes an audit event of events a sink could not keep, which
+// every sink records (the sink itself too, once it can).
+func (h *Host) auditLost(sink string) func(int64) {
+	return func(n int64) {
+		h.audit.LogAttrs(context.Background(), slog.LevelWarn, audit.MsgLost, slog.String("sink", sink), slog.Int64("lost", n))
+	}
+}
+
+// spoolDir is where the store's events wait while it is unreachable:
+// audit_spool, else audit-spool beside audit_log, else in the user's
+// state directory.
+func spoolDir(cfg *config.Config) (string, error) {
+	switch {
+	case cfg.AuditSpool != "":
+		return cfg.AuditSpool, nil
+	case cfg.AuditLog != "":
+		return filepath.Join(filepath.Dir(cfg.AuditLog), "audit-spool"), nil
+	}
+	if state := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(state) {
+		return filepath.Join(state, "capkit", "audit-spool"), nil
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		return filepath.Join(home, ".local", "state", "capkit", "audit-spool"), nil
+	}
+	return "", fault.New(fault.InvalidInput, "audit_store needs a spool directory: set audit_spool (neither audit_log, $XDG_STATE_HOME nor $HOME gives one)")
 }
 
 // auditFailed tells the detail log of an event a sink could not keep.

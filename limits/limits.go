@@ -371,3 +371,24 @@ const (
 	AuditRetryMin = 100 * time.Millisecond
 	AuditRetryMax = 5 * time.Second
 )
+
+// AuditStoreTimeout bounds one exchange with the audit store (connecting,
+// an insert, a reader's query).
+const AuditStoreTimeout = 5 * time.Second
+
+// Audit readers (the dashboard's sources).
+const (
+	// AuditPollInterval is how often a reader looks for new events (a
+	// store's rows, a file's growth by another process).
+	AuditPollInterval = 250 * time.Millisecond
+	// AuditBuckets bounds the buckets of a time series.
+	AuditBuckets = 60
+	// AuditNamesMaxAge is how long a store reader keeps the actors and
+	// tools it listed; AuditMaxNames bounds each list.
+	AuditNamesMaxAge = 5 * time.Second
+	AuditMaxNames    = 1_000
+	// AuditVerifyBatch rows are verified a query, at most AuditVerifyRounds
+	// queries a poll: a large store is verified over several polls.
+	AuditVerifyBatch  = 5_000
+	AuditVerifyRounds = 20
+)

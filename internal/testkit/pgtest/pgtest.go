@@ -40,6 +40,7 @@ type Server struct {
 	dir   string
 	bin   string
 	asUID bool
+	opts  string // the postgres options it was started with
 }
 
 // Main runs the package's tests and stops the server if one of them
@@ -99,13 +100,31 @@ func Start(options ...string) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	opts := append([]string{"-c", "listen_addresses=", "-c", "unix_socket_directories=" + dir}, options...)
-	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o", strings.Join(opts, " "), "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	s.opts = strings.Join(append([]string{"-c", "listen_addresses=", "-c", "unix_socket_directories=" + dir}, options...), " ")
+	if err := s.Resume(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+		return nil, err
 	}
 	return s, nil
+}
+
+// Pause stops the server at once, keeping its data: clients see it go
+// away as they would a crashed or unreachable store, until Resume.
+func (s *Server) Pause() error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
+	}
+	return nil
+}
+
+// Resume starts the server (again) on its data, with the options it was
+// started with.
+func (s *Server) Resume() error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-l", filepath.Join(s.dir, "log"), "-w", "-o", s.opts, "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	}
+	return nil
 }
 
 // prepare makes the directory the server user's.
