@@ -198,6 +198,11 @@ func create(ctx context.Context, dir string) error {
 				return err
 			}
 		}
+		for _, m := range migrations {
+			if err := m.run(t); err != nil {
+				return err
+			}
+		}
 		if err := t.exec(`INSERT INTO archive_meta(key, value) VALUES ('format', ?1), ('schema', ?2), ('id', ?3), ('created', ?4), ('head', ?5)`,
 			formatName, strconv.Itoa(schemaVersion), hex.EncodeToString(id), a.stamp(), genesisHead); err != nil {
 			return err

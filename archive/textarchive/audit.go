@@ -139,6 +139,9 @@ type auditor struct {
 	// referenced are the blobs versions name, with their sizes (a full
 	// audit's, for the walk of the blob directory).
 	referenced map[string]int64
+	// noBlobs leaves the blobs out (a backup's snapshot: they are
+	// re-hashed as they are copied).
+	noBlobs bool
 }
 
 func (au *auditor) run() error {
@@ -150,8 +153,10 @@ func (au *auditor) run() error {
 	if err := au.versions(); err != nil {
 		return err
 	}
-	if err := au.blobs(); err != nil {
-		return err
+	if !au.noBlobs {
+		if err := au.blobs(); err != nil {
+			return err
+		}
 	}
 	if au.r.Full {
 		if err := au.index(); err != nil {

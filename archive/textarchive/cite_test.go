@@ -11,7 +11,7 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-func cite(t *testing.T, a *Archive, version string, part int, start, length int64) *Cited {
+func cite(t testing.TB, a *Archive, version string, part int, start, length int64) *Cited {
 	t.Helper()
 	c, err := a.Cite(context.Background(), CiteRequest{Version: version, Part: part, Start: start, Length: length})
 	if err != nil {

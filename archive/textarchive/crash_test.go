@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,6 +48,23 @@ var crashOps = map[string]func(ctx context.Context, env func(string) string) err
 }
 
 func init() {
+	crashOps["backup"] = func(ctx context.Context, env func(string) string) error {
+		a, err := Open(ctx, env("DIR"))
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		_, err = a.Backup(ctx, env("FILE"), nil)
+		return err
+	}
+	crashOps["restore"] = func(ctx context.Context, env func(string) string) error {
+		_, err := Restore(ctx, env("FILE"), env("DEST"), nil)
+		return err
+	}
+	crashOps["migrate"] = func(ctx context.Context, env func(string) string) error {
+		_, err := Migrate(ctx, env("DIR"))
+		return err
+	}
 	crashOps["fetch"] = func(ctx context.Context, env func(string) string) error {
 		a, err := Open(ctx, env("DIR"))
 		if err != nil {
@@ -75,6 +93,9 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("runs only as a child of the crash tests")
 	}
 	at := os.Getenv(crashEnv + "_STEP")
+	if os.Getenv(crashEnv+"_SCHEMA2") != "" {
+		withSchema2(t)
+	}
 	stepHook = func(s string) {
 		if s == at {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -245,4 +266,97 @@ func versionsIn(t *testing.T, dir, collection string) int64 {
 		n += it.Versions
 	}
 	return n
+}
+
+// TestCrashDuringBackupAndRestore kills a backup and a restore at each of
+// their steps: the backup file, and the restored directory, exist whole
+// (and verify, and audit clean) or not at all, and the archive backed up
+// audits clean.
+func TestCrashDuringBackupAndRestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	a := filled(t)
+	dir := a.dir
+	good, _ := backupOf(t, a)
+	a.Close()
+	for _, at := range []string{"backup.snapshot", "backup.verified", "backup.written", "backup.published"} {
+		t.Run(at, func(t *testing.T) {
+			out := t.TempDir()
+			file := filepath.Join(out, "backup.tar")
+			crashAt(t, "backup", at, crashEnv+"_DIR="+dir, crashEnv+"_FILE="+file)
+			_, err := os.Stat(file)
+			if published := err == nil; published != (at == "backup.published") {
+				t.Fatalf("after a crash at %s the backup file exists: %v", at, published)
+			}
+			if err == nil {
+				must(VerifyBackup(context.Background(), file, nil))
+			}
+			if names := visible(t, out); len(names) > 1 {
+				t.Fatalf("after a crash at %s: %v", at, names)
+			}
+			auditClean(t, dir)
+		})
+	}
+	for _, at := range []string{"restore.staged", "restore.verified", "restore.published"} {
+		t.Run(at, func(t *testing.T) {
+			dest := filepath.Join(t.TempDir(), "restored")
+			crashAt(t, "restore", at, crashEnv+"_FILE="+good, crashEnv+"_DEST="+dest)
+			_, err := os.Stat(dest)
+			if published := err == nil; published != (at == "restore.published") {
+				t.Fatalf("after a crash at %s the restored directory exists: %v", at, published)
+			}
+			if err == nil {
+				auditClean(t, dest)
+			} else {
+				must(Restore(context.Background(), good, dest, nil))
+				auditClean(t, dest)
+			}
+		})
+	}
+}
+
+// visible lists dir's names but the staging namespace's.
+func visible(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".capkit-tmp-") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestCrashDuringMigrate kills a migration to a schema 2 (the test's) at
+// each step: the archive is at schema 1 or 2, never between, and once
+// migrated (again if need be) audits clean with its original kept.
+func TestCrashDuringMigrate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	withSchema2(t)
+	for _, at := range []string{"migrate.retained", "migrate.applied", "migrate.committed"} {
+		t.Run(at, func(t *testing.T) {
+			dir := rootFrom(t, filepath.Join("testdata", "schema-1.db"))
+			crashAt(t, "migrate", at, crashEnv+"_DIR="+dir, crashEnv+"_SCHEMA2=1")
+			_, err := Open(context.Background(), dir)
+			migrated := err == nil
+			if migrated != (at == "migrate.committed") {
+				t.Fatalf("after a crash at %s the archive opens at schema 2: %v (%v)", at, migrated, err)
+			}
+			m := must(Migrate(context.Background(), dir))
+			if m.To != 2 || migrated != (m.From == 2) {
+				t.Fatalf("the migration made again: %+v", m)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "retained", "archive-schema-1.db")); err != nil {
+				t.Fatalf("the original is not kept: %v", err)
+			}
+			checkFixture(t, dir)
+		})
+	}
 }

@@ -5,11 +5,12 @@ import "github.com/capkit/capkit/store/journal"
 // formatName identifies an archive's database in archive_meta.
 const formatName = "capkit-text-archive"
 
-// schemaVersion is the schema this package reads and writes. Each
-// earlier version has a migration to the next (migrations) and a fixture
-// made by the code of its time (testdata/schema-N.sql), from which the
-// tests migrate to this one.
-const schemaVersion = 1
+// schemaVersion is the schema this package reads and writes: schema 1
+// and every migration after it, which Init applies too, so a new archive
+// is made as a migrated one is. Each earlier version has a fixture made
+// by the code of its time (testdata/schema-N.db), from which the tests
+// migrate to this one.
+var schemaVersion = 1 + len(migrations)
 
 // genesisHead is the chain head of an archive without versions.
 const genesisHead = "0 " + journal.Genesis
@@ -58,4 +59,4 @@ type migration struct {
 
 // migrations are the forward steps, in order; migrations[i].from is
 // i+1. There are none yet: schema 1 is the first.
-var migrations []migration
+var migrations = []migration{}

@@ -10,7 +10,7 @@ import (
 
 // tamper runs SQL on the archive's database behind its back, as a
 // damaged disk or another program would change it.
-func tamper(t *testing.T, a *Archive, queries ...string) {
+func tamper(t testing.TB, a *Archive, queries ...string) {
 	t.Helper()
 	err := a.write(context.Background(), "tampering", func(tx *txn) error {
 		for _, q := range queries {

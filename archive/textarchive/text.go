@@ -218,3 +218,29 @@ func (f Fetched) ToolText() string {
 	}
 	return b.String()
 }
+
+// Text describes a backup for a person.
+func (r *BackupResult) Text() string {
+	m := r.Manifest
+	return fmt.Sprintf("backup of archive %s written to %s: %d versions (head %s), database %d bytes, %d blobs %d bytes\nmanifest sha256 %s (verify-backup and restore check it with --manifest-sha256)",
+		m.Archive, r.File, m.Head.Seq, m.Head.Hash, m.Database.Bytes, m.Blobs.Count, m.Blobs.Bytes, r.ManifestSHA256)
+}
+
+// Text describes a restore or a verification for a person.
+func (r *Restored) Text() string {
+	m := r.Manifest
+	what := "verified"
+	if r.Dir != "" {
+		what = "restored to " + r.Dir
+	}
+	return fmt.Sprintf("archive %s %s: every entry has its digest, %d versions (head %s), %d blobs %d bytes, and the archive audits clean",
+		m.Archive, what, m.Head.Seq, m.Head.Hash, m.Blobs.Count, m.Blobs.Bytes)
+}
+
+// Text describes a migration for a person.
+func (m *Migrated) Text() string {
+	if m.From == m.To {
+		return fmt.Sprintf("the archive is at schema %d already: nothing to do", m.To)
+	}
+	return fmt.Sprintf("migrated from schema %d to %d; the original database is kept at %s", m.From, m.To, m.Retained)
+}

@@ -34,7 +34,8 @@ finds something wrong.`,
 	}
 	cmd.AddCommand(newArchiveInitCmd(env), newArchiveAddTextCmd(env), newArchiveAddFileCmd(env),
 		newArchiveListCmd(env), newArchiveVersionsCmd(env), newArchiveSearchCmd(env), newArchiveCiteCmd(env),
-		newArchiveFetchCmd(env), newArchiveAuditCmd(env))
+		newArchiveFetchCmd(env), newArchiveBackupCmd(env), newArchiveRestoreCmd(env), newArchiveVerifyBackupCmd(env),
+		newArchiveMigrateCmd(env), newArchiveAuditCmd(env))
 	return cmd
 }
 
@@ -422,4 +423,121 @@ says so. The collection defaults to the policy's group, the item to URL.`,
 		cmd.MarkFlagRequired(f)
 	}
 	return cmd
+}
+
+// backupFlags bound a backup, restore or verification.
+type backupFlags struct {
+	max      int64
+	manifest string
+}
+
+func (f *backupFlags) add(cmd *cobra.Command, pin bool) {
+	cmd.Flags().Int64Var(&f.max, "max-bytes", 0, fmt.Sprintf("aggregate bound of the database and blobs (default and most: %s)", limits.Bytes(limits.ArchiveBackupMaxBytes)))
+	if pin {
+		cmd.Flags().StringVar(&f.manifest, "manifest-sha256", "", "the manifest's SHA-256 the backup reported: anything else is refused")
+	}
+}
+
+func (f *backupFlags) options() *textarchive.BackupOptions {
+	return &textarchive.BackupOptions{MaxBytes: f.max, ManifestSHA256: f.manifest}
+}
+
+func newArchiveBackupCmd(env *Env) *cobra.Command {
+	var bf backupFlags
+	cmd := &cobra.Command{
+		Use:   "backup DIR FILE",
+		Short: "Write a verified backup of the archive to the new file FILE (a tar stream; appears complete or not at all)",
+		Long: fmt.Sprintf(`Snapshot the database, audit the snapshot, and write it with every blob a
+version names to FILE (which must not exist), re-hashing each blob as it
+is copied: a damaged original fails the backup (exit 9) before anything is
+published. At most %s in all (--max-bytes narrows it); no bound on the
+number of objects. Prints the manifest's SHA-256, which pins the backup.`, limits.Bytes(limits.ArchiveBackupMaxBytes)),
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := absPath(args[1])
+			if err != nil {
+				return err
+			}
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			r, err := a.Backup(cmd.Context(), file, bf.options())
+			if err != nil {
+				return err
+			}
+			return env.Print(r, r.Text())
+		},
+	}
+	bf.add(cmd, false)
+	return cmd
+}
+
+func newArchiveRestoreCmd(env *Env) *cobra.Command {
+	var bf backupFlags
+	cmd := &cobra.Command{
+		Use:   "restore FILE NEWDIR",
+		Short: "Restore a backup into the new directory NEWDIR, verifying every digest and auditing it before it is published",
+		Long: `Write every entry of FILE into a staging directory beside NEWDIR, check
+each against the manifest (the database's SHA-256, each blob's name, the
+list of blobs), audit the restored archive in full, and only then rename
+the staging directory to NEWDIR (which must not exist; nothing is ever
+replaced). A damaged or altered backup exits 9 with nothing published.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := absPath(args[0])
+			if err != nil {
+				return err
+			}
+			r, err := textarchive.Restore(cmd.Context(), file, args[1], bf.options())
+			if err != nil {
+				return err
+			}
+			return env.Print(r, r.Text())
+		},
+	}
+	bf.add(cmd, true)
+	return cmd
+}
+
+func newArchiveVerifyBackupCmd(env *Env) *cobra.Command {
+	var bf backupFlags
+	cmd := &cobra.Command{
+		Use:   "verify-backup FILE",
+		Short: "Check a backup as restore does (every digest, a full audit) in a staging directory it removes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := absPath(args[0])
+			if err != nil {
+				return err
+			}
+			r, err := textarchive.VerifyBackup(cmd.Context(), file, bf.options())
+			if err != nil {
+				return err
+			}
+			return env.Print(r, r.Text())
+		},
+	}
+	bf.add(cmd, true)
+	return cmd
+}
+
+func newArchiveMigrateCmd(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate DIR",
+		Short: "Bring the archive to this capkit's schema, forward only, keeping the original database",
+		Long: `Keep a copy of the database under DIR/retained/archive-schema-N.db, then
+run every migration from its schema to this capkit's in one transaction (a
+crash leaves it undone or done). An archive at this schema is left as it
+is; one made by a newer capkit is refused.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := textarchive.Migrate(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return env.Print(m, m.Text())
+		},
+	}
 }

@@ -115,3 +115,24 @@ func TestArchiveFetch(t *testing.T) {
 		t.Fatalf("%d GETs for one operation, its repeat and its citation", n)
 	}
 }
+
+func TestArchiveBackupCommands(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	root := p("arch")
+	mustNil(t, os.WriteFile(p("parts.json"), []byte(`{"parts": [{"text": "kept text"}]}`), 0o600))
+	runCases(t, []cmdCase{
+		{name: "init", args: []string{"archive", "init", root}},
+		{name: "add", args: []string{"archive", "add-text", root, "--collection", "c", "--item", "i", "--request", "r", p("parts.json")}},
+		{name: "backup", args: []string{"archive", "backup", root, p("b.tar")}, out: "manifest sha256 "},
+		{name: "backup onto a file", args: []string{"archive", "backup", root, p("b.tar")}, code: 4},
+		{name: "backup past its bound", args: []string{"archive", "backup", root, p("c.tar"), "--max-bytes", "100"}, code: 6},
+		{name: "verify-backup", args: []string{"archive", "verify-backup", p("b.tar")}, out: "audits clean"},
+		{name: "verify-backup pinned wrong", args: []string{"archive", "verify-backup", p("b.tar"), "--manifest-sha256", strings.Repeat("0", 64)}, code: 9},
+		{name: "restore", args: []string{"archive", "restore", p("b.tar"), p("restored")}, out: "restored to " + p("restored")},
+		{name: "restore onto a directory", args: []string{"archive", "restore", p("b.tar"), p("restored")}, code: 4},
+		{name: "restored cites", args: []string{"archive", "cite", p("restored"), "v1", "--length", "4"}, out: `exact text: "kept"`},
+		{name: "restore of no backup", args: []string{"archive", "restore", p("parts.json"), p("r2")}, code: 9},
+		{name: "migrate", args: []string{"archive", "migrate", root}, out: "at schema 1 already"},
+	})
+}
