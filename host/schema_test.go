@@ -11,6 +11,23 @@ import (
 // configured) to schemas that resolve, so a broken one fails here rather
 // than on a model's first call.
 func TestEveryToolSchemaResolves(t *testing.T) {
+	h := everyTool(t, "")
+	cat := h.Runtime.Catalog()
+	if err := cat.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"read_file", "notes", "run_script", "net_fetch", "budget_status", "run_shell", "run_test", "run_build", "semindex_search", "tool_search"} {
+		if _, _, ok := cat.Lookup(name); !ok {
+			t.Errorf("%s is not registered: the test does not cover it", name)
+		}
+	}
+	t.Logf("%d tools, every schema resolves", cat.Len())
+}
+
+// everyTool is a host with every group configured, so that every tool
+// this build has is registered; actors are more of its configuration.
+func everyTool(t *testing.T, actors string) *Host {
+	t.Helper()
 	dir := fixture(t)
 	for name, body := range map[string]string{
 		"http.json":   `{"format": 1}`,
@@ -35,19 +52,10 @@ command = ["true"]
 command = ["true"]
 [semindex]
 model = "models/minilm"
-`), nil)
+`+actors), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	cat := h.Runtime.Catalog()
-	if err := cat.Check(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"read_file", "notes", "run_script", "net_fetch", "budget_status", "run_shell", "run_test", "run_build", "semindex_search", "tool_search"} {
-		if _, _, ok := cat.Lookup(name); !ok {
-			t.Errorf("%s is not registered: the test does not cover it", name)
-		}
-	}
-	t.Logf("%d tools, every schema resolves", cat.Len())
+	t.Cleanup(func() { h.Close() })
+	return h
 }

@@ -41,7 +41,7 @@ var groups = []string{"files", "parse", "store", "archive", "search", "net", "ru
 
 // testSupport packages sit on the kernel floor but may be imported by test
 // files only.
-var testSupport = []string{"internal/testkit", "internal/testkit/linewindow"}
+var testSupport = []string{"internal/testkit", "internal/testkit/linewindow", "internal/testkit/toolrules"}
 
 func classify(rel string) layer {
 	top, _, _ := strings.Cut(rel, "/")

@@ -49,6 +49,15 @@ func TestToolsCmd(t *testing.T) {
 			[]string{"write_file  not_granted", "move_file  not_granted", "read_file  hot"}, nil},
 		{"no root", []string{"tools"}, 2, nil, nil},
 		{"unknown actor", []string{"tools", "--root", rw, "--actor", "bob"}, 3, nil, nil},
+		{"openai strict", []string{"tools", "--root", rw, "--format", "openai", "--strict"}, 0,
+			[]string{"read_file  strict", "grep  strict"}, []string{"move_file"}},
+		{"anthropic strict, every granted tool", []string{"tools", "--root", rw, "--format", "anthropic", "--strict", "--all-granted"}, 0,
+			[]string{"read_file  strict", "move_file", "not  strict:  Anthropic  allows"}, nil},
+		{"gemini json", []string{"tools", "--read-only", ro, "--format", "gemini", "--json"}, 0,
+			[]string{`"format":  "gemini"`, `"type":  "OBJECT"`}, []string{"write_file"}},
+		{"format with all", []string{"tools", "--root", rw, "--format", "mcp", "--all"}, 2, nil, nil},
+		{"strict without format", []string{"tools", "--root", rw, "--strict"}, 2, nil, nil},
+		{"unknown format", []string{"tools", "--root", rw, "--format", "cohere"}, 2, nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,6 +137,13 @@ max_input_bytes = 40
 		{"stdin over the bound", `{"pattern":"` + strings.Repeat("a", 100) + `"}`, []string{"--config", cfg, "call", "grep", "-"}, 6, ""},
 		{"config and roots", "", []string{"--config", cfg, "call", "list_dir", "--root", rw}, 2, ""},
 		{"no tool", "", []string{"call", "--root", rw}, 2, ""},
+		{"anthropic call", `{"type":"tool_use","id":"toolu_1","name":"read_file","input":{"path":"a.txt"}}`, []string{"call", "--from", "anthropic", "-", "--root", rw}, 0, `{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"     1\talpha`},
+		{"openai strict call", "", []string{"call", "--from", "openai", "--strict", `{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.txt\",\"offset\":null,\"limit\":null,\"tail\":null}"}}`, "--root", rw}, 0, `"tool_call_id":"c1","content":"     1\talpha`},
+		{"gemini refused", "", []string{"call", "--from", "gemini", `{"name":"write_file","args":{"path":"a.txt","content":"x"}}`, "--root", rw}, 4, `"response":{"error":"conflict: `},
+		{"arguments not JSON", "", []string{"call", "--from", "openai", `{"id":"c1","type":"function","function":{"name":"write_file","arguments":"{\"path\":"}}`, "--root", rw}, 2, `invalid_input: tool write_file: the arguments are not valid JSON`},
+		{"not a call", "", []string{"call", "--from", "anthropic", `{"type":"text","text":"hi"}`, "--root", rw}, 2, ""},
+		{"from and a tool", "", []string{"call", "--from", "anthropic", "read_file", "{}", "--root", rw}, 2, ""},
+		{"strict without from", "", []string{"call", "--strict", "read_file", "--root", rw}, 2, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,6 +165,15 @@ max_input_bytes = 40
 	}
 	if got, _ := os.ReadFile(filepath.Join(rw, "a.txt")); string(got) != "alpha\nbeta\n" {
 		t.Fatalf("a.txt changed: %q", got)
+	}
+}
+
+func TestReadCallBound(t *testing.T) {
+	for n, code := range map[int]fault.Code{100: "", 101: fault.Limit} {
+		_, err := readCall(strings.NewReader(strings.Repeat(" ", n)), 100)
+		if fault.CodeOf(err) != code {
+			t.Errorf("%d bytes with a bound of 100: %v", n, err)
+		}
 	}
 }
 

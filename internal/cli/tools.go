@@ -12,6 +12,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/catalog"
+	"github.com/capkit/capkit/serve/hostloop"
 )
 
 // toolState says how a session meets a tool.
@@ -50,7 +51,8 @@ type toolPolicy struct {
 
 func newToolsCmd(env *Env) *cobra.Command {
 	hf := hostFlags{discover: true}
-	var all bool
+	var all, strict, allGranted bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List the tools an actor's sessions see",
@@ -62,10 +64,22 @@ tool's full spec: description, input and output schemas, annotations and
 effective policy. Given neither --config nor --root/--read-only, the
 configuration is ./capkit.toml when there is one (standard error says so).
 
+--format mcp|anthropic|openai|openai-responses|gemini gives the tools a
+model is offered (the hot ones, or with --all-granted every granted tool)
+in that provider's tool-definition shape, for a host that calls the
+model's API itself: with --json {"format", "tools": [definitions...],
+"specs": [{name, strict, not_strict, changes}]}. The names, descriptions and
+order are the same in every format. --strict asks the providers with a
+strict mode (anthropic, openai, openai-responses) to enforce each tool's
+schema, transformed into their strict subset; a tool whose schema cannot
+be expressed there is sent non-strict, and not_strict says why. The kernel
+validates every call against the tool's own schema either way.
+
 Examples:
   capkit tools --root .
   capkit tools --config capkit.toml --actor reviewer --all
-  capkit tools --root . --json`,
+  capkit tools --root . --json
+  capkit tools --root . --format openai --strict --json | jq .tools`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, actor, err := hf.open(env, nil)
@@ -76,6 +90,15 @@ Examples:
 			s, err := h.NewSession(actor, true)
 			if err != nil {
 				return err
+			}
+			if format != "" {
+				if all {
+					return fault.New(fault.InvalidInput, "--all lists tools the actor is not granted, which no model is offered: use --all-granted with --format")
+				}
+				return printFormat(env, s, format, &hostloop.Options{Strict: strict, AllGranted: allGranted})
+			}
+			if strict || allGranted {
+				return fault.New(fault.InvalidInput, "--strict and --all-granted go with --format")
 			}
 			offered := map[string]bool{}
 			for _, e := range s.Specs() {
@@ -122,7 +145,66 @@ Examples:
 	}
 	hf.add(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "also list the registered tools the actor is not granted")
+	cmd.Flags().StringVar(&format, "format", "", "the tools in a provider's shape: mcp, anthropic, openai, openai-responses or gemini")
+	cmd.Flags().BoolVar(&strict, "strict", false, "with --format: ask the provider to enforce each tool's schema (strict mode)")
+	cmd.Flags().BoolVar(&allGranted, "all-granted", false, "with --format: every tool the actor is granted, not only those offered from the start")
 	return cmd
+}
+
+// formatted is what `capkit tools --format F --json` prints.
+type formatted struct {
+	Format string           `json:"format"`
+	Tools  []jsontext.Value `json:"tools"`
+	Specs  []formatSpec     `json:"specs"`
+}
+
+type formatSpec struct {
+	Name      string            `json:"name"`
+	Strict    bool              `json:"strict"`
+	NotStrict string            `json:"not_strict,omitempty"`
+	Changes   []hostloop.Change `json:"changes,omitempty"`
+}
+
+// printFormat prints the session's tools in a provider's shape.
+func printFormat(env *Env, s *kernel.Session, name string, opts *hostloop.Options) error {
+	f, err := hostloop.ParseFormat(name)
+	if err != nil {
+		return err
+	}
+	l, err := hostloop.New(s, f, opts)
+	if err != nil {
+		return err
+	}
+	specs, err := l.Specs()
+	if err != nil {
+		return err
+	}
+	out := formatted{Format: string(f), Tools: []jsontext.Value{}, Specs: []formatSpec{}}
+	var text strings.Builder
+	tw := tabwriter.NewWriter(&text, 0, 4, 2, ' ', 0)
+	for _, sp := range specs {
+		out.Tools = append(out.Tools, jsontext.Value(sp.Definition))
+		out.Specs = append(out.Specs, formatSpec{Name: sp.Name, Strict: sp.Strict, NotStrict: sp.NotStrict, Changes: sp.Changes})
+		mode := "-"
+		switch {
+		case sp.Strict:
+			mode = "strict"
+		case sp.NotStrict != "":
+			mode = "not strict: " + sp.NotStrict
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", sp.Name, mode, changesText(sp.Changes))
+	}
+	tw.Flush()
+	return env.Print(out, text.String())
+}
+
+// changesText summarizes a spec's changes for the text listing.
+func changesText(cs []hostloop.Change) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s%s %s", c.Pointer, "/"+c.Keyword, c.What))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // specOf is e's spec; it fails (internal) when e's schemas do not resolve.

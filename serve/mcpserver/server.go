@@ -312,7 +312,7 @@ func (b *binding) sync() {
 			continue
 		}
 		b.listed[e.Name] = true
-		t, err := toolFor(e)
+		t, err := Tool(e)
 		if err != nil {
 			b.srv.log.Error("mcp: tool left out of the list", slog.String("tool", e.Name), slog.String("error", err.Error()))
 			continue
@@ -321,11 +321,12 @@ func (b *binding) sync() {
 	}
 }
 
-// toolFor describes an entry to MCP clients, once its schemas resolve.
+// Tool describes an entry to MCP clients, as tools/list gives it, once its
+// schemas resolve.
 // They go to the SDK as schemas, not encoded: it encodes them when it lists
 // the tools, and would decode encoded ones into maps at every AddTool (the
 // most of a session's set-up). Annotations come from the entry's hints.
-func toolFor(e *catalog.Entry) (*mcp.Tool, error) {
+func Tool(e *catalog.Entry) (*mcp.Tool, error) {
 	in, out, err := e.Listed()
 	if err != nil {
 		return nil, err
