@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/internal/testkit/toolrules"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/serve/hostloop"
@@ -24,11 +23,14 @@ import (
 // citation), one list whatever the format, nothing ungranted listed, and
 // strict schemas that mean what the tools' own schemas mean.
 
-// everyEffect is an actor, "all", granted every effect.
-func everyEffect() string {
+// everyEffect is an actor, "all", granted every effect some tool of this
+// build has (an effect no tool has is a configuration error).
+func everyEffect(t *testing.T) string {
 	var names []string
-	for _, e := range capability.Effects() {
-		names = append(names, strconv.Quote(string(e)))
+	for _, e := range everyTool(t, "").Runtime.Catalog().Entries() {
+		if q := strconv.Quote(string(e.Effect)); !slices.Contains(names, q) {
+			names = append(names, q)
+		}
 	}
 	return "[actor.all]\neffects = [" + strings.Join(names, ", ") + "]\n"
 }
@@ -55,7 +57,7 @@ func definitions(specs []hostloop.Spec) []json.RawMessage {
 }
 
 func TestEveryToolKeepsEachProvidersRules(t *testing.T) {
-	h := everyTool(t, everyEffect())
+	h := everyTool(t, everyEffect(t))
 	s, err := h.NewSession("all", false)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +108,7 @@ func nameAndDescription(t *testing.T, def json.RawMessage) (string, string) {
 }
 
 func TestOneListInEveryFormat(t *testing.T) {
-	h := everyTool(t, everyEffect())
+	h := everyTool(t, everyEffect(t))
 	s, err := h.NewSession("all", false)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +193,7 @@ func TestNoFormatListsAToolNotGranted(t *testing.T) {
 // report is held to be complete; the kernel checks the moved keywords on
 // every call.
 func TestStrictSchemasMeanTheToolsSchemas(t *testing.T) {
-	h := everyTool(t, everyEffect())
+	h := everyTool(t, everyEffect(t))
 	s, err := h.NewSession("all", false)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +330,7 @@ func applyChanges(t *testing.T, m map[string]any, changes []hostloop.Change) map
 // arguments left out reads the file, and the same call without strict
 // mode is refused as the tool's schema refuses null.
 func TestLoopCallsThroughTheKernel(t *testing.T) {
-	h := everyTool(t, everyEffect())
+	h := everyTool(t, everyEffect(t))
 	s, err := h.NewSession("all", false)
 	if err != nil {
 		t.Fatal(err)
