@@ -44,7 +44,7 @@ func (o Op) String() string {
 type Expectation struct {
 	Session Session
 	Op      Op
-	// Root and Name locate the file as Resolve returned them.
+	// Root and Name locate the file: its target's root and name.
 	Root, Name string
 	// Exists and Current describe the file as the executor found it just
 	// before the event.

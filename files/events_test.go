@@ -137,18 +137,3 @@ func TestVersion(t *testing.T) {
 		t.Fatal("accessors")
 	}
 }
-
-func TestIsTempName(t *testing.T) {
-	for name, want := range map[string]bool{
-		TempPrefix + "1":        true,
-		"a/" + TempPrefix + "x": true,
-		TempPrefix + "d/file":   true,
-		"a/b.capkit-tmp-x":      false,
-		"capkit-tmp-1":          false,
-		"a/b":                   false,
-	} {
-		if got := IsTempName(name); got != want {
-			t.Errorf("IsTempName(%q) = %v", name, got)
-		}
-	}
-}

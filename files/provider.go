@@ -6,58 +6,58 @@ import (
 	iofs "io/fs"
 	"time"
 
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // Provider is the storage seam of the file tools: text and byte IO on
-// root-relative names, and atomic mutation with an optional version guard.
+// resolved targets, and atomic mutation with an optional version guard.
 //
-// Every method takes a root (an absolute, cleaned directory the caller's
-// capabilities grant, as returned by Resolve) and a root-relative,
-// slash-separated name (Resolve's rel). Scope checks belong to the caller:
-// a Provider confines each name to its root but does not decide which
-// roots a session may use.
+// Every method takes a target the caller resolved in the scope of the
+// roots its capabilities grant (internal/scope): the scope decides which
+// roots a session may use, confines each name to its root and checks
+// every change against the protected paths; a Provider does the IO
+// through the target and may add its own refusals.
 //
 // A Provider guarantees, for every implementation:
 //   - no name reaches outside its root, by "..", absolute names or symlinks;
 //   - reads return regular files only and never block on a FIFO or device;
 //   - a mutation is atomic: a reader or a crash sees the old content or
 //     the new, never a mix, and a mutation never writes through a symlink;
-//   - names that start with TempPrefix (the provider's own staging files)
-//     are never listed, walked, read, written or moved.
+//   - names in the staging namespace (scope.StagingPrefix: content being
+//     written) are never listed, walked, read, written or moved.
 //
 // Failures are *fault.Error values: not_found, conflict (a version guard
 // failed, or a move target exists), denied (outside the root, a symlink
 // where a write was asked), invalid_input (not a regular file, a directory
 // where a file was expected), limit, unavailable and io.
 type Provider interface {
-	// Stat describes name without following a final symlink.
-	Stat(ctx context.Context, root, name string) (Info, error)
+	// Stat describes t without following a final symlink.
+	Stat(ctx context.Context, t *scope.Target) (Info, error)
 	// Open opens a regular file for reading. Symlinks that stay inside the
 	// root are followed.
-	Open(ctx context.Context, root, name string) (File, error)
+	Open(ctx context.Context, t *scope.Target) (File, error)
 	// ReadAll reads a whole regular file of at most maxBytes bytes (limit
 	// otherwise) and returns it with its version.
-	ReadAll(ctx context.Context, root, name string, maxBytes int64) ([]byte, Version, error)
+	ReadAll(ctx context.Context, t *scope.Target, maxBytes int64) ([]byte, Version, error)
 	// ReadDir lists a directory: the first max entries in name order (all
 	// of them when max <= 0) and the number of entries it has. A directory
 	// with more than limits.WalkMaxFiles entries is a limit failure.
 	// Entries carry names and types only (see DirEntry).
-	ReadDir(ctx context.Context, root, name string, max int) (entries []DirEntry, total int, err error)
-	// Walk calls fn for name and everything under it in lexical order,
-	// following name itself if it is a symlink inside the root but no
+	ReadDir(ctx context.Context, t *scope.Target, max int) (entries []DirEntry, total int, err error)
+	// Walk calls fn for t and everything under it in lexical order,
+	// following t itself if it is a symlink inside the root but no
 	// symlink under it. fn may return iofs.SkipDir or
 	// iofs.SkipAll.
-	Walk(ctx context.Context, root, name string, fn WalkFunc) error
-	// Write atomically creates or replaces the regular file name with data,
+	Walk(ctx context.Context, t *scope.Target, fn WalkFunc) error
+	// Write atomically creates or replaces the regular file t with data,
 	// creating missing parent directories inside the root, and returns the
 	// new version. With opts.Guard set it writes only if the file's current
 	// version equals opts.Expect (the zero Version: only if it does not
 	// exist), else fails with conflict and changes nothing.
-	Write(ctx context.Context, root, name string, data []byte, opts *WriteOptions) (Version, error)
+	Write(ctx context.Context, t *scope.Target, data []byte, opts *WriteOptions) (Version, error)
 	// Move renames from to to inside one root, never replacing an
 	// existing to (conflict).
-	Move(ctx context.Context, root, from, to string) error
+	Move(ctx context.Context, from, to *scope.Target) error
 }
 
 // File is a regular file open for reading.
@@ -121,14 +121,3 @@ type WriteOptions struct {
 	// Version means the file must not exist.
 	Expect Version
 }
-
-// TempPrefix starts every name in the staging namespace: the content a
-// Provider (or any capkit tool) is writing before it renames it into
-// place. Such names are reserved: providers hide them from listings and
-// walks and refuse to read, write or move them, Resolve refuses them, so
-// a staging file left by a crash is never served.
-const TempPrefix = atfile.StagingPrefix
-
-// IsTempName reports whether any element of the slash-separated name is a
-// reserved staging name.
-func IsTempName(name string) bool { return atfile.HasStagingElement(name) }

@@ -1,6 +1,10 @@
 package files
 
-import "context"
+import (
+	"context"
+
+	"github.com/capkit/capkit/internal/scope"
+)
 
 // OpenWalker is implemented by a Provider whose walk can open files
 // relative to the directory it holds open. That costs a few system calls
@@ -9,7 +13,7 @@ import "context"
 // provider has it and Walk and Open otherwise.
 type OpenWalker interface {
 	// WalkOpen is Walk with an opener for each entry.
-	WalkOpen(ctx context.Context, root, name string, fn WalkOpenFunc) error
+	WalkOpen(ctx context.Context, t *scope.Target, fn WalkOpenFunc) error
 }
 
 // WalkOpenFunc is a WalkFunc with the directory that holds info (nil for

@@ -162,7 +162,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		o = *opts
 	}
 	protected := cfg.Protected()
-	h := &Host{Config: cfg, files: local.New(&local.Options{Protected: protected}), events: policy.NewEvents(), protected: protected}
+	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents(), protected: protected}
 	defer func() {
 		if err != nil {
 			h.Close()

@@ -46,7 +46,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -68,9 +68,9 @@ var (
 var (
 	// ErrNotRegular: the file is a directory, FIFO, socket, device or
 	// symlink.
-	ErrNotRegular = atfile.ErrNotRegular
+	ErrNotRegular = scope.ErrNotRegular
 	// ErrChanged: the file changed while it was being added or read.
-	ErrChanged = atfile.ErrChanged
+	ErrChanged = scope.ErrChanged
 )
 
 // Options bound a catalog. Zero fields mean the defaults
@@ -353,7 +353,7 @@ func openFault(id, path string, err error) error {
 
 func notRegular(id, label string, mode os.FileMode) error {
 	return fault.Wrap(fault.InvalidInput, ErrNotRegular,
-		"catalog entry %q: %s is not a regular file (%s); only regular files can be catalog entries", id, label, atfile.Kind(mode))
+		"catalog entry %q: %s is not a regular file (%s); only regular files can be catalog entries", id, label, scope.Kind(mode))
 }
 
 func tooLarge(id, label string, size, max int64) error {

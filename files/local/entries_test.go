@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // A listing's types, read from the directory, are what lstat says, for
@@ -24,13 +24,13 @@ func TestReadDirTypes(t *testing.T) {
 		func() error { return os.Symlink("file", filepath.Join(dir, "link")) },
 		func() error { return os.Symlink("/nowhere", filepath.Join(dir, "dangling")) },
 		func() error { return unix.Mkfifo(filepath.Join(dir, "fifo"), 0o600) },
-		func() error { return os.WriteFile(filepath.Join(dir, files.TempPrefix+"x"), nil, 0o600) },
+		func() error { return os.WriteFile(filepath.Join(dir, scope.StagingPrefix+"x"), nil, 0o600) },
 	} {
 		if err := mk(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	entries, total, err := f.p.ReadDir(ctx(t), f.root, "kinds", 0)
+	entries, total, err := readDir(f.p, ctx(t), in(f.root), "kinds", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/scope"
 )
 
-// FuzzPath resolves arbitrary caller paths with files.Resolve and opens them
+// FuzzPath resolves arbitrary caller paths in a scope and opens them
 // through the provider: whatever the path, nothing outside the root is
 // read, listed or stat'ed (the marker of the outside files never shows),
 // and every call returns.
@@ -17,19 +17,21 @@ func FuzzPath(f *testing.F) {
 		"a.txt", "..", "../outside/secret.txt", "link-out", "chain", "dir-out/secret.txt",
 		"dir-out/../root/a.txt", "sub/../../outside", "/etc/passwd", "%2e%2e/outside", "~/x",
 		"a.txt\x00", "fifo", "sock", "null", "devnull", "proc", "dangling", "sub/", "./sub//b.txt",
-		files.TempPrefix + "stray", strings.Repeat("a/", 3000),
+		scope.StagingPrefix + "stray", strings.Repeat("a/", 3000),
 	} {
 		f.Add(s)
 	}
 	fx := newFixture(f)
-	roots := []string{fx.root}
+	sc := in(fx.root)
 	f.Fuzz(func(t *testing.T, p string) {
-		root, rel, err := files.Resolve(roots, p)
+		tg, err := sc.Resolve(p)
 		if err != nil {
 			return
 		}
-		if root != fx.root {
-			t.Fatalf("resolved to another root %q", root)
+		rel := tg.Name()
+		tg.Close()
+		if tg.Root() != fx.root {
+			t.Fatalf("resolved to another root %q", tg.Root())
 		}
 		// "hard" is a hard link to an outside file: a file in the root,
 		// which the provider may read; it is the one marker exception.
@@ -43,12 +45,12 @@ func FuzzPath(f *testing.F) {
 			}
 		}
 		c := ctx(t)
-		data, _, err := fx.p.ReadAll(c, root, rel, 1<<16)
+		data, _, err := readAll(fx.p, c, sc, rel, 1<<16)
 		check("ReadAll", data, err)
-		if info, err := fx.p.Stat(c, root, rel); err == nil && strings.Contains(info.Name, "..") && info.Name != rel {
+		if info, err := stat(fx.p, c, sc, rel); err == nil && strings.Contains(info.Name, "..") && info.Name != rel {
 			t.Fatalf("Stat(%q) named %q", p, info.Name)
 		}
-		entries, _, err := fx.p.ReadDir(c, root, rel, 50)
+		entries, _, err := readDir(fx.p, c, sc, rel, 50)
 		for _, e := range entries {
 			if strings.Contains(e.Name, "secret") {
 				t.Fatalf("ReadDir(%q) listed %q", p, e.Name)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
@@ -34,7 +35,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	base := testkit.TempDir(t)
-	f := &fixture{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), p: New(nil)}
+	f := &fixture{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), p: New()}
 	mk := func(p string) {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
@@ -56,7 +57,7 @@ func newFixture(t testing.TB) *fixture {
 	put(filepath.Join(f.outside, "secret.txt"), marker, 0o644)
 	put(filepath.Join(f.root, "a.txt"), "alpha\n", 0o640)
 	put(filepath.Join(f.root, "sub", "b.txt"), "beta\n", 0o644)
-	put(filepath.Join(f.root, files.TempPrefix+"stray"), "half-written", 0o600)
+	put(filepath.Join(f.root, scope.StagingPrefix+"stray"), "half-written", 0o600)
 	link("a.txt", filepath.Join(f.root, "link-in"))
 	link(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.root, "link-out"))
 	link("../outside/secret.txt", filepath.Join(f.root, "link-rel-out"))
@@ -110,7 +111,7 @@ func TestOpenAndReadAll(t *testing.T) {
 		{"fifo", "", fault.InvalidInput},
 		{"sock", "", fault.InvalidInput},
 		{"null", "", fault.InvalidInput},
-		{files.TempPrefix + "stray", "", fault.InvalidInput},
+		{scope.StagingPrefix + "stray", "", fault.InvalidInput},
 		{"a.txt/x", "", fault.NotFound},
 		{"../outside/secret.txt", "", fault.Denied},
 	}
@@ -119,7 +120,7 @@ func TestOpenAndReadAll(t *testing.T) {
 			if c.name == "null" && !f.device {
 				t.Skip("cannot create a device node here (needs CAP_MKNOD)")
 			}
-			data, v, err := f.p.ReadAll(ctx(t), f.root, c.name, 1<<20)
+			data, v, err := readAll(f.p, ctx(t), in(f.root), c.name, 1<<20)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("ReadAll code %q (%v), want %q", got, err, c.code)
 			}
@@ -129,7 +130,7 @@ func TestOpenAndReadAll(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), f.root) {
 				t.Fatalf("error names the host path: %v", err)
 			}
-			file, err := f.p.Open(ctx(t), f.root, c.name)
+			file, err := open(f.p, ctx(t), in(f.root), c.name)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("Open code %q (%v), want %q", got, err, c.code)
 			}
@@ -161,10 +162,10 @@ func TestReadAllBound(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.root, "big"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := f.p.ReadAll(ctx(t), f.root, "big", 100); err != nil || len(got) != 100 {
+	if got, _, err := readAll(f.p, ctx(t), in(f.root), "big", 100); err != nil || len(got) != 100 {
 		t.Fatalf("at the bound: %d %v", len(got), err)
 	}
-	if _, _, err := f.p.ReadAll(ctx(t), f.root, "big", 99); fault.CodeOf(err) != fault.Limit {
+	if _, _, err := readAll(f.p, ctx(t), in(f.root), "big", 99); fault.CodeOf(err) != fault.Limit {
 		t.Fatalf("one past the bound: %v", err)
 	}
 }
@@ -183,11 +184,11 @@ func TestStat(t *testing.T) {
 		{"fifo", iofs.ModeNamedPipe, ""},
 		{"dir-out/secret.txt", 0, fault.Denied},
 		{"nope", 0, fault.NotFound},
-		{files.TempPrefix + "stray", 0, fault.InvalidInput},
+		{scope.StagingPrefix + "stray", 0, fault.InvalidInput},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			info, err := f.p.Stat(ctx(t), f.root, c.name)
+			info, err := stat(f.p, ctx(t), in(f.root), c.name)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -200,11 +201,11 @@ func TestStat(t *testing.T) {
 
 func TestReadDirAndWalk(t *testing.T) {
 	f := newFixture(t)
-	entries, total, err := f.p.ReadDir(ctx(t), f.root, ".", 3)
+	entries, total, err := readDir(f.p, ctx(t), in(f.root), ".", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, total2, err := f.p.ReadDir(ctx(t), f.root, ".", 0)
+	all, total2, err := readDir(f.p, ctx(t), in(f.root), ".", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,15 +213,15 @@ func TestReadDirAndWalk(t *testing.T) {
 		t.Fatalf("ReadDir: %d shown of %d; all %d of %d", len(entries), total, len(all), total2)
 	}
 	for _, e := range all {
-		if files.IsTempName(e.Name) {
+		if scope.IsStaging(e.Name) {
 			t.Fatalf("staging file listed: %s", e.Name)
 		}
 	}
-	if _, _, err := f.p.ReadDir(ctx(t), f.root, "dir-out", 0); fault.CodeOf(err) != fault.Denied {
+	if _, _, err := readDir(f.p, ctx(t), in(f.root), "dir-out", 0); fault.CodeOf(err) != fault.Denied {
 		t.Fatalf("listing a symlink out: %v", err)
 	}
 	var walked []string
-	err = f.p.Walk(ctx(t), f.root, ".", func(info files.Info) error {
+	err = walk(f.p, ctx(t), in(f.root), ".", func(info files.Info) error {
 		walked = append(walked, info.Name)
 		return nil
 	})
@@ -228,21 +229,21 @@ func TestReadDirAndWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	joined := strings.Join(walked, ",")
-	if strings.Contains(joined, "secret") || strings.Contains(joined, files.TempPrefix) || !strings.Contains(joined, "sub/b.txt") {
+	if strings.Contains(joined, "secret") || strings.Contains(joined, scope.StagingPrefix) || !strings.Contains(joined, "sub/b.txt") {
 		t.Fatalf("walk: %s", joined)
 	}
 	if walked[0] != "." {
 		t.Fatalf("walk starts at %q", walked[0])
 	}
 	n := 0
-	f.p.Walk(ctx(t), f.root, ".", func(files.Info) error { n++; return iofs.SkipAll })
+	walk(f.p, ctx(t), in(f.root), ".", func(files.Info) error { n++; return iofs.SkipAll })
 	if n != 1 {
 		t.Fatalf("SkipAll visited %d", n)
 	}
 	// A walk must start at a directory or a regular file: a FIFO is
 	// refused, not reported as an empty walk.
 	n = 0
-	err = f.p.Walk(ctx(t), f.root, "fifo", func(files.Info) error { n++; return nil })
+	err = walk(f.p, ctx(t), in(f.root), "fifo", func(files.Info) error { n++; return nil })
 	if fault.CodeOf(err) != fault.InvalidInput || n != 0 {
 		t.Fatalf("walk from a FIFO: %v, visited %d", err, n)
 	}
@@ -262,11 +263,11 @@ func TestReadDirEntryBound(t *testing.T) {
 		}
 		unix.Close(fd)
 	}
-	if _, total, err := f.p.ReadDir(ctx(t), f.root, "many", 10); err != nil || total != limits.WalkMaxFiles {
+	if _, total, err := readDir(f.p, ctx(t), in(f.root), "many", 10); err != nil || total != limits.WalkMaxFiles {
 		t.Fatalf("at the bound: %d %v", total, err)
 	}
 	os.WriteFile(filepath.Join(dir, "one-more"), nil, 0o644)
-	if _, _, err := f.p.ReadDir(ctx(t), f.root, "many", 10); fault.CodeOf(err) != fault.Limit {
+	if _, _, err := readDir(f.p, ctx(t), in(f.root), "many", 10); fault.CodeOf(err) != fault.Limit {
 		t.Fatalf("one past the bound: %v", err)
 	}
 }
@@ -312,14 +313,14 @@ func TestWrite(t *testing.T) {
 		{"fifo", "fifo", nil, fault.InvalidInput},
 		{"socket", "sock", nil, fault.InvalidInput},
 		{"root itself", ".", nil, fault.InvalidInput},
-		{"staging name", files.TempPrefix + "x", nil, fault.InvalidInput},
+		{"staging name", scope.StagingPrefix + "x", nil, fault.InvalidInput},
 		{"parent is a file", "a.txt/x", nil, fault.NotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := peek(filepath.Join(f.root, c.file))
 			content := []byte("new content of " + c.name)
-			v, err := f.p.Write(ctx(t), f.root, c.file, content, c.opts)
+			v, err := write(f.p, ctx(t), in(f.root), c.file, content, c.opts)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -355,7 +356,7 @@ func peek(p string) []byte {
 func assertNoStaging(t *testing.T, root string) {
 	t.Helper()
 	filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
-		if d != nil && strings.HasPrefix(d.Name(), files.TempPrefix) && d.Name() != files.TempPrefix+"stray" {
+		if d != nil && strings.HasPrefix(d.Name(), scope.StagingPrefix) && d.Name() != scope.StagingPrefix+"stray" {
 			t.Errorf("staging file left behind: %s", p)
 		}
 		return nil
@@ -364,13 +365,13 @@ func assertNoStaging(t *testing.T, root string) {
 
 func TestWriteKeepsModeAndReplacesHardLink(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.p.Write(ctx(t), f.root, "a.txt", []byte("changed"), nil); err != nil {
+	if _, err := write(f.p, ctx(t), in(f.root), "a.txt", []byte("changed"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Stat(filepath.Join(f.root, "a.txt")); st.Mode().Perm() != 0o640 {
 		t.Fatalf("mode %v, want 0640", st.Mode().Perm())
 	}
-	if _, err := f.p.Write(ctx(t), f.root, "fresh", []byte("x"), nil); err != nil {
+	if _, err := write(f.p, ctx(t), in(f.root), "fresh", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Stat(filepath.Join(f.root, "fresh")); st.Mode().Perm() != newFileMode {
@@ -384,7 +385,7 @@ func TestWriteKeepsModeAndReplacesHardLink(t *testing.T) {
 	if st.Nlink < 2 {
 		t.Fatalf("fixture: nlink %d", st.Nlink)
 	}
-	if _, err := f.p.Write(ctx(t), f.root, "hard", []byte("through the link?"), nil); err != nil {
+	if _, err := write(f.p, ctx(t), in(f.root), "hard", []byte("through the link?"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(secret); string(b) != marker {
@@ -415,13 +416,13 @@ func TestMove(t *testing.T) {
 		{"into itself", "sub2", "sub2/inner", fault.InvalidInput},
 		{"same", "sub2", "sub2", fault.InvalidInput},
 		{"out through symlinked dir", "n/m/a3.txt", "dir-out/x", fault.Denied},
-		{"staging source", files.TempPrefix + "stray", "s", fault.InvalidInput},
-		{"staging target", "n/m/a3.txt", files.TempPrefix + "y", fault.InvalidInput},
+		{"staging source", scope.StagingPrefix + "stray", "s", fault.InvalidInput},
+		{"staging target", "n/m/a3.txt", scope.StagingPrefix + "y", fault.InvalidInput},
 		{"root", ".", "x", fault.InvalidInput},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := f.p.Move(ctx(t), f.root, c.from, c.to)
+			err := move(f.p, ctx(t), in(f.root), c.from, c.to)
 			if got := fault.CodeOf(err); got != c.code {
 				t.Fatalf("code %q (%v), want %q", got, err, c.code)
 			}
@@ -471,13 +472,13 @@ func TestCanceledContext(t *testing.T) {
 	f := newFixture(t)
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := f.p.Write(c, f.root, "x", []byte("y"), nil); err == nil {
+	if _, err := write(f.p, c, in(f.root), "x", []byte("y"), nil); err == nil {
 		t.Fatal("write with a canceled context succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(f.root, "x")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("canceled write created the file")
 	}
-	if _, err := f.p.Open(c, f.root, "a.txt"); err == nil {
+	if _, err := open(f.p, c, in(f.root), "a.txt"); err == nil {
 		t.Fatal("open with a canceled context succeeded")
 	}
 }
@@ -497,16 +498,16 @@ func TestSymlinkHops(t *testing.T) {
 		}
 		return prev
 	}
-	if b, _, err := f.p.ReadAll(ctx(t), f.root, chain(limits.SymlinkMaxHops), 100); err != nil || string(b) != "alpha\n" {
+	if b, _, err := readAll(f.p, ctx(t), in(f.root), chain(limits.SymlinkMaxHops), 100); err != nil || string(b) != "alpha\n" {
 		t.Fatalf("%d links: %q %v", limits.SymlinkMaxHops, b, err)
 	}
-	if _, _, err := f.p.ReadAll(ctx(t), f.root, chain(limits.SymlinkMaxHops+1), 100); fault.CodeOf(err) != fault.Denied {
+	if _, _, err := readAll(f.p, ctx(t), in(f.root), chain(limits.SymlinkMaxHops+1), 100); fault.CodeOf(err) != fault.Denied {
 		t.Fatalf("%d links: %v, want denied", limits.SymlinkMaxHops+1, err)
 	}
-	if err := os.Symlink(files.TempPrefix+"stray", filepath.Join(f.root, "to-staging")); err != nil {
+	if err := os.Symlink(scope.StagingPrefix+"stray", filepath.Join(f.root, "to-staging")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.p.ReadAll(ctx(t), f.root, "to-staging", 100); fault.CodeOf(err) != fault.InvalidInput {
+	if _, _, err := readAll(f.p, ctx(t), in(f.root), "to-staging", 100); fault.CodeOf(err) != fault.InvalidInput {
 		t.Fatalf("symlink into the staging namespace: %v, want invalid_input", err)
 	}
 }

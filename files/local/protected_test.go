@@ -8,12 +8,14 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/internal/testkit"
 )
 
-// TestProtectedPaths drives the provider itself (no tool in front): a
-// write, move or mkdir of a protected path, as spelled or through a
-// symlink into .git, is denied and leaves the root as it was.
+// TestProtectedPaths drives the provider itself (no tool in front, no
+// check before the change): a write, move or mkdir of a protected path,
+// as spelled or through a symlink into .git, is denied by the scope's
+// target it is made through and leaves the root as it was.
 func TestProtectedPaths(t *testing.T) {
 	root := filepath.Join(testkit.TempDir(t), "root")
 	for _, d := range []string{".git/hooks", "sub"} {
@@ -27,7 +29,8 @@ func TestProtectedPaths(t *testing.T) {
 	if err := os.Symlink(".git", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	p := New(&Options{Protected: capability.NewProtected(".envrc")})
+	p := New()
+	sc := scope.In([]string{root}, capability.NewProtected(".envrc"))
 	names := func() string {
 		var out []string
 		filepath.WalkDir(root, func(path string, _ os.DirEntry, _ error) error { out = append(out, path); return nil })
@@ -38,16 +41,16 @@ func TestProtectedPaths(t *testing.T) {
 		op  string
 		err error
 	}{
-		{"write .git/config", writeErr(t, p, root, ".git/config")},
-		{"write capkit.toml", writeErr(t, p, root, "capkit.toml")},
-		{"write .envrc", writeErr(t, p, root, ".envrc")},
-		{"write link/hooks/pre-commit", writeErr(t, p, root, "link/hooks/pre-commit")},
-		{"write link/new/x", writeErr(t, p, root, "link/new/x")},
-		{"move .git away", p.Move(ctx(t), root, ".git", "old-git")},
-		{"move onto .git/a", p.Move(ctx(t), root, "a.txt", ".git/a")},
-		{"move into link/a", p.Move(ctx(t), root, "a.txt", "link/a")},
-		{"mkdir .git/new", mkdirErr(t, p, root, ".git/new")},
-		{"mkdir link/new", mkdirErr(t, p, root, "link/new")},
+		{"write .git/config", writeErr(t, p, sc, ".git/config")},
+		{"write capkit.toml", writeErr(t, p, sc, "capkit.toml")},
+		{"write .envrc", writeErr(t, p, sc, ".envrc")},
+		{"write link/hooks/pre-commit", writeErr(t, p, sc, "link/hooks/pre-commit")},
+		{"write link/new/x", writeErr(t, p, sc, "link/new/x")},
+		{"move .git away", move(p, ctx(t), sc, ".git", "old-git")},
+		{"move onto .git/a", move(p, ctx(t), sc, "a.txt", ".git/a")},
+		{"move into link/a", move(p, ctx(t), sc, "a.txt", "link/a")},
+		{"mkdir .git/new", mkdirErr(t, p, sc, ".git/new")},
+		{"mkdir link/new", mkdirErr(t, p, sc, "link/new")},
 	} {
 		if fault.CodeOf(c.err) != fault.Denied || !strings.Contains(c.err.Error(), "protected") {
 			t.Errorf("%s: %v, want denied saying the path is protected", c.op, c.err)
@@ -56,25 +59,25 @@ func TestProtectedPaths(t *testing.T) {
 	if after := names(); after != before {
 		t.Errorf("refused changes changed the root:\n%s\nwas\n%s", after, before)
 	}
-	if _, err := p.Write(ctx(t), root, "sub/ok.txt", []byte("ok"), nil); err != nil {
+	if _, err := write(p, ctx(t), sc, "sub/ok.txt", []byte("ok"), nil); err != nil {
 		t.Errorf("an ordinary write: %v", err)
 	}
 }
 
-func writeErr(t *testing.T, p *Provider, root, name string) error {
-	_, err := p.Write(ctx(t), root, name, []byte("evil"), nil)
+func writeErr(t *testing.T, p *Provider, sc *scope.Scope, name string) error {
+	_, err := write(p, ctx(t), sc, name, []byte("evil"), nil)
 	return err
 }
 
-func mkdirErr(t *testing.T, p *Provider, root, name string) error {
-	_, err := p.MakeDir(ctx(t), root, name)
+func mkdirErr(t *testing.T, p *Provider, sc *scope.Scope, name string) error {
+	_, err := makeDir(p, ctx(t), sc, name)
 	return err
 }
 
 // TestProtectedNameWhenGitIsALink: a .git that is itself a symbolic link
 // (into the root) is protected by its name too: the provider alone, with
 // no tool in front and no resolution of the link at start-up, refuses a
-// write or a mkdir in it.
+// write or a mkdir in it (the target's check by name).
 func TestProtectedNameWhenGitIsALink(t *testing.T) {
 	root := filepath.Join(testkit.TempDir(t), "root")
 	if err := os.MkdirAll(filepath.Join(root, "real"), 0o755); err != nil {
@@ -83,10 +86,11 @@ func TestProtectedNameWhenGitIsALink(t *testing.T) {
 	if err := os.Symlink("real", filepath.Join(root, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	p := New(&Options{Protected: capability.NewProtected()})
+	p := New()
+	sc := scope.In([]string{root}, capability.NewProtected())
 	for op, err := range map[string]error{
-		"write .git/config": writeErr(t, p, root, ".git/config"),
-		"mkdir .git/hooks":  mkdirErr(t, p, root, ".git/hooks"),
+		"write .git/config": writeErr(t, p, sc, ".git/config"),
+		"mkdir .git/hooks":  mkdirErr(t, p, sc, ".git/hooks"),
 	} {
 		if fault.CodeOf(err) != fault.Denied {
 			t.Errorf("%s: %v, want denied", op, err)

@@ -5,134 +5,52 @@ import (
 	"errors"
 	"io"
 	iofs "io/fs"
-	"os"
-	"path"
-	"slices"
-	"syscall"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
-func infoOf(name string, st atfile.Stat) files.Info {
+func infoOf(name string, st scope.Stat) files.Info {
 	return files.Info{Name: name, Size: st.Size, Mode: st.Mode, ModTime: st.ModTime}
 }
 
-// Stat describes name without following a final symlink.
-func (p *Provider) Stat(ctx context.Context, root, name string) (files.Info, error) {
+// Stat describes t without following a final symlink.
+func (p *Provider) Stat(ctx context.Context, t *scope.Target) (files.Info, error) {
 	if err := ctx.Err(); err != nil {
 		return files.Info{}, fault.As(err)
 	}
-	if err := checkName(name); err != nil {
-		return files.Info{}, err
-	}
-	r, release, err := p.root(root)
+	st, err := t.Lstat(t.Name())
 	if err != nil {
 		return files.Info{}, err
 	}
-	defer release()
-	if name == "." {
-		d, err := atfile.OpenDirIn(r, ".")
-		if err != nil {
-			return files.Info{}, err
-		}
-		defer d.Close()
-		st, err := atfile.Fstat(d.File())
-		return infoOf(name, st), err
-	}
-	d, base, err := openParent(r, name)
-	if err != nil {
-		return files.Info{}, err
-	}
-	defer d.Close()
-	st, err := d.Lstat(base, name)
-	if err != nil {
-		return files.Info{}, err
-	}
-	return infoOf(name, st), nil
+	return infoOf(t.Name(), st), nil
 }
 
-// Open opens a regular file for reading (see openRegular).
-func (p *Provider) Open(ctx context.Context, root, name string) (files.File, error) {
-	f, st, err := p.openRegular(ctx, root, name)
+// Open opens the regular file t names for reading, following a final
+// symlink only while it stays inside the root.
+func (p *Provider) Open(ctx context.Context, t *scope.Target) (files.File, error) {
+	f, st, err := openRegular(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	return &file{f: f, info: infoOf(name, st)}, nil
+	return &file{f: f, info: infoOf(t.Name(), st)}, nil
 }
 
-// openRegular opens the regular file name, following a final symlink only
-// while it stays inside the root.
-func (p *Provider) openRegular(ctx context.Context, root, name string) (*os.File, atfile.Stat, error) {
+// openRegular is scope.Target.OpenFollowing, for a live context.
+func openRegular(ctx context.Context, t *scope.Target) (regularFile, scope.Stat, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, atfile.Stat{}, fault.As(err)
+		return nil, scope.Stat{}, fault.As(err)
 	}
-	if err := checkName(name); err != nil {
-		return nil, atfile.Stat{}, err
+	if t.Name() == "." {
+		return nil, scope.Stat{}, scope.NotRegular("the root", iofs.ModeDir)
 	}
-	if name == "." {
-		return nil, atfile.Stat{}, atfile.NotRegular("the root", iofs.ModeDir)
-	}
-	r, release, err := p.root(root)
+	f, st, err := t.OpenFollowing(t.Name())
 	if err != nil {
-		return nil, atfile.Stat{}, err
+		return nil, scope.Stat{}, err
 	}
-	defer release()
-	cur := name
-	for hops, swaps := 0, 0; ; hops++ {
-		d, base, err := openParent(r, cur)
-		if err != nil {
-			return nil, atfile.Stat{}, err
-		}
-		f, st, err := d.OpenRegular(base, name)
-		if errors.Is(err, atfile.ErrChanged) && swaps < maxSwaps {
-			// Replaced by a rename between the look and the open, as an
-			// atomic write does: look again.
-			d.Close()
-			swaps++
-			continue
-		}
-		if !errors.Is(err, atfile.ErrSymlink) {
-			d.Close()
-			return f, st, err
-		}
-		target, err := d.Readlink(base, name)
-		d.Close()
-		if err != nil {
-			return nil, atfile.Stat{}, err
-		}
-		if hops == limits.SymlinkMaxHops {
-			return nil, atfile.Stat{}, fault.New(fault.Denied, "%s: more than %d symbolic links in a row", name, limits.SymlinkMaxHops)
-		}
-		if cur, err = follow(name, cur, target); err != nil {
-			return nil, atfile.Stat{}, err
-		}
-	}
-}
-
-// maxSwaps bounds how often openRegular looks again at a file replaced
-// while it was being opened.
-const maxSwaps = 3
-
-// follow returns the root-relative name the symlink cur, whose target is
-// target, points to: refused if it leads out of the root or into the
-// staging namespace.
-func follow(name, cur, target string) (string, error) {
-	if path.IsAbs(target) {
-		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link to an absolute path; it leads out of the root", name)
-	}
-	next := path.Join(path.Dir(cur), target)
-	switch {
-	case next == "..", len(next) > 2 && next[:3] == "../":
-		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link that leads out of the root", name)
-	case next == ".":
-		return "", fault.New(fault.InvalidInput, "%s is a symbolic link to the root directory, not a regular file", name)
-	case files.IsTempName(next):
-		return "", atfile.Reserved(name)
-	}
-	return next, nil
+	return f, st, nil
 }
 
 // file hashes what is read sequentially, so a reader that streams the
@@ -144,7 +62,7 @@ type file struct {
 	hash *files.VersionHash
 	eof  bool
 	// reg is f when the walk opened the file on a bare descriptor.
-	reg atfile.Regular
+	reg scope.Regular
 }
 
 func (f *file) Read(b []byte) (int, error) {
@@ -156,7 +74,7 @@ func (f *file) Read(b []byte) (int, error) {
 	if err == io.EOF {
 		f.eof = true
 	} else if err != nil {
-		err = atfile.Fault(err, f.info.Name)
+		err = scope.Fault(err, f.info.Name)
 	}
 	return n, err
 }
@@ -164,7 +82,7 @@ func (f *file) Read(b []byte) (int, error) {
 func (f *file) ReadAt(b []byte, off int64) (int, error) {
 	n, err := f.f.ReadAt(b, off)
 	if err != nil && err != io.EOF {
-		err = atfile.Fault(err, f.info.Name)
+		err = scope.Fault(err, f.info.Name)
 	}
 	return n, err
 }
@@ -181,68 +99,39 @@ func (f *file) Version() (files.Version, bool) {
 }
 
 // regularFile is what a file reads through: an *os.File, or a bare
-// descriptor (atfile.Regular) where the walk opened it.
+// descriptor (scope.Regular) where the walk opened it.
 type regularFile interface {
 	io.Reader
 	io.ReaderAt
 	io.Closer
 }
 
-// ReadAll reads a whole regular file of at most maxBytes bytes. A file that
-// grows past maxBytes while it is read is a limit failure too.
-func (p *Provider) ReadAll(ctx context.Context, root, name string, maxBytes int64) ([]byte, files.Version, error) {
-	f, st, err := p.openRegular(ctx, root, name)
-	if err != nil {
-		return nil, files.Version{}, err
+// ReadAll reads the whole regular file t names, of at most maxBytes bytes
+// (scope.Target.ReadAll): a file that grows past maxBytes while it is
+// read is a limit failure too.
+func (p *Provider) ReadAll(ctx context.Context, t *scope.Target, maxBytes int64) ([]byte, files.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, files.Version{}, fault.As(err)
 	}
-	defer f.Close()
-	data, err := readBounded(ctx, f, st.Size, maxBytes, name)
+	if t.Name() == "." {
+		return nil, files.Version{}, scope.NotRegular("the root", iofs.ModeDir)
+	}
+	data, err := t.ReadAll(ctx, maxBytes, t.Name())
 	if err != nil {
 		return nil, files.Version{}, err
 	}
 	return data, files.VersionOf(data), nil
 }
 
-// readBounded reads f to its end into one buffer sized from the stat size,
-// failing with limit past maxBytes.
-func readBounded(ctx context.Context, f *os.File, size, maxBytes int64, name string) ([]byte, error) {
-	if size > maxBytes {
-		return nil, fault.LimitExceeded(name+": file bytes", maxBytes, size)
-	}
-	buf := make([]byte, 0, size+1) // +1: EOF is seen without growing
-	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) > maxBytes {
-				return nil, fault.LimitExceeded(name+": file bytes", maxBytes, int64(len(buf)))
-			}
-			buf = slices.Grow(buf, int(min(int64(cap(buf)), maxBytes+1-int64(len(buf)))))
-		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, atfile.Fault(err, name)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fault.As(err)
-		}
-	}
-	if int64(len(buf)) > maxBytes {
-		return nil, fault.LimitExceeded(name+": file bytes", maxBytes, int64(len(buf)))
-	}
-	return buf, nil
-}
-
-// ReadDir lists a directory from its own entries: names and types as the
-// directory records them (atfile.Dir.ReadEntries), with no stat per entry.
-func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]files.DirEntry, int, error) {
-	d, err := p.openDir(ctx, root, name)
+// ReadDir lists the directory t names from its own entries: names and
+// types as the directory records them, with no stat per entry.
+func (p *Provider) ReadDir(ctx context.Context, t *scope.Target, max int) ([]files.DirEntry, int, error) {
+	d, err := openDir(ctx, t)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer d.Close()
+	name := t.Name()
 	entries, err := d.ReadEntries(ctx, limits.WalkMaxFiles, name)
 	if err != nil {
 		return nil, 0, err
@@ -258,49 +147,35 @@ func (p *Provider) ReadDir(ctx context.Context, root, name string, max int) ([]f
 	return out, total, nil
 }
 
-// openDir opens the directory name (followed if it is a symlink inside
+// openDir opens the directory t names (followed if it is a symlink inside
 // the root).
-func (p *Provider) openDir(ctx context.Context, root, name string) (*atfile.Dir, error) {
+func openDir(ctx context.Context, t *scope.Target) (*scope.Dir, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fault.As(err)
 	}
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	r, release, err := p.root(root)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	d, err := atfile.OpenDirIn(r, name)
-	if errors.Is(err, syscall.ENOTDIR) {
-		if fi, serr := r.Stat(name); serr == nil && !fi.IsDir() {
-			return nil, atfile.NotDir(name, fi.Mode())
-		}
-	}
-	return d, err
+	return t.OpenDir(t.Name())
 }
 
-// Walk visits name and everything under it in lexical order. name itself
-// is followed if it is a symlink that stays inside the root; nothing under
-// it is (atfile.Walk: it descends only by opening a name inside an open
+// Walk visits t and everything under it in lexical order. t itself is
+// followed if it is a symlink that stays inside the root; nothing under
+// it is (scope.Walk: it descends only by opening a name inside an open
 // directory with O_NOFOLLOW, checking it is the directory it examined).
-func (p *Provider) Walk(ctx context.Context, root, name string, fn files.WalkFunc) error {
-	return p.walkOpen(ctx, root, name, false, func(info files.Info, _ files.WalkDir) error { return fn(info) })
+func (p *Provider) Walk(ctx context.Context, t *scope.Target, fn files.WalkFunc) error {
+	return walkOpen(ctx, t, false, func(info files.Info, _ files.WalkDir) error { return fn(info) })
 }
 
 // walkFile is Walk of a name that is not a directory: a regular file is
 // its own walk; anything else is refused.
-func (p *Provider) walkFile(ctx context.Context, root, name string, fn files.WalkFunc) error {
-	f, st, err := p.openRegular(ctx, root, name)
-	if errors.Is(err, atfile.ErrNotRegular) {
-		return fault.New(fault.InvalidInput, "%s: not a directory or regular file", name)
+func walkFile(ctx context.Context, t *scope.Target, fn files.WalkFunc) error {
+	f, st, err := openRegular(ctx, t)
+	if errors.Is(err, scope.ErrNotRegular) {
+		return fault.New(fault.InvalidInput, "%s: not a directory or regular file", t.Name())
 	}
 	if err != nil {
 		return err
 	}
 	f.Close()
-	if err := fn(infoOf(name, st)); err != nil && err != iofs.SkipDir && err != iofs.SkipAll {
+	if err := fn(infoOf(t.Name(), st)); err != nil && err != iofs.SkipDir && err != iofs.SkipAll {
 		return err
 	}
 	return nil

@@ -12,33 +12,34 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
 var _ files.OpenWalker = (*Provider)(nil)
 
 // WalkOpen is Walk with an opener relative to the directory being walked
-// (atfile.Dir.OpenRegular: no symlink, no special file, no staging name,
+// (scope.Dir.OpenRegular: no symlink, no special file, no staging name,
 // no pseudo-filesystem, no swap between look and open). A regular file
 // or directory is passed with its type only (Size -1): the walk does not
-// stat it (atfile.WalkBounds.TypesOnly), and the opener's File has a
+// stat it (scope.WalkBounds.TypesOnly), and the opener's File has a
 // file's metadata.
-func (p *Provider) WalkOpen(ctx context.Context, root, name string, fn files.WalkOpenFunc) error {
-	return p.walkOpen(ctx, root, name, true, fn)
+func (p *Provider) WalkOpen(ctx context.Context, t *scope.Target, fn files.WalkOpenFunc) error {
+	return walkOpen(ctx, t, true, fn)
 }
 
-// walkOpen is WalkOpen; typesOnly as in atfile.WalkBounds.
-func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bool, fn files.WalkOpenFunc) error {
-	d, err := p.openDir(ctx, root, name)
-	if fault.CodeOf(err) == fault.NotFound || errors.Is(err, atfile.ErrNotDir) {
-		return p.walkFile(ctx, root, name, func(info files.Info) error { return fn(info, nil) })
+// walkOpen is WalkOpen; typesOnly as in scope.WalkBounds.
+func walkOpen(ctx context.Context, t *scope.Target, typesOnly bool, fn files.WalkOpenFunc) error {
+	name := t.Name()
+	d, err := openDir(ctx, t)
+	if fault.CodeOf(err) == fault.NotFound || errors.Is(err, scope.ErrNotDir) {
+		return walkFile(ctx, t, func(info files.Info) error { return fn(info, nil) })
 	}
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	st, err := atfile.Fstat(d.File())
+	st, err := d.Stat()
 	if err != nil {
 		return err
 	}
@@ -48,12 +49,12 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 		}
 		return err
 	}
-	var listings [][]atfile.Entry // by depth: the listings of the directories being walked
-	bounds := atfile.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth, TypesOnly: typesOnly,
-		OnList: func(depth int, entries []atfile.Entry) {
+	var listings [][]scope.Entry // by depth: the listings of the directories being walked
+	bounds := scope.WalkBounds{Names: math.MaxInt, DirNames: limits.WalkMaxFiles, Depth: limits.WalkMaxDepth, TypesOnly: typesOnly,
+		OnList: func(depth int, entries []scope.Entry) {
 			listings = append(listings[:depth], entries)
 		}}
-	err = atfile.Walk(ctx, d, bounds, func(rel string, depth int, st atfile.Stat, parent *atfile.Dir, base string) (bool, error) {
+	err = scope.Walk(ctx, d, bounds, func(rel string, depth int, st scope.Stat, parent *scope.Dir, base string) (bool, error) {
 		full := join(name, rel)
 		// An entry the walk did not look at (listed as regular) is opened
 		// as listed; any other name is looked at before it is opened.
@@ -81,22 +82,22 @@ func (p *Provider) walkOpen(ctx context.Context, root, name string, typesOnly bo
 
 // walkDir is the directory d of the walk, named dir in results; listed
 // is the name of its entry that was just listed as a regular file and not
-// looked at (opened with atfile.Dir.OpenListedFD), "" if none, and
+// looked at (opened with scope.Dir.OpenListedFD), "" if none, and
 // listedName that entry's name in results: any other name is looked at
 // before it is opened (OpenRegular).
 type walkDir struct {
-	d          *atfile.Dir
+	d          *scope.Dir
 	dir        string
 	listed     string
 	listedName string
-	listing    []atfile.Entry // of d, in name order
+	listing    []scope.Entry // of d, in name order
 	// held is set by the first Hold, whose release is the walkDir's own
 	// (grep holds each entry's once: one allocation less per file).
 	held, released atomic.Bool
 }
 
 func (w *walkDir) Listed(base string) bool {
-	_, ok := slices.BinarySearchFunc(w.listing, base, func(e atfile.Entry, name string) int { return strings.Compare(e.Name, name) })
+	_, ok := slices.BinarySearchFunc(w.listing, base, func(e scope.Entry, name string) int { return strings.Compare(e.Name, name) })
 	return ok
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // TestWalkOpen: the opener reads the regular files of the directory being
@@ -26,18 +27,18 @@ func TestWalkOpen(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(root, "d", "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(root, "d", files.TempPrefix+"x"), []byte("staged"), 0o644)
-	p := New(nil)
+	os.WriteFile(filepath.Join(root, "d", scope.StagingPrefix+"x"), []byte("staged"), 0o644)
+	p := New()
 	got := map[string]fault.Code{}
 	var content string
-	err := p.WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
+	err := walkOpenIn(p, context.Background(), in(root), "d", func(info files.Info, dir files.WalkDir) error {
 		if info.Name == "d" {
 			if dir != nil {
 				t.Error("a directory for the walk's start")
 			}
 			return nil
 		}
-		for _, base := range []string{path.Base(info.Name), files.TempPrefix + "x", "../outside", "", "."} {
+		for _, base := range []string{path.Base(info.Name), scope.StagingPrefix + "x", "../outside", "", "."} {
 			f, err := dir.Open(base)
 			key := info.Name + " " + base
 			got[key] = fault.CodeOf(err)
@@ -59,7 +60,7 @@ func TestWalkOpen(t *testing.T) {
 	}
 	want := map[string]fault.Code{
 		"d/a.txt a.txt": "", "d/link link": fault.Denied, "d/fifo fifo": fault.InvalidInput,
-		"d/a.txt " + files.TempPrefix + "x": fault.InvalidInput, "d/a.txt ../outside": fault.InvalidInput,
+		"d/a.txt " + scope.StagingPrefix + "x": fault.InvalidInput, "d/a.txt ../outside": fault.InvalidInput,
 		"d/a.txt ": fault.InvalidInput, "d/a.txt .": fault.InvalidInput,
 	}
 	for k, code := range want {
@@ -102,7 +103,7 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 			var walkErr error
 			go func() {
 				defer close(done)
-				walkErr = New(nil).WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
+				walkErr = walkOpenIn(New(), context.Background(), in(root), "d", func(info files.Info, dir files.WalkDir) error {
 					if info.Name == "d" {
 						return nil
 					}
@@ -158,15 +159,15 @@ func TestWalkOpenHeld(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "d", "b"), []byte("beta\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "d", "e", "c"), []byte("gamma\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "outside"), []byte("secret\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "d", files.TempPrefix+"x"), []byte("staged"), 0o644)
+	os.WriteFile(filepath.Join(root, "d", scope.StagingPrefix+"x"), []byte("staged"), 0o644)
 	type held struct {
 		name    string
 		dir     files.WalkDir
 		release func()
 	}
 	var hs []held
-	err := New(nil).WalkOpen(context.Background(), root, "d", func(info files.Info, dir files.WalkDir) error {
-		if dir != nil && (!dir.Listed(path.Base(info.Name)) || dir.Listed("absent") || dir.Listed(files.TempPrefix+"x")) {
+	err := walkOpenIn(New(), context.Background(), in(root), "d", func(info files.Info, dir files.WalkDir) error {
+		if dir != nil && (!dir.Listed(path.Base(info.Name)) || dir.Listed("absent") || dir.Listed(scope.StagingPrefix+"x")) {
 			t.Errorf("%s: the listing of its directory does not have it, or has others", info.Name)
 		}
 		if info.IsRegular() {

@@ -6,21 +6,20 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // newFileMode is the mode of a file Write creates.
 const newFileMode = 0o644
 
-// Write atomically creates or replaces name with data (atfile.Dir.Replace).
-// See the package comment for what it guarantees.
-func (p *Provider) Write(ctx context.Context, root, name string, data []byte, opts *files.WriteOptions) (files.Version, error) {
+// Write atomically creates or replaces the file t names with data
+// (scope.Target.Replace, making missing parents). See the package comment
+// for what it guarantees.
+func (p *Provider) Write(ctx context.Context, t *scope.Target, data []byte, opts *files.WriteOptions) (files.Version, error) {
 	if err := ctx.Err(); err != nil {
 		return files.Version{}, fault.As(err)
 	}
-	if err := checkName(name); err != nil {
-		return files.Version{}, err
-	}
+	name := t.Name()
 	if name == "." {
 		return files.Version{}, fault.New(fault.InvalidInput, "the root itself is a directory, not a file")
 	}
@@ -28,25 +27,12 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 	if opts != nil {
 		o = *opts
 	}
-	r, release, err := p.root(root)
-	if err != nil {
-		return files.Version{}, err
-	}
-	defer release()
-	d, base, err := p.makeParent(r, root, name)
-	if err != nil {
-		return files.Version{}, err
-	}
-	defer d.Close()
-	if err := atfile.CheckOpened([]string{root}, root, d, base, name, p.protected.CheckWrite); err != nil {
-		return files.Version{}, err
-	}
-	ro := &atfile.ReplaceOptions{Role: name, Mode: newFileMode, NoReplace: o.Guard && o.Expect.IsZero()}
+	ro := &scope.ReplaceOptions{Role: name, Mode: newFileMode, NoReplace: o.Guard && o.Expect.IsZero(), MakeParents: true}
 	if o.Guard {
-		ro.Check = func(exists bool, cur atfile.Stat) error { return checkGuard(ctx, d, base, name, o.Expect, exists, cur) }
+		ro.Check = func(exists bool, cur scope.Stat) error { return checkGuard(ctx, t, o.Expect, exists, cur) }
 	}
 	write := func(f *os.File) error { _, err := f.Write(data); return err }
-	if err := d.Replace(ctx, base, write, ro); err != nil {
+	if err := t.Replace(ctx, write, ro); err != nil {
 		if fault.CodeOf(err) == fault.Conflict && ro.NoReplace {
 			return files.Version{}, createdMeanwhile(name)
 		}
@@ -57,13 +43,13 @@ func (p *Provider) Write(ctx context.Context, root, name string, data []byte, op
 
 // checkGuard is a guarded write's precondition (files.Guard.Holds); a
 // file of another size than expected is not read.
-func checkGuard(ctx context.Context, d *atfile.Dir, base, name string, expect files.Version, exists bool, cur atfile.Stat) error {
+func checkGuard(ctx context.Context, t *scope.Target, expect files.Version, exists bool, cur scope.Stat) error {
 	g := files.Guard{Enabled: true, Version: expect}
-	return g.Holds(name, exists, func() (files.Version, error) {
+	return g.Holds(t.Name(), exists, func() (files.Version, error) {
 		if cur.Size != expect.Size() {
 			return files.Version{}, nil
 		}
-		return version(ctx, d, base, name)
+		return version(ctx, t)
 	})
 }
 
@@ -73,17 +59,17 @@ func createdMeanwhile(name string) error {
 	return files.Guard{Enabled: true}.Holds(name, true, nil)
 }
 
-// version reads the regular file base in d, never following a symlink or
+// version reads the regular file t names, never following a symlink or
 // blocking on anything else, and returns its version.
-func version(ctx context.Context, d *atfile.Dir, base, name string) (files.Version, error) {
-	f, _, err := d.OpenRegular(base, name)
+func version(ctx context.Context, t *scope.Target) (files.Version, error) {
+	f, _, err := t.OpenRegular(t.Name())
 	if err != nil {
 		return files.Version{}, err
 	}
 	defer f.Close()
 	v, err := files.ReadVersion(ctx, f)
 	if err != nil {
-		return files.Version{}, atfile.Fault(err, name)
+		return files.Version{}, scope.Fault(err, t.Name())
 	}
 	return v, nil
 }

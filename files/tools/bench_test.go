@@ -45,7 +45,7 @@ func newBenchEnv(b *testing.B, file, content string) *benchEnv {
 	}
 	return &benchEnv{
 		s:   s,
-		x:   &executor{provider: local.New(nil), events: ev},
+		x:   &executor{provider: local.New(), events: ev},
 		req: request{session: s, caps: s.Capabilities(), maxOutput: limits.FileToolsReadOutputBytes},
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/internal/testkit"
 )
 
@@ -55,7 +55,7 @@ func TestCrashLeavesOldOrNew(t *testing.T) {
 		}
 		entries, _ := os.ReadDir(root)
 		for _, e := range entries {
-			if !files.IsTempName(e.Name()) {
+			if !scope.IsStaging(e.Name()) {
 				continue
 			}
 			staged++
@@ -71,7 +71,7 @@ func TestCrashLeavesOldOrNew(t *testing.T) {
 			{Glob, obj{"pattern": ".*"}},
 			{Grep, obj{"pattern": "a", "head_limit": 1}},
 		} {
-			if text := mustCall(t, s, c.tool, c.args); strings.Contains(text, files.TempPrefix) {
+			if text := mustCall(t, s, c.tool, c.args); strings.Contains(text, scope.StagingPrefix) {
 				t.Fatalf("%s served a staging file:\n%s", c.tool, text)
 			}
 		}

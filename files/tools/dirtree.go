@@ -67,17 +67,18 @@ func (x *executor) dirTree(ctx context.Context, req request, in TreeArgs) (TreeR
 	if p == "" {
 		p = "."
 	}
-	t, err := resolve(req.caps, capability.List, p)
+	t, err := x.resolve(req.caps, capability.List, p)
 	if err != nil {
 		return TreeResult{}, err
 	}
+	defer t.Close()
 	budget := int(textBudget(req.maxOutput))
 	res := TreeResult{Path: t.display}
 	var b strings.Builder
 	b.WriteString(t.display)
 	b.WriteString("/\n")
 	w := walker{base: t.name}
-	err = x.provider.Walk(ctx, t.root, t.name, func(info files.Info) error {
+	err = x.provider.Walk(ctx, t.Target, func(info files.Info) error {
 		rel, depth, skip := w.visit(info)
 		if rel == "" {
 			if !info.IsDir() {

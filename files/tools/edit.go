@@ -95,7 +95,8 @@ func (x *executor) editFile(ctx context.Context, req request, in EditArgs) (Edit
 	if err != nil {
 		return EditResult{}, err
 	}
-	data, cur, err := x.provider.ReadAll(ctx, t.root, t.name, limits.EditMaxFileBytes)
+	defer t.Close()
+	data, cur, err := x.provider.ReadAll(ctx, t.Target, limits.EditMaxFileBytes)
 	if err != nil {
 		return EditResult{}, err
 	}
@@ -119,7 +120,7 @@ func (x *executor) editFile(ctx context.Context, req request, in EditArgs) (Edit
 		res.diff = "dry run, nothing written: " + res.diff
 		return res, nil
 	}
-	v, err := x.provider.Write(ctx, t.root, t.name, out, &files.WriteOptions{Guard: e.Guard.Enabled, Expect: e.Guard.Version})
+	v, err := x.provider.Write(ctx, t.Target, out, &files.WriteOptions{Guard: e.Guard.Enabled, Expect: e.Guard.Version})
 	if err != nil {
 		return EditResult{}, err
 	}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,7 +9,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 )
 
 // executor runs the tools: scope, IO through the provider, windowing, and
@@ -19,8 +20,10 @@ type executor struct {
 	protected capability.Protected
 }
 
-// target is a path resolved for one effect.
+// target is a path resolved in the scope of one effect's roots. Close
+// it when the call is done.
 type target struct {
+	*scope.Target
 	root, name string
 	// display is how results name it: root-relative under the effect's
 	// first root (where relative paths start: the first writable root),
@@ -29,59 +32,51 @@ type target struct {
 }
 
 // resolve maps a caller's path onto a root the session's capabilities
-// grant effect on. A path that lies under a root granted only other
-// effects (a write under a read-only root) is denied with a message that
-// says so.
-func resolve(caps capability.Set, effect capability.Effect, p string) (target, error) {
-	roots := caps.Roots(effect)
-	root, rel, err := files.Resolve(roots, p)
+// grant effect on (scope.Scope.Resolve: a path that lies under a root
+// granted only other effects, a write under a read-only root, is denied
+// with a message that says so).
+func (x *executor) resolve(caps capability.Set, effect capability.Effect, p string) (target, error) {
+	t, err := scope.New(caps, effect, x.protected).Resolve(p)
 	if err != nil {
-		if fault.CodeOf(err) == fault.Denied && len(roots) > 0 {
-			if _, _, other := files.Resolve(caps.AllRoots(), p); other == nil && filepath.IsAbs(p) {
-				return target{}, fault.New(fault.Denied, "%s is not granted under that root (it may be read-only)", effect)
-			}
-		}
 		return target{}, err
 	}
-	return target{root: root, name: rel, display: display(roots, root, rel)}, nil
+	return target{Target: t, root: t.Root(), name: t.Name(), display: t.Display()}, nil
 }
 
 // resolveChange is resolve for a path the tool creates, replaces or
 // removes: a protected path of any of the effect's roots (or one under
 // it), as spelled or as reached through a symlink, is denied before the
-// file policy asks for a read. files/local checks again on the directory
-// it changes.
+// file policy asks for a read (scope.Target.CheckWrite; the change itself
+// is made through the directory this checked).
 func (x *executor) resolveChange(caps capability.Set, effect capability.Effect, p string) (target, error) {
-	t, err := resolve(caps, effect, p)
+	t, err := x.resolve(caps, effect, p)
 	if err != nil {
 		return target{}, err
 	}
-	return t, atfile.CheckBoth(caps.Roots(effect), t.root, t.name, x.protected.CheckWrite)
+	if err := t.CheckWrite(); err != nil {
+		t.Close()
+		return target{}, err
+	}
+	return t, nil
 }
 
 // resolveRename is resolve for either end of a move: a protected path,
 // one under it or one holding it is denied.
 func (x *executor) resolveRename(caps capability.Set, effect capability.Effect, p string) (target, error) {
-	t, err := resolve(caps, effect, p)
+	t, err := x.resolve(caps, effect, p)
 	if err != nil {
 		return target{}, err
 	}
-	return t, atfile.CheckBoth(caps.Roots(effect), t.root, t.name, x.protected.CheckRename)
-}
-
-func display(roots []string, root, rel string) string {
-	if len(roots) > 0 && root == roots[0] {
-		return rel
+	if err := t.CheckRename(); err != nil {
+		t.Close()
+		return target{}, err
 	}
-	if rel == "." {
-		return root
-	}
-	return root + "/" + rel
+	return t, nil
 }
 
 // child is how results name an entry found under t (name is
 // root-relative).
-func (t target) child(roots []string, name string) string { return display(roots, t.root, name) }
+func (t target) child(name string) string { return t.Child(name) }
 
 // request is what a handler needs of its call: who asks (the file policy
 // keys its observations by session), what they hold, and how many bytes
@@ -122,4 +117,33 @@ func where(err error, caps capability.Set, p string, t target) error {
 		msg += "; a file in another root is named by its absolute path (other roots: " + strings.Join(others, ", ") + ")"
 	}
 	return fault.Wrap(fault.NotFound, fe.Err, "%s", msg)
+}
+
+// statAt, openAt and readAllAt are the provider's Stat, Open and ReadAll
+// of name, an entry a walk or listing of t's root found.
+func (x *executor) statAt(ctx context.Context, t target, name string) (files.Info, error) {
+	c, err := t.At(name)
+	if err != nil {
+		return files.Info{}, err
+	}
+	defer c.Close()
+	return x.provider.Stat(ctx, c)
+}
+
+func (x *executor) openAt(ctx context.Context, t target, name string) (files.File, error) {
+	c, err := t.At(name)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return x.provider.Open(ctx, c)
+}
+
+func (x *executor) readAllAt(ctx context.Context, t target, name string, maxBytes int64) ([]byte, files.Version, error) {
+	c, err := t.At(name)
+	if err != nil {
+		return nil, files.Version{}, err
+	}
+	defer c.Close()
+	return x.provider.ReadAll(ctx, c, maxBytes)
 }

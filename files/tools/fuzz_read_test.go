@@ -36,7 +36,7 @@ func FuzzReadWindow(f *testing.F) {
 	if err := policy.Attach(ev); err != nil {
 		f.Fatal(err)
 	}
-	x := &executor{provider: local.New(nil), events: ev}
+	x := &executor{provider: local.New(), events: ev}
 	s := newSession(f, newRuntime(f, nil), allEffects, root)
 	f.Fuzz(func(t *testing.T, content []byte, offset, limit, tail, bound int) {
 		if offset < 0 || limit < 0 || tail < 0 || offset > 1<<20 || limit > 1<<20 || tail > limits.ReadTailMaxLines || bound < 2048 || bound > 1<<20 {

@@ -80,10 +80,11 @@ func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (*globPag
 	if base != "." {
 		dir = path.Join(dir, base)
 	}
-	t, err := resolve(req.caps, capability.List, dir)
+	t, err := x.resolve(req.caps, capability.List, dir)
 	if err != nil {
 		return nil, err
 	}
+	defer t.Close()
 	maxDepth := limits.WalkMaxDepth
 	if !strings.Contains(pattern, "**") {
 		maxDepth = min(maxDepth, strings.Count(pattern, "/")+1)
@@ -91,7 +92,7 @@ func (x *executor) glob(ctx context.Context, req request, in GlobArgs) (*globPag
 	var res GlobResult
 	var found []globMatch
 	w := walker{base: t.name}
-	err = x.provider.Walk(ctx, t.root, t.name, func(info files.Info) error {
+	err = x.provider.Walk(ctx, t.Target, func(info files.Info) error {
 		rel, depth, skip := w.visit(info)
 		if skip != nil {
 			return skip
@@ -139,7 +140,7 @@ func newGlobPage(res GlobResult, found []globMatch, offset, limit int, t target,
 	res.Total, res.Offset = len(found), offset
 	p := &globPage{counts: res}
 	for _, m := range found[min(offset, len(found)):min(offset+limit, len(found))] {
-		p.paths = append(p.paths, t.child(roots, m.name))
+		p.paths = append(p.paths, t.child(m.name))
 	}
 	return p
 }

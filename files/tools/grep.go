@@ -87,10 +87,11 @@ func (x *executor) grep(ctx context.Context, req request, in GrepArgs) (*grepPag
 	if dir == "" {
 		dir = "."
 	}
-	t, err := resolve(req.caps, capability.Search, dir)
+	t, err := x.resolve(req.caps, capability.Search, dir)
 	if err != nil {
 		return nil, err
 	}
+	defer t.Close()
 	g := newGrepRun(x, plan, t, req.caps.Roots(capability.Search))
 	if err := g.run(ctx); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/files/local"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -27,8 +28,8 @@ type heldCounting struct {
 	slowOpens bool
 }
 
-func (p *heldCounting) WalkOpen(ctx context.Context, root, name string, fn files.WalkOpenFunc) error {
-	return p.Provider.WalkOpen(ctx, root, name, func(info files.Info, dir files.WalkDir) error {
+func (p *heldCounting) WalkOpen(ctx context.Context, t *scope.Target, fn files.WalkOpenFunc) error {
+	return p.Provider.WalkOpen(ctx, t, func(info files.Info, dir files.WalkDir) error {
 		if dir != nil {
 			dir = &countedDir{WalkDir: dir, p: p, name: path.Dir(info.Name)}
 		}
@@ -75,7 +76,7 @@ func TestGrepHoldsFewDirectories(t *testing.T) {
 	for i := range dirs {
 		writeFile(t, filepath.Join(root, fmt.Sprintf("d%03d", i), "f.txt"), "match\n")
 	}
-	p := &heldCounting{Provider: local.New(nil), held: map[string]int{}, slowOpens: true}
+	p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
 	s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
 	res := mustResult(t, s, Grep, obj{"pattern": "match", "output_mode": "count"})
 	if want := fmt.Sprintf("(%d files with matches)", dirs); !strings.Contains(res.Text, want) {
@@ -96,7 +97,7 @@ func TestGrepReleasesHoldsWhenCancelled(t *testing.T) {
 	}
 	held := 0 // the most directories any of the cancelled calls held
 	for _, after := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 40 * time.Millisecond, 160 * time.Millisecond} {
-		p := &heldCounting{Provider: local.New(nil), held: map[string]int{}, slowOpens: true}
+		p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
 		s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
 		ctx, cancel := context.WithTimeout(context.Background(), after)
 		_, err := s.Call(ctx, Grep, json.RawMessage(`{"pattern": "match", "output_mode": "count"}`))
@@ -144,7 +145,7 @@ func TestGrepBatchKeepsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGrepRun(&executor{provider: local.New(nil)}, plan, target{root: root, name: "."}, []string{root})
+	g := newGrepRun(&executor{provider: local.New()}, plan, rootTarget(t, root), []string{root})
 	b := &grepBatch{jobs: jobs}
 	g.searchBatch(context.Background(), b)
 	kept, counted := 0, 0
@@ -169,7 +170,7 @@ func TestGrepBatchEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(names []string) []int {
-		g := newGrepRun(&executor{provider: local.New(nil)}, plan, target{root: t.TempDir(), name: "."}, nil)
+		g := newGrepRun(&executor{provider: local.New()}, plan, rootTarget(t, t.TempDir()), nil)
 		g.window = make(chan struct{}, len(names)+1)
 		batches := make(chan *grepBatch, len(names)+1)
 		for _, n := range names {

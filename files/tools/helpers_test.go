@@ -8,6 +8,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files/policy"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
@@ -108,3 +109,14 @@ func readFile(t testing.TB, path string) string {
 }
 
 type obj = map[string]any
+
+// rootTarget is the target of root itself, closed when the test ends.
+func rootTarget(tb testing.TB, root string) target {
+	tb.Helper()
+	t, err := scope.In([]string{root}, capability.Protected{}).Resolve(".")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { t.Close() })
+	return target{Target: t, root: t.Root(), name: t.Name(), display: t.Display()}
+}

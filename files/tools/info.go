@@ -32,11 +32,12 @@ type InfoResult struct {
 func (r InfoResult) ToolText() string { return r.text }
 
 func (x *executor) fileInfo(ctx context.Context, req request, in InfoArgs) (InfoResult, error) {
-	t, err := resolve(req.caps, capability.List, in.Path)
+	t, err := x.resolve(req.caps, capability.List, in.Path)
 	if err != nil {
 		return InfoResult{}, err
 	}
-	info, err := x.provider.Stat(ctx, t.root, t.name)
+	defer t.Close()
+	info, err := x.provider.Stat(ctx, t.Target)
 	if err != nil {
 		return InfoResult{}, err
 	}
@@ -78,10 +79,11 @@ func (x *executor) createDirectory(ctx context.Context, req request, in MkdirArg
 	if err != nil {
 		return MkdirResult{}, err
 	}
+	defer t.Close()
 	if t.name == "." {
 		return MkdirResult{Path: t.display}, nil
 	}
-	created, err := dm.MakeDir(ctx, t.root, t.name)
+	created, err := dm.MakeDir(ctx, t.Target)
 	if err != nil {
 		return MkdirResult{}, err
 	}

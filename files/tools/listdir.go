@@ -62,11 +62,12 @@ func (x *executor) listDir(ctx context.Context, req request, in ListArgs) (ListR
 	if p == "" {
 		p = "."
 	}
-	t, err := resolve(req.caps, capability.List, p)
+	t, err := x.resolve(req.caps, capability.List, p)
 	if err != nil {
 		return ListResult{}, err
 	}
-	entries, total, err := x.provider.ReadDir(ctx, t.root, t.name, offset+limit)
+	defer t.Close()
+	entries, total, err := x.provider.ReadDir(ctx, t.Target, offset+limit)
 	if err != nil {
 		return ListResult{}, where(err, req.caps, p, t)
 	}
@@ -79,7 +80,7 @@ func (x *executor) listDir(ctx context.Context, req request, in ListArgs) (ListR
 	res := ListResult{Path: t.display, Offset: offset, Total: total}
 	fitted := false
 	for _, e := range entries {
-		line, err := x.entryLine(ctx, t.root, e, in.Details)
+		line, err := x.entryLine(ctx, t, e, in.Details)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -101,7 +102,7 @@ func (x *executor) listDir(ctx context.Context, req request, in ListArgs) (ListR
 
 // entryLine renders one entry; with details it stats the entry (an entry
 // gone since the listing is shown as such).
-func (x *executor) entryLine(ctx context.Context, root string, e files.DirEntry, details bool) (string, error) {
+func (x *executor) entryLine(ctx context.Context, t target, e files.DirEntry, details bool) (string, error) {
 	var b strings.Builder
 	b.WriteString(path.Base(e.Name))
 	switch {
@@ -113,7 +114,7 @@ func (x *executor) entryLine(ctx context.Context, root string, e files.DirEntry,
 		b.WriteString("  (special file)")
 	}
 	if details {
-		info, err := x.provider.Stat(ctx, root, e.Name)
+		info, err := x.statAt(ctx, t, e.Name)
 		switch {
 		case fault.CodeOf(err) == fault.NotFound:
 			b.WriteString("  (removed since listed)")

@@ -30,14 +30,16 @@ func (x *executor) moveFile(ctx context.Context, req request, in MoveArgs) (Move
 	if err != nil {
 		return MoveResult{}, err
 	}
+	defer from.Close()
 	to, err := x.resolveRename(caps, capability.MoveFile, in.Destination)
 	if err != nil {
 		return MoveResult{}, err
 	}
+	defer to.Close()
 	if from.root != to.root {
 		return MoveResult{}, fault.New(fault.InvalidInput, "source and destination are in different roots; move_file moves inside one root")
 	}
-	if err := x.provider.Move(ctx, from.root, from.name, to.name); err != nil {
+	if err := x.provider.Move(ctx, from.Target, to.Target); err != nil {
 		return MoveResult{}, err
 	}
 	return MoveResult{Source: from.display, Destination: to.display}, nil

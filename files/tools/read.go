@@ -120,11 +120,12 @@ func (x *executor) readFile(ctx context.Context, req request, in ReadArgs) (Read
 	if err := in.check(); err != nil {
 		return ReadResult{}, err
 	}
-	t, err := resolve(req.caps, capability.ReadFile, in.Path)
+	t, err := x.resolve(req.caps, capability.ReadFile, in.Path)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	f, err := x.provider.Open(ctx, t.root, t.name)
+	defer t.Close()
+	f, err := x.provider.Open(ctx, t.Target)
 	if err != nil {
 		return ReadResult{}, where(err, req.caps, in.Path, t)
 	}

@@ -176,9 +176,9 @@ func (g *grepRun) collect(ctx context.Context, cancel func(), results <-chan *gr
 // provider's walk can give it.
 func (g *grepRun) walk(ctx context.Context, fn files.WalkOpenFunc) error {
 	if ow, ok := g.x.provider.(files.OpenWalker); ok {
-		return ow.WalkOpen(ctx, g.t.root, g.t.name, fn)
+		return ow.WalkOpen(ctx, g.t.Target, fn)
 	}
-	return g.x.provider.Walk(ctx, g.t.root, g.t.name, func(info files.Info) error { return fn(info, nil) })
+	return g.x.provider.Walk(ctx, g.t.Target, func(info files.Info) error { return fn(info, nil) })
 }
 
 // visit applies the walk rules and filters to one entry and queues the
@@ -332,7 +332,7 @@ func (g *grepRun) loadIgnore(ctx context.Context, dir string, wd files.WalkDir) 
 
 func (g *grepRun) readIgnore(ctx context.Context, dir string, wd files.WalkDir) ([]byte, error) {
 	if wd == nil {
-		data, _, err := g.x.provider.ReadAll(ctx, g.t.root, path.Join(dir, ".gitignore"), limits.GitignoreMaxBytes)
+		data, _, err := g.x.readAllAt(ctx, g.t, path.Join(dir, ".gitignore"), limits.GitignoreMaxBytes)
 		return data, err
 	}
 	if !wd.Listed(".gitignore") {
@@ -399,7 +399,7 @@ func (g *grepRun) research(ctx context.Context, j grepJob, from, to, maxBytes in
 // searchFile opens and searches one file; a file that cannot be read is
 // skipped and counted, unless the failure is the call's.
 func (g *grepRun) searchFile(ctx context.Context, sc *scanner, j grepJob, o *scanOpts, fr *fileResult) error {
-	fr.name = display(g.roots, g.t.root, j.name)
+	fr.name = g.t.child(j.name)
 	if !g.plan.numbered {
 		o.unnumbered = true
 	}
@@ -425,7 +425,7 @@ func (g *grepRun) streamFile(ctx context.Context, sc *scanner, j grepJob, o *sca
 	if j.dir != nil {
 		f, err = j.dir.Open(path.Base(j.name))
 	} else {
-		f, err = g.x.provider.Open(ctx, g.t.root, j.name)
+		f, err = g.x.openAt(ctx, g.t, j.name)
 	}
 	if err != nil {
 		return err
@@ -444,7 +444,7 @@ func (g *grepRun) searchWholeFile(ctx context.Context, j grepJob, o *scanOpts, f
 		fr.skipped = "multiline"
 		return nil
 	}
-	data, _, err := g.x.provider.ReadAll(ctx, g.t.root, j.name, limits.GrepMultilineMaxFileBytes)
+	data, _, err := g.x.readAllAt(ctx, g.t, j.name, limits.GrepMultilineMaxFileBytes)
 	if fault.CodeOf(err) == fault.Limit {
 		fr.skipped = "multiline" // grew since it was listed
 		return nil

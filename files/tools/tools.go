@@ -130,7 +130,7 @@ func newExecutor(opts *ToolOptions) (*executor, error) {
 	}
 	x := &executor{provider: o.Provider, events: o.Events, protected: o.Protected}
 	if x.provider == nil {
-		x.provider = local.New(&local.Options{Protected: o.Protected})
+		x.provider = local.New()
 	}
 	if x.events == nil {
 		if !o.DisableGate {

@@ -46,6 +46,7 @@ func (x *executor) writeFile(ctx context.Context, req request, in WriteArgs) (Wr
 	if err != nil {
 		return WriteResult{}, err
 	}
+	defer t.Close()
 	if t.name == "." {
 		return WriteResult{}, fault.New(fault.InvalidInput, "%s is the root directory, not a file", t.display)
 	}
@@ -59,7 +60,7 @@ func (x *executor) writeFile(ctx context.Context, req request, in WriteArgs) (Wr
 	}
 	// The provider neither modifies nor keeps data: no copy of the content.
 	data := unsafe.Slice(unsafe.StringData(in.Content), len(in.Content))
-	v, err := x.provider.Write(ctx, t.root, t.name, data, &files.WriteOptions{Guard: e.Guard.Enabled, Expect: e.Guard.Version})
+	v, err := x.provider.Write(ctx, t.Target, data, &files.WriteOptions{Guard: e.Guard.Enabled, Expect: e.Guard.Version})
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -71,7 +72,7 @@ func (x *executor) writeFile(ctx context.Context, req request, in WriteArgs) (Wr
 // refuses a symlink or anything else that is not a regular file, since a
 // write must not go through it.
 func (x *executor) current(ctx context.Context, t target) (bool, files.Version, error) {
-	info, err := x.provider.Stat(ctx, t.root, t.name)
+	info, err := x.provider.Stat(ctx, t.Target)
 	if fault.CodeOf(err) == fault.NotFound {
 		return false, files.Version{}, nil
 	}
@@ -81,7 +82,7 @@ func (x *executor) current(ctx context.Context, t target) (bool, files.Version, 
 	if !info.IsRegular() {
 		return false, files.Version{}, refuseTarget(t.display, info)
 	}
-	f, err := x.provider.Open(ctx, t.root, t.name)
+	f, err := x.provider.Open(ctx, t.Target)
 	if err != nil {
 		return false, files.Version{}, err
 	}

@@ -85,6 +85,21 @@ func TestResolveRefusesStaging(t *testing.T) {
 	}
 }
 
+func TestIsStaging(t *testing.T) {
+	for name, want := range map[string]bool{
+		StagingPrefix + "1":        true,
+		"a/" + StagingPrefix + "x": true,
+		StagingPrefix + "d/file":   true,
+		"a/b.capkit-tmp-x":         false,
+		"capkit-tmp-1":             false,
+		"a/b":                      false,
+	} {
+		if got := IsStaging(name); got != want {
+			t.Errorf("IsStaging(%q) = %v", name, got)
+		}
+	}
+}
+
 // A path under a root the session holds for other effects only says so.
 func TestResolveNotGranted(t *testing.T) {
 	rw, ro := tempRoot(t), tempRoot(t)

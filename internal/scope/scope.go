@@ -141,6 +141,22 @@ func (t *Target) Join(rel string) (*Target, error) {
 	return acquire(t.s, t.root, name)
 }
 
+// At is the Target of name, a root-relative name in t's root (one a walk
+// of t found), in t's scope. It shares t's root: close it before t.
+func (t *Target) At(name string) (*Target, error) {
+	if t.s == nil {
+		return nil, fault.New(fault.Internal, "scope: At on a host path")
+	}
+	c := path.Clean(name)
+	switch {
+	case c == ".." || strings.HasPrefix(c, "../") || path.IsAbs(c):
+		return nil, fault.New(fault.Denied, "%s leads out of the root", name)
+	case atfile.HasStagingElement(c):
+		return nil, atfile.Reserved(c)
+	}
+	return &Target{s: t.s, root: t.root, name: c, display: display(t.s.roots, t.root, c), r: t.r}, nil
+}
+
 // Root is the host path of t's root ("" for a host target).
 func (t *Target) Root() string { return t.root }
 
