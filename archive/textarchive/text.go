@@ -244,3 +244,18 @@ func (m *Migrated) Text() string {
 	}
 	return fmt.Sprintf("migrated from schema %d to %d; the original database is kept at %s", m.From, m.To, m.Retained)
 }
+
+// Text describes a rebuild for a person.
+func (r *Rebuilt) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rebuilt the index: %d parts of current versions", r.Indexed)
+	if len(r.Unindexed) > 0 {
+		fmt.Fprintf(&b, " (%d left out: their stored text does not verify)", len(r.Unindexed))
+	}
+	b.WriteByte('\n')
+	for _, p := range r.Repaired {
+		fmt.Fprintf(&b, "repaired: %s: %s\n", p.Object, p.Problem)
+	}
+	b.WriteString("after the rebuild, " + r.Audit.Text())
+	return b.String()
+}

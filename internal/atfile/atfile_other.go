@@ -123,3 +123,15 @@ func (d *Dir) OpenFile(string, int, fs.FileMode, string) (*os.File, error) {
 
 // RemoveStaging is unavailable on this platform.
 func (d *Dir) RemoveStaging(string) error { return unsupported() }
+
+// StagingEntry is a staging entry and its metadata.
+type StagingEntry struct {
+	Name string
+	Stat Stat
+}
+
+// StaleStaging is unsupported on this platform.
+func (d *Dir) StaleStaging(context.Context) ([]StagingEntry, error) { return nil, unsupported() }
+
+// RemoveStale is unsupported on this platform.
+func (d *Dir) RemoveStale(string, Stat) (bool, error) { return false, unsupported() }

@@ -112,6 +112,13 @@ func (d *Dir) reopen() (*Dir, error) {
 // still holds its lock. Entries no capkit writer makes (a symlink, FIFO,
 // device or socket with a staging name) are unlinked without being opened.
 func (d *Dir) removeIfStale(name string) (bool, error) {
+	return d.removeStale(name, nil, true)
+}
+
+// removeStale removes (with remove; else only reports) the staging entry
+// name of d when its writer is gone and, with want, it is still the
+// entry want describes (device and inode).
+func (d *Dir) removeStale(name string, want *Stat, remove bool) (bool, error) {
 	st, err := d.lstat(name, "staging file")
 	if fault.CodeOf(err) == fault.NotFound {
 		return false, nil
@@ -119,7 +126,13 @@ func (d *Dir) removeIfStale(name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if want != nil && (st.Dev != want.Dev || st.Ino != want.Ino) {
+		return false, nil
+	}
 	if !st.Mode.IsRegular() && !st.Mode.IsDir() {
+		if !remove {
+			return true, nil
+		}
 		return true, d.remove(name, 0)
 	}
 	var fd int
@@ -141,11 +154,68 @@ func (d *Dir) removeIfStale(name string) (bool, error) {
 	if unix.Fstat(fd, &cur) != nil || cur.Ino != st.Ino || uint64(cur.Dev) != st.Dev {
 		return false, nil // renamed or replaced since the lstat
 	}
+	if !remove {
+		return true, nil
+	}
 	if st.Mode.IsDir() {
 		budget := limits.TreeHardEntries
 		return true, d.removeTree(name, 0, &budget)
 	}
 	return true, d.remove(name, 0)
+}
+
+// StagingEntry is a staging entry and its metadata.
+type StagingEntry struct {
+	Name string
+	Stat Stat
+}
+
+// StaleStaging lists the staging entries of d whose writer is gone (its
+// lock is free), reading at most limits.WalkMaxFiles names (limit past
+// them); it removes nothing: a caller that previews what it would remove
+// removes each later with RemoveStale.
+func (d *Dir) StaleStaging(ctx context.Context) ([]StagingEntry, error) {
+	self, err := d.reopen()
+	if err != nil {
+		return nil, err
+	}
+	names, err := self.readNames(limits.WalkMaxFiles, true)
+	self.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out []StagingEntry
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, fault.As(err)
+		}
+		if !IsStaging(name) {
+			continue
+		}
+		stale, err := d.removeStale(name, nil, false)
+		if err != nil || !stale {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		st, err := d.lstat(name, "staging entry")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		out = append(out, StagingEntry{Name: name, Stat: st})
+	}
+	return out, nil
+}
+
+// RemoveStale removes the staging entry name of d (and everything below
+// it) if its writer is still gone and it is still the entry st describes
+// (device and inode), and reports whether it did.
+func (d *Dir) RemoveStale(name string, st Stat) (bool, error) {
+	if err := checkElement(name); err != nil || !IsStaging(name) {
+		return false, fault.New(fault.Internal, "atfile: %q is not a staging name", name)
+	}
+	return d.removeStale(name, &st, true)
 }
 
 // removeTree removes the directory name of d and everything below it,

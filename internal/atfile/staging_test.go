@@ -149,3 +149,43 @@ func TestResolveRefusesStaging(t *testing.T) {
 		t.Errorf("a name merely containing the prefix: %v", err)
 	}
 }
+
+// StaleStaging lists only the staging entries whose writer is gone and
+// removes nothing; RemoveStale removes one only while it is the entry
+// listed and still stale.
+func TestStaleStagingPreview(t *testing.T) {
+	dir := t.TempDir()
+	d := openDir(t, dir)
+	live, liveName, err := d.createStaging("live", false)
+	must(t, err)
+	defer live.Close()
+	dead, deadName, err := d.createStaging("dead", false)
+	must(t, err)
+	must(t, dead.Close())
+	must(t, os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o600))
+	stale, err := d.StaleStaging(context.Background())
+	must(t, err)
+	if len(stale) != 1 || stale[0].Name != deadName {
+		t.Fatalf("stale %+v (live %s)", stale, liveName)
+	}
+	for _, name := range []string{deadName, liveName} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("the preview removed %s", name)
+		}
+	}
+	other := stale[0].Stat
+	other.Ino++
+	if removed, err := d.RemoveStale(deadName, other); err != nil || removed {
+		t.Fatalf("removed another entry than the one listed: %v %v", removed, err)
+	}
+	if removed, err := d.RemoveStale(deadName, stale[0].Stat); err != nil || !removed {
+		t.Fatalf("the listed entry: %v %v", removed, err)
+	}
+	st, _ := d.lstat(liveName, "live")
+	if removed, err := d.RemoveStale(liveName, st); err != nil || removed {
+		t.Fatalf("a live writer's entry: %v %v", removed, err)
+	}
+	if _, err := d.RemoveStale("keep", st); err == nil {
+		t.Fatal("RemoveStale of a name outside the staging namespace")
+	}
+}

@@ -35,7 +35,7 @@ finds something wrong.`,
 	cmd.AddCommand(newArchiveInitCmd(env), newArchiveAddTextCmd(env), newArchiveAddFileCmd(env),
 		newArchiveListCmd(env), newArchiveVersionsCmd(env), newArchiveSearchCmd(env), newArchiveCiteCmd(env),
 		newArchiveFetchCmd(env), newArchiveBackupCmd(env), newArchiveRestoreCmd(env), newArchiveVerifyBackupCmd(env),
-		newArchiveMigrateCmd(env), newArchiveAuditCmd(env))
+		newArchiveMigrateCmd(env), newArchiveAuditCmd(env), newArchiveRebuildCmd(env), newArchiveCleanupCmd(env))
 	return cmd
 }
 
@@ -540,4 +540,78 @@ is; one made by a newer capkit is refused.`,
 			return env.Print(m, m.Text())
 		},
 	}
+}
+
+func newArchiveRebuildCmd(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rebuild DIR",
+		Short: "Repair what verified copies allow (stored text, the index) and audit after (exit 9 if problems remain)",
+		Long: `Take damaged stored text again from a verified copy (the index's, when it
+still has the part's SHA-256, or a fetched version's retained original),
+then make the index anew from the stored text of current versions that
+verifies, in one transaction; a full audit follows. Nothing is
+substituted: blobs, manifests and the chain are never changed, and what no
+copy verifies stays named in the audit (restore it from a backup).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			r, err := a.Rebuild(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := env.Print(r, r.Text()); err != nil {
+				return err
+			}
+			if !r.Audit.Clean() {
+				return &commandExit{code: fault.Integrity.ExitCode()}
+			}
+			return nil
+		},
+	}
+}
+
+func newArchiveCleanupCmd(env *Env) *cobra.Command {
+	var preview bool
+	var apply string
+	cmd := &cobra.Command{
+		Use:   "cleanup DIR --preview | --apply TOKEN",
+		Short: "Remove what interrupted operations left: preview it with a token, then apply exactly that preview",
+		Long: `--preview lists what a cleanup would remove, and only that: staging entries
+of the archive's own directories whose writer is gone, and what an
+operation that staged a blob and never committed left (its record, its
+blob when no version names it); never a version, a named blob or a file
+the archive did not make. It prints a token; --apply TOKEN removes exactly
+what that preview listed, or nothing (exit 4) when the archive changed
+since or the token is not one.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if preview == (apply != "") {
+				return fault.New(fault.InvalidInput, "give --preview, or --apply TOKEN from a preview")
+			}
+			a, err := openArchive(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if preview {
+				p, err := a.CleanupPreview(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return env.Print(p, p.Text())
+			}
+			c, err := a.CleanupApply(cmd.Context(), apply)
+			if err != nil {
+				return err
+			}
+			return env.Print(c, c.Text())
+		},
+	}
+	cmd.Flags().BoolVar(&preview, "preview", false, "list what would be removed and the token that applies it")
+	cmd.Flags().StringVar(&apply, "apply", "", "remove exactly what the preview with this token listed")
+	return cmd
 }

@@ -134,5 +134,9 @@ func TestArchiveBackupCommands(t *testing.T) {
 		{name: "restored cites", args: []string{"archive", "cite", p("restored"), "v1", "--length", "4"}, out: `exact text: "kept"`},
 		{name: "restore of no backup", args: []string{"archive", "restore", p("parts.json"), p("r2")}, code: 9},
 		{name: "migrate", args: []string{"archive", "migrate", root}, out: "at schema 1 already"},
+		{name: "rebuild", args: []string{"archive", "rebuild", root}, out: "rebuilt the index: 1 parts"},
+		{name: "cleanup preview", args: []string{"archive", "cleanup", root, "--preview"}, out: "nothing to clean up"},
+		{name: "cleanup with another token", args: []string{"archive", "cleanup", root, "--apply", "cleanup-0"}, code: 4},
+		{name: "cleanup with neither", args: []string{"archive", "cleanup", root}, code: 2},
 	})
 }
