@@ -100,6 +100,8 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	registerNet,
 	// Contained commands ([run], [test], [build]): run.go.
 	registerRun,
+	// Other MCP servers' tools ([upstream.NAME]): gateway.go.
+	registerGateway,
 }
 
 // Options configure New. The zero value is usable.
@@ -190,7 +192,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	for _, w := range h.Warnings {
 		h.Log.Warn(w)
 	}
-	b := kernel.NewBuilder(&kernel.Options{Audit: audit, Log: h.Log, PolicyOverride: policyOverride(cfg)})
+	b := kernel.NewBuilder(&kernel.Options{Audit: audit, Log: h.Log, PolicyOverride: policyOverride(cfg), ToolIndex: newToolIndex})
 	for _, register := range registrars {
 		if err := register(b, h); err != nil {
 			return nil, err
@@ -201,9 +203,16 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 	}
 	var unknown []error
 	for _, name := range sortedTools(cfg) {
-		if _, ok := h.Runtime.Policy(name); !ok {
-			unknown = append(unknown, cfg.Errorf("tool."+name, "%s", h.whyNotRegistered(name)))
+		if _, ok := h.Runtime.Policy(name); ok {
+			continue
 		}
+		if up, ok := cfg.UpstreamTool(name); ok {
+			// Not approved yet, or left out by its tools = [...]: its
+			// policy applies once it is.
+			h.Log.Warn("a [tool] table names an upstream tool that is not offered", slog.String("tool", name), slog.String("upstream", up))
+			continue
+		}
+		unknown = append(unknown, cfg.Errorf("tool."+name, "%s", h.whyNotRegistered(name)))
 	}
 	unknown = append(unknown, unusedEffects(cfg, h.Runtime)...)
 	if len(unknown) > 0 {
@@ -232,6 +241,9 @@ func unusedEffects(cfg *config.Config, rt *kernel.Runtime) []error {
 	var errs []error
 	for _, actor := range cfg.ActorNames() {
 		for _, eff := range cfg.Actors[actor].Effects {
+			if _, upstream := eff.Upstream(); upstream {
+				continue // configured (config checks it); its tools may await approval
+			}
 			if !used[eff] {
 				errs = append(errs, cfg.Errorf("actor."+actor+".effects", "effect %q grants no tool in this build or configuration (capkit tools --all lists the tools and their effects)", eff))
 			}
@@ -325,7 +337,7 @@ func (h *Host) Sessions(actor string) (func(context.Context) (*kernel.Session, e
 // paths in the writable ones.
 func (h *Host) Instructions(ks *kernel.Session) string {
 	roots := tools.Roots(ks.Capabilities())
-	text := tools.RootsText(roots)
+	text := tools.RootsText(roots) + upstreamText(ks.Capabilities())
 	var writable []string
 	for _, r := range roots {
 		if r.Mode == tools.ModeReadWrite {

@@ -36,6 +36,7 @@
 //	[run] [test] [build]           # contained commands (run.go)
 //	[semindex]                     # the semantic index's model (see semindex.go)
 //	[telemetry]                    # OpenTelemetry over OTLP/HTTP (see audit.go)
+//	[upstream] [upstream.NAME]     # other MCP servers' tools behind the kernel (upstream.go)
 //
 // How grants are derived. Effects that only read (capability.Effect.ReadOnly)
 // apply to every root in the actor's scope; the others apply to its
@@ -79,6 +80,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/toolname"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -139,6 +141,12 @@ type Config struct {
 	Build CommandConfig `toml:"build"`
 	// Semindex names the semantic index's model (see semindex.go).
 	Semindex SemindexConfig `toml:"semindex"`
+	// Upstream are other MCP servers whose tools are offered behind the
+	// kernel, by name (see upstream.go).
+	Upstream map[string]UpstreamConfig `toml:"upstream"`
+
+	// lockFile is the upstream lock file (LockFile).
+	lockFile string
 
 	file string // name in messages; empty for flags
 	dir  string // base of relative paths
@@ -339,7 +347,11 @@ func (c *Config) validate() error {
 			errs.add(c.Errorf(field, "actor names must match %s", actorNamePattern))
 		}
 		for i, e := range a.Effects {
-			if !e.Valid() {
+			if up, ok := e.Upstream(); ok {
+				if _, configured := c.Upstream[up]; !configured {
+					errs.add(c.errAt(field+".effects", i, "%q names no configured upstream (an [upstream.%s] table)", e, up))
+				}
+			} else if !e.Valid() {
 				errs.add(c.errAt(field+".effects", i, "unknown effect %q (known: %s)", e, effectList()))
 			}
 		}
@@ -362,12 +374,15 @@ func (c *Config) validate() error {
 	c.validateHTTP(&errs)
 	c.validateRun(&errs)
 	c.validateSemindex(&errs)
+	c.validateUpstreams(&errs)
 	return errs.err()
 }
 
 func (c *Config) validateTool(errs *errorList, name string, t ToolPolicy) {
 	field := "tool." + name
-	if !toolNamePattern.MatchString(name) {
+	if _, upstream := c.UpstreamTool(name); upstream && !toolname.ValidExternal(name) {
+		errs.add(c.Errorf(field, "an upstream tool's name is a letter, then letters, digits, '_' and '-', at most 64 bytes"))
+	} else if !upstream && !toolNamePattern.MatchString(name) {
 		errs.add(c.Errorf(field, "tool names must match %s", toolNamePattern))
 	}
 	check := func(key string, v, hard int64) {
@@ -421,6 +436,7 @@ func (c *Config) resolve() error {
 	c.resolveNet(&errs)
 	c.resolveHTTP(&errs)
 	c.resolveRun(&errs)
+	c.resolveUpstreams(&errs)
 	c.scopes = map[string][]int{}
 	for _, name := range sortedKeys(c.Actors) {
 		c.resolveActor(&errs, name, c.Actors[name])

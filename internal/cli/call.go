@@ -20,6 +20,9 @@ import (
 type callResult struct {
 	Text       string         `json:"text"`
 	Structured jsontext.Value `json:"structured,omitempty"`
+	// Content are the result's content blocks when it has more than its
+	// text (another MCP server's images, resource links, ...).
+	Content []jsontext.Value `json:"content,omitempty"`
 }
 
 func newCallCmd(env *Env) *cobra.Command {
@@ -88,7 +91,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return env.Print(callResult{Text: res.Text, Structured: jsontext.Value(res.Structured)}, res.Text)
+			out := callResult{Text: res.Text, Structured: jsontext.Value(res.Structured)}
+			for _, c := range res.Content {
+				out.Content = append(out.Content, jsontext.Value(c))
+			}
+			return env.Print(out, res.Text)
 		},
 	}
 	hf.add(cmd)

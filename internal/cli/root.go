@@ -66,6 +66,7 @@ var groups = []group{
 	{"embed", newEmbedCmd},
 	{"passages", newPassagesCmd},
 	{"lexindex", newLexindexCmd},
+	{"upstream", newUpstreamCmd},
 }
 
 // newRoot builds the command line for args. When args start with a

@@ -24,6 +24,7 @@ import (
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/jsonvalid"
+	"github.com/capkit/capkit/internal/toolname"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -118,7 +119,7 @@ type encoded struct{ input, output json.RawMessage }
 // [Entry.ValidateArgs]), or for every entry by [Catalog.Check].
 func (e *Entry) Validate() error {
 	switch {
-	case e.Origin == "" && !validName(e.Name):
+	case e.Origin == "" && !toolname.Valid(e.Name):
 		return fmt.Errorf("catalog: tool name %q must match ^[a-z][a-z0-9_]{0,63}$", e.Name)
 	case e.Origin != "" && !ValidExternalName(e.Name):
 		return fmt.Errorf("catalog: tool name %q (%s) must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$", e.Name, e.Origin)
@@ -150,36 +151,10 @@ func objectSchemas(name string, in, out *jsonschema.Schema) error {
 	return nil
 }
 
-// validName reports whether name matches ^[a-z][a-z0-9_]{0,63}$ (by hand:
-// a package-level regexp is compiled at every process start).
-func validName(name string) bool {
-	if len(name) == 0 || len(name) > 64 || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // ValidExternalName reports whether name is a name a tool with an Origin
 // may have: a letter, then letters, digits, '_' and '-', at most 64 bytes
 // in all (what every MCP client accepts).
-func ValidExternalName(name string) bool {
-	if len(name) == 0 || len(name) > 64 || !isLetter(name[0]) {
-		return false
-	}
-	for _, c := range []byte(name) {
-		if !(isLetter(c) || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func ValidExternalName(name string) bool { return toolname.ValidExternal(name) }
 
 // resolve infers e's schemas if need be, resolves them and compiles the
 // input schema. Its errors wrap ErrSchema.

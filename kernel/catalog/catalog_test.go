@@ -76,18 +76,6 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
-func TestNames(t *testing.T) {
-	for name, want := range map[string]bool{
-		"a": true, "read_file": true, "a" + strings.Repeat("9", 63): true, "z_": true,
-		"": false, "a" + strings.Repeat("9", 64): false, "_a": false, "9a": false, "A": false,
-		"read-file": false, "readFile": false, "read file": false, "é": false, "a\n": false,
-	} {
-		if got := validName(name); got != want {
-			t.Errorf("validName(%q) = %v", name, got)
-		}
-	}
-}
-
 // A schema that does not resolve is caught when the tool is first listed
 // or called, and by Check, never taken as valid.
 func TestUnresolvableSchema(t *testing.T) {

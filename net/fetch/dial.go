@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/x509"
 	"net"
 	"strconv"
 	"time"
@@ -54,3 +55,9 @@ func (d *Dialer) Dial(ctx context.Context, host string, port uint16) (net.Conn, 
 	}
 	return c, nil
 }
+
+// RootCAs are the trust roots of connections under the policy: the
+// system's with the policy's ca_file added, or nil (the system's alone)
+// when it names none. A client dialling with a Dialer verifies its peers
+// with them.
+func (p *Policy) RootCAs() *x509.CertPool { return p.roots }
