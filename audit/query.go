@@ -54,10 +54,10 @@ type Page struct {
 
 // Stats are the counts of the calls a filter selects.
 type Stats struct {
-	Calls    int64 `json:"calls"`
-	Errors   int64 `json:"errors"`
-	Denials  int64 `json:"denials"`
-	Limits   int64 `json:"limits"`
+	Calls    int64   `json:"calls"`
+	Errors   int64   `json:"errors"`
+	Denials  int64   `json:"denials"`
+	Limits   int64   `json:"limits"`
 	Tools    []Group `json:"tools"`
 	Actors   []Group `json:"actors"`
 	Policies []Count `json:"policies"`
