@@ -566,7 +566,7 @@ func TestLock(t *testing.T) {
 	d := &Definition{Name: "echo", Description: "Echoes.", InputSchema: []byte(`{"type":"object"}`), Annotations: Annotations{Destructive: true, OpenWorld: true}}
 	l := &Lock{}
 	l.Set("mem", d)
-	if err := l.Save(path); err != nil {
+	if err := l.Save(context.Background(), path); err != nil {
 		t.Fatal(err)
 	}
 	got, err := LoadLock(path)

@@ -1,12 +1,11 @@
 package gateway
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"syscall"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -128,44 +128,22 @@ func (l *Lock) Tools(upstream string) []string {
 	return out
 }
 
-// Save writes the lock to path atomically (a file beside it, synced,
-// then renamed over it), readable by its owner and group.
-func (l *Lock) Save(path string) error {
+// Save writes the lock to path atomically (a staging file beside it,
+// synced, renamed over it: scope.Host's Replace); a new file is readable
+// by its owner and group. Anything at path but a regular file is refused.
+func (l *Lock) Save(ctx context.Context, path string) error {
 	l.Format = LockFormat
 	data, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		return fault.Wrap(fault.Internal, err, "encoding the upstream lock failed")
 	}
-	data = append(data, '\n')
-	if bytes.Contains(data, []byte{0}) {
-		return fault.New(fault.Internal, "the upstream lock holds a NUL byte")
-	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".capkit-lock-*")
+	t, err := scope.Host(path)
 	if err != nil {
-		return fault.Wrap(fault.CodeOf(err), err, "the upstream lock file cannot be written in %s", dir)
+		return err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o640)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fault.Wrap(fault.IO, err, "the upstream lock file %s cannot be written", path)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	defer t.Close()
+	return t.Replace(ctx, func(f *os.File) error {
+		_, err := f.Write(append(data, '\n'))
+		return err
+	}, &scope.ReplaceOptions{Role: "the upstream lock file", Mode: 0o640})
 }

@@ -42,7 +42,7 @@ func writeLock(t *testing.T, dir string, names ...string) {
 		l.Set("up", &gateway.Definition{Name: n, Description: "The " + n + " tool.", InputSchema: []byte(`{"type":"object"}`),
 			Annotations: gateway.Annotations{ReadOnly: true}})
 	}
-	if err := l.Save(filepath.Join(dir, "capkit-lock.json")); err != nil {
+	if err := l.Save(context.Background(), filepath.Join(dir, "capkit-lock.json")); err != nil {
 		t.Fatal(err)
 	}
 }

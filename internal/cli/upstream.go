@@ -104,7 +104,7 @@ Examples:
 			if len(done) == 0 {
 				return env.Print(done, "nothing to approve: the lock holds what the upstreams list")
 			}
-			if err := lock.Save(cfg.LockFile()); err != nil {
+			if err := lock.Save(cmd.Context(), cfg.LockFile()); err != nil {
 				return err
 			}
 			return env.Print(done, strings.Join(done, "\n")+"\nwritten to "+cfg.LockFile()+"; restart capkit serve to offer them")
