@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # curl, the client the network-policy tests run inside the container
-# (internal/cli, e2e: a command reaching a host through capkit's proxy).
+# (cmd/capkit/internal/cli, e2e: a command reaching a host through capkit's proxy).
 # Idempotent. Without root nothing is installed: those tests then use
 # their Go client alone or skip (and fail under CI=true, where they must
 # run).

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/capkit/capkit/internal/cli"
+	"github.com/capkit/capkit/cmd/capkit/internal/cli"
 )
 
 func main() {

@@ -21,12 +21,12 @@ const module = "github.com/capkit/capkit"
 type layer int
 
 const (
-	ground    layer = iota // fault, capability, limits, internal/… (not cli)
+	ground    layer = iota // fault, capability, limits, internal/…
 	core                   // kernel, kernel/…, and the files seam
 	group                  // capability groups
 	frontDoor              // serve/…
 	hostLayer              // host, host/config
-	cli                    // internal/cli
+	cli                    // cmd/capkit/internal/cli
 	command                // cmd/…
 	outside                // e2e, examples, bench: may use anything, used by nothing
 )
@@ -46,7 +46,7 @@ var testSupport = []string{"internal/testkit", "internal/testkit/linewindow", "i
 func classify(rel string) layer {
 	top, _, _ := strings.Cut(rel, "/")
 	switch {
-	case rel == "internal/cli" || strings.HasPrefix(rel, "internal/cli/"):
+	case rel == "cmd/capkit/internal/cli" || strings.HasPrefix(rel, "cmd/capkit/internal/cli/"):
 		return cli
 	case slices.Contains(testSupport, rel):
 		return core
@@ -189,7 +189,7 @@ func TestClassify(t *testing.T) {
 		"fault": ground, "internal/atfile": ground, "kernel": core, "kernel/catalog": core,
 		"files": core, "files/tools": group, "parse/feed": group, "net/fetch": group,
 		"serve/mcpserver": frontDoor, "host": hostLayer, "host/config": hostLayer,
-		"internal/cli": cli, "cmd/capkit": command, "e2e": outside, "internal/testkit": core,
+		"cmd/capkit/internal/cli": cli, "cmd/capkit": command, "e2e": outside, "internal/testkit": core,
 	} {
 		if got := classify(path); got != want {
 			t.Errorf("classify(%q) = %s, want %s", path, layerNames[got], layerNames[want])

@@ -18,7 +18,7 @@ import (
 // typed bounds: every folder with tools or commands.
 var literalDirs = []string{
 	"parse", "store", "archive", "files", "kernel", "serve", "host",
-	"search", "net", "run", "gateway", "internal/cli",
+	"search", "net", "run", "gateway", "cmd",
 }
 
 // boundLiteral matches a number typed as a bound: a count of a unit, a

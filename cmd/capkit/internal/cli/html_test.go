@@ -10,7 +10,7 @@ import (
 
 func readerFixture(t *testing.T, pkg, name string) []byte {
 	t.Helper()
-	return testkit.ReadFile(t, "..", "..", "parse", pkg, "testdata", name)
+	return testkit.ReadFile(t, "..", "..", "..", "..", "parse", pkg, "testdata", name)
 }
 
 func TestHTMLCommands(t *testing.T) {

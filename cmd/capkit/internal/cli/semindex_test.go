@@ -10,7 +10,7 @@ import (
 
 // The tiny random BERT fixture of search/semindex/bert/testdata.
 const (
-	semModel = "../../search/semindex/bert/testdata/tiny"
+	semModel = "../../../../search/semindex/bert/testdata/tiny"
 	semPin   = "776bd478161ed9031ef3ec1a88b1ea13118c2582f02631d2ec81cfcf8e578be8"
 )
 

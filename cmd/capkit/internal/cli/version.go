@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version is set at link time with -ldflags "-X github.com/capkit/capkit/internal/cli.Version=…";
+// Version is set at link time with -ldflags "-X github.com/capkit/capkit/cmd/capkit/internal/cli.Version=…";
 // otherwise it comes from the build information (module version and VCS
 // revision).
 var Version = "dev"
