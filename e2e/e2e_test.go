@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 	// -buildvcs=true as a plain `go build` in a checkout does (the
 	// machine's go env may turn it off), so that `capkit version` has a
 	// revision to report.
-	build := exec.Command("go", "build", "-buildvcs=true", "-o", capkit, "github.com/capkit/capkit/cmd/capkit")
+	// capkit-otel, the OpenTelemetry exporter, beside it, where capkit
+	// looks for it.
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", dir+"/", "github.com/capkit/capkit/cmd/capkit", "github.com/capkit/capkit/cmd/capkit-otel")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building capkit:", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/capkit/capkit/audit"
+	"github.com/capkit/capkit/audit/exporter"
 	"github.com/capkit/capkit/audit/pgstore"
 	"github.com/capkit/capkit/audit/trail"
 	"github.com/capkit/capkit/fault"
@@ -23,8 +24,9 @@ type auditSinks struct {
 }
 
 // openAudit builds the audit logger on the configured sinks (audit_log:
-// the hash-chained file; audit_store: the PostgreSQL store), or returns
-// nil when none is configured. What a
+// the hash-chained file; audit_store: the PostgreSQL store; [telemetry]:
+// OpenTelemetry through the capkit-otel exporter), or returns nil when
+// none is configured. What a
 // tool audits (a contained command) names its call's actor, session and
 // request, as the kernel's own events do: the logger is built on
 // kernel.AuditHandler.
@@ -54,7 +56,12 @@ func (h *Host) openAudit() (*slog.Logger, error) {
 		sinks = append(sinks, st)
 	}
 	if cfg.Telemetry.OTLPEndpoint != "" {
-		return nil, fault.New(fault.InvalidInput, "[telemetry] is not in this build yet")
+		ts, err := exporter.Start(exporter.Options{Program: cfg.Telemetry.Exporter, Endpoint: cfg.Telemetry.OTLPEndpoint,
+			ServiceName: cfg.Telemetry.ServiceName, ServiceVersion: h.opts.Version, Budgets: h.budgetUse, Log: h.Log})
+		if err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, ts)
 	}
 	if len(sinks) == 0 {
 		return nil, nil

@@ -32,6 +32,7 @@ func registerNet(b *kernel.Builder, h *Host) error {
 			return err
 		}
 		h.OnClose(bud.Close)
+		h.netBudget.Store(bud)
 		opts.Budget = bud
 		if err := budget.RegisterTools(b, &budget.ToolOptions{Budget: bud}); err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/capkit/capkit/files/tree"
 	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/kernel"
+	"github.com/capkit/capkit/net/budget"
 	"github.com/capkit/capkit/parse/feed"
 	"github.com/capkit/capkit/parse/htmldoc"
 	"github.com/capkit/capkit/parse/sniff"
@@ -109,6 +111,9 @@ type Options struct {
 	// Log receives the trusted detail log when the configuration names no
 	// log file; nil discards it. It is written as text for a person.
 	Log io.Writer
+	// Version is capkit's, for what the host exports (telemetry's
+	// service.version).
+	Version string
 }
 
 // Host is a runtime built from a configuration, with the log files it
@@ -138,8 +143,12 @@ type Host struct {
 	protected capability.Protected
 	audit     *slog.Logger // nil without an audit trail
 	// trail is the audit trail's sinks (audit.go).
-	trail   *auditSinks
-	closers []func() error
+	trail *auditSinks
+	// netBudget is [net]'s budget, once registerNet opened it (read by
+	// the telemetry exporter's goroutine and the dashboard).
+	netBudget atomic.Pointer[budget.Budget]
+	opts      Options
+	closers   []func() error
 	// unoffered says, by tool name prefix, why tools whose backing is not
 	// configured were not registered.
 	unoffered map[string]string
@@ -164,7 +173,7 @@ func New(cfg *config.Config, opts *Options) (_ *Host, err error) {
 		o = *opts
 	}
 	protected := cfg.Protected()
-	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents(), protected: protected}
+	h := &Host{Config: cfg, files: local.New(), events: policy.NewEvents(), protected: protected, opts: o}
 	defer func() {
 		if err != nil {
 			h.Close()

@@ -392,3 +392,20 @@ const (
 	AuditVerifyBatch  = 5_000
 	AuditVerifyRounds = 20
 )
+
+// OpenTelemetry export (audit/telemetry).
+const (
+	// TelemetrySpanBatchTimeout is the longest a span waits to be
+	// exported; TelemetrySpanQueue bounds the spans waiting (past it, the
+	// SDK drops them).
+	TelemetrySpanBatchTimeout = time.Second
+	TelemetrySpanQueue        = 8_192
+	// TelemetryMetricInterval is how often metrics are exported.
+	TelemetryMetricInterval = 10 * time.Second
+	// TelemetryExportTimeout bounds one export request.
+	TelemetryExportTimeout = 10 * time.Second
+)
+
+// TelemetryQueueEvents bounds the events waiting for the exporter
+// process; past it they are dropped, counted.
+const TelemetryQueueEvents = 8_192

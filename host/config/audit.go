@@ -18,6 +18,7 @@ import (
 //	[telemetry]
 //	otlp_endpoint = "http://127.0.0.1:4318"     # OpenTelemetry over OTLP/HTTP: a span per call, and metrics
 //	service_name = "capkit"                     # optional: the service.name resource attribute
+//	exporter = "/usr/local/bin/capkit-otel"     # optional: the exporter program (default: beside capkit, else on PATH)
 //
 // The spool and the file are refused inside a writable root, as the logs
 // are: a model could rewrite its own trail.
@@ -30,6 +31,9 @@ type TelemetryConfig struct {
 	// ServiceName is the service.name of what capkit exports; empty means
 	// "capkit".
 	ServiceName string `toml:"service_name"`
+	// Exporter is the capkit-otel program to run; empty: the one beside
+	// capkit, else on PATH.
+	Exporter string `toml:"exporter"`
 }
 
 // resolveAudit checks the audit sinks' keys and makes the spool's path
@@ -67,7 +71,18 @@ func (c *Config) resolveAudit(errs *errorList) {
 			errs.add(c.Errorf("telemetry.otlp_endpoint", "want an http:// or https:// base URL, such as http://127.0.0.1:4318"))
 		}
 	}
-	if c.has("telemetry.service_name") && c.Telemetry.OTLPEndpoint == "" {
-		errs.add(c.Errorf("telemetry.service_name", "applies to otlp_endpoint, which is not set"))
+	for _, k := range []string{"service_name", "exporter"} {
+		if c.has("telemetry."+k) && c.Telemetry.OTLPEndpoint == "" {
+			errs.add(c.Errorf("telemetry."+k, "applies to otlp_endpoint, which is not set"))
+		}
+	}
+	if p := c.Telemetry.Exporter; p != "" {
+		abs, err := c.abs(p)
+		if err != nil || strings.ContainsRune(p, 0) {
+			errs.add(c.Errorf("telemetry.exporter", "bad path"))
+		} else {
+			c.Telemetry.Exporter = abs
+			c.refuseWritable(errs, "telemetry.exporter", abs)
+		}
 	}
 }

@@ -113,6 +113,14 @@ readonly = true
 			`capkit.toml:9: actor.bob.effects: edit_file is granted`}},
 		{"move without roots", "[actor.bob]\neffects = [\"move_file\"]\n", []string{`actor.bob.effects: move_file is granted but the actor has no root`}},
 		{"unknown catalog key", roots + "[catalog.notes]\npath = \"x\"\n", []string{`capkit.toml:8: catalog.notes.path: unknown key`}},
+		{"audit store not postgres", `audit_store = "mysql://x"` + roots, []string{`capkit.toml:1: audit_store: must be a postgres:// URL`}},
+		{"audit spool without a store", `audit_spool = "logs/spool"` + roots, []string{`capkit.toml:1: audit_spool: applies to audit_store, which is not set`}},
+		{"audit spool in a writable root", "audit_store = \"postgres://h/db\"\naudit_spool = \"rw/spool\"" + roots, []string{`capkit.toml:2: audit_spool: ` + filepath.Join(dir, "rw/spool") + ` lies inside writable root`}},
+		{"audit spool below its least", "audit_store = \"postgres://h/db\"\naudit_spool_max_bytes = 1000" + roots, []string{`capkit.toml:2: audit_spool_max_bytes: 1000 is outside 1 MiB..16 GiB`}},
+		{"audit max bytes without a log", `audit_max_bytes = 2097152` + roots, []string{`capkit.toml:1: audit_max_bytes: applies to audit_log, which is not set`}},
+		{"audit max bytes below its least", "audit_log = \"logs/a.jsonl\"\naudit_max_bytes = 10" + roots, []string{`capkit.toml:2: audit_max_bytes: 10 is outside 1 MiB..16 GiB`}},
+		{"otlp endpoint not a URL", roots + "[telemetry]\notlp_endpoint = \"127.0.0.1:4318\"\n", []string{`capkit.toml:8: telemetry.otlp_endpoint: want an http:// or https:// base URL`}},
+		{"exporter without an endpoint", roots + "[telemetry]\nexporter = \"/bin/x\"\n", []string{`capkit.toml:8: telemetry.exporter: applies to otlp_endpoint, which is not set`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

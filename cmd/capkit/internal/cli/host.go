@@ -68,7 +68,7 @@ func (f *hostFlags) openHost(env *Env, log io.Writer) (*host.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(cfg, &host.Options{Log: log})
+	h, err := host.New(cfg, &host.Options{Log: log, Version: Version})
 	if err != nil {
 		return nil, setupFault(err)
 	}

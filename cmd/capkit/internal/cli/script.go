@@ -132,7 +132,7 @@ func readScript(path string) ([]byte, error) {
 // what a model would, and the failure detail goes to the log (stderr when
 // the configuration names none).
 func scriptSession(env *Env, cfg *config.Config, actorFlag string) (*kernel.Session, func(), error) {
-	h, err := host.New(cfg, &host.Options{Log: env.Stderr})
+	h, err := host.New(cfg, &host.Options{Log: env.Stderr, Version: Version})
 	if err != nil {
 		return nil, nil, setupFault(err)
 	}

@@ -1,0 +1,275 @@
+// Package exporter feeds the audit trail to capkit-otel, the program that
+// exports it to OpenTelemetry over OTLP/HTTP with the OpenTelemetry Go
+// SDK (audit/telemetry): a process of its own, started with the host, so
+// that the SDK, its exporters and their protobuf and gRPC packages are
+// not in capkit's binary, whose every start (capkit version, each
+// capkit call) would otherwise run their package initializers.
+//
+// Write hands each event to a bounded queue; a goroutine writes what the
+// queue holds to the exporter's standard input (see audit/telemetry for
+// the lines), with the budgets' use every limits.TelemetryMetricInterval.
+// An exporter that exits is started again, at most every
+// limits.AuditRetryMax. Events the queue cannot hold, or that reach no
+// exporter, are counted (Stats): telemetry is not the trail, whose sinks
+// keep every event.
+package exporter
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/capkit/capkit/audit"
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+// Program is the exporter's name, looked for beside the running binary,
+// then on PATH.
+const Program = "capkit-otel"
+
+// Budget is one budget's use, as the exporter's gauges take it.
+type Budget struct {
+	Group string `json:"group"`
+	Unit  string `json:"unit"`
+	Used  int64  `json:"used"`
+	Limit int64  `json:"limit"`
+}
+
+// Options configure a Sink.
+type Options struct {
+	// Program is the exporter to run; empty: Find's.
+	Program string
+	// Endpoint, ServiceName and ServiceVersion are the exporter's flags.
+	Endpoint, ServiceName, ServiceVersion string
+	// Budgets, if set, is asked for the budgets' use to send.
+	Budgets func(ctx context.Context) []Budget
+	// Log receives the exporter's own log and its exits.
+	Log *slog.Logger
+}
+
+// Stats are a sink's counts.
+type Stats struct {
+	// Dropped counts events not handed to an exporter.
+	Dropped int64 `json:"dropped"`
+	// Starts counts the exporter's starts.
+	Starts int64 `json:"starts"`
+}
+
+// Sink hands events to the exporter: an audit.Sink.
+type Sink struct {
+	o     Options
+	log   *slog.Logger
+	queue chan []byte
+
+	dropped atomic.Int64
+	starts  atomic.Int64
+
+	closing chan struct{}
+	done    chan struct{}
+	once    sync.Once
+
+	cmdMu sync.Mutex
+	cmd   *exec.Cmd // the exporter running
+}
+
+// Find is the exporter program: beside the running capkit, else on PATH.
+func Find() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), Program)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(Program); err == nil {
+		return p, nil
+	}
+	return "", fault.New(fault.NotFound, "[telemetry] needs the exporter %s beside capkit or on PATH (go install github.com/capkit/capkit/cmd/%s)", Program, Program)
+}
+
+// Start starts the exporter and returns the sink feeding it.
+func Start(opts Options) (*Sink, error) {
+	if opts.Program == "" {
+		p, err := Find()
+		if err != nil {
+			return nil, err
+		}
+		opts.Program = p
+	}
+	s := &Sink{o: opts, log: opts.Log, queue: make(chan []byte, limits.TelemetryQueueEvents),
+		closing: make(chan struct{}), done: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	cmd, in, err := s.start()
+	if err != nil {
+		return nil, err
+	}
+	go s.run(cmd, in)
+	return s, nil
+}
+
+// Stats are the sink's counts.
+func (s *Sink) Stats() Stats { return Stats{Dropped: s.dropped.Load(), Starts: s.starts.Load()} }
+
+// Write queues e for the exporter; a full queue drops it, counted.
+func (s *Sink) Write(e *audit.Event) {
+	if e.Msg != audit.MsgCall && e.Msg != audit.MsgLost {
+		return // the exporter exports calls and losses only
+	}
+	line := make([]byte, 0, len(e.JSON)+2)
+	line = append(append(append(line, 'e'), e.JSON...), '\n')
+	select {
+	case s.queue <- line:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// start runs the exporter with its input a pipe, its log read into the
+// detail log.
+func (s *Sink) start() (*exec.Cmd, io.WriteCloser, error) {
+	args := []string{"--endpoint", s.o.Endpoint}
+	if s.o.ServiceName != "" {
+		args = append(args, "--service-name", s.o.ServiceName)
+	}
+	if s.o.ServiceVersion != "" {
+		args = append(args, "--service-version", s.o.ServiceVersion)
+	}
+	cmd := exec.Command(s.o.Program, args...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, fault.Wrap(fault.Internal, err, "telemetry: the exporter's input cannot be made")
+	}
+	errs, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, nil, fault.Wrap(fault.Internal, err, "telemetry: the exporter's log cannot be read")
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fault.Wrap(fault.Unavailable, err, "telemetry: the exporter %s cannot be started", s.o.Program)
+	}
+	s.starts.Add(1)
+	s.cmdMu.Lock()
+	s.cmd = cmd
+	s.cmdMu.Unlock()
+	go func() {
+		sc := bufio.NewScanner(errs)
+		for sc.Scan() {
+			s.log.Warn("telemetry: "+sc.Text(), slog.String("exporter", s.o.Program))
+		}
+	}()
+	return cmd, in, nil
+}
+
+// run writes the queue to the exporter, starting it again when it exits.
+func (s *Sink) run(cmd *exec.Cmd, in io.WriteCloser) {
+	defer close(s.done)
+	budgets := time.NewTicker(limits.TelemetryMetricInterval)
+	defer budgets.Stop()
+	w := bufio.NewWriterSize(in, 64*limits.KiB)
+	s.sendBudgets(w)
+	unflushed := int64(0) // events written since the last flush
+	for {
+		var line []byte
+		select {
+		case line = <-s.queue:
+		case <-budgets.C:
+			s.sendBudgets(w)
+		case <-s.closing:
+			for len(s.queue) > 0 {
+				w.Write(<-s.queue)
+			}
+			w.Flush()
+			in.Close()
+			s.wait(cmd)
+			return
+		}
+		if line != nil {
+			w.Write(line)
+			unflushed++
+		}
+		if len(s.queue) > 0 {
+			continue // more to write: one flush for them all
+		}
+		if w.Flush() == nil {
+			unflushed = 0
+			continue
+		}
+		// The exporter is gone: what was written since it last took
+		// everything is counted dropped, and it is started again after a
+		// pause.
+		s.dropped.Add(unflushed)
+		unflushed = 0
+		in.Close()
+		s.wait(cmd)
+		var err error
+		for {
+			select {
+			case <-time.After(limits.AuditRetryMax):
+			case <-s.closing:
+				return
+			}
+			if cmd, in, err = s.start(); err == nil {
+				break
+			}
+			s.log.Error("telemetry: the exporter cannot be started again", slog.String("error", err.Error()))
+		}
+		w.Reset(in)
+		s.sendBudgets(w)
+	}
+}
+
+// sendBudgets writes the budgets' use, when the host has budgets.
+func (s *Sink) sendBudgets(w *bufio.Writer) {
+	if s.o.Budgets == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limits.AuditStoreTimeout)
+	defer cancel()
+	b, err := jsonv2.Marshal(s.o.Budgets(ctx))
+	if err != nil {
+		return
+	}
+	w.WriteByte('b')
+	w.Write(b)
+	w.WriteByte('\n')
+}
+
+// wait waits for the exporter to end, at most limits.TelemetryExportTimeout
+// and a second (its own last export's bound), then kills it.
+func (s *Sink) wait(cmd *exec.Cmd) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			s.log.Warn("telemetry: the exporter exited", slog.Int("code", ee.ExitCode()))
+		}
+	case <-time.After(limits.TelemetryExportTimeout + time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Close hands the exporter what is queued, closes its input and waits for
+// its last export (within ctx).
+func (s *Sink) Close(ctx context.Context) error {
+	s.once.Do(func() { close(s.closing) })
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return fault.New(fault.Unavailable, "telemetry: the exporter did not finish its last export in time")
+	}
+}

@@ -1,0 +1,96 @@
+package exporter
+
+import (
+	"context"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capkit/capkit/audit"
+	"github.com/capkit/capkit/internal/testkit/otlptest"
+)
+
+// program builds capkit-otel for the test.
+func program(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), Program)
+	if out, err := exec.Command("go", "build", "-o", p, "github.com/capkit/capkit/cmd/capkit-otel").CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", Program, err, out)
+	}
+	return p
+}
+
+func call(i int) *audit.Event {
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, audit.MsgCall, 0)
+	r.AddAttrs(slog.String("actor", "alice"), slog.String("tool", "read_file"), slog.String("outcome", "ok"), slog.Int("i", i))
+	return audit.Encode(r)
+}
+
+// TestExporterProcess: events written to the sink reach the collector
+// through the capkit-otel process, with the budgets the host reports; an
+// exporter killed mid-run is started again and later events still
+// arrive; Close waits for the last export.
+func TestExporterProcess(t *testing.T) {
+	col := otlptest.Start(t)
+	s, err := Start(Options{Program: program(t), Endpoint: col.URL(), ServiceName: "capkit-test",
+		Budgets: func(context.Context) []Budget { return []Budget{{Group: "g", Unit: "bytes", Used: 5, Limit: 50}} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		s.Write(call(i))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(col.Spans()) < 50 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(col.Spans()); n != 50 {
+		t.Fatalf("%d spans before the kill", n)
+	}
+	s.killForTest()
+	time.Sleep(100 * time.Millisecond)
+	// Writes to the dead exporter are dropped (counted) until it is
+	// started again.
+	for i := range 10 {
+		s.Write(call(100 + i))
+		time.Sleep(20 * time.Millisecond)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for s.Stats().Starts < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range 20 {
+		s.Write(call(200 + i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Starts != 2 {
+		t.Fatalf("stats %+v: the exporter was not started again", st)
+	}
+	if got := int64(len(col.Spans())); got+st.Dropped < 80 || got < 70 {
+		t.Errorf("%d spans and %d dropped of 80 events", got, st.Dropped)
+	}
+	found := false
+	for _, m := range col.Metrics() {
+		if m.Name == "capkit.budget.used" && m.GetGauge() != nil {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no budget gauge exported")
+	}
+}
+
+// killForTest kills the running exporter.
+func (s *Sink) killForTest() {
+	s.cmdMu.Lock()
+	defer s.cmdMu.Unlock()
+	s.cmd.Process.Signal(syscall.SIGKILL)
+}
