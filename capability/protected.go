@@ -47,9 +47,8 @@ func (p Protected) Relative() []string {
 }
 
 // WithRoots returns p knowing roots (absolute, cleaned directories):
-// every root the host configured. A caller that knows only the root it
-// works in (a files.Provider, a check on an opened directory) needs them
-// when roots nest: a symlink or a directory renamed meanwhile can lead a
+// every root the host configured. A check made through one root (a
+// check on an opened directory) needs them when roots nest: a symlink or a directory renamed meanwhile can lead a
 // change through the outer root into the inner one's .git.
 func (p Protected) WithRoots(roots ...string) Protected {
 	return Protected{extra: p.extra, roots: slices.Concat(p.roots, roots)}
@@ -110,8 +109,7 @@ func (p Protected) all(given []string) []string {
 }
 
 // CheckWrite refuses, with denied, a change to name in root (a
-// root-relative, cleaned, slash-separated name, as files.Resolve returns
-// it) that is a protected path of roots or lies under one: creating,
+// root-relative, cleaned, slash-separated name, as a scope resolves it) that is a protected path of roots or lies under one: creating,
 // replacing, editing or removing it. roots are the roots the tool
 // resolved name against; the first is where relative names start.
 func (p Protected) CheckWrite(roots []string, root, name string) error {

@@ -79,8 +79,8 @@ func TestProtectedCheck(t *testing.T) {
 }
 
 // FuzzProtectedCheck holds CheckWrite and CheckRename to the rule stated
-// element by element: a name (cleaned, root-relative, as files.Resolve
-// returns it) is refused when its first element folds to .git, when it
+// element by element: a name (cleaned, root-relative, as a scope
+// resolves it) is refused when its first element folds to .git, when it
 // folds to capkit.toml or the host's entry, or (CheckRename) when it
 // holds the host's entry.
 func FuzzProtectedCheck(f *testing.F) {

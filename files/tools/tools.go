@@ -2,18 +2,20 @@
 // read_file, read_files, write_file, edit_file, list_dir, dir_tree,
 // file_info, create_directory, glob, grep and move_file.
 //
-// The executor resolves every path with files.Resolve against the roots the
-// session's capabilities grant the tool's effect on (relative paths start
-// at the first of them; a path under a root where only other effects are
-// granted, such as a write under a read-only root, is denied), does the IO
-// through a files.Provider, owns read windowing, and dispatches the policy
+// The executor resolves every path once in the scope of the roots the
+// session's capabilities grant the tool's effect on (internal/scope:
+// relative paths start at the first of them; a path under a root where
+// only other effects are granted, such as a write under a read-only root,
+// is denied), does the IO through a files.Provider on that target, owns
+// read windowing, and dispatches the policy
 // events of the files seam: the write and edit expectations before a
 // mutation and an observation after every successful read, write or edit.
 // The policy itself (read-before-edit, version-guarded writes) is the
 // files/policy plugin, which the host attaches to the Events it passes in;
 // the tools never import it. A path a tool would change that is protected
 // (ToolOptions.Protected: .git, capkit.toml, the host's entries) is denied
-// before the policy is asked, and the provider checks again on disk.
+// before the policy is asked, on the directory the change is then made
+// through (scope.Target.CheckWrite).
 //
 // Written by hand: the windowed numbering, the edit matcher and its diff
 // are specific to these tools. Globs and .gitignore rules are compiled

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
@@ -180,6 +181,71 @@ func checkOnlyToolsImportKernel(t *testing.T, from string, p pkg) {
 			}
 		}
 	}
+}
+
+// openers are the packages that may open files other than through
+// internal/scope, and why. internal/scope is capkit's confinement: its
+// targets are the one way into a root and carry the protected-path checks
+// inside their operations, so every other package reaches a file through
+// it. What opens files beneath it (internal/atfile, internal/noreplace)
+// and an os.Root are for these packages only.
+var openers = map[string]string{
+	"internal/scope":      "the confinement itself",
+	"internal/atfile":     "the descriptor-relative ground beneath the scope",
+	"internal/noreplace":  "the no-replace rename beneath atfile and the scope",
+	"host":                "checks each configured root's own filesystem at start (statfs of the root, the mount table), to refuse a pseudo-filesystem root and warn of one mounted inside; it opens nothing inside a root",
+	"run":                 "removes and measures the trees capkit owns outside every root (the contained commands' caches in the user's cache directory), which no caller names",
+	"archive/textarchive": "being built: the archive moves onto internal/scope as it lands (issue 21); its archive is a directory the host names on the command line, not a session's root",
+}
+
+// beneathScope are the packages only openers import.
+var beneathScope = []string{"internal/atfile"}
+
+// TestOpenersOnly fails when a package other than openers imports the
+// ground beneath the scope, or names os.Root, os.OpenRoot or
+// os.OpenInRoot (a second way into a root, without the scope's checks).
+// Test files may: they set up and inspect what the code under test may
+// not reach.
+func TestOpenersOnly(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, _ := rel(p.ImportPath)
+		if _, ok := openers[from]; ok {
+			continue
+		}
+		for _, imp := range ours(p.Imports) {
+			if slices.Contains(beneathScope, imp) {
+				t.Errorf("%s imports %s: reach files through internal/scope (or add the package to openers, saying why)", from, imp)
+			}
+		}
+		for _, name := range p.GoFiles {
+			checkNoRoot(t, from, filepath.Join(p.Dir, name))
+		}
+	}
+	for from := range openers {
+		if classify(from) == outside {
+			t.Errorf("openers names %s, which is no package of ours", from)
+		}
+	}
+}
+
+// checkNoRoot fails when the file names os.Root, os.OpenRoot or
+// os.OpenInRoot.
+func checkNoRoot(t *testing.T, from, path string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if x, ok := sel.X.(*ast.Ident); ok && x.Name == "os" && slices.Contains([]string{"Root", "OpenRoot", "OpenInRoot"}, sel.Sel.Name) {
+			t.Errorf("%s: %s uses os.%s: reach files in a root through internal/scope", from, filepath.Base(path), sel.Sel.Name)
+		}
+		return true
+	})
 }
 
 // TestClassify pins the floor of a package of each kind, so that a rule

@@ -11,11 +11,12 @@
 // but follows symlinks inside it, which these operations must not do for
 // their final element.
 //
-// It is capkit's one file stack: the file provider (files/local), the
-// streamed file IO, the tree walk, state, archives and journals all open
-// roots (AcquireRoot: once per process), directories, files and walks
-// here, and replace files with Dir.Replace, the one "staging file, fsync,
-// rename" routine.
+// It is the ground beneath internal/scope, capkit's confinement, which
+// every group reaches files through (internal/archtest names the few
+// other packages that use atfile, and why): roots (AcquireRoot: once per
+// process), directories, files and walks are opened here, and files are
+// replaced with Dir.Replace, the one "staging file, fsync, rename"
+// routine.
 //
 // What it guarantees: OpenRegular returns only a regular file, opened with
 // O_NOFOLLOW|O_NONBLOCK (a FIFO or device is never opened for reading in
@@ -151,28 +152,6 @@ func SplitParent(path string) (dir, name string, err error) {
 		return "", "", fault.New(fault.InvalidInput, "path must name an entry inside a directory, not a filesystem root")
 	}
 	return filepath.Clean(dir), name, nil
-}
-
-// SplitRel splits a slash-separated name relative to an os.Root (as
-// fs.Resolve returns it) into its parent and last element. The root itself
-// (".") has no parent and is refused (invalid_input); a name climbing out
-// of the root or absolute is denied.
-func SplitRel(rel string) (dir, name string, err error) {
-	if strings.IndexByte(rel, 0) >= 0 {
-		return "", "", fault.New(fault.InvalidInput, "path contains a NUL byte")
-	}
-	rel = filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel)))
-	switch {
-	case rel == "." || rel == "":
-		return "", "", fault.New(fault.InvalidInput, "path must name an entry inside the root, not the root itself")
-	case rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/"):
-		return "", "", fault.New(fault.Denied, "path leads out of the root")
-	}
-	i := strings.LastIndexByte(rel, '/')
-	if i < 0 {
-		return ".", rel, nil
-	}
-	return rel[:i], rel[i+1:], nil
 }
 
 // checkName refuses anything but a single path element, and a name in

@@ -102,11 +102,6 @@ func (r *Regular) Read([]byte) (int, error) { return 0, unsupported() }
 // Close is unavailable on this platform.
 func (r *Regular) Close() error { return unsupported() }
 
-// MakeDirs is unavailable on this platform.
-func MakeDirs(*os.Root, []string, string, string, fs.FileMode, ProtectedCheck) (*Dir, bool, error) {
-	return nil, false, unsupported()
-}
-
 // RemoveAll is unavailable on this platform.
 func RemoveAll(context.Context, string) error { return unsupported() }
 

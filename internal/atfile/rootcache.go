@@ -4,7 +4,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -60,19 +59,4 @@ func checkedDev(r *os.Root, dev uint64) bool {
 	defer roots.Unlock()
 	d, ok := roots.dev[r]
 	return ok && d == dev
-}
-
-// openCached opens dir as a root of the caller's own (close it), derived
-// from the cached one.
-func openCached(dir, role string) (*os.Root, error) {
-	r, release, err := AcquireRoot(dir, role)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	sub, err := r.OpenRoot(".")
-	if err != nil {
-		return nil, fault.Wrap(fault.Unavailable, err, "%s cannot be opened", role)
-	}
-	return sub, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
@@ -136,17 +135,6 @@ func TestSweptDirsBound(t *testing.T) {
 	swept.Unlock()
 	if at != limits.StagingSweptDirs || past != 1 {
 		t.Fatalf("%d remembered at the bound, %d one past; want %d and 1", at, past, limits.StagingSweptDirs)
-	}
-}
-
-func TestResolveRefusesStaging(t *testing.T) {
-	for _, p := range []string{StagingPrefix + "x", "a/" + StagingPrefix + "x/b", "/r/" + StagingPrefix + "x"} {
-		if _, _, err := Resolve([]string{"/r"}, p); !errors.Is(err, ErrReserved) || !strings.Contains(err.Error(), "reserved") {
-			t.Errorf("Resolve(%q): %v", p, err)
-		}
-	}
-	if _, _, err := Resolve([]string{"/r"}, "a/x"+StagingPrefix); err != nil {
-		t.Errorf("a name merely containing the prefix: %v", err)
 	}
 }
 

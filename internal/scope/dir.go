@@ -37,6 +37,11 @@ const StagingPrefix = atfile.StagingPrefix
 // the staging namespace.
 func IsStaging(name string) bool { return atfile.HasStagingElement(name) }
 
+// Clean removes every stale staging entry (its writer gone) in the tree
+// below the host directory root and returns how many it removed
+// (atfile.Clean: capkit clean, the host's own sweep).
+func Clean(ctx context.Context, root string) (int, error) { return atfile.Clean(ctx, root) }
+
 // Reserved is the refusal of a name in the staging namespace.
 func Reserved(name string) error { return atfile.Reserved(name) }
 

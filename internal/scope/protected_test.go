@@ -230,5 +230,22 @@ func TestEveryChangeChecks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
 		t.Error(".git moved")
 	}
-	_ = capability.Protected{}
+}
+
+// BenchmarkCheckWrite is a change's check: a target resolved, its parent
+// opened, its name checked as spelled and as the parent is named on disk.
+func BenchmarkCheckWrite(b *testing.B) {
+	root := tempRoot(b, "src/pkg")
+	sc := In([]string{root}, capability.Protected{})
+	b.ReportAllocs()
+	for b.Loop() {
+		t, err := sc.Resolve("src/pkg/main.go")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := t.CheckWrite(); err != nil {
+			b.Fatal(err)
+		}
+		t.Close()
+	}
 }

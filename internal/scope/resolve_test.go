@@ -180,3 +180,19 @@ func FuzzResolve(f *testing.F) {
 		fx.check(t, p)
 	})
 }
+
+func TestSplitRel(t *testing.T) {
+	for _, c := range []struct {
+		in, dir, name string
+		code          fault.Code
+	}{
+		{"a", ".", "a", ""}, {"a/b/c", "a/b", "c", ""},
+		{".", "", "", fault.InvalidInput}, {"", "", "", fault.InvalidInput},
+		{"..", "", "", fault.Denied}, {"../a", "", "", fault.Denied}, {"/a", "", "", fault.Denied},
+	} {
+		dir, name, err := splitRel(c.in)
+		if dir != c.dir || name != c.name || fault.CodeOf(err) != c.code {
+			t.Errorf("splitRel(%q) = %q %q %v", c.in, dir, name, err)
+		}
+	}
+}

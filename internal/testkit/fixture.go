@@ -60,7 +60,7 @@ func Fixtures(t testing.TB, pattern string) [][]byte {
 }
 
 // TempDir is t.TempDir with symlinks resolved: t.TempDir may sit under a
-// symlinked /tmp, and a root must be the path os.Root and fs.Resolve
+// symlinked /tmp, and a root must be the path os.Root and a scope
 // report for what lies under it.
 func TempDir(t testing.TB) string {
 	t.Helper()

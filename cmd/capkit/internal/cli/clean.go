@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -19,14 +19,14 @@ whose writer still runs is locked by it and left alone; the tools never show or
 serve staging files either way, and a writer starting in a directory removes
 that directory's stale ones itself. Symbolic links are never followed and
 pseudo-filesystems are not entered; at most %d names, %d levels deep (exit code 6,
-limit, past either, after removing what it found).`, atfile.StagingPrefix, limits.TreeHardEntries, limits.TreeHardDepth),
+limit, past either, after removing what it found).`, scope.StagingPrefix, limits.TreeHardEntries, limits.TreeHardDepth),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := absPath(args[0])
 			if err != nil {
 				return err
 			}
-			n, err := atfile.Clean(cmd.Context(), root)
+			n, err := scope.Clean(cmd.Context(), root)
 			if err != nil {
 				if n > 0 {
 					fmt.Fprintf(env.Stderr, "capkit: removed %d stale staging entries before stopping\n", n)

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/store/journal"
 )
@@ -49,7 +49,7 @@ func makeJournalRoot(root string) error {
 		return err
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return atfile.Fault(err, "journal root "+root)
+		return scope.Fault(err, "journal root "+root)
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/atfile"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/store/state"
 )
 
@@ -42,11 +42,15 @@ func openFetchOutput(env *Env, name string) (*output, error) {
 	if st, err := os.Stat(path); err == nil && (st.Mode()&fs.ModeCharDevice != 0 || st.Mode()&fs.ModeNamedPipe != 0) {
 		return openStream(path, name)
 	}
-	d, base, err := atfile.OpenParent(path)
+	t, err := scope.Host(path)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer t.Close()
+	d, base, err := t.Parent()
+	if err != nil {
+		return nil, err
+	}
 	st, err := d.Lstat(base, name)
 	switch {
 	case fault.CodeOf(err) == fault.NotFound:
@@ -55,7 +59,7 @@ func openFetchOutput(env *Env, name string) (*output, error) {
 	case st.Mode.IsDir():
 		return nil, fault.New(fault.InvalidInput, "-o %s is a directory: name the file to write", name)
 	case !st.Mode.IsRegular():
-		return nil, atfile.NotRegular(name, st.Mode)
+		return nil, scope.NotRegular(name, st.Mode)
 	}
 	return &output{path: path}, nil
 }
@@ -68,7 +72,7 @@ func openStream(path, name string) (*output, error) {
 		return nil, fault.New(fault.Unavailable, "-o %s is a FIFO that no process reads; start the reader first", name)
 	}
 	if err != nil {
-		return nil, atfile.Fault(err, "-o "+name)
+		return nil, scope.Fault(err, "-o "+name)
 	}
 	if err := unix.SetNonblock(int(f.Fd()), false); err != nil {
 		f.Close()
