@@ -21,11 +21,12 @@
 //	              (-count: package.Func or package.Type.Method)
 //
 // The tools: edit_file (one unique replacement in a 4 KiB file the
-// session read first) and file_copy (a 4 KiB file to a new name in an
-// existing directory).
+// session read first: a marker toggled between two spellings) and
+// file_copy (a 4 KiB file to a new name in an existing directory).
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -108,7 +109,8 @@ func run(argv []string, env []string, extra int) (*os.ProcessState, error) {
 	}
 	cmd := exec.Command(argv[0], append(argv[1:], "serve", "--root", dir)...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "callcount", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -119,7 +121,7 @@ func run(argv []string, env []string, extra int) (*os.ProcessState, error) {
 	cs.Close()
 	werr := cmd.Wait()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w\n%s", err, stderr.Bytes())
 	}
 	if cmd.ProcessState == nil {
 		return nil, fmt.Errorf("server did not exit: %v", werr)
@@ -127,14 +129,15 @@ func run(argv []string, env []string, extra int) (*os.ProcessState, error) {
 	return cmd.ProcessState, nil
 }
 
-const lines = 100
-
-// fixture writes a.txt (lines unique markers, 4 KiB) and src.bin (4 KiB),
-// and the directory copies/.
+// fixture writes a.txt (100 lines, 4 KiB, one marker) and src.bin
+// (4 KiB), and the directory copies/.
 func fixture(dir string) error {
 	var b strings.Builder
-	for i := range lines {
-		fmt.Fprintf(&b, "line %03d marker-%03d %s\n", i, i, strings.Repeat("x", 20))
+	for i := range 100 {
+		fmt.Fprintf(&b, "line %03d %s\n", i, strings.Repeat("x", 31))
+		if i == 50 {
+			b.WriteString("marker-even\n")
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte(b.String()), 0o644); err != nil {
 		return err
@@ -153,14 +156,12 @@ func drive(ctx context.Context, cs *mcp.ClientSession, n int) error {
 	if err := call(ctx, cs, "read_file", map[string]any{"path": "a.txt"}); err != nil {
 		return err
 	}
-	if *tool == "edit_file" && n > lines {
-		return fmt.Errorf("edit_file: %d calls need more than the file's %d markers", n, lines)
-	}
+	spelling := [2]string{"marker-even", "marker-odd"}
 	for i := range n {
 		var err error
 		switch *tool {
 		case "edit_file":
-			err = call(ctx, cs, "edit_file", map[string]any{"path": "a.txt", "old_string": fmt.Sprintf("marker-%03d", i), "new_string": fmt.Sprintf("edited-%03d", i)})
+			err = call(ctx, cs, "edit_file", map[string]any{"path": "a.txt", "old_string": spelling[i%2], "new_string": spelling[(i+1)%2]})
 		case "file_copy":
 			err = call(ctx, cs, "file_copy", map[string]any{"source": "src.bin", "destination": fmt.Sprintf("copies/c-%d.bin", i)})
 		default:
@@ -316,7 +317,6 @@ func parseStrace(path string) (map[string]int, error) {
 	}
 	return out, nil
 }
-
 
 // cover prints, per binary, the capkit source files and packages whose
 // coverage counters moved during the last call, and the calls of the
