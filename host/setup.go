@@ -84,6 +84,8 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	func(b *kernel.Builder, h *Host) error {
 		return journal.RegisterTools(b, &journal.ToolOptions{Protected: h.protected})
 	},
+	// The text archive's tools ([archive]): archive.go.
+	registerArchive,
 	func(b *kernel.Builder, h *Host) error {
 		if h.Config.Semindex.Model == "" {
 			h.notOffer("semindex_", "[semindex] model is not set: the semantic index tools need the model's directory (README: Semantic index)")

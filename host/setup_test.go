@@ -414,6 +414,9 @@ func TestUnconfiguredToolsNotOffered(t *testing.T) {
 	if !strings.Contains(log.String(), "semindex_") || !strings.Contains(log.String(), "[semindex] model is not set") {
 		t.Fatalf("the log does not say why: %s", log.String())
 	}
+	if _, ok := h.Runtime.Policy("archive_search"); ok || !strings.Contains(log.String(), "[archive] root is not set") {
+		t.Fatalf("the archive tools without a root: %s", log.String())
+	}
 	_, err = New(load(t, dir, doc+"[tool.semindex_search]\nmax_calls = 5\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "[semindex] model is not set") {
 		t.Fatalf("a policy for a tool not offered: %v", err)

@@ -21,6 +21,10 @@ type CiteRequest struct {
 	Part    int
 	Start   int64
 	Length  int64
+	// UpToEnd ends a span that would pass the part's end there (the
+	// citation's position says where) instead of refusing it: for a
+	// reader going through a part window by window.
+	UpToEnd bool
 }
 
 // CitationFormat is the format of a Citation.
@@ -102,6 +106,9 @@ func (a *Archive) Cite(ctx context.Context, req CiteRequest) (*Cited, error) {
 			c, text, err := a.citable(t, id, req.Part)
 			if err != nil {
 				return err
+			}
+			if req.UpToEnd && req.Start < c.Citation.PartChars {
+				req.Length = min(req.Length, c.Citation.PartChars-req.Start)
 			}
 			if req.Start+req.Length > c.Citation.PartChars {
 				return fault.New(fault.InvalidInput, "the span %d..%d crosses the end of part %d, which has %d characters: a citation stays inside one part (cite the next part separately)",

@@ -269,3 +269,11 @@ func TestFetchBounds(t *testing.T) {
 	wantCode(t, err, fault.Limit)
 	auditClean(t, a.dir)
 }
+
+// TestExampleSourcePolicy keeps examples/source-policy.json valid.
+func TestExampleSourcePolicy(t *testing.T) {
+	p, err := LoadSourcePolicy(context.Background(), filepath.Join("..", "..", "examples", "source-policy.json"))
+	if err != nil || p.Retention != RetainOriginal || p.Group != "research" {
+		t.Fatalf("%+v %v", p, err)
+	}
+}

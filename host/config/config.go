@@ -35,6 +35,7 @@
 //	[net]                          # net_fetch's policy and budget (see net.go)
 //	[run] [test] [build]           # contained commands (run.go)
 //	[semindex]                     # the semantic index's model (see semindex.go)
+//	[archive]                      # the text archive's root and fetch source (see archive.go)
 //	[telemetry]                    # OpenTelemetry over OTLP/HTTP (see audit.go)
 //	[upstream] [upstream.NAME]     # other MCP servers' tools behind the kernel (upstream.go)
 //
@@ -141,6 +142,8 @@ type Config struct {
 	Build CommandConfig `toml:"build"`
 	// Semindex names the semantic index's model (see semindex.go).
 	Semindex SemindexConfig `toml:"semindex"`
+	// Archive names the text archive's root and source (see archive.go).
+	Archive ArchiveConfig `toml:"archive"`
 	// Upstream are other MCP servers whose tools are offered behind the
 	// kernel, by name (see upstream.go).
 	Upstream map[string]UpstreamConfig `toml:"upstream"`
@@ -434,6 +437,7 @@ func (c *Config) resolve() error {
 	c.resolveLogs(&errs)
 	c.resolveAudit(&errs)
 	c.resolveNet(&errs)
+	c.resolveArchive(&errs)
 	c.resolveHTTP(&errs)
 	c.resolveRun(&errs)
 	c.resolveUpstreams(&errs)

@@ -383,15 +383,16 @@ func (c *Config) resolveQuarantine(errs *errorList) {
 }
 
 // Protected is what no tool may change in a root: .git, capkit.toml, the
-// [run] protect entries, and this configuration file itself when it lies
-// in a root. It knows every configured root, so a root nested in another
-// or narrowed by a client keeps the protected paths of each.
+// [run] protect entries, this configuration file itself when it lies in
+// a root, and the archive root ([archive] root) when it does. It knows
+// every configured root, so a root nested in another or narrowed by a
+// client keeps the protected paths of each.
 func (c *Config) Protected() capability.Protected {
 	roots := make([]string, len(c.Roots))
 	for i, r := range c.Roots {
 		roots[i] = r.Dir
 	}
-	return capability.NewProtected(c.Run.protect...).WithRoots(roots...)
+	return capability.NewProtected(slices.Concat(c.Run.protect, c.Archive.protect)...).WithRoots(roots...)
 }
 
 // RunOptions is the run package's configuration: the [run] settings, the
