@@ -40,10 +40,7 @@ import (
 // ready; it holds nothing and is safe for concurrent use.
 type Provider struct{}
 
-var (
-	_ files.Provider   = (*Provider)(nil)
-	_ files.FileReader = (*Provider)(nil)
-)
+var _ files.Provider = (*Provider)(nil)
 
 // New returns a Provider.
 func New() *Provider { return &Provider{} }

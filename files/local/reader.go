@@ -7,7 +7,7 @@ import (
 	"github.com/capkit/capkit/internal/scope"
 )
 
-// ReadFile implements files.FileReader: path is resolved in the scope of
+// ReadFile implements toolkit.FileReader: path is resolved in the scope of
 // roots and the regular file it names is read whole, bounded by maxBytes.
 func (p *Provider) ReadFile(ctx context.Context, roots []string, path string, maxBytes int64) ([]byte, error) {
 	t, err := scope.In(roots, capability.Protected{}).Resolve(path)

@@ -23,18 +23,17 @@ type layer int
 
 const (
 	ground    layer = iota // fault, capability, limits, internal/…
-	core                   // kernel, kernel/…, and the files seam
+	core                   // kernel, kernel/…
 	group                  // capability groups
 	frontDoor              // serve/…
 	hostLayer              // host, host/config
-	cli                    // cmd/capkit/internal/cli
-	command                // cmd/…
+	command                // cmd/…: the mains and their commands
 	outside                // e2e, examples, bench: may use anything, used by nothing
 )
 
 var layerNames = map[layer]string{
 	ground: "ground", core: "kernel", group: "group", frontDoor: "front door",
-	hostLayer: "host", cli: "cli", command: "cmd", outside: "outside",
+	hostLayer: "host", command: "cmd", outside: "outside",
 }
 
 // groups are the top-level folders of capability groups.
@@ -47,13 +46,11 @@ var testSupport = []string{"internal/testkit", "internal/testkit/linewindow", "i
 func classify(rel string) layer {
 	top, _, _ := strings.Cut(rel, "/")
 	switch {
-	case rel == "cmd/capkit/internal/cli" || strings.HasPrefix(rel, "cmd/capkit/internal/cli/"):
-		return cli
 	case slices.Contains(testSupport, rel):
 		return core
 	case top == "internal", rel == "fault", rel == "capability", rel == "limits":
 		return ground
-	case top == "kernel", rel == "files":
+	case top == "kernel":
 		return core
 	case slices.Contains(groups, top):
 		return group
@@ -253,15 +250,15 @@ func checkNoRoot(t *testing.T, from, path string) {
 func TestClassify(t *testing.T) {
 	for path, want := range map[string]layer{
 		"fault": ground, "internal/atfile": ground, "kernel": core, "kernel/catalog": core,
-		"files": core, "files/tools": group, "parse/feed": group, "net/fetch": group,
+		"files": group, "files/tools": group, "parse/feed": group, "net/fetch": group,
 		"serve/mcpserver": frontDoor, "host": hostLayer, "host/config": hostLayer,
-		"cmd/capkit/internal/cli": cli, "cmd/capkit": command, "e2e": outside, "internal/testkit": core,
+		"cmd/capkit/internal/cli": command, "cmd/capkit": command, "e2e": outside, "internal/testkit": core,
 	} {
 		if got := classify(path); got != want {
 			t.Errorf("classify(%q) = %s, want %s", path, layerNames[got], layerNames[want])
 		}
 	}
-	if fmt.Sprint(ground < core && core < group && group < frontDoor && frontDoor < hostLayer && hostLayer < cli) != "true" {
+	if fmt.Sprint(ground < core && core < group && group < frontDoor && frontDoor < hostLayer && hostLayer < command) != "true" {
 		t.Error("floors out of order")
 	}
 }

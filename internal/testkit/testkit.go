@@ -1,6 +1,6 @@
 // Package testkit holds the helpers capkit's tests share: a runtime and
 // session for a capability package's tools, a tool call with a deadline,
-// an in-memory fs.FileReader, a goroutine-safe log buffer, a digest of a
+// an in-memory toolkit.FileReader, a goroutine-safe log buffer, a digest of a
 // directory tree and the crash tests' child process. It is imported only by _test.go files.
 //
 // Packages that testkit itself imports (kernel, capability, fault, fs and

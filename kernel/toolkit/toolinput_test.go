@@ -6,7 +6,6 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
@@ -45,7 +44,7 @@ func TestRead(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var reader files.FileReader
+			var reader FileReader
 			if c.reader {
 				reader = fixture
 			}

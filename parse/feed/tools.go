@@ -7,20 +7,14 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
-// ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
-// value.
-type ToolOptions struct {
-	// Files reads the file a path argument names, confined to the
-	// session's read_file roots. Nil refuses path arguments (denied):
-	// feeds must then be passed as text.
-	Files files.FileReader
-}
+// ToolOptions configure RegisterTools: a toolkit.FileReader for path arguments
+// and the policy bounds. A nil *ToolOptions means the zero value.
+type ToolOptions = toolkit.ReaderOptions
 
 // ParseArgs are feed_parse's arguments.
 type ParseArgs struct {
@@ -61,12 +55,9 @@ Example: {"path": "feeds/news.xml", "url": "https://example.org/feed.xml", "limi
 
 // RegisterTools registers feed_parse (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	var o ToolOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Value()
 	return kernel.AddTool(b,
-		kernel.Policy{Name: "feed_parse", MaxInputBytes: limits.FeedToolMaxInputBytes},
+		o.Policy("feed_parse", limits.FeedToolMaxInputBytes),
 		kernel.Meta{Effect: capability.Parse, Title: "Parse feed", Summary: "Read an RSS or Atom feed's entries, with dates, duplicates and omissions reported.", Description: parseDescription},
 		func(ctx context.Context, call *kernel.Call, in ParseArgs) (ParseResult, error) {
 			data, err := toolkit.Read(ctx, call, o.Files, in.Text, in.Path, limits.FeedMaxBytes, "feed")

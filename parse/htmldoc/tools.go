@@ -8,20 +8,14 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
-// ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
-// value.
-type ToolOptions struct {
-	// Files reads the file a path argument names, confined to the
-	// session's read_file roots. Nil refuses path arguments (denied):
-	// documents must then be passed as text.
-	Files files.FileReader
-}
+// ToolOptions configure RegisterTools: a toolkit.FileReader for path arguments
+// and the policy bounds. A nil *ToolOptions means the zero value.
+type ToolOptions = toolkit.ReaderOptions
 
 // ExtractArgs are html_extract's arguments.
 type ExtractArgs struct {
@@ -65,12 +59,9 @@ Example: {"path": "pages/post.html", "select": "article", "base_url": "https://e
 
 // RegisterTools registers html_extract (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	var o ToolOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Value()
 	return kernel.AddTool(b,
-		kernel.Policy{Name: "html_extract", MaxInputBytes: limits.HTMLToolMaxInputBytes},
+		o.Policy("html_extract", limits.HTMLToolMaxInputBytes),
 		kernel.Meta{Effect: capability.Parse, Title: "Extract HTML text", Summary: "Read an HTML page's text or main article, rejecting access screens.", Description: extractDescription},
 		func(ctx context.Context, call *kernel.Call, in ExtractArgs) (ExtractResult, error) {
 			sel, err := ParseSelection(cmp.Or(in.Select, string(SelectText)))

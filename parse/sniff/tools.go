@@ -6,20 +6,14 @@ import (
 	"context"
 
 	"github.com/capkit/capkit/capability"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
-// ToolOptions configure RegisterTools. A nil *ToolOptions means the zero
-// value.
-type ToolOptions struct {
-	// Files reads the file a path argument names, confined to the
-	// session's read_file roots. Nil refuses path arguments (denied):
-	// bodies must then be passed as text.
-	Files files.FileReader
-}
+// ToolOptions configure RegisterTools: a toolkit.FileReader for path arguments
+// and the policy bounds. A nil *ToolOptions means the zero value.
+type ToolOptions = toolkit.ReaderOptions
 
 // CheckArgs are sniff's arguments.
 type CheckArgs struct {
@@ -38,12 +32,9 @@ Example: {"path": "downloads/report.json", "expect": "json", "media_type": "appl
 
 // RegisterTools registers sniff (effect parse, deferred).
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	var o ToolOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Value()
 	return kernel.AddTool(b,
-		kernel.Policy{Name: "sniff", MaxInputBytes: limits.SniffToolMaxInputBytes},
+		o.Policy("sniff", limits.SniffToolMaxInputBytes),
 		kernel.Meta{Effect: capability.Parse, Title: "Check content format", Summary: "Check a response body is the expected format (json, feed, html, pdf, csv) and not an access screen.", Description: checkDescription},
 		func(ctx context.Context, call *kernel.Call, in CheckArgs) (Report, error) {
 			expect, err := ParseFormat(in.Expect)

@@ -11,26 +11,14 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
-// ToolOptions configure RegisterTools. The zero value registers csv_scan
-// with inline text only and the kernel's default policy bounds.
-type ToolOptions struct {
-	// Files reads the files that path arguments name, confined to the
-	// session's read_file roots. Nil refuses path arguments (denied), and
-	// with them ZIP and GZIP input.
-	Files files.FileReader
-	// MaxInputBytes bounds each call's encoded arguments, inline text
-	// included; zero is limits.DefaultMaxInputBytes.
-	MaxInputBytes int64
-	// MaxOutputBytes bounds each result; zero is
-	// limits.DefaultMaxOutputBytes.
-	MaxOutputBytes int64
-}
+// ToolOptions configure RegisterTools: a toolkit.FileReader for path arguments
+// and the policy bounds. A nil *ToolOptions means the zero value.
+type ToolOptions = toolkit.ReaderOptions
 
 // ScanArgs are csv_scan's arguments.
 type ScanArgs struct {
@@ -67,14 +55,12 @@ func (r ScanResult) ToolText() string { return r.text }
 // cut again while it is too large.
 const outputReserve = 2048
 
-// RegisterTools registers csv_scan (effect parse, deferred). opts may be
-// nil.
+// RegisterTools registers csv_scan (effect parse, deferred); with no
+// opts.Files, path arguments are refused (denied), and with them ZIP and
+// GZIP input. opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	var o ToolOptions
-	if opts != nil {
-		o = *opts
-	}
-	return kernel.AddTool(b, kernel.Policy{Name: "csv_scan", MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes}, kernel.Meta{
+	o := opts.Value()
+	return kernel.AddTool(b, o.Policy("csv_scan", 0), kernel.Meta{
 		Effect:  capability.Parse,
 		Title:   "Scan CSV",
 		Summary: "Read rows from a CSV/TSV/pipe file (or one zipped or gzipped): select columns, filter by value, exact counts.",

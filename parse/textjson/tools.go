@@ -7,25 +7,14 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
 )
 
-// ToolOptions configure RegisterTools. The zero value registers the tools
-// with inline text only and the kernel's default policy bounds.
-type ToolOptions struct {
-	// Files reads the files that path arguments name, confined to the
-	// session's read_file roots. Nil refuses path arguments (denied).
-	Files files.FileReader
-	// MaxInputBytes bounds each call's encoded arguments, inline text
-	// included; zero is limits.DefaultMaxInputBytes.
-	MaxInputBytes int64
-	// MaxOutputBytes bounds each result; zero is
-	// limits.DefaultMaxOutputBytes.
-	MaxOutputBytes int64
-}
+// ToolOptions configure RegisterTools: a toolkit.FileReader for path arguments
+// and the policy bounds. A nil *ToolOptions means the zero value.
+type ToolOptions = toolkit.ReaderOptions
 
 // SourceArgs name the input of a tool: inline text or a file path.
 type SourceArgs struct {
@@ -114,10 +103,7 @@ func canonicalWindow(call *kernel.Call, out []byte, st Stats, offset int64) (Can
 // RegisterTools registers text_validate, json_validate and json_canonical
 // (effect parse, deferred). opts may be nil.
 func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
-	var o ToolOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Value()
 	for _, register := range []func(*kernel.Builder, ToolOptions) error{registerTextValidate, registerJSONValidate, registerJSONCanonical} {
 		if err := register(b, o); err != nil {
 			return err
@@ -126,12 +112,8 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 	return nil
 }
 
-func (o ToolOptions) policy(name string) kernel.Policy {
-	return kernel.Policy{Name: name, MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes}
-}
-
 func registerTextValidate(b *kernel.Builder, o ToolOptions) error {
-	return kernel.AddTool(b, o.policy("text_validate"), kernel.Meta{
+	return kernel.AddTool(b, o.Policy("text_validate", 0), kernel.Meta{
 		Effect:  capability.Parse,
 		Title:   "Validate text",
 		Summary: "Check that a file or text is valid UTF-8 and count its bytes, characters and lines.",
@@ -162,7 +144,7 @@ Strict: duplicate member names at any depth, NaN/Infinity and numbers beyond the
 }
 
 func registerJSONValidate(b *kernel.Builder, o ToolOptions) error {
-	return kernel.AddTool(b, o.policy("json_validate"), kernel.Meta{
+	return kernel.AddTool(b, o.Policy("json_validate", 0), kernel.Meta{
 		Effect:      capability.Parse,
 		Title:       "Validate JSON",
 		Summary:     "Strictly validate a JSON file or text: duplicate keys, non-finite numbers, depth; errors with line and column.",
@@ -185,7 +167,7 @@ func registerJSONValidate(b *kernel.Builder, o ToolOptions) error {
 }
 
 func registerJSONCanonical(b *kernel.Builder, o ToolOptions) error {
-	return kernel.AddTool(b, o.policy("json_canonical"), kernel.Meta{
+	return kernel.AddTool(b, o.Policy("json_canonical", 0), kernel.Meta{
 		Effect:  capability.Parse,
 		Title:   "Canonical JSON",
 		Summary: "Validate JSON strictly and return its canonical form (sorted keys, no whitespace, exact numbers).",

@@ -9,7 +9,6 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
@@ -28,7 +27,7 @@ type ToolOptions struct {
 	Protected capability.Protected
 	// Files reads the documents a mutation names by path, confined to the
 	// session's read_file roots; nil refuses paths (denied).
-	Files files.FileReader
+	Files toolkit.FileReader
 }
 
 // UpdateArgs are lexindex_update's arguments.
@@ -275,7 +274,7 @@ Example: {"index": "index/docs.db", "mutations": [{"ref": "doc-17", "text": "The
 // path read from it: each at most limits.LexMaxDocumentBytes, and
 // limits.LexMaxBatchReadBytes in all, as the input bound holds inline
 // text.
-func readMutations(ctx context.Context, call *kernel.Call, r files.FileReader, in []MutationArg) ([]Mutation, error) {
+func readMutations(ctx context.Context, call *kernel.Call, r toolkit.FileReader, in []MutationArg) ([]Mutation, error) {
 	out := make([]Mutation, len(in))
 	left := int64(limits.LexMaxBatchReadBytes)
 	for i, m := range in {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/toolkit"
 	"github.com/capkit/capkit/limits"
@@ -35,7 +34,7 @@ type ToolOptions struct {
 	Protected capability.Protected
 	// Files reads the sources semindex_add is given by path, confined to
 	// the session's read_file roots; nil refuses paths (denied).
-	Files files.FileReader
+	Files toolkit.FileReader
 }
 
 type modelLoader struct {
