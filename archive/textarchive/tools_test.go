@@ -130,3 +130,26 @@ func TestFetchTool(t *testing.T) {
 		t.Fatalf("%d windows, %d GETs", len(pages), site.gets.Load())
 	}
 }
+
+// TestAddInputEdge: the largest text in its longest JSON spelling (every
+// byte a \u0000 escape) fits archive_add's input bound; an input one byte
+// past the bound is refused before it is decoded.
+func TestAddInputEdge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends two inputs of the largest size")
+	}
+	a := newArchive(t)
+	s := toolSession(t, &ToolOptions{Archive: a}, t.TempDir(), 0, capability.TextArchiveWrite)
+	escaped := strings.Repeat(`\u0000`, limits.ArchiveMaxTextBytes)
+	head := `{"collection": "c", "item": "i", "request": "r1", "parts": [{"text": "` + escaped + `"}]`
+	r, err := testkit.Call(t, s, "archive_add", head+"}")
+	if err != nil {
+		t.Fatalf("the largest text, every byte escaped: %v", err)
+	}
+	if v := structured[Added](t, r); v.Chars != int64(limits.ArchiveMaxTextBytes) {
+		t.Fatalf("added %+v", v)
+	}
+	pad := limits.ArchiveToolInputBytes + 1 - len(head) - 1
+	_, err = testkit.Call(t, s, "archive_add", head+strings.Repeat(" ", pad)+"}")
+	wantCode(t, err, fault.Limit)
+}
