@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"unicode/utf8"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
