@@ -140,6 +140,9 @@ func NewRunner(helper []string, opts *RunnerOptions) *Runner {
 // (writable) and read_file on (read-only), in cwd (relative to the first
 // writable root, or absolute inside a root; "" is that root), for at most
 // timeout (zero: the configured bound). stdin nil means /dev/null.
+// A command that ran and still failed the call (it left protected paths,
+// passed a bound or its time limit, or was canceled) returns its Outcome
+// with the error, so that what it wrote can be shown.
 func (r *Runner) Command(ctx context.Context, caps capability.Set, effect capability.Effect, argv []string, cwd string, stdin []byte, timeout time.Duration) (*Outcome, error) {
 	return r.run(ctx, caps, request{effect: effect, argv: argv, cwd: cwd, stdin: stdin, timeout: r.timeout(timeout)})
 }
@@ -226,19 +229,24 @@ func (r *Runner) run(ctx context.Context, caps capability.Set, q request) (*Outc
 		}
 	}
 	r.audited(ctx, caps, q, res)
+	return &Outcome{Result: res, Command: q.argv, Dir: dir}, failure(res, timedOut, q.timeout)
+}
+
+// failure is why a command that ran failed the call, or nil.
+func failure(res *sandbox.Result, timedOut bool, timeout time.Duration) error {
 	switch {
 	case len(res.Quarantined) > 0:
-		return nil, quarantined(res)
+		return quarantined(res)
 	case res.Exceeded != "":
-		return nil, fault.New(fault.Limit, "the command was killed with every process it started: %s (it wrote %d bytes to stdout and %d to stderr)",
+		return fault.New(fault.Limit, "the command was killed with every process it started: %s (it wrote %d bytes to stdout and %d to stderr)",
 			res.Exceeded, res.Stdout.Bytes, res.Stderr.Bytes)
 	case res.Killed && timedOut:
-		return nil, fault.New(fault.Limit, "the command ran past its time limit of %v and was killed with every process it started (it wrote %d bytes to stdout and %d to stderr)",
-			q.timeout, res.Stdout.Bytes, res.Stderr.Bytes)
+		return fault.New(fault.Limit, "the command ran past its time limit of %v and was killed with every process it started (it wrote %d bytes to stdout and %d to stderr)",
+			timeout, res.Stdout.Bytes, res.Stderr.Bytes)
 	case res.Killed:
-		return nil, fault.New(fault.Unavailable, "the call was canceled; the command was killed with every process it started")
+		return fault.New(fault.Unavailable, "the call was canceled; the command was killed with every process it started")
 	}
-	return &Outcome{Result: res, Command: q.argv, Dir: dir}, nil
+	return nil
 }
 
 // roots are the roots a command over caps sees writable (those granted

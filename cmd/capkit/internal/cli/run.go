@@ -214,6 +214,10 @@ func runContained(env *Env, cmd *cobra.Command, cfg *config.Config, rc contained
 	rc.Network = proxy
 	o, err := do(contained.NewRunner(helper, &contained.RunnerOptions{Config: rc}))
 	if err != nil {
+		if o != nil && !env.JSON {
+			io.WriteString(env.Stdout, o.Result.Stdout.Text)
+			io.WriteString(env.Stderr, o.Result.Stderr.Text)
+		}
 		return err
 	}
 	res := o.Result

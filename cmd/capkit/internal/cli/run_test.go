@@ -21,12 +21,14 @@ func TestRunCommand(t *testing.T) {
 		{"passes output and exit code through", []string{"--", "sh", "-c", "echo out; echo err >&2; exit 3"}, 3, "out\n", "err\n"},
 		{"success", []string{"--", "true"}, 0, "", ""},
 		{"past the timeout", []string{"--timeout", "1s", "--", "sleep", "30"}, 6, "", "capkit: limit: the command ran past its time limit of 1s"},
+		// What a failed command wrote is shown before the failure.
+		{"output past the timeout", []string{"--timeout", "1s", "--", "sh", "-c", "echo started; echo waiting >&2; sleep 30"}, 6, "started\n", "waiting\ncapkit: limit: the command ran past its time limit of 1s"},
 		{"bad timeout", []string{"--timeout", "11m", "--", "true"}, 2, "", "capkit: invalid_input: --timeout"},
 		{"missing root", []string{"--root", filepath.Join(root, "missing"), "--", "true"}, 2, "", "does not exist"},
 		// The root has no capkit.toml and no .git: its top stays open,
 		// and a protected path made there is moved out, and denied.
 		{"the top of the root is open", []string{"--", "sh", "-c", "touch new && ls"}, 0, "new\n", ""},
-		{"a protected path made", []string{"--", "sh", "-c", "echo x > capkit.toml"}, 5, "",
+		{"a protected path made", []string{"--", "sh", "-c", "echo made; echo x > capkit.toml"}, 5, "made\n",
 			"capkit: denied: the command (which exited with code 0) created protected paths, which the host's git and capkit would read or run; they were moved out of the root into the quarantine: " +
 				filepath.Join(root, "capkit.toml") + " -> " + filepath.Join(state, "capkit", "quarantine") + "/"},
 	} {
