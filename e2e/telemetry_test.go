@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/capkit/capkit/internal/testkit/otlptest"
@@ -50,5 +51,29 @@ func TestTelemetry(t *testing.T) {
 		if bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte("notes.txt")) {
 			t.Fatal("an export holds an argument value")
 		}
+	}
+}
+
+// TestTelemetryCollectorAway: capkit serve answers every call while the
+// collector is away (nothing listens) or answers no export (held), and
+// exits when its client goes.
+func TestTelemetryCollectorAway(t *testing.T) {
+	held := otlptest.Start(t)
+	held.Hold()
+	for name, endpoint := range map[string]string{"away": otlptest.Unreachable(t), "held": held.URL()} {
+		t.Run(name, func(t *testing.T) {
+			dir := tree(t)
+			cfg := filepath.Join(dir, "capkit.toml")
+			writePrivate(t, cfg, fmt.Sprintf("[[root]]\npath = \"rw\"\n[actor.assistant]\neffects = [\"read_file\"]\n[telemetry]\notlp_endpoint = %q\n", endpoint))
+			c := stdioClient(t, "--config", cfg)
+			for i := range 300 {
+				if text, code := c.call(t, "read_file", map[string]any{"path": "notes.txt"}); code != "" || !strings.Contains(text, "three") {
+					t.Fatalf("call %d: %q %q", i, code, text)
+				}
+			}
+			if err := c.cs.Close(); err != nil {
+				t.Errorf("the server's exit: %v", err)
+			}
+		})
 	}
 }

@@ -396,10 +396,13 @@ const (
 // OpenTelemetry export (audit/telemetry).
 const (
 	// TelemetrySpanBatchTimeout is the longest a span waits to be
-	// exported; TelemetrySpanQueue bounds the spans waiting (past it, the
-	// SDK drops them).
+	// exported. TelemetrySpanQueue bounds the calls waiting to be made
+	// spans (past it a call's span is dropped, counted; its metrics are
+	// kept), TelemetrySDKQueue the spans the SDK holds for its exporter
+	// (while it is full, the spans wait in TelemetrySpanQueue).
 	TelemetrySpanBatchTimeout = time.Second
 	TelemetrySpanQueue        = 8_192
+	TelemetrySDKQueue         = 2_048
 	// TelemetryMetricInterval is how often metrics are exported.
 	TelemetryMetricInterval = 10 * time.Second
 	// TelemetryExportTimeout bounds one export request.

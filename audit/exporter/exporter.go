@@ -5,12 +5,14 @@
 // not in capkit's binary, whose every start (capkit version, each
 // capkit call) would otherwise run their package initializers.
 //
-// Write hands each event to a bounded queue; a goroutine writes what the
-// queue holds to the exporter's standard input (see audit/telemetry for
-// the lines), with the budgets' use every limits.TelemetryMetricInterval.
-// An exporter that exits is started again, at most every
+// Write hands each event to a bounded queue and never waits; a goroutine
+// writes what the queue holds to the exporter's standard input (see
+// audit/telemetry for the lines), with the budgets' use and the count of
+// events dropped every limits.TelemetryMetricInterval and before it
+// closes. An exporter that exits is started again, at most every
 // limits.AuditRetryMax. Events the queue cannot hold, or that reach no
-// exporter, are counted (Stats): telemetry is not the trail, whose sinks
+// exporter, are dropped and counted (Stats; the detail log; the exporter's
+// capkit.telemetry.dropped): telemetry is not the trail, whose sinks
 // keep every event.
 package exporter
 
@@ -74,6 +76,8 @@ type Sink struct {
 
 	dropped atomic.Int64
 	starts  atomic.Int64
+	// reported is the dropped count the detail log was last told (run's).
+	reported int64
 
 	closing chan struct{}
 	done    chan struct{}
@@ -177,18 +181,19 @@ func (s *Sink) run(cmd *exec.Cmd, in io.WriteCloser) {
 	budgets := time.NewTicker(limits.TelemetryMetricInterval)
 	defer budgets.Stop()
 	w := bufio.NewWriterSize(in, 64*limits.KiB)
-	s.sendBudgets(w)
+	s.sendState(w)
 	unflushed := int64(0) // events written since the last flush
 	for {
 		var line []byte
 		select {
 		case line = <-s.queue:
 		case <-budgets.C:
-			s.sendBudgets(w)
+			s.sendState(w)
 		case <-s.closing:
 			for len(s.queue) > 0 {
 				w.Write(<-s.queue)
 			}
+			s.sendState(w)
 			w.Flush()
 			in.Close()
 			s.wait(cmd)
@@ -225,22 +230,36 @@ func (s *Sink) run(cmd *exec.Cmd, in io.WriteCloser) {
 			s.log.Error("telemetry: the exporter cannot be started again", slog.String("error", err.Error()))
 		}
 		w.Reset(in)
-		s.sendBudgets(w)
+		s.sendState(w)
 	}
 }
 
-// sendBudgets writes the budgets' use, when the host has budgets.
-func (s *Sink) sendBudgets(w *bufio.Writer) {
+// sendState writes the count of events dropped and the budgets' use
+// (when the host has budgets), and tells the detail log of new drops.
+func (s *Sink) sendState(w *bufio.Writer) {
+	dropped := s.dropped.Load()
+	if n := dropped - s.reported; n > 0 {
+		s.log.Warn("telemetry: events dropped, not exported (the exporter is not keeping up or was restarted)", slog.Int64("dropped", n), slog.Int64("total", dropped))
+		s.reported = dropped
+	}
+	writeLine(w, 's', struct {
+		Dropped int64 `json:"dropped"`
+	}{dropped})
 	if s.o.Budgets == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limits.AuditStoreTimeout)
 	defer cancel()
-	b, err := jsonv2.Marshal(s.o.Budgets(ctx))
+	writeLine(w, 'b', s.o.Budgets(ctx))
+}
+
+// writeLine writes one line of kind to the exporter: kind, v in JSON.
+func writeLine(w *bufio.Writer, kind byte, v any) {
+	b, err := jsonv2.Marshal(v)
 	if err != nil {
 		return
 	}
-	w.WriteByte('b')
+	w.WriteByte(kind)
 	w.Write(b)
 	w.WriteByte('\n')
 }

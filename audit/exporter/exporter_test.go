@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/capkit/capkit/audit"
 	"github.com/capkit/capkit/internal/testkit/otlptest"
+	"github.com/capkit/capkit/limits"
 )
 
 // program builds capkit-otel for the test.
@@ -77,6 +79,9 @@ func TestExporterProcess(t *testing.T) {
 	if got := int64(len(col.Spans())); got+st.Dropped < 80 || got < 70 {
 		t.Errorf("%d spans and %d dropped of 80 events", got, st.Dropped)
 	}
+	if got, _ := col.Sum("capkit.telemetry.dropped", "capkit.dropped", "event"); got != st.Dropped {
+		t.Errorf("capkit.telemetry.dropped{event} %d, want the sink's %d", got, st.Dropped)
+	}
 	found := false
 	for _, m := range col.Metrics() {
 		if m.Name == "capkit.budget.used" && m.GetGauge() != nil {
@@ -93,4 +98,33 @@ func (s *Sink) killForTest() {
 	s.cmdMu.Lock()
 	defer s.cmdMu.Unlock()
 	s.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// TestExporterNotReading: an exporter that reads nothing (hung) never
+// makes Write wait: the queue and the pipe fill, and every event past
+// them is dropped, counted.
+func TestExporterNotReading(t *testing.T) {
+	hung := filepath.Join(t.TempDir(), "hung")
+	if err := os.WriteFile(hung, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(Options{Program: hung, Endpoint: "http://127.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 2 * limits.TelemetryQueueEvents
+	for i := range n {
+		s.Write(call(i))
+	}
+	st := s.Stats()
+	// What is held: the queue, the writer's buffer and the pipe's.
+	if st.Dropped < int64(n-limits.TelemetryQueueEvents-2_000) || st.Dropped > int64(n) {
+		t.Errorf("%d of %d events dropped while the exporter read nothing", st.Dropped, n)
+	}
+	s.killForTest()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

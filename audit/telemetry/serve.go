@@ -18,6 +18,8 @@ import (
 //
 //	e{...}    an audit event, in canonical JSON
 //	b[...]    the budgets' use now: [{"group":..,"unit":..,"used":..,"limit":..}]
+//	s{...}    the host's counts: {"dropped":N}, the calls it dropped before
+//	          they reached the exporter since it started
 //
 // until the input ends, then exports what is pending and returns.
 
@@ -27,6 +29,11 @@ type budgetLine struct {
 	Unit  string `json:"unit"`
 	Used  int64  `json:"used"`
 	Limit int64  `json:"limit"`
+}
+
+// stats is an "s" line.
+type stats struct {
+	Dropped int64 `json:"dropped"`
 }
 
 // Serve exports the events read from r until it ends or ctx does, then
@@ -71,6 +78,11 @@ func Serve(ctx context.Context, r io.Reader, opts Options) error {
 					default:
 					}
 					budgets.ch <- use
+				}
+			case 's':
+				var st stats
+				if jsonv2.Unmarshal(line[1:len(line)-1], &st) == nil {
+					s.SetEventsDropped(st.Dropped)
 				}
 			}
 		}

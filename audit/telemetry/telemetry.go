@@ -16,13 +16,20 @@
 // actor and outcome or fault), mcp.tool.duration (a histogram in
 // seconds, by tool and outcome), capkit.denials (denials and limits, by
 // tool, actor, outcome and policy), capkit.budget.used and
-// capkit.budget.limit (gauges the host fills, by budget group and unit)
-// and capkit.audit.lost (audit events a sink could not keep).
+// capkit.budget.limit (gauges the host fills, by budget group and unit),
+// capkit.audit.lost (audit events a sink could not keep) and
+// capkit.telemetry.dropped (what telemetry itself dropped, by
+// capkit.dropped: "span" for a call whose span was dropped, its metrics
+// kept; "event" for a call the host dropped before it reached the
+// exporter, as SetEventsDropped reports).
 //
-// Spans are exported in batches, metrics every
-// limits.TelemetryMetricInterval; Close flushes both. Spans the SDK's
-// queue cannot hold while the collector is away are dropped by the SDK
-// (telemetry is not the trail: the trail's sinks keep every event).
+// Write records a call's metrics at once and hands its span to a bounded
+// queue (limits.TelemetrySpanQueue) that a goroutine feeds to the SDK's
+// batching processor, which waits while its own queue is full: so a
+// collector that is slow or away makes spans wait, then drops them,
+// counted, and never makes Write wait. Spans are exported in batches,
+// metrics every limits.TelemetryMetricInterval; Close flushes both.
+// Telemetry is not the trail: the trail's sinks keep every event.
 package telemetry
 
 import (
@@ -30,6 +37,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -80,6 +88,14 @@ type Sink struct {
 	calls, errors, denials, lost metric.Int64Counter
 	duration                     metric.Float64Histogram
 
+	// spans are the calls waiting to be made spans; spanned is closed
+	// when the goroutine making them has stopped, after stop.
+	spans         chan *audit.Event
+	stop, spanned chan struct{}
+	// spansDropped counts the spans spans could not hold; eventsDropped
+	// is the host's count (SetEventsDropped).
+	spansDropped, eventsDropped atomic.Int64
+
 	// sets are the metric attribute sets met so far, by what they name:
 	// a call's metrics are recorded without building one.
 	sets sync.Map // key -> *callSets
@@ -119,17 +135,51 @@ func New(opts Options) (*Sink, error) {
 	}
 	s := &Sink{
 		tp: sdktrace.NewTracerProvider(sdktrace.WithResource(res),
-			sdktrace.WithBatcher(texp, sdktrace.WithBatchTimeout(limits.TelemetrySpanBatchTimeout), sdktrace.WithMaxQueueSize(limits.TelemetrySpanQueue))),
+			sdktrace.WithBatcher(texp, sdktrace.WithBatchTimeout(limits.TelemetrySpanBatchTimeout),
+				sdktrace.WithMaxQueueSize(limits.TelemetrySDKQueue), sdktrace.WithBlocking())),
 		mp: sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(limits.TelemetryMetricInterval)))),
+		spans: make(chan *audit.Event, limits.TelemetrySpanQueue),
+		stop:  make(chan struct{}), spanned: make(chan struct{}),
 	}
 	s.tracer = s.tp.Tracer("github.com/capkit/capkit")
+	go s.makeSpans()
 	if err := s.instruments(opts.Budgets); err != nil {
 		s.Close(ctx)
 		return nil, fault.Wrap(fault.Internal, err, "telemetry: the metrics cannot be made")
 	}
 	return s, nil
 }
+
+// makeSpans makes the queued calls' spans until stop, then those still
+// queued.
+func (s *Sink) makeSpans() {
+	defer close(s.spanned)
+	ctx := context.Background()
+	for {
+		select {
+		case e := <-s.spans:
+			s.span(ctx, e)
+		case <-s.stop:
+			for {
+				select {
+				case e := <-s.spans:
+					s.span(ctx, e)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// SetEventsDropped reports the calls the host dropped before they
+// reached the exporter, since it started (capkit.telemetry.dropped
+// {capkit.dropped="event"}).
+func (s *Sink) SetEventsDropped(n int64) { s.eventsDropped.Store(n) }
+
+// SpansDropped counts the spans dropped so far.
+func (s *Sink) SpansDropped() int64 { return s.spansDropped.Load() }
 
 // instruments makes the metrics.
 func (s *Sink) instruments(budgets func(context.Context) []BudgetUse) error {
@@ -145,6 +195,19 @@ func (s *Sink) instruments(budgets func(context.Context) []BudgetUse) error {
 		return err
 	}
 	if s.lost, err = m.Int64Counter("capkit.audit.lost", metric.WithDescription("Audit events a sink could not keep"), metric.WithUnit("{event}")); err != nil {
+		return err
+	}
+	dropped, err := m.Int64ObservableCounter("capkit.telemetry.dropped", metric.WithDescription("Calls whose span (span) or whole export (event) telemetry dropped"), metric.WithUnit("{call}"))
+	if err != nil {
+		return err
+	}
+	droppedSpan := metric.WithAttributes(attribute.String("capkit.dropped", "span"))
+	droppedEvent := metric.WithAttributes(attribute.String("capkit.dropped", "event"))
+	if _, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(dropped, s.spansDropped.Load(), droppedSpan)
+		o.ObserveInt64(dropped, s.eventsDropped.Load(), droppedEvent)
+		return nil
+	}, dropped); err != nil {
 		return err
 	}
 	if s.duration, err = m.Float64Histogram("mcp.tool.duration", metric.WithDescription("Tool call duration"), metric.WithUnit("s"),
@@ -173,9 +236,9 @@ func (s *Sink) instruments(budgets func(context.Context) []BudgetUse) error {
 	return err
 }
 
-// Write exports a call as a span and its metrics; an event saying audit
-// events were lost adds to capkit.audit.lost. Other events are not
-// exported.
+// Write records a call's metrics and queues its span (dropped, counted,
+// when the queue is full); an event saying audit events were lost adds to
+// capkit.audit.lost. Other events are not exported. Write does not wait.
 func (s *Sink) Write(e *audit.Event) {
 	ctx := context.Background()
 	switch e.Msg {
@@ -186,7 +249,6 @@ func (s *Sink) Write(e *audit.Event) {
 	default:
 		return
 	}
-	s.span(ctx, e)
 	sets := s.setsFor(e)
 	s.calls.Add(ctx, 1, sets.calls)
 	s.duration.Record(ctx, e.Duration().Seconds(), sets.duration)
@@ -195,6 +257,11 @@ func (s *Sink) Write(e *audit.Event) {
 	}
 	if e.Outcome == string(fault.Denied) || e.Outcome == string(fault.Limit) {
 		s.denials.Add(ctx, 1, sets.denials)
+	}
+	select {
+	case s.spans <- e:
+	default:
+		s.spansDropped.Add(1)
 	}
 }
 
@@ -251,10 +318,16 @@ func (s *Sink) setsFor(e *audit.Event) *callSets {
 	return v.(*callSets)
 }
 
-// Close exports what is pending, within ctx, and stops.
+// Close makes the queued spans and exports what is pending, within ctx,
+// and stops; what is written after Close is not exported.
 func (s *Sink) Close(ctx context.Context) error {
 	var err error
 	s.once.Do(func() {
+		close(s.stop)
+		select {
+		case <-s.spanned:
+		case <-ctx.Done():
+		}
 		terr := s.tp.Shutdown(ctx)
 		merr := s.mp.Shutdown(ctx)
 		if terr != nil || merr != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capkit/capkit/audit"
 	"github.com/capkit/capkit/internal/testkit/otlptest"
+	"github.com/capkit/capkit/limits"
 )
 
 func event(tool, outcome, policy string, dur time.Duration) *audit.Event {
@@ -105,5 +106,75 @@ func TestExportsSpansAndMetrics(t *testing.T) {
 	}
 	if !hist || !budget {
 		t.Errorf("duration histogram %v, budget gauge %v", hist, budget)
+	}
+}
+
+// TestSlowCollector: while the collector answers no export, Write never
+// waits: every call's metrics are kept, the spans past the bounded
+// queues are dropped and counted, and once the collector answers again
+// the spans it received and those dropped add up to the calls.
+func TestSlowCollector(t *testing.T) {
+	col := otlptest.Start(t)
+	col.Hold()
+	s, err := New(Options{Endpoint: col.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := limits.TelemetrySpanQueue + 2*limits.TelemetrySDKQueue // past both queues and a batch in flight
+	for range n {
+		s.Write(event("read_file", "ok", "", time.Millisecond))
+	}
+	if s.SpansDropped() == 0 {
+		t.Fatalf("no span dropped of %d while the collector held every export", n)
+	}
+	col.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dropped := s.SpansDropped()
+	if got := int64(len(col.Spans())); got+dropped != int64(n) || got == 0 {
+		t.Errorf("%d spans received and %d dropped of %d calls", got, dropped, n)
+	}
+	if got, _ := col.Sum("mcp.tool.calls", "", ""); got != int64(n) {
+		t.Errorf("mcp.tool.calls %d, want %d: a dropped span lost its call's metrics", got, n)
+	}
+	if got, _ := col.Sum("capkit.telemetry.dropped", "capkit.dropped", "span"); got != dropped {
+		t.Errorf("capkit.telemetry.dropped{span} %d, want %d", got, dropped)
+	}
+}
+
+// TestCollectorAway: with nothing listening at the endpoint, Write never
+// waits and Close gives up at its deadline, saying not everything was
+// exported.
+func TestCollectorAway(t *testing.T) {
+	s, err := New(Options{Endpoint: otlptest.Unreachable(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		s.Write(event("read_file", "ok", "", time.Millisecond))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err == nil {
+		t.Fatal("Close said everything was exported to a collector that is away")
+	}
+}
+
+// TestEventsDropped: the host's count of calls it dropped is exported.
+func TestEventsDropped(t *testing.T) {
+	col := otlptest.Start(t)
+	s, err := New(Options{Endpoint: col.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetEventsDropped(41)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := col.Sum("capkit.telemetry.dropped", "capkit.dropped", "event"); got != 41 {
+		t.Errorf("capkit.telemetry.dropped{event} %d, want 41", got)
 	}
 }

@@ -1,13 +1,15 @@
 // Package otlptest is an OpenTelemetry collector for tests: an HTTP
 // server on loopback that takes OTLP/HTTP exports (protobuf, as the Go
 // SDK's otlptracehttp and otlpmetrichttp exporters send them), decodes
-// them with the official proto types and keeps what they hold.
+// them with the official proto types and keeps what they hold. Hold makes
+// it a collector that does not answer; Unreachable names one that is away.
 package otlptest
 
 import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -31,6 +33,8 @@ type Collector struct {
 	// Bodies are the raw request bodies, decompressed, for tests that
 	// look for what must not be exported.
 	bodies [][]byte
+	// held, while not nil, holds every request until it is closed.
+	held chan struct{}
 }
 
 // Start starts a collector, stopped when the test ends.
@@ -39,13 +43,57 @@ func Start(t testing.TB) *Collector {
 	c := &Collector{}
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(c.srv.Close)
+	t.Cleanup(c.Release) // before Close, which waits for the held requests
 	return c
+}
+
+// Hold makes the collector take export requests and answer none of them
+// until Release: a collector too slow to keep up.
+func (c *Collector) Hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held == nil {
+		c.held = make(chan struct{})
+	}
+}
+
+// Release answers the held requests, and those after them, again.
+func (c *Collector) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held != nil {
+		close(c.held)
+		c.held = nil
+	}
+}
+
+// Unreachable is the OTLP/HTTP base URL of a loopback port nothing
+// listens on: a collector that is away.
+func Unreachable(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
 }
 
 // URL is the collector's OTLP/HTTP base URL.
 func (c *Collector) URL() string { return c.srv.URL }
 
 func (c *Collector) serve(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	held := c.held
+	c.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
