@@ -22,11 +22,13 @@
 # Usage: bash bench/net.sh        (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/machine.sh
 REPS=${REPS:-5}
 SECONDS_PER=${SECONDS_PER:-5}
 ROUNDS=${ROUNDS:-8}
 cache=bench/.cache/net
 rm -rf "$cache" && mkdir -p "$cache"
+machine_line
 go build -o "$cache/capkit" ./cmd/capkit
 go build -o "$cache/netload" ./bench/netload
 
@@ -73,3 +75,4 @@ fi
 (cd "$pg" && "${as[@]}" "$bin/pg_ctl" -D "$pg/data" -l "$pg/log" -w -o "-c listen_addresses= -c unix_socket_directories=$pg" start >/dev/null)
 trap 'kill $server 2>/dev/null || true; (cd "$pg" && "${as[@]}" "$bin/pg_ctl" -D "$pg/data" -m immediate -w stop >/dev/null); rm -rf "$pg"' EXIT
 "$cache/netload" budget -store "postgres://postgres@/postgres?host=$pg" -clients 8 -seconds "$SECONDS_PER" -rounds "$ROUNDS"
+load_line

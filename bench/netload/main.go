@@ -169,6 +169,7 @@ func budgetBench(args []string) error {
 	rounds := fs.Int("rounds", 8, "slices the seconds are cut into, the sides alternating")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	reserveOnly := fs.Bool("reserve-only", false, "measure reservations without settlements (to see where the time goes)")
+	only := fs.String("only", "", "measure one side only, pairs or bare (to profile it)")
 	fs.Parse(args)
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -222,12 +223,19 @@ func budgetBench(args []string) error {
 	var ratios []float64
 	for i := range *rounds {
 		var br, pr result
-		if i%2 == 0 {
+		switch {
+		case *only == "pairs":
+			pr, err = measure(*clients, d, pairOp)
+			br = pr
+		case *only == "bare":
+			br, err = measure(*clients, d, bareOp)
+			pr = br
+		case i%2 == 0:
 			br, err = measure(*clients, d, bareOp)
 			if err == nil {
 				pr, err = measure(*clients, d, pairOp)
 			}
-		} else {
+		default:
 			pr, err = measure(*clients, d, pairOp)
 			if err == nil {
 				br, err = measure(*clients, d, bareOp)
