@@ -233,7 +233,7 @@ func settleArgs(ps []pendingSettle) []any {
 func (s *store) writeSettles(ctx context.Context, t *sql.Tx, ps []pendingSettle) (map[string]bool, error) {
 	matched := make(map[string]bool, len(ps))
 	for chunk := range slices.Chunk(ps, limits.BudgetMaxBatch) {
-		rows, err := t.QueryContext(ctx, s.d.rebind(settleSQL(len(chunk))), settleArgs(chunk)...)
+		rows, err := t.QueryContext(ctx, s.settleStmts.get(s.d, len(chunk), settleSQL), settleArgs(chunk)...)
 		if err != nil {
 			return nil, err
 		}

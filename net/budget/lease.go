@@ -172,7 +172,7 @@ func (s *store) commitLeased(ops []*op) {
 		args = append(args, now.Wall.UnixNano(), now.BootID, int64(now.Boot))
 	}
 	inserted := map[string]bool{}
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(leaseSQL(len(ops))), args...)
+	rows, err := s.db.QueryContext(ctx, s.leaseStmts.get(s.d, len(ops), leaseSQL), args...)
 	if err == nil {
 		err = scanIDs(rows, inserted)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,6 +59,28 @@ func (d dialect) rebind(q string) string {
 	return b.String()
 }
 
+// sqlCache keeps the rebound text of a statement built for n rows (at
+// most limits.BudgetMaxBatch, so at most that many entries): a batch does
+// not build and rebind it again.
+type sqlCache struct {
+	mu sync.Mutex
+	m  map[int]string
+}
+
+func (c *sqlCache) get(d dialect, n int, build func(n int) string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, ok := c.m[n]
+	if !ok {
+		if c.m == nil {
+			c.m = map[int]string{}
+		}
+		q = d.rebind(build(n))
+		c.m[n] = q
+	}
+	return q
+}
+
 // IsPostgres reports whether locator names a PostgreSQL store.
 func IsPostgres(locator string) bool {
 	return strings.HasPrefix(locator, "postgres://") || strings.HasPrefix(locator, "postgresql://")
@@ -71,6 +94,8 @@ type store struct {
 	lockedB batcher
 	freeB   batcher
 	leaseB  batcher
+	// leaseSQL and settleSQL of each batch size, rebound.
+	leaseStmts, settleStmts sqlCache
 	// b is the Budget the store serves, q its deferred settlements.
 	b *Budget
 	q *settleQueue
@@ -198,8 +223,12 @@ var schema = []string{
 }
 
 // upgrade adds the reservation columns a root made before them lacks:
-// lease (the lease table comes with the schema) and the due deadline.
+// lease (the lease table comes with the schema) and the due deadline; on
+// PostgreSQL it also leaves room in the reservation table's pages.
 func (s *store) upgrade(ctx context.Context, t *sql.Tx) error {
+	if err := s.leaveRoom(ctx, t); err != nil {
+		return err
+	}
 	for _, c := range []struct{ name, def string }{
 		{"lease", "TEXT"},
 		{"due_wall", "BIGINT NOT NULL DEFAULT 0"},
@@ -223,6 +252,27 @@ func (s *store) upgrade(ctx context.Context, t *sql.Tx) error {
 		}
 	}
 	return nil
+}
+
+// reservationFill is the fill factor of the PostgreSQL reservation table:
+// a settlement then finds room on its row's page to update it in place
+// (a heap-only tuple: no new index entry, no write to the index).
+const reservationFill = 50
+
+// leaveRoom sets the reservation table's fill factor where it is not set
+// yet (an ALTER TABLE at every open would write the catalog and lock the
+// table each time).
+func (s *store) leaveRoom(ctx context.Context, t *sql.Tx) error {
+	if s.d != postgresDialect {
+		return nil
+	}
+	want := fmt.Sprintf("fillfactor=%d", reservationFill)
+	var set bool
+	err := s.queryRow(ctx, t, `SELECT COALESCE(? = ANY(reloptions), false) FROM pg_class WHERE oid = 'budget_reservation'::regclass`, want).Scan(&set)
+	if err != nil || set {
+		return err
+	}
+	return s.exec(ctx, t, fmt.Sprintf(`ALTER TABLE budget_reservation SET (fillfactor = %d)`, reservationFill))
 }
 
 // tx runs fn in one transaction, committed durably when fn succeeds. On
