@@ -22,7 +22,7 @@ import (
 	"github.com/capkit/capkit/kernel"
 )
 
-func schema(t *testing.T, doc string) *jsonschema.Schema {
+func schema(t testing.TB, doc string) *jsonschema.Schema {
 	t.Helper()
 	var s jsonschema.Schema
 	if err := json.Unmarshal([]byte(doc), &s); err != nil {
@@ -161,7 +161,7 @@ func TestDropNulls(t *testing.T) {
 
 // fixture is a session holding the file tools on a root with a.txt, and
 // a PNG image.
-func fixture(t *testing.T, effects ...capability.Effect) (*kernel.Session, string) {
+func fixture(t testing.TB, effects ...capability.Effect) (*kernel.Session, string) {
 	t.Helper()
 	root := testkit.TempDir(t)
 	for name, text := range map[string]string{"a.txt": "alpha\nbeta\n", "b.txt": "gamma\n"} {
@@ -180,7 +180,7 @@ func fixture(t *testing.T, effects ...capability.Effect) (*kernel.Session, strin
 	return testkit.Session(t, rt, testkit.Grant(t, []string{root}, effects...)), root
 }
 
-func newLoop(t *testing.T, s *kernel.Session, f Format, opts *Options) *Loop {
+func newLoop(t testing.TB, s *kernel.Session, f Format, opts *Options) *Loop {
 	t.Helper()
 	l, err := New(s, f, opts)
 	if err != nil {

@@ -1,0 +1,65 @@
+package hostloop
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
+)
+
+// FuzzCall feeds any bytes to every format's Call on a session that may
+// only read: Call never panics, fails only with invalid_input, and a reply
+// is JSON that answers the call.
+func FuzzCall(f *testing.F) {
+	for _, fm := range callFormats {
+		f.Add(uint8(0), callIn(fm, "c1", "read_file", `{"path":"a.txt"}`))
+		f.Add(uint8(0), callIn(fm, "c1", "read_file", `{"path":"a.txt","offset":null}`))
+	}
+	f.Add(uint8(1), `{"id":"c","type":"function","function":{"name":"grep","arguments":"{\"pattern\":\"a\",\"path\":null}"}}`)
+	f.Add(uint8(3), `{"functionCall":{"name":"list_dir","args":{"path":"."}},"name":"x"}`)
+	s, _ := fixture(f, capability.ReadFile, capability.List, capability.Search)
+	loops := map[Format]*Loop{}
+	for _, fm := range callFormats {
+		loops[fm] = newLoop(f, s, fm, &Options{Strict: true})
+	}
+	f.Fuzz(func(t *testing.T, which uint8, raw string) {
+		fm := callFormats[int(which)%len(callFormats)]
+		r, err := loops[fm].Call(context.Background(), []byte(raw))
+		if err != nil {
+			if r != nil || fault.CodeOf(err) != fault.InvalidInput {
+				t.Fatalf("%s %q: %v, %+v", fm, raw, err, r)
+			}
+			return
+		}
+		if !json.Valid(r.Result) || (r.Extra != nil && !json.Valid(r.Extra)) {
+			t.Fatalf("%s %q: a reply that is not JSON: %s", fm, raw, r.Result)
+		}
+	})
+}
+
+// FuzzDropNulls: on any input dropNulls fails or returns valid JSON with
+// no more members than it was given.
+func FuzzDropNulls(f *testing.F) {
+	f.Add(`{"r":"x","a":null,"o":{"x":null},"l":[{"y":null}]}`)
+	f.Add(`{"u":{"q":"s","p":null}}`)
+	root := schema(f, `{"type":"object","properties":{"a":{"type":"integer"},"r":{"type":"string"},
+		"o":{"type":"object","properties":{"x":{"type":"boolean"}}},
+		"l":{"type":"array","items":{"type":"object","properties":{"y":{"type":"number"}}}},
+		"u":{"anyOf":[{"type":"object","properties":{"p":{"type":"string"}}},{"$ref":"#"}]}},"required":["r"]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		if !jsontext.Value(in).IsValid() || jsontext.Value(in).Kind() != '{' {
+			return
+		}
+		out, changed, err := dropNulls(root, root, jsontext.Value(in), 0)
+		if err != nil {
+			return
+		}
+		if !jsontext.Value(out).IsValid() || (!changed && string(out) != in) || len(out) > len(in)+len(in)/2+16 {
+			t.Fatalf("dropNulls(%s) = %s (changed %v)", in, out, changed)
+		}
+	})
+}
