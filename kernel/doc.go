@@ -1,0 +1,20 @@
+// Package kernel is the one path every tool call takes. A [Builder]
+// registers tools with their policies ([AddTool] for typed handlers);
+// [Builder.Build] freezes them into a [Runtime]; a [Session] holds one
+// actor's capabilities, counters and activated tools; [Session.Call]
+// checks, bounds, runs and audits a call, and [Session.Start] does the
+// same without waiting for it.
+//
+// The order of checks in [Session.Call] is fixed: lookup (not_found), effect
+// granted by a held capability (denied), input bytes and call budget
+// (limit), arguments valid against the tool's JSON Schema (invalid_input),
+// the handler under the policy's deadline, the output bound (limit, never
+// truncation), and an audit event. An untrusted session receives a generic
+// message for io and internal failures; the detail goes to the host's log.
+//
+// What the kernel does not do: it does not check scope (which root or
+// resource an argument names); handlers do that through
+// [capability.Set.Covers], because only they know what an argument means.
+// Failures are [fault.Error] values; bounds default to the constants of
+// package limits.
+package kernel
