@@ -4,9 +4,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/internal/clip"
 )
 
 // defaultProtected are protected in every root whatever the host adds:
@@ -23,12 +20,16 @@ var defaultProtected = []string{".git", "capkit.toml"}
 // Relative entries apply in every root, absolute ones where they are. The
 // roots are those the host configured (WithRoots) and any root a check
 // is given that lies in none of them; a path that is one of these roots
-// is left out (it would make that whole root read-only). So a check made through one root also covers a root
-// nested in it, and a root narrowed to a directory inside a configured
-// root keeps that root's protected paths where they are. Paths are
-// compared element by element and case-insensitively, so a
-// case-folding filesystem cannot reach .git as .GIT. The zero value
-// protects .git and capkit.toml.
+// is left out (it would make that whole root read-only). So a check made
+// through one root also covers a root nested in it, and a root narrowed
+// to a directory inside a configured root keeps that root's protected
+// paths where they are. Paths are compared element by element and
+// case-insensitively (WithinFolded). The zero value protects .git and
+// capkit.toml.
+//
+// Protected is the set, not the check: internal/scope checks every change
+// against it, inside the change (a name as spelled and as its directory
+// is named on disk), and the container holds its Paths read-only.
 type Protected struct {
 	extra []string
 	roots []string
@@ -60,7 +61,7 @@ func (p Protected) WithRoots(roots ...string) Protected {
 // (Covers says so).
 func (p Protected) Paths(roots []string) []string {
 	var out []string
-	all := p.all(roots)
+	all := p.Every(roots)
 	for _, root := range roots {
 		for _, q := range all {
 			if q != root && Within(root, q) && !slices.Contains(out, q) {
@@ -75,12 +76,14 @@ func (p Protected) Paths(roots []string) []string {
 // protected path or lies under one, so that nothing in it may change: a
 // root narrowed to .git, say.
 func (p Protected) Covers(dir string) bool {
-	return slices.ContainsFunc(p.all([]string{dir}), func(q string) bool { return withinFolded(q, dir) })
+	return slices.ContainsFunc(p.Every([]string{dir}), func(q string) bool { return WithinFolded(q, dir) })
 }
 
-// all is every protected path of the configured roots and of those of
-// given that lie in none of them, except these roots themselves.
-func (p Protected) all(given []string) []string {
+// Every is every protected path of the configured roots (WithRoots) and
+// of the roots given that lie in none of them, except these roots
+// themselves: what a change in one of the given roots is checked against
+// (internal/scope does, inside each change).
+func (p Protected) Every(given []string) []string {
 	bases := slices.Clone(p.roots)
 	for _, r := range given {
 		if !slices.ContainsFunc(p.roots, func(c string) bool { return Within(c, r) }) && !slices.Contains(bases, r) {
@@ -108,49 +111,11 @@ func (p Protected) all(given []string) []string {
 	return out
 }
 
-// CheckWrite refuses, with denied, a change to name in root (a
-// root-relative, cleaned, slash-separated name, as a scope resolves it) that is a protected path of roots or lies under one: creating,
-// replacing, editing or removing it. roots are the roots the tool
-// resolved name against; the first is where relative names start.
-func (p Protected) CheckWrite(roots []string, root, name string) error {
-	return p.check(roots, root, name, false)
-}
-
-// CheckRename is CheckWrite for a name a directory may be renamed from or
-// to: it also refuses a name that holds a protected path, since renaming
-// a directory moves everything in it and renaming one into place creates
-// everything in it.
-func (p Protected) CheckRename(roots []string, root, name string) error {
-	return p.check(roots, root, name, true)
-}
-
-func (p Protected) check(roots []string, root, name string, holding bool) error {
-	target := filepath.Join(root, filepath.FromSlash(name))
-	show := func(abs string) string {
-		if len(roots) > 0 && Within(roots[0], abs) {
-			if rel, err := filepath.Rel(roots[0], abs); err == nil {
-				return filepath.ToSlash(rel)
-			}
-		}
-		return abs
-	}
-	for _, q := range p.all(append([]string{root}, roots...)) {
-		switch {
-		case withinFolded(q, target):
-			return fault.New(fault.Denied, "%s is protected: %s", clip.Text(show(target)), protectedReason)
-		case holding && withinFolded(target, q):
-			return fault.New(fault.Denied, "%s holds the protected %s: %s", clip.Text(show(target)), clip.Text(show(q)), protectedReason)
-		}
-	}
-	return nil
-}
-
-// protectedReason ends every refusal: why, and what was done.
-const protectedReason = "the host keeps .git, capkit.toml and its [run] protect entries read-only for every tool (it reads or runs them later); nothing was changed"
-
-// withinFolded reports whether the cleaned absolute path p is dir or lies
-// under it, comparing whole elements case-insensitively.
-func withinFolded(dir, p string) bool {
+// WithinFolded reports whether the cleaned absolute path p is dir or lies
+// under it, comparing whole elements case-insensitively: how a protected
+// path is matched, so that a case-folding filesystem cannot reach .git as
+// .GIT.
+func WithinFolded(dir, p string) bool {
 	de := strings.Split(strings.TrimSuffix(dir, string(filepath.Separator)), string(filepath.Separator))
 	pe := strings.Split(p, string(filepath.Separator))
 	if len(pe) < len(de) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/internal/clip"
@@ -21,12 +22,37 @@ const (
 	renameCheck
 )
 
-// refuse runs c on the root-relative name in root.
+// refuse runs c on the root-relative name (cleaned, slash-separated) in
+// root, one of the scope's roots: a write check refuses a name that is a
+// protected path or lies under one (creating, replacing, editing or
+// removing it); a rename check refuses a name that holds one too, since
+// renaming a directory moves everything in it and renaming one into
+// place creates everything in it.
 func (s *Scope) refuse(c check, root, name string) error {
-	if c == renameCheck {
-		return s.protected.CheckRename(s.roots, root, name)
+	target := filepath.Join(root, filepath.FromSlash(name))
+	for _, q := range s.protected.Every(append([]string{root}, s.roots...)) {
+		switch {
+		case capability.WithinFolded(q, target):
+			return fault.New(fault.Denied, "%s is protected: %s", clip.Text(s.show(target)), protectedReason)
+		case c == renameCheck && capability.WithinFolded(target, q):
+			return fault.New(fault.Denied, "%s holds the protected %s: %s", clip.Text(s.show(target)), clip.Text(s.show(q)), protectedReason)
+		}
 	}
-	return s.protected.CheckWrite(s.roots, root, name)
+	return nil
+}
+
+// protectedReason ends every refusal: why, and what was done.
+const protectedReason = "the host keeps .git, capkit.toml and its [run] protect entries read-only for every tool (it reads or runs them later); nothing was changed"
+
+// show is how a refusal names the host path abs: relative to the scope's
+// first root when inside it.
+func (s *Scope) show(abs string) string {
+	if len(s.roots) > 0 && capability.Within(s.roots[0], abs) {
+		if rel, err := filepath.Rel(s.roots[0], abs); err == nil {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return abs
 }
 
 // checkParent runs c on t, whose parent is open: on t's name as spelled
