@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/build"
@@ -13,8 +14,24 @@ import (
 
 // funcCalls is how often the function spec (pkg/path.Func or
 // pkg/path.Type.Method, in the source tree src) ran in with but not in
-// base: the difference of the counter of its body's first block.
+// base: the difference of the counter of its body's first block. spec
+// may name alternatives, A|B: the first the tree has is counted (one step
+// under its name in each revision).
 func funcCalls(src, spec string, base, with map[block]int) (int, error) {
+	alts := strings.Split(spec, "|")
+	for i, alt := range alts {
+		n, err := oneFunc(src, alt, base, with)
+		if errors.Is(err, errNoFunc) && i < len(alts)-1 {
+			continue
+		}
+		return n, err
+	}
+	return 0, errNoFunc
+}
+
+var errNoFunc = errors.New("no such function")
+
+func oneFunc(src, spec string, base, with map[block]int) (int, error) {
 	slash := strings.LastIndex(spec, "/")
 	dot := strings.Index(spec[slash+1:], ".")
 	if dot < 0 {
@@ -32,6 +49,9 @@ func funcCalls(src, spec string, base, with map[block]int) (int, error) {
 		return err == nil && ok
 	}
 	pkgs, err := parser.ParseDir(fset, dir, built, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%w: no package %s", errNoFunc, pkg)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -52,7 +72,7 @@ func funcCalls(src, spec string, base, with map[block]int) (int, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("no function %s in %s", name, pkg)
+	return 0, fmt.Errorf("%w: %s in %s", errNoFunc, name, pkg)
 }
 
 // firstBlock is the counter difference of the first block inside the

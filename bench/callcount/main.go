@@ -73,7 +73,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func main() {
 	flag.Var(&bins, "bin", "NAME=PATH of a capkit binary; repeatable")
 	flag.Var(&srcs, "src", "NAME=DIR: the source tree binary NAME was built from (cover)")
-	flag.Var(&counts, "count", "a function whose calls to count (cover), as pkg/path.Func or pkg/path.Type.Method; repeatable")
+	flag.Var(&counts, "count", "a function whose calls to count (cover), as pkg/path.Func or pkg/path.Type.Method, or alternatives A|B (the first the tree has); repeatable")
 	flag.Parse()
 	if len(bins) == 0 {
 		flag.Usage()
