@@ -140,6 +140,17 @@ func TestIdleTunnel(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// Nor is a tunnel whose server sends a byte at a time, each well
+	// within the timeout, for longer than the timeout.
+	resp, err := busy.Get(fmt.Sprintf("https://registry.example.org:%d/trickle", w.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != strings.Repeat(".", 20) {
+		t.Errorf("trickling server: %q, %v; want all 20 bytes", body, err)
+	}
 	w.stop()
 	found := false
 	for _, e := range w.events() {

@@ -67,6 +67,14 @@ func newWorld(t testing.TB, policyExtra string, opts *Options) *world {
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 		rw.Write(body(n))
 	})
+	mux.HandleFunc("/trickle", func(rw http.ResponseWriter, r *http.Request) {
+		// A byte every 50 ms for a second: slower than any relay buffer fills.
+		for range 20 {
+			rw.Write([]byte("."))
+			rw.(http.Flusher).Flush()
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	mux.HandleFunc("/to-internal", func(rw http.ResponseWriter, r *http.Request) {
 		http.Redirect(rw, r, fmt.Sprintf("https://internal.example.org:%d/hello", w.port), http.StatusFound)
 	})
