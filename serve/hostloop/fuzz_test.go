@@ -6,9 +6,12 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit/toolrules"
+	"github.com/capkit/capkit/kernel/catalog"
 )
 
 // FuzzCall feeds any bytes to every format's Call on a session that may
@@ -60,6 +63,49 @@ func FuzzDropNulls(f *testing.F) {
 		}
 		if !jsontext.Value(out).IsValid() || (!changed && string(out) != in) || len(out) > len(in)+len(in)/2+16 {
 			t.Fatalf("dropNulls(%s) = %s (changed %v)", in, out, changed)
+		}
+	})
+}
+
+// FuzzRender feeds any object schema (an upstream's tool behind the
+// gateway has one capkit did not write) to every format and strictness:
+// rendering never panics, and what it writes keeps the provider's
+// published rules.
+func FuzzRender(f *testing.F) {
+	for _, doc := range []string{
+		`{"type":"object","properties":{"a":{"type":"string","maxLength":3},"b":{"type":["integer","null"],"minimum":1}},"required":["a"]}`,
+		`{"type":"object","properties":{"p":{"$ref":"#/$defs/pt"}},"$defs":{"pt":{"type":"object","properties":{"x":{"type":"number"}},"required":["x"]}}}`,
+		`{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"integer","enum":[1,2]}]},"n":{"$ref":"#"}}}`,
+		`{"type":"object","properties":{"t":{"type":"array","items":{"type":"string","format":"date"},"minItems":2,"uniqueItems":true}}}`,
+		`{"type":"object","properties":{"env":{"type":"object","additionalProperties":{"type":"string"}},"-i":{"type":"boolean"}}}`,
+		refChain(3), unionChain(3),
+	} {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var s jsonschema.Schema
+		if json.Unmarshal([]byte(doc), &s) != nil || s.Type != "object" {
+			return
+		}
+		c, err := catalog.New([]catalog.Entry{{Name: "upstream_tool", Effect: capability.ReadFile, Origin: "upstream fuzz",
+			Description: "a tool whose schema an upstream wrote", InputSchema: &s}})
+		if err != nil {
+			return
+		}
+		e, _, _ := c.Lookup("upstream_tool")
+		if _, _, err := e.Schemas(); err != nil {
+			return // the kernel refuses it: never listed
+		}
+		for _, fm := range Formats() {
+			for _, strict := range []bool{false, true} {
+				r, err := render(e, fm, strict)
+				if err != nil {
+					t.Fatalf("%s strict %v: %v", fm, strict, err)
+				}
+				if err := toolrules.Check(string(fm), []json.RawMessage{r.spec.Definition}); err != nil {
+					t.Fatalf("%s strict %v: %s\n%v", fm, strict, r.spec.Definition, err)
+				}
+			}
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/kernel/catalog"
+	"github.com/capkit/capkit/limits"
 )
 
 // Gemini's function declarations take parameters in a subset of the
@@ -98,6 +99,7 @@ type geminizer struct {
 	changes  []Change
 	seen     map[Change]bool
 	whole    *Change // why the schema goes whole, when it must
+	inlined  int     // nodes written inside inlined references
 }
 
 func (g *geminizer) sendWhole(ptr, keyword string) {
@@ -121,6 +123,12 @@ func (g *geminizer) node(s *jsonschema.Schema, ptr string) *geminiSchema {
 	}
 	if s.Ref != "" {
 		return g.ref(s, ptr)
+	}
+	if len(g.inlining) > 0 {
+		if g.inlined++; g.inlined > limits.GeminiInlinedNodes {
+			g.sendWhole(ptr, "$ref") // the references fan out
+			return nil
+		}
 	}
 	out := &geminiSchema{Description: s.Description, Default: s.Default}
 	mv := &moved{}
@@ -187,6 +195,7 @@ func (g *geminizer) ref(s *jsonschema.Schema, ptr string) *geminiSchema {
 // types sets out's type from s's, and returns it (lower case); "" when s
 // names none.
 func (g *geminizer) types(s *jsonschema.Schema, out *geminiSchema, ptr string) string {
+	_, unknown := unknownType(s)
 	ts := slices.Clone(s.Types)
 	if s.Type != "" {
 		ts = append(ts, s.Type)
@@ -196,7 +205,7 @@ func (g *geminizer) types(s *jsonschema.Schema, out *geminiSchema, ptr string) s
 		ts = slices.DeleteFunc(ts, func(t string) bool { return t == "null" })
 	}
 	switch {
-	case len(ts) > 1:
+	case len(ts) > 1 || unknown:
 		g.sendWhole(ptr, "type")
 		return ""
 	case len(ts) == 1:

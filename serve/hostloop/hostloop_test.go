@@ -85,6 +85,8 @@ func TestStrictForms(t *testing.T) {
 			[]Change{{"/properties/l", "minItems", ChangeMoved}, {"/properties/p", "pattern", ChangeMoved}, {"/properties/q", "pattern", ChangeMoved}, {"/properties/x", "format", ChangeMoved}}},
 		{"enum alone is typed", `{"type":"object","properties":{"m":{"enum":["a","b"]}},"required":["m"],"additionalProperties":false}`,
 			anthropicRules, `{"type":"object","required":["m"],"properties":{"m":{"type":"string","enum":["a","b"]}},"additionalProperties":false}`, "", nil},
+		{"a type JSON lacks", `{"type":"object","properties":{"v":{"type":["string",""]}},"additionalProperties":false}`,
+			anthropicRules, "", `/properties/v: type "" is not a JSON type`, nil},
 		{"a root union", `{"type":"object","anyOf":[{"type":"object"}]}`, openAIRules, "", "the root is a union", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -493,6 +495,7 @@ func TestGeminiSubset(t *testing.T) {
 		`{"type":"object","properties":{"-i":{"type":"boolean"}}}`:                 "properties",
 		`{"type":"object","properties":{"v":{"type":["string","integer"]}}}`:       "type",
 		`{"type":"object","properties":{"v":{}}}`:                                  "type",
+		`{"type":"object","properties":{"v":{"type":"0"}}}`:                        "type",
 		`{"type":"object","properties":{"t":{"type":"array","prefixItems":[{}]}}}`: "prefixItems",
 	} {
 		s := schema(t, doc)

@@ -21,7 +21,7 @@ const maxNullDepth = 64
 // follows, its nulls stay, and the kernel refuses them if they are wrong.
 // It reports whether it changed v.
 func dropNulls(root, s *jsonschema.Schema, v jsontext.Value, depth int) (jsontext.Value, bool, error) {
-	s = branchFor(root, s, v, 0)
+	s = branchFor(root, s, v)
 	if s == nil || depth > maxNullDepth {
 		return v, false, nil
 	}
@@ -46,7 +46,7 @@ func dropInObject(root, s *jsonschema.Schema, v jsontext.Value, depth int) (json
 		if !ok {
 			return m, true, false, nil
 		}
-		if m.Kind() == 'n' && !slices.Contains(s.Required, name) && !admitsNull(root, p, 0) {
+		if m.Kind() == 'n' && !slices.Contains(s.Required, name) && !admitsNull(root, p) {
 			return nil, false, true, nil
 		}
 		out, changed, err := dropNulls(root, p, m, depth+1)
@@ -55,22 +55,43 @@ func dropInObject(root, s *jsonschema.Schema, v jsontext.Value, depth int) (json
 }
 
 // branchFor is the subschema v follows in s: s itself, its $ref's target,
-// or the one branch of its anyOf or oneOf whose shape v has; nil when
-// that is unclear.
-func branchFor(root, s *jsonschema.Schema, v jsontext.Value, depth int) *jsonschema.Schema {
-	if s == nil || depth > 32 {
-		return nil
+// or the one branch of its anyOf or oneOf (through nested unions and
+// references) whose shape v has; nil when that is unclear. Each subschema
+// is visited once, so references that fan out cost their size, not their
+// paths.
+func branchFor(root, s *jsonschema.Schema, v jsontext.Value) *jsonschema.Schema {
+	seen := map[*jsonschema.Schema]bool{}
+	var leaves []*jsonschema.Schema
+	union := false
+	var visit func(s *jsonschema.Schema)
+	visit = func(s *jsonschema.Schema) {
+		for s != nil && s.Ref != "" && !seen[s] {
+			seen[s] = true
+			s = resolveRef(root, s.Ref)
+		}
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		branches := append(slices.Clone(s.AnyOf), s.OneOf...)
+		union = union || len(branches) > 0
+		if len(branches) == 0 {
+			leaves = append(leaves, s)
+		}
+		for _, b := range branches {
+			visit(b)
+		}
 	}
-	if s.Ref != "" {
-		return branchFor(root, resolveRef(root, s.Ref), v, depth+1)
-	}
-	branches := append(slices.Clone(s.AnyOf), s.OneOf...)
-	if len(branches) == 0 {
-		return s
+	visit(s)
+	if !union {
+		if len(leaves) == 0 {
+			return nil // a reference that names nothing, or only itself
+		}
+		return leaves[0] // s, or what its references name
 	}
 	var found *jsonschema.Schema
-	for _, b := range branches {
-		if b = branchFor(root, b, v, depth+1); b != nil && shapeOf(b, v) {
+	for _, b := range leaves {
+		if shapeOf(b, v) {
 			if found != nil {
 				return nil
 			}

@@ -239,6 +239,9 @@ func (st *strictor) node(s *jsonschema.Schema, ptr string, depth int) *jsonschem
 	if !typed(s) {
 		st.fail(ptr, "admits a value of any type; strict mode needs a type")
 	}
+	if t, ok := unknownType(s); ok {
+		st.fail(ptr, "type %q is not a JSON type", t)
+	}
 	st.object(s, out, mv, ptr, depth)
 	st.array(s, out, mv, ptr, depth)
 	st.scalars(s, out, mv, ptr)
@@ -345,6 +348,21 @@ func typed(s *jsonschema.Schema) bool {
 		s.Enum != nil || s.Const != nil
 }
 
+// unknownType is a type s names that is not one of JSON's.
+func unknownType(s *jsonschema.Schema) (string, bool) {
+	for _, t := range s.Types {
+		if !slices.Contains(jsonTypes, t) {
+			return t, true
+		}
+	}
+	if s.Type != "" && !slices.Contains(jsonTypes, s.Type) {
+		return s.Type, true
+	}
+	return "", false
+}
+
+var jsonTypes = []string{"string", "number", "integer", "boolean", "object", "array", "null"}
+
 func hasType(s *jsonschema.Schema, t string) bool { return s.Type == t || slices.Contains(s.Types, t) }
 
 // object transforms what concerns objects: every object closed, its
@@ -379,7 +397,7 @@ func (st *strictor) object(s, out *jsonschema.Schema, mv *moved, ptr string, dep
 			continue
 		}
 		if st.r.requireAll {
-			if child != nil && !admitsNull(st.root, s.Properties[name], 0) {
+			if child != nil && !admitsNull(st.root, s.Properties[name]) {
 				child = withNull(child)
 				st.out.nulled = true
 			}
@@ -514,14 +532,37 @@ func withNull(c *jsonschema.Schema) *jsonschema.Schema {
 }
 
 // admitsNull reports whether the original subschema s admits null. It
-// answers false when unsure: the strict schema then adds null, which
-// admits no value the tool would refuse once the call drops the null.
-func admitsNull(root, s *jsonschema.Schema, depth int) bool {
-	if s == nil || depth > 32 {
+// answers false when unsure (a recursive schema): the strict schema then
+// adds null, which admits no value the tool would refuse once the call
+// drops the null. Each subschema is judged once, so references that fan
+// out cost their size, not their paths.
+func admitsNull(root, s *jsonschema.Schema) bool {
+	n := nullJudge{root: root, known: map[*jsonschema.Schema]bool{}, onPath: map[*jsonschema.Schema]bool{}}
+	return n.admits(s)
+}
+
+type nullJudge struct {
+	root          *jsonschema.Schema
+	known, onPath map[*jsonschema.Schema]bool
+}
+
+func (n *nullJudge) admits(s *jsonschema.Schema) bool {
+	if s == nil || n.onPath[s] {
 		return false
 	}
+	if v, ok := n.known[s]; ok {
+		return v
+	}
+	n.onPath[s] = true
+	v := n.judge(s)
+	delete(n.onPath, s)
+	n.known[s] = v
+	return v
+}
+
+func (n *nullJudge) judge(s *jsonschema.Schema) bool {
 	if s.Ref != "" {
-		return admitsNull(root, resolveRef(root, s.Ref), depth+1)
+		return n.admits(resolveRef(n.root, s.Ref))
 	}
 	if s.Enum != nil && !slices.Contains(s.Enum, nil) {
 		return false
@@ -533,7 +574,7 @@ func admitsNull(root, s *jsonschema.Schema, depth int) bool {
 		return false
 	}
 	if len(s.AnyOf) > 0 || len(s.OneOf) > 0 {
-		return slices.ContainsFunc(append(slices.Clone(s.AnyOf), s.OneOf...), func(b *jsonschema.Schema) bool { return admitsNull(root, b, depth+1) })
+		return slices.ContainsFunc(append(slices.Clone(s.AnyOf), s.OneOf...), n.admits)
 	}
 	if s.Type != "" || len(s.Types) > 0 {
 		return hasType(s, "null")
@@ -556,28 +597,23 @@ func resolveRef(root *jsonschema.Schema, ref string) *jsonschema.Schema {
 }
 
 // recursive reports whether a $ref in s leads back into a schema it is
-// inside.
+// inside. Each subschema is walked once.
 func recursive(root *jsonschema.Schema) bool {
-	onPath := map[*jsonschema.Schema]bool{}
+	onPath, done := map[*jsonschema.Schema]bool{}, map[*jsonschema.Schema]bool{}
 	var walk func(s *jsonschema.Schema) bool
 	walk = func(s *jsonschema.Schema) bool {
-		if s == nil {
+		if s == nil || done[s] {
 			return false
 		}
 		if onPath[s] {
 			return true
 		}
 		onPath[s] = true
-		defer delete(onPath, s)
+		defer func() { delete(onPath, s); done[s] = true }()
 		if s.Ref != "" && walk(resolveRef(root, s.Ref)) {
 			return true
 		}
-		for _, c := range children(s) {
-			if walk(c) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(children(s), walk)
 	}
 	return walk(root)
 }
