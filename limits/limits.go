@@ -131,6 +131,14 @@ const (
 	// ScriptWorkerGrace is how long past its deadline a script may take to
 	// stop before its worker is killed (or, in process, abandoned).
 	ScriptWorkerGrace = 2 * time.Second
+	// ScriptLabelMaxDepth bounds how deeply nested a value given to a
+	// built-in or a tool may be when labels are followed through it.
+	ScriptLabelMaxDepth = JSONMaxDepth
+	// ScriptProvenanceExplainItems bounds how many sources, regions and
+	// calls a provenance denial names; ScriptProvenanceExplainDepth how
+	// far back through calls it follows one source.
+	ScriptProvenanceExplainItems = 8
+	ScriptProvenanceExplainDepth = 4
 )
 
 // Regular-file IO. Streaming (digest, copy) takes an explicit budget of

@@ -47,6 +47,10 @@ func (e *encoder) value(v starlark.Value, depth int) error {
 		return fault.New(fault.Limit, "%s: nested deeper than %d (a list or dict that contains itself?)", e.what, limits.JSONMaxDepth)
 	}
 	switch x := v.(type) {
+	case *tainted:
+		return e.value(x.v, depth)
+	case unbound:
+		return fault.New(fault.InvalidInput, "%s: %s", e.what, errUnbound)
 	case starlark.NoneType:
 		e.buf = append(e.buf, "null"...)
 	case starlark.Bool:

@@ -24,10 +24,6 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-// caller forwards one tool.call: in process straight to the session, in a
-// worker over the pipe to the parent, which calls the session.
-type caller func(ctx context.Context, name string, args json.RawMessage) (*kernel.Result, error)
-
 // bounds are what one execution may use. They are resolved Options, and
 // what a worker receives.
 type bounds struct {
@@ -37,6 +33,8 @@ type bounds struct {
 	MaxResultBytes int64         `json:"max_result_bytes"`
 	MaxMemoryBytes int64         `json:"max_memory_bytes"`
 	AllowTime      bool          `json:"allow_time"`
+	// Provenance runs the script rewritten to label every value.
+	Provenance bool `json:"provenance"`
 }
 
 // outcome is a finished script.
@@ -44,6 +42,8 @@ type outcome struct {
 	Value json.RawMessage `json:"value"`
 	Steps uint64          `json:"steps"`
 	Calls int             `json:"calls"`
+	// Sources name the untrusted sources the result depends on.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // fileOptions are the dialect: while loops and top-level control flow are
@@ -62,29 +62,30 @@ func (e *callFailure) Error() string {
 	return fmt.Sprintf("tool.call(%q) failed: %s: %s", e.tool, e.f.Code, e.f.Message)
 }
 
-// execute runs src to completion or to the first failure, within b. It is
-// the same in process and in a worker.
 // execution is one run of a script: its thread, its bounds, and why it is
 // being stopped.
 type execution struct {
 	ctx     context.Context
 	b       bounds
-	call    caller
+	host    host
 	print   func(string)
 	thread  *starlark.Thread
 	stopped atomic.Pointer[fault.Error]
 	printed int64
 	base    int64 // heap bytes at the start
 	calls   int
+	tr      *tracker // nil without provenance
 }
 
-func execute(ctx context.Context, src []byte, b bounds, call caller, print func(string)) (out outcome, err error) {
+// execute runs src to completion or to the first failure, within b. It is
+// the same in process and in a worker.
+func execute(ctx context.Context, src []byte, b bounds, h host, print func(string)) (out outcome, err error) {
 	if len(src) > limits.ScriptMaxSourceBytes {
 		return out, fault.LimitExceeded("script source bytes", limits.ScriptMaxSourceBytes, int64(len(src)))
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
-	e := &execution{ctx: ctx, b: b, call: call, print: print, thread: &starlark.Thread{Name: b.Filename}}
+	e := &execution{ctx: ctx, b: b, host: h, print: print, thread: &starlark.Thread{Name: b.Filename}}
 	defer context.AfterFunc(ctx, e.expire)()
 	e.thread.Load = func(*starlark.Thread, string) (starlark.StringDict, error) {
 		return nil, errors.New("load is not available to scripts")
@@ -96,7 +97,12 @@ func execute(ctx context.Context, src []byte, b bounds, call caller, print func(
 	e.thread.SetMaxExecutionSteps(min(b.MaxSteps, limits.ScriptMemoryCheckSteps))
 	e.thread.OnMaxSteps = e.onSteps
 
-	globals, err := starlark.ExecFileOptions(fileOptions, e.thread, b.Filename, src, e.predeclared())
+	var globals starlark.StringDict
+	if b.Provenance {
+		globals, err = e.runLabelled(src)
+	} else {
+		globals, err = starlark.ExecFileOptions(fileOptions, e.thread, b.Filename, src, e.predeclared())
+	}
 	out.Steps, out.Calls = e.thread.ExecutionSteps(), e.calls
 	if f := e.stopped.Load(); f != nil {
 		return out, f
@@ -113,7 +119,45 @@ func execute(ctx context.Context, src []byte, b bounds, call caller, print func(
 		return out, err
 	}
 	out.Value = value
+	if e.tr != nil {
+		l, err := e.tr.deep(result)
+		if err != nil {
+			return out, err
+		}
+		out.Sources = e.tr.untrustedNames(l)
+	}
 	return out, nil
+}
+
+// runLabelled runs src rewritten so that every value carries its label
+// (see the package comment): the original is parsed and resolved as the
+// interpreter would, so its errors are the interpreter's, then rewritten
+// and compiled.
+func (e *execution) runLabelled(src []byte) (starlark.StringDict, error) {
+	f, err := fileOptions.Parse(e.b.Filename, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	e.tr = newTracker(nil, nil)
+	predeclared := e.predeclared()
+	if err := resolve.File(f, predeclared.Has, starlark.Universe.Has); err != nil {
+		return nil, err
+	}
+	rf, regions, impure, err := rewrite(f)
+	if err != nil {
+		return nil, fault.New(fault.InvalidInput, "script error: %s", err)
+	}
+	e.tr.regions, e.tr.impure = regions, impure
+	for k, v := range e.tr.helpers() {
+		predeclared[k] = v
+	}
+	prog, err := starlark.FileProgram(rf, predeclared.Has)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "script: the labelled program does not compile")
+	}
+	g, err := prog.Init(e.thread, predeclared)
+	g.Freeze()
+	return g, err
 }
 
 // stop records why the script is being stopped (the first reason wins)
@@ -158,18 +202,27 @@ func (e *execution) onSteps(th *starlark.Thread) {
 	th.SetMaxExecutionSteps(min(e.b.MaxSteps, th.Steps+limits.ScriptMemoryCheckSteps))
 }
 
-// predeclared is what a script sees: tool.call, json, math and, when
-// allowed, time.
+// predeclared is what a script sees: tool.call, prov, json, math and,
+// when allowed, time. With labels, tool.call and prov's functions are
+// label-aware built-ins of the tracker.
 func (e *execution) predeclared() starlark.StringDict {
+	call := starlark.NewBuiltin("tool.call", e.toolCall)
+	prov := e.provModule()
 	d := starlark.StringDict{
-		"tool": &starlarkstruct.Module{Name: "tool", Members: starlark.StringDict{
-			"call": starlark.NewBuiltin("tool.call", e.toolCall),
-		}},
+		"tool": &starlarkstruct.Module{Name: "tool", Members: starlark.StringDict{"call": call}},
+		"prov": prov,
 		"json": starjson.Module,
 		"math": math.Module,
 	}
 	if e.b.AllowTime {
 		d["time"] = startime.Module
+	}
+	if e.tr != nil {
+		e.tr.aware = e.tr.universalAware()
+		e.tr.aware[call] = e.toolCallLabelled
+		for name, fn := range e.provAware() {
+			e.tr.aware[prov.Members[name].(*starlark.Builtin)] = fn
+		}
 	}
 	return d
 }
@@ -186,15 +239,30 @@ func (e *execution) toolCall(th *starlark.Thread, fn *starlark.Builtin, args sta
 	if err != nil {
 		return nil, err
 	}
+	reply, err := e.callHost(&callRequest{Name: name, Args: encoded})
+	if err != nil {
+		return nil, err
+	}
+	return resultValue(reply.Result, text)
+}
+
+// callHost makes one call through the host side.
+func (e *execution) callHost(req *callRequest) (*callReply, error) {
 	e.calls++
-	res, err := e.call(e.ctx, name, encoded)
+	reply, err := e.host.call(e.ctx, req)
 	if err != nil {
 		fe := fault.As(err)
 		if f := e.stopped.Load(); f != nil {
 			fe = f // the call failed because the script is being stopped
 		}
-		return nil, &callFailure{tool: name, f: fe}
+		return nil, &callFailure{tool: req.Name, f: fe}
 	}
+	return reply, nil
+}
+
+// resultValue is a call's result as the script sees it: its text, or its
+// structured result decoded.
+func resultValue(res *kernel.Result, text bool) (starlark.Value, error) {
 	if text || len(res.Structured) == 0 {
 		return starlark.String(res.Text), nil
 	}
@@ -205,6 +273,9 @@ func (e *execution) toolCall(th *starlark.Thread, fn *starlark.Builtin, args sta
 // arguments, a string stays a JSON string (callTool decides whether it
 // fills the tool's one required string field), anything else is encoded.
 func encodeArg(arg starlark.Value) (json.RawMessage, error) {
+	if t, ok := arg.(*tainted); ok {
+		arg = t.v
+	}
 	switch a := arg.(type) {
 	case starlark.NoneType:
 		return json.RawMessage("{}"), nil

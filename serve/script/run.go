@@ -7,10 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
@@ -38,6 +36,9 @@ type Options struct {
 	Print func(msg string)
 	// Worker runs the script in a child process; nil runs it in process.
 	Worker *Worker
+	// Provenance configures labels and the policies of effectful calls;
+	// the zero value is on, with the default policy.
+	Provenance Provenance
 }
 
 func (o *Options) resolve() (Options, bounds, error) {
@@ -52,6 +53,7 @@ func (o *Options) resolve() (Options, bounds, error) {
 		MaxResultBytes: r.MaxResultBytes,
 		MaxMemoryBytes: r.MaxMemoryBytes,
 		AllowTime:      r.AllowTime,
+		Provenance:     !r.Provenance.Disable,
 	}
 	if b.Filename == "" {
 		b.Filename = "script.star"
@@ -93,6 +95,9 @@ type Result struct {
 	Steps uint64
 	// Calls is the number of tool.call invocations.
 	Calls int
+	// Sources name the untrusted sources the result depends on (none
+	// without provenance).
+	Sources []string
 }
 
 // Run executes src in sess. It returns the result or a *fault.Error: the
@@ -111,10 +116,11 @@ func Run(ctx context.Context, sess *kernel.Session, src []byte, opts *Options) (
 		return Result{}, fault.LimitExceeded("script source bytes", limits.ScriptMaxSourceBytes, int64(len(src)))
 	}
 	var out outcome
+	m := newMonitor(sess, &o.Provenance)
 	if o.Worker != nil {
-		out, err = runWorker(ctx, sess, src, b, o)
+		out, err = runWorker(ctx, m, src, b, o)
 	} else {
-		out, err = runInProcess(ctx, sess, src, b, o.Print)
+		out, err = runInProcess(ctx, m, src, b, o.Print)
 	}
 	if err != nil {
 		return Result{Steps: out.Steps, Calls: out.Calls}, err
@@ -125,7 +131,7 @@ func Run(ctx context.Context, sess *kernel.Session, src []byte, opts *Options) (
 // runInProcess runs the interpreter on its own goroutine so that a
 // built-in that ignores cancellation cannot hold the caller past the
 // deadline: after a grace period it is abandoned.
-func runInProcess(ctx context.Context, sess *kernel.Session, src []byte, b bounds, print func(string)) (outcome, error) {
+func runInProcess(ctx context.Context, m *monitor, src []byte, b bounds, print func(string)) (outcome, error) {
 	type done struct {
 		out outcome
 		err error
@@ -137,9 +143,7 @@ func runInProcess(ctx context.Context, sess *kernel.Session, src []byte, b bound
 				ch <- done{err: fault.Wrap(fault.Internal, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "script interpreter failed")}
 			}
 		}()
-		out, err := execute(ctx, src, b, func(ctx context.Context, name string, args json.RawMessage) (*kernel.Result, error) {
-			return callTool(ctx, sess, name, args)
-		}, print)
+		out, err := execute(ctx, src, b, m, print)
 		ch <- done{out, err}
 	}()
 	timer := time.NewTimer(b.Timeout + limits.ScriptWorkerGrace)
@@ -150,27 +154,6 @@ func runInProcess(ctx context.Context, sess *kernel.Session, src []byte, b bound
 	case <-timer.C:
 		return outcome{}, fault.New(fault.Limit, "script: time limit of %v exceeded (a built-in did not stop; abandoned)", b.Timeout)
 	}
-}
-
-// callTool is tool.call on the host side. A JSON string argument fills
-// the tool's single required string field when the session is granted a
-// tool with such a schema; otherwise it goes to the kernel as is (which
-// refuses arguments that are not an object). Scripts cannot start scripts.
-func callTool(ctx context.Context, sess *kernel.Session, name string, args json.RawMessage) (*kernel.Result, error) {
-	if e, _, ok := sess.Runtime().Catalog().Lookup(name); ok && sess.Capabilities().Grants(e.Effect) {
-		if e.Effect == capability.RunScript {
-			return nil, fault.New(fault.Denied, "a script cannot call %s", name)
-		}
-		// A schema that does not resolve fails the call in the kernel.
-		if in, _, err := e.Schemas(); err == nil && len(args) > 0 && args[0] == '"' {
-			if field, ok := soleStringField(in.Required, in.Properties); ok {
-				wrapped, _ := jsontext.AppendQuote([]byte("{"), field)
-				wrapped = append(append(append(wrapped, ':'), args...), '}')
-				args = wrapped
-			}
-		}
-	}
-	return sess.Call(ctx, name, args)
 }
 
 // soleStringField returns the name of the only required property when it

@@ -57,22 +57,55 @@ func (w *wireFault) fault() *fault.Error {
 	return fault.New(w.Code, "%s", w.Message).RetryIn(w.RetryAfter)
 }
 
-type wireCall struct {
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-}
-
 type workerMsg struct {
-	Call  *wireCall  `json:"call,omitempty"`
-	Print *string    `json:"print,omitempty"`
-	Done  *outcome   `json:"done,omitempty"`
-	Fail  *wireFault `json:"fail,omitempty"`
+	Call       *callRequest       `json:"call,omitempty"`
+	Declassify *declassifyRequest `json:"declassify,omitempty"`
+	Print      *string            `json:"print,omitempty"`
+	Done       *outcome           `json:"done,omitempty"`
+	Fail       *wireFault         `json:"fail,omitempty"`
 }
 
+// workerReply answers a call (its result and source) or a declassify
+// (nothing but an error, if refused).
 type workerReply struct {
 	Text       string          `json:"text"`
 	Structured json.RawMessage `json:"structured,omitempty"`
 	Error      *wireFault      `json:"error,omitempty"`
+	Source     int32           `json:"source"`
+	NewSources []sourceInfo    `json:"new_sources,omitempty"`
+}
+
+// pipeHost is the worker's host side: the parent, over the pipes.
+type pipeHost struct {
+	enc *json.Encoder
+	dec *json.Decoder
+}
+
+func (p *pipeHost) ask(m workerMsg) (*workerReply, error) {
+	if err := p.enc.Encode(m); err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "script worker lost its parent")
+	}
+	var r workerReply
+	if err := p.dec.Decode(&r); err != nil {
+		return nil, fault.Wrap(fault.Unavailable, err, "script worker lost its parent")
+	}
+	if r.Error != nil {
+		return nil, r.Error.fault()
+	}
+	return &r, nil
+}
+
+func (p *pipeHost) call(_ context.Context, req *callRequest) (*callReply, error) {
+	r, err := p.ask(workerMsg{Call: req})
+	if err != nil {
+		return nil, err
+	}
+	return &callReply{Result: &kernel.Result{Text: r.Text, Structured: r.Structured}, Source: r.Source, NewSources: r.NewSources}, nil
+}
+
+func (p *pipeHost) declassify(_ context.Context, req *declassifyRequest) error {
+	_, err := p.ask(workerMsg{Declassify: req})
+	return err
 }
 
 // ServeWorker is the child side: it reads one script from fd 3, bounds its
@@ -98,26 +131,14 @@ func ServeWorker(ctx context.Context) error {
 	if start.Print {
 		print = func(msg string) { enc.Encode(workerMsg{Print: &msg}) }
 	}
-	call := func(ctx context.Context, name string, args json.RawMessage) (*kernel.Result, error) {
-		if err := enc.Encode(workerMsg{Call: &wireCall{Name: name, Args: args}}); err != nil {
-			return nil, fault.Wrap(fault.Unavailable, err, "script worker lost its parent")
-		}
-		var r workerReply
-		if err := dec.Decode(&r); err != nil {
-			return nil, fault.Wrap(fault.Unavailable, err, "script worker lost its parent")
-		}
-		if r.Error != nil {
-			return nil, r.Error.fault()
-		}
-		return &kernel.Result{Text: r.Text, Structured: r.Structured}, nil
-	}
+	h := &pipeHost{enc: enc, dec: dec}
 	res, err := func() (res outcome, err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fault.Wrap(fault.Internal, fmt.Errorf("panic: %v", p), "script interpreter failed")
 			}
 		}()
-		return execute(ctx, start.Source, start.Bounds, call, print)
+		return execute(ctx, start.Source, start.Bounds, h, print)
 	}()
 	if err != nil {
 		return enc.Encode(workerMsg{Fail: toWire(err), Done: &outcome{Steps: res.Steps, Calls: res.Calls}})
@@ -126,7 +147,7 @@ func ServeWorker(ctx context.Context) error {
 }
 
 // runWorker is the parent side.
-func runWorker(ctx context.Context, sess *kernel.Session, src []byte, b bounds, o Options) (outcome, error) {
+func runWorker(ctx context.Context, m *monitor, src []byte, b bounds, o Options) (outcome, error) {
 	w, err := startWorker(o)
 	if err != nil {
 		return outcome{}, err
@@ -145,7 +166,7 @@ func runWorker(ctx context.Context, sess *kernel.Session, src []byte, b bounds, 
 	if err := enc.Encode(workerStart{Source: src, Bounds: b, Print: o.Print != nil}); err != nil {
 		return outcome{}, fault.Wrap(fault.Unavailable, err, "script worker could not start")
 	}
-	return w.serve(ctx, deadline, sess, b, o, enc)
+	return w.serve(ctx, deadline, m, b, o, enc)
 }
 
 // worker is one running worker process and its two pipes.
@@ -209,7 +230,7 @@ func (w *worker) died(ctx, deadline context.Context, b bounds) error {
 
 // serve answers the worker's tool calls and prints until it reports its
 // outcome.
-func (w *worker) serve(ctx, deadline context.Context, sess *kernel.Session, b bounds, o Options, enc *json.Encoder) (outcome, error) {
+func (w *worker) serve(ctx, deadline context.Context, mon *monitor, b bounds, o Options, enc *json.Encoder) (outcome, error) {
 	dec := json.NewDecoder(w.fromChild)
 	callCtx, cancelCalls := context.WithTimeout(ctx, b.Timeout)
 	defer cancelCalls()
@@ -219,12 +240,17 @@ func (w *worker) serve(ctx, deadline context.Context, sess *kernel.Session, b bo
 			return outcome{}, w.died(ctx, deadline, b)
 		}
 		switch {
-		case m.Call != nil:
-			var r workerReply
-			if res, err := callTool(callCtx, sess, m.Call.Name, m.Call.Args); err != nil {
+		case m.Call != nil || m.Declassify != nil:
+			r := workerReply{Source: -1}
+			if m.Call != nil {
+				if reply, err := mon.call(callCtx, m.Call); err != nil {
+					r.Error = toWire(err)
+				} else {
+					r.Text, r.Structured = reply.Result.Text, reply.Result.Structured
+					r.Source, r.NewSources = reply.Source, reply.NewSources
+				}
+			} else if err := mon.declassify(callCtx, m.Declassify); err != nil {
 				r.Error = toWire(err)
-			} else {
-				r.Text, r.Structured = res.Text, res.Structured
 			}
 			if err := enc.Encode(r); err != nil {
 				return outcome{}, w.died(ctx, deadline, b)

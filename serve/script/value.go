@@ -1,0 +1,155 @@
+package script
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"go.starlark.net/starlark"
+)
+
+// tainted is an immutable value (string, number, tuple, function, ...)
+// with the label of what it depends on. Lists, dicts and sets are never
+// wrapped: a container's label lives in the side table, with the object,
+// so that every alias sees it. A tainted never holds another.
+//
+// Only the label-aware helpers handle a tainted; the rewritten script
+// passes it to no built-in. Should one ever reach the interpreter, it
+// fails loudly rather than lose its label: Truth panics (the run fails as
+// internal), Hash refuses.
+type tainted struct {
+	v starlark.Value
+	l *label
+}
+
+var errLabelled = errors.New("internal: a labelled value reached the interpreter")
+
+func (t *tainted) String() string        { return t.v.String() }
+func (t *tainted) Type() string          { return t.v.Type() }
+func (t *tainted) Freeze()               { t.v.Freeze() }
+func (t *tainted) Truth() starlark.Bool  { panic(errLabelled) }
+func (t *tainted) Hash() (uint32, error) { return 0, errLabelled }
+
+// unbound is the value a rewritten script gives a variable before its
+// first assignment, so that the end of a region can relabel variables
+// that one of its branches would have assigned. A helper that is given
+// it fails as the interpreter would have at the read.
+type unbound struct{}
+
+var unboundValue starlark.Value = unbound{}
+
+func (unbound) String() string        { return "<unbound>" }
+func (unbound) Type() string          { return "unbound" }
+func (unbound) Freeze()               {}
+func (unbound) Truth() starlark.Bool  { panic(errLabelled) }
+func (unbound) Hash() (uint32, error) { return 0, errUnbound }
+
+var errUnbound = errors.New("variable referenced before assignment")
+
+// sideTable holds the labels of lists, dicts and sets, keyed by address.
+// It does not keep them alive: a cleanup forgets an entry once its object
+// is collected. An address reused before that cleanup runs starts with
+// the old object's label, which only over-approximates; the generation
+// keeps a late cleanup from erasing the new object's own entry.
+type sideTable struct {
+	m   map[uintptr]sideEntry
+	gen uint64
+
+	mu      sync.Mutex
+	dead    []deadKey
+	pending atomic.Bool
+}
+
+type sideEntry struct {
+	l   *label
+	gen uint64
+}
+
+type deadKey struct {
+	addr uintptr
+	gen  uint64
+}
+
+// addrOf is the address of a list, dict or set, or 0 for anything else.
+func addrOf(v starlark.Value) uintptr {
+	switch x := v.(type) {
+	case *starlark.List:
+		return uintptr(unsafe.Pointer(x))
+	case *starlark.Dict:
+		return uintptr(unsafe.Pointer(x))
+	case *starlark.Set:
+		return uintptr(unsafe.Pointer(x))
+	}
+	return 0
+}
+
+// get is the label of the container at addr.
+func (s *sideTable) get(addr uintptr) *label {
+	if len(s.m) == 0 {
+		return nil
+	}
+	if s.pending.Load() {
+		s.drain()
+	}
+	return s.m[addr].l
+}
+
+// set records l as the label of container v (at addr), replacing any.
+func (s *sideTable) set(v starlark.Value, addr uintptr, l *label) {
+	if s.pending.Load() {
+		s.drain()
+	}
+	if s.m == nil {
+		s.m = map[uintptr]sideEntry{}
+	}
+	e, ok := s.m[addr]
+	if ok {
+		e.l = l
+		s.m[addr] = e
+		return
+	}
+	s.gen++
+	s.m[addr] = sideEntry{l: l, gen: s.gen}
+	key := deadKey{addr, s.gen}
+	switch x := v.(type) {
+	case *starlark.List:
+		runtime.AddCleanup(x, s.forget, key)
+	case *starlark.Dict:
+		runtime.AddCleanup(x, s.forget, key)
+	case *starlark.Set:
+		runtime.AddCleanup(x, s.forget, key)
+	}
+}
+
+// forget runs on the cleanup goroutine: it queues the entry for the
+// interpreter's goroutine, the only one that touches the map.
+func (s *sideTable) forget(k deadKey) {
+	s.mu.Lock()
+	s.dead = append(s.dead, k)
+	s.mu.Unlock()
+	s.pending.Store(true)
+}
+
+func (s *sideTable) drain() {
+	s.mu.Lock()
+	dead := s.dead
+	s.dead = nil
+	s.pending.Store(false)
+	s.mu.Unlock()
+	for _, k := range dead {
+		if e, ok := s.m[k.addr]; ok && e.gen == k.gen {
+			delete(s.m, k.addr)
+		}
+	}
+}
+
+// describe names a value's type for messages, looking through a label.
+func describe(v starlark.Value) string {
+	if t, ok := v.(*tainted); ok {
+		return t.v.Type()
+	}
+	return v.Type()
+}
+
