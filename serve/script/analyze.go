@@ -83,8 +83,8 @@ func (ef *effects) add(id *syntax.Ident, deep bool) {
 
 // summary is what a call of a top-level function may change.
 type summary struct {
-	globals []recvRef     // global variables' containers
-	params  map[int]bool  // parameters' containers, by index (true: deep)
+	globals []recvRef    // global variables' containers
+	params  map[int]bool // parameters' containers, by index (true: deep)
 	unknown bool
 }
 

@@ -152,4 +152,3 @@ func describe(v starlark.Value) string {
 	}
 	return v.Type()
 }
-
