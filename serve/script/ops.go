@@ -1,7 +1,9 @@
 package script
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -356,6 +358,9 @@ func (tr *tracker) augmented(op syntax.Token, x, y starlark.Value) (starlark.Val
 			if !ok {
 				return nil, fmt.Errorf("unknown binary op: %s + %s", x.Type(), yv.Type())
 			}
+			if err := extendable(l); err != nil {
+				return nil, err
+			}
 			if err := extend(l, it); err != nil {
 				return nil, err
 			}
@@ -366,15 +371,35 @@ func (tr *tracker) augmented(op syntax.Token, x, y starlark.Value) (starlark.Val
 	return tr.binary(binaryOf[op], x, y)
 }
 
-// extend appends it's elements to l, as += does.
+// extendable fails as the interpreter's += does on a list that cannot
+// change (frozen, or being iterated over), even when nothing would be
+// added. go.starlark.net exports no such check, so it is made with a
+// change that changes nothing.
+func extendable(l *starlark.List) error {
+	var err error
+	if l.Len() > 0 {
+		err = l.SetIndex(0, l.Index(0))
+	} else {
+		err = l.Clear()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case strings.Contains(err.Error(), "frozen"):
+		return errors.New("cannot apply += to frozen list")
+	}
+	return errors.New("cannot apply += to list during iteration")
+}
+
+// extend appends it's elements to l, as += does (l += l doubles l).
 func extend(l *starlark.List, it starlark.Iterable) error {
 	var elems []starlark.Value
 	iter := it.Iterate()
-	defer iter.Done()
 	var e starlark.Value
 	for iter.Next(&e) {
 		elems = append(elems, e)
 	}
+	iter.Done()
 	for _, e := range elems {
 		if err := l.Append(e); err != nil {
 			return err
