@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
@@ -119,7 +120,7 @@ func (f *provFixture) run(t testing.TB, src string, p *Provenance, w *Worker) (R
 	if p != nil {
 		pol = *p
 	}
-	return Run(context.Background(), f.session(t), []byte(src), &Options{Provenance: pol, Worker: w, MaxSteps: 10_000_000})
+	return Run(context.Background(), f.session(t), []byte(src), &Options{Provenance: pol, Worker: w, MaxSteps: 10_000_000, Timeout: 10 * time.Second, MaxMemoryBytes: 64 << 20})
 }
 
 func TestProvSmoke(t *testing.T) {
