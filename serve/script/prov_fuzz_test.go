@@ -591,7 +591,7 @@ func (f *provFixture) outcome(t testing.TB, src string, p *Provenance) runOutcom
 func checkScript(t *testing.T, src string, d1, d2 map[string]any) {
 	t.Helper()
 	allTrusted := &Provenance{Trusted: []string{"tool:src", "tool:clean", "tool:peek"}, Tools: map[string]map[string]Rule{"sink": {"b": {Any: true}}}}
-	off := &Provenance{Disable: true}
+	off := provOff
 	f1 := newProvFixture(t, d1)
 	plain, labelled := f1.outcome(t, src, off), f1.outcome(t, src, allTrusted)
 	for _, o := range []runOutcome{plain, labelled} {

@@ -103,13 +103,16 @@ func (f *provFixture) session(t testing.TB) *kernel.Session {
 
 // provPolicy is the fixture's policy: clean is trusted, sink's b and
 // loud's b may take anything.
-func (f *provFixture) provPolicy() Provenance {
-	return Provenance{
+func (f *provFixture) provPolicy() *Provenance {
+	return &Provenance{
 		Trusted: []string{"tool:clean"},
 		Tools:   map[string]map[string]Rule{"sink": {"b": {Any: true}}, "loud": {"b": {Any: true}}},
 		Audit:   slog.New(slog.NewJSONHandler(f.audit, nil)),
 	}
 }
+
+// provOff given to run runs without labels.
+var provOff = &Provenance{}
 
 func (f *provFixture) run(t testing.TB, src string, p *Provenance, w *Worker) (Result, error) {
 	t.Helper()
@@ -117,8 +120,11 @@ func (f *provFixture) run(t testing.TB, src string, p *Provenance, w *Worker) (R
 	f.sunk = nil
 	f.mu.Unlock()
 	pol := f.provPolicy()
-	if p != nil {
-		pol = *p
+	switch {
+	case p == provOff:
+		pol = nil
+	case p != nil:
+		pol = p
 	}
 	return Run(context.Background(), f.session(t), []byte(src), &Options{Provenance: pol, Worker: w, MaxSteps: 10_000_000, Timeout: 10 * time.Second, MaxMemoryBytes: 64 << 20})
 }

@@ -15,14 +15,13 @@ import (
 
 // Provenance configures the labels of a run and the policies that decide
 // its effectful calls (see the package comment). The zero value is the
-// default: labels on, every tool's data untrusted, and CaMeL's policy:
-// a tool that only reads is called whatever its arguments depend on, any
-// other is refused when an argument depends on untrusted data.
+// default policy: every tool's data untrusted, and CaMeL's rule: a tool
+// that only reads is called whatever its arguments depend on, any other
+// is refused when an argument depends on untrusted data. Without
+// provenance (Options.Provenance nil), text a tool returns (a file, a
+// page, a message) can decide where a script's writes, fetches and
+// commands go, and nothing refuses them.
 type Provenance struct {
-	// Disable runs scripts without labels. The risk: text a tool returns
-	// (a file, a page, a message) can then decide where a script's writes,
-	// fetches and commands go, and nothing refuses them.
-	Disable bool
 	// Trusted are the sources whose data is trusted, as patterns:
 	// "tool:NAME" (every result of tool NAME), "root:DIR" (what file
 	// tools read in DIR or below it; DIR absolute), "catalog:NAME" (the

@@ -36,9 +36,11 @@ type Options struct {
 	Print func(msg string)
 	// Worker runs the script in a child process; nil runs it in process.
 	Worker *Worker
-	// Provenance configures labels and the policies of effectful calls;
-	// the zero value is on, with the default policy.
-	Provenance Provenance
+	// Provenance, when set, runs scripts with labels and decides their
+	// effectful calls by its policies (see Provenance); its zero value is
+	// the default policy. nil, the default, runs scripts without labels:
+	// provenance is experimental and off unless the host turns it on.
+	Provenance *Provenance
 }
 
 func (o *Options) resolve() (Options, bounds, error) {
@@ -53,7 +55,7 @@ func (o *Options) resolve() (Options, bounds, error) {
 		MaxResultBytes: r.MaxResultBytes,
 		MaxMemoryBytes: r.MaxMemoryBytes,
 		AllowTime:      r.AllowTime,
-		Provenance:     !r.Provenance.Disable,
+		Provenance:     r.Provenance != nil,
 	}
 	if b.Filename == "" {
 		b.Filename = "script.star"
@@ -116,7 +118,7 @@ func Run(ctx context.Context, sess *kernel.Session, src []byte, opts *Options) (
 		return Result{}, fault.LimitExceeded("script source bytes", limits.ScriptMaxSourceBytes, int64(len(src)))
 	}
 	var out outcome
-	m := newMonitor(sess, &o.Provenance)
+	m := newMonitor(sess, o.Provenance)
 	if o.Worker != nil {
 		out, err = runWorker(ctx, m, src, b, o)
 	} else {
