@@ -80,6 +80,11 @@ func (s *Scope) Resolve(p string) (*Target, error) {
 	return acquire(s, root, rel)
 }
 
+// Lexical is which root p lies in and its name there, as Resolve finds
+// them, without acquiring the root: for a caller that names where a path
+// leads (a script's provenance labels) and opens nothing.
+func (s *Scope) Lexical(p string) (root, rel string, err error) { return s.lexical(p) }
+
 // lexical is Resolve without the root: which root p lies in and its name
 // there.
 func (s *Scope) lexical(p string) (root, rel string, err error) {

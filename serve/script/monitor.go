@@ -12,8 +12,8 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
-	"github.com/capkit/capkit/files"
 	"github.com/capkit/capkit/internal/clip"
+	pathscope "github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/limits"
@@ -373,7 +373,7 @@ func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (resour
 	roots := m.sess.Capabilities().Roots(entry.Effect)
 	for _, k := range pathArgs {
 		if p, ok := str(k); ok && len(roots) > 0 {
-			if root, rel, err := files.Resolve(roots, p); err == nil {
+			if root, rel, err := pathscope.In(roots, capability.Protected{}).Lexical(p); err == nil {
 				return resource{"root", m.rootClass(root, rel)}, true
 			}
 		}
