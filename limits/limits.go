@@ -418,5 +418,10 @@ const (
 )
 
 // TelemetryQueueEvents bounds the events waiting for the exporter
-// process; past it they are dropped, counted.
-const TelemetryQueueEvents = 8_192
+// process; past it they are dropped, counted. TelemetryFlushInterval is
+// how often the waiting events are handed to it, together (a call wakes
+// no goroutine).
+const (
+	TelemetryQueueEvents   = 8_192
+	TelemetryFlushInterval = 100 * time.Millisecond
+)

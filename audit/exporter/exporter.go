@@ -6,7 +6,8 @@
 // capkit call) would otherwise run their package initializers.
 //
 // Write hands each event to a bounded queue and never waits; a goroutine
-// writes what the queue holds to the exporter's standard input (see
+// writes what the queue holds to the exporter's standard input every
+// limits.TelemetryFlushInterval, together (see
 // audit/telemetry for the lines), with the budgets' use and the count of
 // events dropped every limits.TelemetryMetricInterval and before it
 // closes. An exporter that exits is started again, at most every
@@ -175,62 +176,71 @@ func (s *Sink) start() (*exec.Cmd, io.WriteCloser, error) {
 	return cmd, in, nil
 }
 
-// run writes the queue to the exporter, starting it again when it exits.
+// run writes the queue to the exporter every limits.TelemetryFlushInterval
+// (a call's Write wakes nobody), starting it again when it exits.
 func (s *Sink) run(cmd *exec.Cmd, in io.WriteCloser) {
 	defer close(s.done)
 	budgets := time.NewTicker(limits.TelemetryMetricInterval)
 	defer budgets.Stop()
+	flush := time.NewTicker(limits.TelemetryFlushInterval)
+	defer flush.Stop()
 	w := bufio.NewWriterSize(in, 64*limits.KiB)
 	s.sendState(w)
-	unflushed := int64(0) // events written since the last flush
 	for {
-		var line []byte
 		select {
-		case line = <-s.queue:
+		case <-flush.C:
 		case <-budgets.C:
 			s.sendState(w)
 		case <-s.closing:
-			for len(s.queue) > 0 {
-				w.Write(<-s.queue)
-			}
+			s.drain(w)
 			s.sendState(w)
 			w.Flush()
 			in.Close()
 			s.wait(cmd)
 			return
 		}
-		if line != nil {
-			w.Write(line)
-			unflushed++
-		}
-		if len(s.queue) > 0 {
-			continue // more to write: one flush for them all
-		}
+		written := s.drain(w)
 		if w.Flush() == nil {
-			unflushed = 0
 			continue
 		}
 		// The exporter is gone: what was written since it last took
 		// everything is counted dropped, and it is started again after a
 		// pause.
-		s.dropped.Add(unflushed)
-		unflushed = 0
+		s.dropped.Add(written)
 		in.Close()
 		s.wait(cmd)
-		var err error
-		for {
-			select {
-			case <-time.After(limits.AuditRetryMax):
-			case <-s.closing:
-				return
-			}
-			if cmd, in, err = s.start(); err == nil {
-				break
-			}
-			s.log.Error("telemetry: the exporter cannot be started again", slog.String("error", err.Error()))
+		var ok bool
+		if cmd, in, ok = s.restart(); !ok {
+			return
 		}
 		w.Reset(in)
 		s.sendState(w)
+	}
+}
+
+// drain writes the events queued now and returns their count.
+func (s *Sink) drain(w *bufio.Writer) int64 {
+	n := len(s.queue)
+	for range n {
+		w.Write(<-s.queue)
+	}
+	return int64(n)
+}
+
+// restart starts the exporter again after limits.AuditRetryMax, until it
+// starts or the sink closes (false).
+func (s *Sink) restart() (*exec.Cmd, io.WriteCloser, bool) {
+	for {
+		select {
+		case <-time.After(limits.AuditRetryMax):
+		case <-s.closing:
+			return nil, nil, false
+		}
+		cmd, in, err := s.start()
+		if err == nil {
+			return cmd, in, true
+		}
+		s.log.Error("telemetry: the exporter cannot be started again", slog.String("error", err.Error()))
 	}
 }
 
