@@ -40,11 +40,22 @@ type Collector struct {
 // Start starts a collector, stopped when the test ends.
 func Start(t testing.TB) *Collector {
 	t.Helper()
+	c := New()
+	t.Cleanup(c.Close)
+	return c
+}
+
+// New starts a collector (for a benchmark program); Close stops it.
+func New() *Collector {
 	c := &Collector{}
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(c.srv.Close)
-	t.Cleanup(c.Release) // before Close, which waits for the held requests
 	return c
+}
+
+// Close releases the held requests and stops the collector.
+func (c *Collector) Close() {
+	c.Release()
+	c.srv.Close()
 }
 
 // Hold makes the collector take export requests and answer none of them
@@ -150,6 +161,13 @@ func (c *Collector) serve(w http.ResponseWriter, r *http.Request) {
 	out, _ := proto.Marshal(resp)
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.Write(out)
+}
+
+// Reset forgets what was received.
+func (c *Collector) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.spans, c.metrics, c.bodies = nil, nil, nil
 }
 
 // Spans are the spans received so far.
