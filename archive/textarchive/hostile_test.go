@@ -290,3 +290,45 @@ func wantProblem(t *testing.T, a *Archive, prefix string) {
 	}
 	t.Fatalf("no problem names %s: %+v", prefix, r.Problems)
 }
+
+// TestLoadSourcePolicyHostile: the policy file is a host target: a FIFO
+// is refused without waiting for a writer, a symbolic link as its last
+// element is refused, a file past limits.PolicyFileMaxBytes is a limit.
+func TestLoadSourcePolicyHostile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := LoadSourcePolicy(ctx, fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a FIFO was read as a policy")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("LoadSourcePolicy waits on a FIFO")
+	}
+	real := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(real, []byte(`{"format": 1, "group": "g", "hosts": ["example.org"], "retention": "text_only"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSourcePolicy(ctx, real); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSourcePolicy(ctx, link); fault.CodeOf(err) != fault.Denied {
+		t.Fatalf("a symlinked policy: %v", err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, limits.PolicyFileMaxBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadSourcePolicy(ctx, big)
+	wantCode(t, err, fault.Limit)
+}

@@ -3,12 +3,11 @@ package textarchive
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/scope"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/net/budget"
 	"github.com/capkit/capkit/net/fetch"
@@ -75,27 +74,22 @@ func ParseSourcePolicy(ctx context.Context, data []byte, dir string) (*SourcePol
 	return &p, nil
 }
 
-// LoadSourcePolicy reads the source policy file at the host path path.
+// LoadSourcePolicy reads the source policy file at the host path path
+// (a host target: a regular file, its last element never a symbolic
+// link, a FIFO never waited on).
 func LoadSourcePolicy(ctx context.Context, path string) (*SourcePolicy, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fault.Wrap(fault.InvalidInput, err, "source policy: bad path")
 	}
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	t, err := scope.Host(abs)
 	if err != nil {
-		return nil, fault.Wrap(fault.CodeOf(err), err, "source policy %s cannot be opened", path)
+		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, fault.New(fault.InvalidInput, "source policy %s is not a regular file", path)
-	}
-	if st.Size() > limits.PolicyFileMaxBytes {
-		return nil, fault.LimitExceeded("source policy bytes", limits.PolicyFileMaxBytes, st.Size())
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
-		return nil, fault.Wrap(fault.IO, err, "source policy %s cannot be read", path)
+	defer t.Close()
+	data, err := t.ReadAll(ctx, limits.PolicyFileMaxBytes, "source policy")
+	if err != nil {
+		return nil, err
 	}
 	return ParseSourcePolicy(ctx, data, filepath.Dir(abs))
 }

@@ -192,7 +192,7 @@ var openers = map[string]string{
 	"internal/noreplace":  "the no-replace rename beneath atfile and the scope",
 	"host":                "checks each configured root's own filesystem at start (statfs of the root, the mount table), to refuse a pseudo-filesystem root and warn of one mounted inside; it opens nothing inside a root",
 	"run":                 "removes and measures the trees capkit owns outside every root (the contained commands' caches in the user's cache directory), which no caller names",
-	"archive/textarchive": "being built: the archive moves onto internal/scope as it lands (issue 21); its archive is a directory the host names on the command line, not a session's root",
+	"archive/textarchive": "keeps its own archive directory (a host path the operator names, never a session's root; protected when it lies inside one) and the staging directory beside a new or restored one, built and then renamed into place without replacing anything: staging its database records and its cleanup finds stale, content-addressed blobs renamed in without replacing, SQLite opened by path; a file of a root (archive_add's path), the source policy and a backup file go through the scope",
 }
 
 // beneathScope are the packages only openers import.
