@@ -332,3 +332,20 @@ func TestLoadSourcePolicyHostile(t *testing.T) {
 	_, err := LoadSourcePolicy(ctx, big)
 	wantCode(t, err, fault.Limit)
 }
+
+// TestBlobNeverExecutable: a kept file's bytes, even a script's with its
+// mode bits, are a private, non-executable blob named by their SHA-256.
+func TestBlobNeverExecutable(t *testing.T) {
+	a := newArchive(t)
+	out, err := a.AddFile(context.Background(), FileRequest{Collection: "c", Request: "r", Name: "run.sh", MediaType: "text/x-shellscript"}, strings.NewReader("#!/bin/sh\necho hi\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(filepath.Join(a.dir, filepath.FromSlash(blobPath(out.BlobSHA256))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode() != 0o600 || out.BlobSHA256 != sha256String("#!/bin/sh\necho hi\n") {
+		t.Fatalf("the blob: mode %v, name %s", st.Mode(), out.BlobSHA256)
+	}
+}
