@@ -91,7 +91,13 @@ func (s *Session) Local(key any, init func() any) any {
 // discovery activated, among the tools its capabilities grant and that
 // are offered to it now (Meta.Offered). Without tool_search there is no
 // discovery, so every granted tool is offered.
-func (s *Session) Specs() []*catalog.Entry {
+func (s *Session) Specs() []*catalog.Entry { return s.SpecsWithin(doneCtx) }
+
+// SpecsWithin is Specs, waiting while ctx allows for the answers
+// Meta.Offered does not know yet (another server's tools while it
+// starts), for a client's first listing; a tool still unknown when ctx
+// ends is left out, and OnToolsChanged's listeners run once it is offered.
+func (s *Session) SpecsWithin(ctx context.Context) []*catalog.Entry {
 	var specs []*catalog.Entry
 	if !s.rt.toolSearch || !s.caps.Grants(capability.ToolSearch) {
 		specs = s.rt.catalog.SpecsFor(s.caps)
@@ -103,7 +109,7 @@ func (s *Session) Specs() []*catalog.Entry {
 	if s.rt.offered == nil {
 		return specs
 	}
-	return slices.DeleteFunc(specs, func(e *catalog.Entry) bool { return !s.rt.offeredTo(doneCtx, s, e) })
+	return slices.DeleteFunc(specs, func(e *catalog.Entry) bool { return !s.rt.offeredTo(ctx, s, e) })
 }
 
 // Activate adds granted tools to the session's offered set and reports

@@ -32,6 +32,11 @@ const (
 	// UpstreamStartTimeout bounds an upstream's start: the process or
 	// connection, the initialize handshake and its first tool listing.
 	UpstreamStartTimeout = 60 * time.Second
+	// UpstreamListWait bounds how long a client's first tools/list
+	// waits for the upstreams starting for its session to list their
+	// tools; one that lists later has its tools added, announced with
+	// notifications/tools/list_changed.
+	UpstreamListWait = 10 * time.Second
 	// UpstreamStopGrace is how long an upstream asked to stop (its input
 	// closed, its HTTP session deleted) has before it is killed.
 	UpstreamStopGrace = 2 * time.Second

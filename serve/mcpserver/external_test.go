@@ -227,3 +227,44 @@ func TestSessionClosedWhenClientGoes(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstListWaitsForStartingTools: a tool whose offer is not known
+// when the session begins (its server still starting) is in the client's
+// first tools/list once known within limits.UpstreamListWait: a client
+// that lists once (the Inspector's command line) sees it. Its Offered
+// learns the answer only when asked while the caller can wait.
+func TestFirstListWaitsForStartingTools(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			b := kernel.NewBuilder(nil)
+			ext := capability.Upstream("ext")
+			var known atomic.Bool
+			if err := b.Register(kernel.Policy{Name: "ext__starting"}, kernel.Meta{Effect: ext, Hot: true, Description: "Starts slowly.",
+				Offered: func(ctx context.Context, _ *kernel.Session) error {
+					if ctx.Err() == nil {
+						known.Store(true)
+					}
+					if !known.Load() {
+						return fault.New(fault.Unavailable, "starting")
+					}
+					return nil
+				}}, mustObjectSchema(), nil, func(context.Context, *kernel.Call) (*kernel.Result, error) {
+				return &kernel.Result{Text: "started"}, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			rt, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := New(rt, func(context.Context) (*kernel.Session, error) {
+				c, _ := capability.New("model", []capability.Effect{ext}, capability.Scope{})
+				return rt.NewSession("model", []capability.Capability{c}, nil)
+			}, nil)
+			cs := m.connect(t, s, nil, "2025-11-25")
+			if listNames(t, cs)["ext__starting"] == nil {
+				t.Fatal("the first tools/list did not wait for a starting tool")
+			}
+		})
+	}
+}

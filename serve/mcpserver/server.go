@@ -189,6 +189,9 @@ type binding struct {
 
 	mu     sync.Mutex
 	listed map[string]bool
+	// waited: the client's first tools/list waited for the tools whose
+	// offer was not known yet (limits.UpstreamListWait).
+	waited bool
 }
 
 // bind creates the mcp.Server of one session, listing the session's specs
@@ -307,8 +310,29 @@ func (b *binding) route(next mcp.MethodHandler) mcp.MethodHandler {
 		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
 			return b.handle(ctx, r)
 		}
+		if method == "tools/list" {
+			b.firstList(ctx)
+		}
 		return next(ctx, method, req)
 	}
+}
+
+// firstList makes the session's first tools/list wait, at most
+// limits.UpstreamListWait, for the tools whose offer is not known yet
+// (another server's, starting), so that a client that lists once sees
+// them; later ones arrive with notifications/tools/list_changed.
+func (b *binding) firstList(ctx context.Context) {
+	b.mu.Lock()
+	waited := b.waited
+	b.waited = true
+	b.mu.Unlock()
+	if waited {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, limits.UpstreamListWait)
+	defer cancel()
+	b.ks.SpecsWithin(ctx) // what it waited for is known now
+	b.sync()
 }
 
 // handle runs one tools/call through the kernel (the SDK's path).
