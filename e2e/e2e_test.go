@@ -67,6 +67,9 @@ func keepCaches(dir string) {
 	if user, err := os.UserCacheDir(); err == nil && os.Getenv("CAPKIT_NODE_MODULES") == "" {
 		os.Setenv("CAPKIT_NODE_MODULES", filepath.Join(user, "capkit-node", "node_modules"))
 	}
+	if user, err := os.UserCacheDir(); err == nil && os.Getenv("CAPKIT_MCP_SERVERS") == "" {
+		os.Setenv("CAPKIT_MCP_SERVERS", filepath.Join(user, "capkit-mcp-servers", "node_modules"))
+	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	// The quarantine of what commands leave at protected names, too.
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))

@@ -76,6 +76,8 @@ type tsStep struct {
 	// offset is passed in, and the structured field that gives it.
 	OffsetArg string `json:"offset_arg,omitempty"`
 	Next      string `json:"next,omitempty"`
+	// Progress asks call for progress notifications and counts them.
+	Progress bool `json:"progress,omitempty"`
 
 	want string // the fault code a call must fail with; "" for success
 }
@@ -94,6 +96,8 @@ type tsOutput struct {
 		Bytes      int             `json:"bytes"`
 		IsError    bool            `json:"is_error"`
 		Text       string          `json:"text"`
+		Types      []string        `json:"types"`
+		Progress   int             `json:"progress"`
 		Meta       map[string]any  `json:"meta"`
 		Structured json.RawMessage `json:"structured"`
 		Thrown     *struct {

@@ -25,6 +25,15 @@ else
 	echo "scripts/need-node-sdk.sh failed: the TypeScript client tests will skip"
 fi
 
+echo "== MCP servers the end-to-end suite puts behind capkit (server-everything, server-memory)"
+if servers=$(bash scripts/need-mcp-servers.sh); then
+	export CAPKIT_MCP_SERVERS="$servers/node_modules"
+elif [ "${CI:-}" = true ]; then
+	exit 1
+else
+	echo "scripts/need-mcp-servers.sh failed: the upstream server tests will skip"
+fi
+
 echo "== go vet"
 go vet ./...
 

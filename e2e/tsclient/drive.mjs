@@ -11,7 +11,9 @@
 // and runs the steps in order, one at a time, as a model's client does:
 //   list                    tools/list (this arms the SDK's output-schema check);
 //                           bytes: the UTF-8 length of the tools as JSON
-//   call {tool, args}       tools/call; the result, or what callTool threw
+//   call {tool, args, progress}  tools/call; the result (its content blocks'
+//                           types, and with progress: true how many progress
+//                           notifications arrived), or what callTool threw
 //   cancel {tool, args, after_ms}  tools/call aborted through an AbortSignal
 //   follow {tool, args, offset_arg, next}  tools/call, then again with
 //                           args[offset_arg] set to the structuredContent's
@@ -60,8 +62,12 @@ async function run(step) {
         bytes: Buffer.byteLength(JSON.stringify(tools)),
       };
     }
-    case 'call':
-      return call(step, {});
+    case 'call': {
+      if (!step.progress) return call(step, {});
+      let progress = 0;
+      const r = await call(step, { onprogress: () => { progress++; } });
+      return { ...r, progress };
+    }
     case 'cancel': {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), step.after_ms ?? 100);
@@ -105,7 +111,8 @@ async function call(step, options) {
   try {
     const r = await client.callTool({ name: step.tool, arguments: step.args ?? {} }, undefined, options);
     const text = (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
-    return { is_error: !!r.isError, text, meta: r._meta ?? null, structured: r.structuredContent ?? null };
+    const types = (r.content ?? []).map((c) => c.type);
+    return { is_error: !!r.isError, text, types, meta: r._meta ?? null, structured: r.structuredContent ?? null };
   } catch (e) {
     return { thrown: { code: e.code ?? null, name: e.name ?? '', message: String(e.message ?? e) } };
   }
