@@ -138,7 +138,11 @@ const (
 	// calls a provenance denial names; ScriptProvenanceExplainDepth how
 	// far back through calls it follows one source.
 	ScriptProvenanceExplainItems = 8
-	ScriptProvenanceExplainDepth = 4
+	// ScriptProvenanceAnalysisSteps bounds the static analysis a script
+	// run with provenance needs (syntax nodes visited, counting each
+	// region's body once per region around it).
+	ScriptProvenanceAnalysisSteps = 50_000_000
+	ScriptProvenanceExplainDepth  = 4
 )
 
 // Regular-file IO. Streaming (digest, copy) takes an explicit budget of

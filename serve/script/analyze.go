@@ -1,8 +1,12 @@
 package script
 
 import (
+	"context"
+
 	"go.starlark.net/resolve"
 	"go.starlark.net/syntax"
+
+	"github.com/capkit/capkit/fault"
 )
 
 // The static half of the monitor. A region's end must relabel what the
@@ -89,9 +93,31 @@ type summary struct {
 }
 
 // analyzer finds effects, knowing the summaries of top-level functions.
+// Regions nest, and each analyzes what it holds, so its work is counted:
+// past budget steps, or once ctx ends, err is set and it stops.
 type analyzer struct {
 	sums map[*resolve.Binding]*summary
 	defs map[*resolve.Binding]*syntax.DefStmt
+
+	ctx    context.Context
+	work   int
+	budget int
+	err    error
+}
+
+// tick counts one step of analysis; false once the analysis must stop.
+func (a *analyzer) tick() bool {
+	if a.err != nil {
+		return false
+	}
+	a.work++
+	switch {
+	case a.work > a.budget:
+		a.err = fault.New(fault.Limit, "script: following provenance through this script takes more than %d analysis steps (regions nested deeply around a large body, or long chains of functions): split the script", a.budget)
+	case a.work%1024 == 0 && a.ctx.Err() != nil:
+		a.err = fault.New(fault.Unavailable, "script: canceled while its provenance was analyzed")
+	}
+	return a.err == nil
 }
 
 // root is the variable an expression reaches a container through: x in
@@ -127,6 +153,10 @@ func (a *analyzer) stmts(ss []syntax.Stmt, ef *effects) {
 }
 
 func (a *analyzer) stmt(s syntax.Stmt, ef *effects) {
+	if !a.tick() {
+		ef.unknown = true
+		return
+	}
 	switch s := s.(type) {
 	case *syntax.ExprStmt:
 		a.expr(s.X, ef)
@@ -204,6 +234,10 @@ func (a *analyzer) exprs(es []syntax.Expr, ef *effects) {
 }
 
 func (a *analyzer) expr(e syntax.Expr, ef *effects) {
+	if !a.tick() {
+		ef.unknown = true
+		return
+	}
 	switch x := e.(type) {
 	case nil, *syntax.Ident, *syntax.Literal:
 	case *syntax.ParenExpr:
@@ -438,7 +472,7 @@ type assignment struct {
 }
 
 // assignments lists the variables ss binds, outside nested functions.
-func assignments(ss []syntax.Stmt) []assignment {
+func (a *analyzer) assignments(ss []syntax.Stmt) []assignment {
 	var out []assignment
 	var walk func(ss []syntax.Stmt)
 	var targets func(e, rhs, of syntax.Expr, aug bool)
@@ -460,6 +494,9 @@ func assignments(ss []syntax.Stmt) []assignment {
 	}
 	walk = func(ss []syntax.Stmt) {
 		for _, s := range ss {
+			if !a.tick() {
+				return
+			}
 			switch s := s.(type) {
 			case *syntax.AssignStmt:
 				targets(s.LHS, s.RHS, nil, s.Op != syntax.EQ)

@@ -143,7 +143,10 @@ func (e *execution) runLabelled(src []byte) (starlark.StringDict, error) {
 	if err := resolve.File(f, predeclared.Has, starlark.Universe.Has); err != nil {
 		return nil, err
 	}
-	rf, regions, impure, err := rewrite(f)
+	rf, regions, impure, err := rewrite(e.ctx, f, limits.ScriptProvenanceAnalysisSteps)
+	if _, ok := err.(*fault.Error); ok {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fault.New(fault.InvalidInput, "script error: %s", err)
 	}
@@ -296,6 +299,9 @@ func encodeArg(arg starlark.Value) (json.RawMessage, error) {
 func scriptFault(err error) *fault.Error {
 	var cf *callFailure
 	var ee *starlark.EvalError
+	if fe, ok := err.(*fault.Error); ok {
+		return fe // the host's own, before the script ran (the provenance analysis)
+	}
 	if errors.As(err, &ee) {
 		pos := ""
 		for i := len(ee.CallStack) - 1; i >= 0; i-- {

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -59,14 +60,21 @@ type loop struct {
 }
 
 // rewrite rewrites f, which resolve.File has resolved.
-func rewrite(f *syntax.File) (*syntax.File, []region, map[syntax.Position]bool, error) {
+// The analysis it makes is bounded by budget steps and observes ctx.
+func rewrite(ctx context.Context, f *syntax.File, budget int) (*syntax.File, []region, map[syntax.Position]bool, error) {
 	rw := &rewriter{regions: []region{{kind: "a built-in's callback"}}, impure: map[syntax.Position]bool{}}
-	rw.an = summarize(f)
-	rw.module = newScope(f.Stmts, nil)
+	rw.an = summarize(ctx, f, budget)
+	if rw.an.err != nil {
+		return nil, nil, nil, rw.an.err
+	}
+	rw.module = rw.newScope(f.Stmts, nil)
 	rw.fn = rw.module
 	body, err := rw.stmts(f.Stmts)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if rw.an.err != nil {
+		return nil, nil, nil, rw.an.err
 	}
 	var pos syntax.Position
 	if len(f.Stmts) > 0 {
@@ -76,9 +84,9 @@ func rewrite(f *syntax.File) (*syntax.File, []region, map[syntax.Position]bool, 
 	return out, rw.regions, rw.impure, nil
 }
 
-func newScope(body []syntax.Stmt, params []syntax.Expr) *scope {
+func (rw *rewriter) newScope(body []syntax.Stmt, params []syntax.Expr) *scope {
 	s := &scope{assigned: map[*resolve.Binding]bool{}, params: map[*resolve.Binding]bool{}, initSet: map[*resolve.Binding]bool{}, fid: -1}
-	for _, a := range assignments(body) {
+	for _, a := range rw.an.assignments(body) {
 		if b := bindingOf(a.id); b != nil {
 			s.assigned[b] = true
 		}
@@ -109,41 +117,79 @@ func paramIdent(p syntax.Expr) *syntax.Ident {
 
 // summarize computes the summaries of the file's top-level functions
 // (those bound once, by their def), to a fixed point: one may call
-// another.
-func summarize(f *syntax.File) *analyzer {
-	an := &analyzer{sums: map[*resolve.Binding]*summary{}, defs: map[*resolve.Binding]*syntax.DefStmt{}}
+// another. A function's summary is made again only when one it calls
+// changed, so a chain of n functions costs n summaries, not n².
+func summarize(ctx context.Context, f *syntax.File, budget int) *analyzer {
+	an := &analyzer{sums: map[*resolve.Binding]*summary{}, defs: map[*resolve.Binding]*syntax.DefStmt{}, ctx: ctx, budget: budget}
 	count := map[*resolve.Binding]int{}
-	for _, a := range assignments(f.Stmts) {
+	for _, a := range an.assignments(f.Stmts) {
 		count[bindingOf(a.id)]++
 	}
+	var order []*resolve.Binding
 	for _, s := range f.Stmts {
 		if d, ok := s.(*syntax.DefStmt); ok {
 			if b := bindingOf(d.Name); b != nil && count[b] == 1 {
 				an.defs[b] = d
 				an.sums[b] = &summary{params: map[int]bool{}}
+				order = append(order, b)
 			}
 		}
 	}
-	for range len(an.defs) + 1 {
-		changed := false
-		for b, d := range an.defs {
-			s := an.summaryOf(d)
-			if !s.equal(an.sums[b]) {
-				an.sums[b], changed = s, true
-			}
+	callers := map[*resolve.Binding][]*resolve.Binding{}
+	for _, b := range order {
+		for _, callee := range an.callees(an.defs[b]) {
+			callers[callee] = append(callers[callee], b)
 		}
-		if !changed {
-			break
+	}
+	queued := map[*resolve.Binding]bool{}
+	for _, b := range order {
+		queued[b] = true
+	}
+	for len(order) > 0 && an.err == nil {
+		b := order[0]
+		order = order[1:]
+		queued[b] = false
+		s := an.summaryOf(an.defs[b])
+		if s.equal(an.sums[b]) {
+			continue
+		}
+		an.sums[b] = s
+		for _, c := range callers[b] {
+			if !queued[c] {
+				queued[c] = true
+				order = append(order, c)
+			}
 		}
 	}
 	return an
+}
+
+// callees are the summarized functions d's body names in a call.
+func (a *analyzer) callees(d *syntax.DefStmt) []*resolve.Binding {
+	var out []*resolve.Binding
+	seen := map[*resolve.Binding]bool{}
+	syntax.Walk(d, func(n syntax.Node) bool {
+		if !a.tick() {
+			return false
+		}
+		if c, ok := n.(*syntax.CallExpr); ok {
+			if id, ok := c.Fn.(*syntax.Ident); ok {
+				if b := bindingOf(id); b != nil && a.defs[b] != nil && !seen[b] {
+					seen[b] = true
+					out = append(out, b)
+				}
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // summaryOf is what a call of d may change.
 func (a *analyzer) summaryOf(d *syntax.DefStmt) *summary {
 	var ef effects
 	a.stmts(d.Body, &ef)
-	recv, _, ok := settled(&ef, assignments(d.Body))
+	recv, _, ok := settled(&ef, a.assignments(d.Body))
 	s := &summary{params: map[int]bool{}, unknown: !ok}
 	index := map[*resolve.Binding]int{}
 	for i, p := range d.Params {
@@ -344,7 +390,7 @@ func (rw *rewriter) ifStmt(s *syntax.IfStmt) ([]syntax.Stmt, error) {
 	var ef effects
 	rw.an.stmts(s.True, &ef)
 	rw.an.stmts(s.False, &ef)
-	pre, args := rw.settle(id, &ef, assignments(append(append([]syntax.Stmt{}, s.True...), s.False...)), s.If)
+	pre, args := rw.settle(id, &ef, rw.an.assignments(append(append([]syntax.Stmt{}, s.True...), s.False...)), s.If)
 	t, err := rw.body(id, s.True)
 	if err != nil {
 		return nil, err
@@ -366,7 +412,7 @@ func (rw *rewriter) forStmt(s *syntax.ForStmt) ([]syntax.Stmt, error) {
 	var ef effects
 	rw.an.target(s.Vars, &ef, false)
 	rw.an.stmts(s.Body, &ef)
-	pre, args := rw.settle(id, &ef, assignments([]syntax.Stmt{s}), s.For)
+	pre, args := rw.settle(id, &ef, rw.an.assignments([]syntax.Stmt{s}), s.For)
 	var vars syntax.Expr
 	var prologue []syntax.Stmt
 	if v, ok := s.Vars.(*syntax.Ident); ok {
@@ -393,7 +439,7 @@ func (rw *rewriter) whileStmt(s *syntax.WhileStmt) ([]syntax.Stmt, error) {
 	var ef effects
 	rw.an.expr(s.Cond, &ef)
 	rw.an.stmts(s.Body, &ef)
-	pre, args := rw.settle(id, &ef, assignments(s.Body), s.While)
+	pre, args := rw.settle(id, &ef, rw.an.assignments(s.Body), s.While)
 	cond, err := rw.expr(s.Cond)
 	if err != nil {
 		return nil, err
@@ -521,7 +567,7 @@ func (rw *rewriter) impureBody(body []syntax.Stmt, expr syntax.Expr) bool {
 		rw.an.expr(expr, &ef)
 	}
 	rw.an.stmts(body, &ef)
-	recv, _, ok := settled(&ef, assignments(body))
+	recv, _, ok := settled(&ef, rw.an.assignments(body))
 	return !ok || len(recv) > 0
 }
 
@@ -532,14 +578,14 @@ func (rw *rewriter) def(s *syntax.DefStmt) ([]syntax.Stmt, error) {
 	}
 	rw.impure[s.Def] = rw.impureBody(s.Body, nil)
 	outer := rw.fn
-	sc := newScope(s.Body, s.Params)
+	sc := rw.newScope(s.Body, s.Params)
 	rw.fn = sc
 	defer func() { rw.fn = outer }()
 	if returnsEarly(s.Body, false) {
 		sc.fid = rw.newRegion("function "+s.Name.Name, s.Def)
 		var ef effects
 		rw.an.stmts(s.Body, &ef)
-		recv, _, ok := settled(&ef, assignments(s.Body))
+		recv, _, ok := settled(&ef, rw.an.assignments(s.Body))
 		rw.regions[sc.fid].unknown = !ok
 		for _, r := range recv {
 			rw.regions[sc.fid].deep = append(rw.regions[sc.fid].deep, r.deep)
@@ -893,7 +939,7 @@ func (rw *rewriter) lambda(x *syntax.LambdaExpr) (syntax.Expr, error) {
 	}
 	rw.impure[x.Lambda] = rw.impureBody(nil, x.Body)
 	outer := rw.fn
-	rw.fn = newScope(nil, x.Params)
+	rw.fn = rw.newScope(nil, x.Params)
 	rw.fn.lambda = true
 	defer func() { rw.fn = outer }()
 	body, err := rw.expr(x.Body)

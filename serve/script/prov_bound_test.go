@@ -1,0 +1,88 @@
+package script
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+
+	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/limits"
+)
+
+// Pathological scripts for the provenance analysis: each region
+// analyzes what it holds, so regions nested around a large body cost
+// their depth times its size. The analysis is bounded and observes its
+// context; a long chain of functions is summarized in linear time.
+func TestProvAnalysisBounded(t *testing.T) {
+	f := newProvFixture(t, nil)
+	// 300 branches around a list of 300,000 elements: about 90 million
+	// analysis steps, past the bound.
+	nested := nestedIfs(300, 300_000)
+	if len(nested) > limits.ScriptMaxSourceBytes {
+		t.Fatalf("the script is %d bytes, past the source bound", len(nested))
+	}
+	_, err := f.run(t, nested, nil, nil)
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "analysis steps") {
+		t.Fatalf("nested regions over a large body: %v, want the analysis bound", err)
+	}
+	// Without labels the same script runs.
+	if _, err := f.run(t, nested, provOff, nil); err != nil {
+		t.Fatal(err)
+	}
+	// 3,000 functions, each calling the next, the last changing its
+	// argument: each summary is made once or twice (made again for every
+	// change anywhere, they took seconds).
+	var chain strings.Builder
+	chain.WriteString("g = []\n")
+	const n = 3000
+	for i := range n - 1 {
+		fmt.Fprintf(&chain, "def f%d(l):\n  f%d(l)\n", i, i+1)
+	}
+	fmt.Fprintf(&chain, "def f%d(l):\n  l.append(1)\nf0(g)\nresult = len(g)\n", n-1)
+	res, err := f.run(t, chain.String(), nil, nil)
+	if err != nil || string(res.Value) != "1" {
+		t.Fatalf("a chain of functions: %s, %v", res.Value, err)
+	}
+}
+
+func TestProvAnalysisContextAndBound(t *testing.T) {
+	src := nestedIfs(300, 1000)
+	file, err := fileOptions.Parse("s.star", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resolve.File(file, func(string) bool { return false }, starlark.Universe.Has); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	_, _, _, err = rewrite(ctx, file, limits.ScriptProvenanceAnalysisSteps)
+	if fault.CodeOf(err) != fault.Unavailable {
+		t.Fatalf("rewrite under a canceled context: %v (after %v), want unavailable", err, time.Since(start))
+	}
+	// About 300,000 steps: within the bound, past a bound of 100,000.
+	if _, _, _, err = rewrite(context.Background(), file, limits.ScriptProvenanceAnalysisSteps); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err = rewrite(context.Background(), file, 100_000); fault.CodeOf(err) != fault.Limit {
+		t.Fatalf("rewrite past its bound: %v, want limit", err)
+	}
+}
+
+// nestedIfs is depth branches, one inside the other, around a list of n
+// elements.
+func nestedIfs(depth, n int) string {
+	var b strings.Builder
+	b.WriteString("x = 1\nresult = 0\n")
+	for i := range depth {
+		b.WriteString(strings.Repeat(" ", i) + "if x:\n")
+	}
+	b.WriteString(strings.Repeat(" ", depth) + "result = [" + strings.Repeat("1,", n) + "]\n")
+	return b.String()
+}
