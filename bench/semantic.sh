@@ -78,7 +78,11 @@ fi
 echo "== exact cosine, 200,000 x 384 (ms per query)"
 # Both sides report their fastest query: Go the best of 20 per run over
 # $REPS runs (best-ns/query), NumPy the best of 20 calls.
-gobench=$(CAPKIT_BENCH_SEM_CHUNKS=200000 GOMAXPROCS=2 go test -run '^$' -bench '^BenchmarkRank$' -benchtime 20x -count "$REPS" ./search/semindex/)
+# go test reports a failure on stdout, which the assignment would swallow.
+if ! gobench=$(CAPKIT_BENCH_SEM_CHUNKS=200000 GOMAXPROCS=2 go test -run '^$' -bench '^BenchmarkRank$' -benchtime 20x -count "$REPS" ./search/semindex/); then
+	echo "$gobench" >&2
+	exit 1
+fi
 best() { awk -v name="$1" 'index($1, "BenchmarkRank/" name) == 1 {for (i=1;i<=NF;i++) if ($(i+1)=="best-ns/query") print $i}' <<<"$gobench" | sort -g | head -1; }
 gomem=$(best memory)
 gofile=$(best file)
