@@ -1,6 +1,8 @@
 package script
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -34,7 +36,24 @@ type tracker struct {
 
 	// memo serves flat and deep: containers seen in one traversal.
 	memo map[uintptr]starlark.Value
+
+	// ctx ends the traversals of values (a region's end may relabel a
+	// whole structure at every step of a loop); visits counts them.
+	ctx    context.Context
+	visits int
 }
+
+// step counts one value a traversal visits, and fails once the run's
+// context has ended: the interpreter checks it only between its steps.
+func (tr *tracker) step() error {
+	tr.visits++
+	if tr.visits%1024 == 0 && tr.ctx != nil && tr.ctx.Err() != nil {
+		return errStopped
+	}
+	return nil
+}
+
+var errStopped = errors.New("script: stopped while labels were followed through a value")
 
 // sourceInfo is what the host says of a source: its name in messages
 // and whether its data is trusted.
@@ -114,7 +133,7 @@ func (tr *tracker) labelOf(v starlark.Value) *label {
 	case *tainted:
 		return x.l
 	case *starlark.List, *starlark.Dict, *starlark.Set:
-		return tr.side.get(addrOf(v))
+		return tr.side.get(v)
 	}
 	return nil
 }
@@ -124,10 +143,9 @@ func (tr *tracker) raise(v starlark.Value, l *label) {
 	if l == nil {
 		return
 	}
-	addr := addrOf(v)
-	old := tr.side.get(addr)
+	old := tr.side.get(v)
 	if j := tr.ls.join(old, l); j != old {
-		tr.side.set(v, addr, j)
+		tr.side.set(v, j)
 	}
 }
 
@@ -172,7 +190,7 @@ func (tr *tracker) top(v starlark.Value) (starlark.Value, *label, error) {
 	case *tainted:
 		return x.v, x.l, nil
 	case *starlark.List, *starlark.Dict, *starlark.Set:
-		return v, tr.side.get(addrOf(v)), nil
+		return v, tr.side.get(v), nil
 	case unbound:
 		return nil, nil, errUnbound
 	}
@@ -248,6 +266,9 @@ func (tr *tracker) scan(v starlark.Value, depth int) (dirty bool, l *label, err 
 	if depth > limits.ScriptLabelMaxDepth {
 		return false, nil, fault.New(fault.Limit, "script: a value nested deeper than %d was given to a built-in", limits.ScriptLabelMaxDepth)
 	}
+	if err := tr.step(); err != nil {
+		return false, nil, err
+	}
 	switch x := v.(type) {
 	case *tainted:
 		d, inner, err := tr.scan(x.v, depth+1)
@@ -302,6 +323,9 @@ func (tr *tracker) scan(v starlark.Value, depth int) (dirty bool, l *label, err 
 func (tr *tracker) copyPlain(v starlark.Value, depth int) (starlark.Value, error) {
 	if depth > limits.ScriptLabelMaxDepth {
 		return nil, fault.New(fault.Limit, "script: a value nested deeper than %d was given to a built-in", limits.ScriptLabelMaxDepth)
+	}
+	if err := tr.step(); err != nil {
+		return nil, err
 	}
 	if t, ok := v.(*tainted); ok {
 		v = t.v

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"go.starlark.net/starlark"
 )
@@ -50,9 +51,10 @@ var errUnbound = errors.New("variable referenced before assignment")
 
 // sideTable holds the labels of lists, dicts and sets, keyed by address.
 // It does not keep them alive: a cleanup forgets an entry once its object
-// is collected. An address reused before that cleanup runs starts with
-// the old object's label, which only over-approximates; the generation
-// keeps a late cleanup from erasing the new object's own entry.
+// is collected. Each entry holds a weak pointer to its object, so an
+// object allocated at the address of a collected one (before the cleanup
+// ran) is known for another, and the generation keeps a late cleanup
+// from erasing the new object's own entry.
 type sideTable struct {
 	m   map[uintptr]sideEntry
 	gen uint64
@@ -65,6 +67,23 @@ type sideTable struct {
 type sideEntry struct {
 	l   *label
 	gen uint64
+	// the object, one of three by its type
+	wl weak.Pointer[starlark.List]
+	wd weak.Pointer[starlark.Dict]
+	ws weak.Pointer[starlark.Set]
+}
+
+// holds reports whether e is v's entry, not a collected object's.
+func (e *sideEntry) holds(v starlark.Value) bool {
+	switch x := v.(type) {
+	case *starlark.List:
+		return e.wl.Value() == x
+	case *starlark.Dict:
+		return e.wd.Value() == x
+	case *starlark.Set:
+		return e.ws.Value() == x
+	}
+	return false
 }
 
 type deadKey struct {
@@ -85,42 +104,50 @@ func addrOf(v starlark.Value) uintptr {
 	return 0
 }
 
-// get is the label of the container at addr.
-func (s *sideTable) get(addr uintptr) *label {
+// get is the label of container v.
+func (s *sideTable) get(v starlark.Value) *label {
 	if len(s.m) == 0 {
 		return nil
 	}
 	if s.pending.Load() {
 		s.drain()
 	}
-	return s.m[addr].l
+	e, ok := s.m[addrOf(v)]
+	if !ok || !e.holds(v) {
+		return nil
+	}
+	return e.l
 }
 
-// set records l as the label of container v (at addr), replacing any.
-func (s *sideTable) set(v starlark.Value, addr uintptr, l *label) {
+// set records l as the label of container v, replacing any.
+func (s *sideTable) set(v starlark.Value, l *label) {
 	if s.pending.Load() {
 		s.drain()
 	}
 	if s.m == nil {
 		s.m = map[uintptr]sideEntry{}
 	}
-	e, ok := s.m[addr]
-	if ok {
+	addr := addrOf(v)
+	if e, ok := s.m[addr]; ok && e.holds(v) {
 		e.l = l
 		s.m[addr] = e
 		return
 	}
 	s.gen++
-	s.m[addr] = sideEntry{l: l, gen: s.gen}
+	e := sideEntry{l: l, gen: s.gen}
 	key := deadKey{addr, s.gen}
 	switch x := v.(type) {
 	case *starlark.List:
+		e.wl = weak.Make(x)
 		runtime.AddCleanup(x, s.forget, key)
 	case *starlark.Dict:
+		e.wd = weak.Make(x)
 		runtime.AddCleanup(x, s.forget, key)
 	case *starlark.Set:
+		e.ws = weak.Make(x)
 		runtime.AddCleanup(x, s.forget, key)
 	}
+	s.m[addr] = e
 }
 
 // forget runs on the cleanup goroutine: it queues the entry for the
