@@ -139,6 +139,7 @@ func (e *execution) runLabelled(src []byte) (starlark.StringDict, error) {
 		return nil, err
 	}
 	e.tr = newTracker(nil, nil)
+	e.tr.ctx = e.ctx
 	predeclared := e.predeclared()
 	if err := resolve.File(f, predeclared.Has, starlark.Universe.Has); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +86,55 @@ func nestedIfs(depth, n int) string {
 	}
 	b.WriteString(strings.Repeat(" ", depth) + "result = [" + strings.Repeat("1,", n) + "]\n")
 	return b.String()
+}
+
+// The tracker's traversals of values end once the run's context has:
+// the interpreter checks it only between its steps, and one step may
+// relabel a whole structure.
+func TestProvTraversalsObserveContext(t *testing.T) {
+	tr := newTracker([]region{{kind: "test"}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.ctx = ctx
+	elems := make([]starlark.Value, 5000)
+	for i := range elems {
+		elems[i] = starlark.NewList([]starlark.Value{starlark.MakeInt(i)})
+	}
+	big := starlark.NewList(elems)
+	l := tr.ls.of(0)
+	if err := tr.raiseDeep(big, l); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := tr.raiseDeep(big, l); err != errStopped {
+		t.Fatalf("raiseDeep after the context ended: %v", err)
+	}
+	if _, _, err := tr.flat(big); err != errStopped {
+		t.Fatalf("flat after the context ended: %v", err)
+	}
+	if _, err := tr.deep(big); err != errStopped {
+		t.Fatalf("deep after the context ended: %v", err)
+	}
+}
+
+// A container allocated at the address of a collected one, before the
+// collected one's cleanup ran, neither inherits its label nor loses its
+// own to that late cleanup. The reuse is simulated: the old entry is
+// moved to the new object's address.
+func TestSideTableAddressReuse(t *testing.T) {
+	ls := newLabels()
+	var s sideTable
+	old, reused := starlark.NewList(nil), starlark.NewList(nil)
+	s.set(old, ls.of(1))
+	e := s.m[addrOf(old)]
+	delete(s.m, addrOf(old))
+	s.m[addrOf(reused)] = e
+	if l := s.get(reused); l != nil {
+		t.Fatalf("the new object has the collected one's label %v", l.sources())
+	}
+	s.set(reused, ls.of(2))
+	s.forget(deadKey{addrOf(reused), e.gen}) // the collected object's cleanup, late
+	if l := s.get(reused); l != ls.of(2) {
+		t.Fatalf("the new object's label after a late cleanup: %v", l.sources())
+	}
+	runtime.KeepAlive(old)
 }

@@ -80,7 +80,9 @@ func (tr *tracker) settle(id int32, l *label, vals starlark.Tuple) (starlark.Tup
 			continue
 		}
 		if j := i - r.nvars; j < len(r.deep) && r.deep[j] {
-			tr.raiseDeep(v, l)
+			if err := tr.raiseDeep(v, l); err != nil {
+				return nil, err
+			}
 		} else {
 			tr.wrap(v, l)
 		}
@@ -89,40 +91,51 @@ func (tr *tracker) settle(id int32, l *label, vals starlark.Tuple) (starlark.Tup
 }
 
 // raiseDeep relabels container v and every container it holds.
-func (tr *tracker) raiseDeep(v starlark.Value, l *label) {
+func (tr *tracker) raiseDeep(v starlark.Value, l *label) error {
 	clear(tr.memo)
-	tr.raiseAll(v, l, 0)
+	return tr.raiseAll(v, l, 0)
 }
 
-func (tr *tracker) raiseAll(v starlark.Value, l *label, depth int) {
+func (tr *tracker) raiseAll(v starlark.Value, l *label, depth int) error {
 	if t, ok := v.(*tainted); ok {
 		v = t.v
 	}
 	id := identity(v)
 	if id == 0 || depth > maxRaiseDepth {
-		return
+		return nil
 	}
 	if _, ok := tr.memo[id]; ok {
-		return
+		return nil
+	}
+	if err := tr.step(); err != nil {
+		return err
 	}
 	tr.memo[id] = seen
 	if isContainer(v) {
 		tr.raise(v, l)
 	}
+	each := func(e starlark.Value) error { return tr.raiseAll(e, l, depth+1) }
 	switch x := v.(type) {
 	case *starlark.List:
 		for i := range x.Len() {
-			tr.raiseAll(x.Index(i), l, depth+1)
+			if err := each(x.Index(i)); err != nil {
+				return err
+			}
 		}
 	case starlark.Tuple:
 		for _, e := range x {
-			tr.raiseAll(e, l, depth+1)
+			if err := each(e); err != nil {
+				return err
+			}
 		}
 	case *starlark.Dict:
 		for _, kv := range x.Items() {
-			tr.raiseAll(kv[1], l, depth+1)
+			if err := each(kv[1]); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
 // maxRaiseDepth stops raiseAll: deeper containers than any value can be
