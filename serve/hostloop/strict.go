@@ -647,14 +647,11 @@ func falseSchema() *jsonschema.Schema { return &jsonschema.Schema{Not: &jsonsche
 // propertyOrder is s's properties in their declared order, then any others
 // by name.
 func propertyOrder(s *jsonschema.Schema) []string {
-	var order []string
-	for _, name := range s.PropertyOrder {
-		if _, ok := s.Properties[name]; ok && !slices.Contains(order, name) {
-			order = append(order, name)
-		}
-	}
-	for _, name := range sortedKeys(s.Properties) {
-		if !slices.Contains(order, name) {
+	order := make([]string, 0, len(s.Properties))
+	seen := make(map[string]bool, len(s.Properties))
+	for _, name := range append(slices.Clone(s.PropertyOrder), sortedKeys(s.Properties)...) {
+		if _, ok := s.Properties[name]; ok && !seen[name] {
+			seen[name] = true
 			order = append(order, name)
 		}
 	}
