@@ -66,9 +66,12 @@ func (l *Loop) Call(ctx context.Context, raw []byte) (*Reply, error) {
 		r.Err = fault.New(fault.InvalidInput, "tool %s: the arguments %s", clip.Text(c.name), c.argsErr.Error())
 		return l.reply(r, nil)
 	}
-	args, err := l.argsFor(c)
+	args, err := l.argsFor(ctx, c)
 	if err != nil {
 		r.Err = fault.New(fault.InvalidInput, "tool %s: the arguments are not valid JSON: %s", clip.Text(c.name), err.Error())
+		if ctx.Err() != nil {
+			r.Err = fault.Wrap(fault.CodeOf(fault.As(ctx.Err())), ctx.Err(), "tool %s: not called", clip.Text(c.name))
+		}
 		return l.reply(r, nil)
 	}
 	if id := auditID(c.id); id != "" {
@@ -91,7 +94,7 @@ func (l *Loop) Call(ctx context.Context, raw []byte) (*Reply, error) {
 // argsFor is c's arguments as the tool's schema means them: for a tool
 // sent strict with optional properties made nullable, without the nulls
 // that stand for arguments left out.
-func (l *Loop) argsFor(c call) ([]byte, error) {
+func (l *Loop) argsFor(ctx context.Context, c call) ([]byte, error) {
 	e, _, ok := l.s.Runtime().Catalog().Lookup(c.name)
 	if !ok || (l.format != OpenAI && l.format != OpenAIResponses) {
 		return c.args, nil
@@ -104,7 +107,7 @@ func (l *Loop) argsFor(c call) ([]byte, error) {
 	if err != nil {
 		return c.args, nil
 	}
-	out, _, err := dropNulls(full, full, jsontext.Value(c.args), 0)
+	out, _, err := dropNulls(ctx, full, full, jsontext.Value(c.args), 0)
 	return out, err
 }
 

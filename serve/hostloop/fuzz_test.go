@@ -57,7 +57,7 @@ func FuzzDropNulls(f *testing.F) {
 		if !jsontext.Value(in).IsValid() || jsontext.Value(in).Kind() != '{' {
 			return
 		}
-		out, changed, err := dropNulls(root, root, jsontext.Value(in), 0)
+		out, changed, err := dropNulls(context.Background(), root, root, jsontext.Value(in), 0)
 		if err != nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package hostloop
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/limits"
 )
@@ -76,7 +78,7 @@ func TestSchemasThatFanOut(t *testing.T) {
 			}
 		}
 		full, _, _ := e.Schemas()
-		if _, _, err := dropNulls(full, full, []byte(`{"x":{"p":null,"a":{"b":null}}}`), 0); err != nil {
+		if _, _, err := dropNulls(context.Background(), full, full, []byte(`{"x":{"p":null,"a":{"b":null}}}`), 0); err != nil {
 			t.Error(err)
 		}
 		_ = admitsNull(full, full.Properties["x"])
@@ -135,5 +137,22 @@ func TestGeminiInlinedNodesEdge(t *testing.T) {
 		if whole := strings.Contains(string(r.spec.Definition), `"parametersJsonSchema"`); whole != c.whole {
 			t.Errorf("%d nodes inlined: sent whole %v, want %v", c.nodes, whole, c.whole)
 		}
+	}
+}
+
+// TestCanceledCallIsNotInvalidInput: once the call's context is done,
+// undoing strict mode's nulls stops, and the reply says the call was not
+// made for that reason, not that the model's arguments were wrong.
+func TestCanceledCallIsNotInvalidInput(t *testing.T) {
+	s, _ := fixture(t)
+	l := newLoop(t, s, OpenAI, &Options{Strict: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := l.Call(ctx, []byte(callIn(OpenAI, "c1", "read_file", `{"path":"a.txt","offset":null}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Err == nil || r.Err.Code == fault.InvalidInput || !strings.Contains(r.Err.Error(), "not called") {
+		t.Errorf("reply %v", r.Err)
 	}
 }

@@ -148,7 +148,7 @@ func TestDropNulls(t *testing.T) {
 		`{"r":"x","a":12345678901234567890123}`:       `{"r":"x","a":12345678901234567890123}`,
 		`{"r":"x","a":null,"z":"\u00e9\ud83d\ude00"}`: `{"r":"x","z":"é😀"}`,
 	} {
-		got, _, err := dropNulls(root, root, []byte(in), 0)
+		got, _, err := dropNulls(context.Background(), root, root, []byte(in), 0)
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
@@ -156,7 +156,7 @@ func TestDropNulls(t *testing.T) {
 			t.Errorf("dropNulls(%s) = %s, want %s", in, got, want)
 		}
 	}
-	if _, _, err := dropNulls(root, root, []byte(`{"r":"x","r":"y"}`), 0); err == nil {
+	if _, _, err := dropNulls(context.Background(), root, root, []byte(`{"r":"x","r":"y"}`), 0); err == nil {
 		t.Error("duplicate member names passed")
 	}
 }

@@ -2,6 +2,7 @@ package hostloop
 
 import (
 	"bytes"
+	"context"
 	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -19,28 +20,31 @@ const maxNullDepth = 64
 // Members are rewritten token by token, not decoded into Go values, so
 // every number keeps its digits. Where a union leaves unclear which branch a value
 // follows, its nulls stay, and the kernel refuses them if they are wrong.
-// It reports whether it changed v.
-func dropNulls(root, s *jsonschema.Schema, v jsontext.Value, depth int) (jsontext.Value, bool, error) {
+// It reports whether it changed v, and fails once ctx is done.
+func dropNulls(ctx context.Context, root, s *jsonschema.Schema, v jsontext.Value, depth int) (jsontext.Value, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return v, false, err
+	}
 	s = branchFor(root, s, v)
 	if s == nil || depth > maxNullDepth {
 		return v, false, nil
 	}
 	switch v.Kind() {
 	case '{':
-		return dropInObject(root, s, v, depth)
+		return dropInObject(ctx, root, s, v, depth)
 	case '[':
 		if s.Items == nil {
 			return v, false, nil
 		}
 		return rewrite(v, func(_ string, m jsontext.Value) (jsontext.Value, bool, bool, error) {
-			out, changed, err := dropNulls(root, s.Items, m, depth+1)
+			out, changed, err := dropNulls(ctx, root, s.Items, m, depth+1)
 			return out, true, changed, err
 		})
 	}
 	return v, false, nil
 }
 
-func dropInObject(root, s *jsonschema.Schema, v jsontext.Value, depth int) (jsontext.Value, bool, error) {
+func dropInObject(ctx context.Context, root, s *jsonschema.Schema, v jsontext.Value, depth int) (jsontext.Value, bool, error) {
 	return rewrite(v, func(name string, m jsontext.Value) (jsontext.Value, bool, bool, error) {
 		p, ok := s.Properties[name]
 		if !ok {
@@ -49,7 +53,7 @@ func dropInObject(root, s *jsonschema.Schema, v jsontext.Value, depth int) (json
 		if m.Kind() == 'n' && !slices.Contains(s.Required, name) && !admitsNull(root, p) {
 			return nil, false, true, nil
 		}
-		out, changed, err := dropNulls(root, p, m, depth+1)
+		out, changed, err := dropNulls(ctx, root, p, m, depth+1)
 		return out, true, changed, err
 	})
 }
