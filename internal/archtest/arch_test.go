@@ -187,22 +187,26 @@ func checkOnlyToolsImportKernel(t *testing.T, from string, p pkg) {
 // it. What opens files beneath it (internal/atfile, internal/noreplace)
 // and an os.Root are for these packages only.
 var openers = map[string]string{
-	"internal/scope":      "the confinement itself",
-	"internal/atfile":     "the descriptor-relative ground beneath the scope",
-	"internal/noreplace":  "the no-replace rename beneath atfile and the scope",
-	"host":                "checks each configured root's own filesystem at start (statfs of the root, the mount table), to refuse a pseudo-filesystem root and warn of one mounted inside; it opens nothing inside a root",
-	"run":                 "removes and measures the trees capkit owns outside every root (the contained commands' caches in the user's cache directory), which no caller names",
-	"archive/textarchive": "keeps its own archive directory (a host path the operator names, never a session's root; protected when it lies inside one) and the staging directory beside a new or restored one, built and then renamed into place without replacing anything: staging its database records and its cleanup finds stale, content-addressed blobs renamed in without replacing, SQLite opened by path; a file of a root (archive_add's path), the source policy and a backup file go through the scope",
+	"internal/scope":              "the confinement itself",
+	"internal/atfile":             "the descriptor-relative ground beneath the scope",
+	"internal/noreplace":          "the no-replace rename beneath atfile and the scope",
+	"host":                        "checks each configured root's own filesystem at start (statfs of the root, the mount table), to refuse a pseudo-filesystem root and warn of one mounted inside; it opens nothing inside a root",
+	"run":                         "removes and measures the trees capkit owns outside every root (the contained commands' caches in the user's cache directory), which no caller names",
+	"run/sandbox":                 "the container: once a command's processes are gone it moves what the command made at a protected name out of the root into the quarantine (a change the scope refuses to every caller) and removes the private trees it made; descriptor-relative, never following a link",
+	"run/sandbox/internal/helper": "the container's helper: opens and makes the mount points of the container's own root, descriptor-relative and only on its own tmpfs mounts, before it pivots into it; it opens nothing in a session's root",
+	"audit/trail":                 "the host's audit trail, a file the host names outside every root, set aside by a no-replace rename when it is rotated",
+	"archive/textarchive":         "keeps its own archive directory (a host path the operator names, never a session's root; protected when it lies inside one) and the staging directory beside a new or restored one, built and then renamed into place without replacing anything: staging its database records and its cleanup finds stale, content-addressed blobs renamed in without replacing, SQLite opened by path; a file of a root (archive_add's path), the source policy and a backup file go through the scope",
 }
 
 // beneathScope are the packages only openers import.
-var beneathScope = []string{"internal/atfile"}
+var beneathScope = []string{"internal/atfile", "internal/noreplace"}
 
 // TestOpenersOnly fails when a package other than openers imports the
-// ground beneath the scope, or names os.Root, os.OpenRoot or
-// os.OpenInRoot (a second way into a root, without the scope's checks).
-// Test files may: they set up and inspect what the code under test may
-// not reach.
+// ground beneath the scope, names os.Root, os.OpenRoot or os.OpenInRoot,
+// or makes a descriptor-relative file system call (openat, renameat,
+// unlinkat, mkdirat and the like, through unix or syscall): a second way
+// into a root, without the scope's checks. Test files may: they set up
+// and inspect what the code under test may not reach.
 func TestOpenersOnly(t *testing.T) {
 	for _, p := range listPackages(t) {
 		from, _ := rel(p.ImportPath)
@@ -225,8 +229,16 @@ func TestOpenersOnly(t *testing.T) {
 	}
 }
 
-// checkNoRoot fails when the file names os.Root, os.OpenRoot or
-// os.OpenInRoot.
+// rootCalls are the names, by package, that reach into a directory by
+// descriptor: the scope's own means.
+var rootCalls = map[string][]string{
+	"os": {"Root", "OpenRoot", "OpenInRoot"},
+	"unix": {"Openat", "Openat2", "Renameat", "Renameat2", "Unlinkat", "Mkdirat", "Mknodat", "Linkat", "Symlinkat",
+		"Readlinkat", "Fchmodat", "Fchownat", "Fstatat", "Faccessat", "Faccessat2", "Utimensat", "Statx", "NameToHandleAt", "OpenByHandleAt"},
+	"syscall": {"Openat", "Renameat", "Unlinkat", "Mkdirat", "Mknodat", "Linkat", "Symlinkat", "Readlinkat", "Fchmodat", "Fchownat", "Fstatat", "Faccessat", "UtimesNanoAt"},
+}
+
+// checkNoRoot fails when the file names one of rootCalls.
 func checkNoRoot(t *testing.T, from, path string) {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
@@ -238,8 +250,8 @@ func checkNoRoot(t *testing.T, from, path string) {
 		if !ok {
 			return true
 		}
-		if x, ok := sel.X.(*ast.Ident); ok && x.Name == "os" && slices.Contains([]string{"Root", "OpenRoot", "OpenInRoot"}, sel.Sel.Name) {
-			t.Errorf("%s: %s uses os.%s: reach files in a root through internal/scope", from, filepath.Base(path), sel.Sel.Name)
+		if x, ok := sel.X.(*ast.Ident); ok && slices.Contains(rootCalls[x.Name], sel.Sel.Name) {
+			t.Errorf("%s: %s uses %s.%s: reach files in a root through internal/scope", from, filepath.Base(path), x.Name, sel.Sel.Name)
 		}
 		return true
 	})
