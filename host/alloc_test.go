@@ -75,6 +75,12 @@ func TestAllocationPropertyAllTools(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives every tool with bound-sized arguments")
 	}
+	if raceDetector {
+		// Instrumented, its hundreds of bound-sized calls take many
+		// minutes, and a heap bound is no question for the race detector:
+		// scripts/test.sh runs this test without it.
+		t.Skip("a property of allocations, run without -race")
+	}
 	dir := fixture(t)
 	cfg := load(t, dir, base+`
 [actor.all]

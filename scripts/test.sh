@@ -46,6 +46,9 @@ fi
 echo "== go test -race"
 go test -race -timeout 20m ./...
 
+echo "== the allocation property of every tool, without -race (it skips under it)"
+go test -count=1 -run '^TestAllocationProperty' ./host/
+
 echo "== examples/hostloop (a module of its own: the providers' Go SDKs stay out of capkit's go.mod)"
 # Not under -race: the loops are sequential, their concurrency is the
 # kernel's, tested with -race above, and the SDKs are large to instrument.
