@@ -397,3 +397,28 @@ func TestUpstreamInspectorCLI(t *testing.T) {
 		t.Fatalf("a call outside the approved input schema, through the Inspector: %.2000s", res)
 	}
 }
+
+// TestUpstreamCLIRoutes: capkit call and a Starlark script reach the
+// upstream tools through the same kernel: the result, the approved input
+// schema's refusal (exit 2), and memory's state read back by a script.
+func TestUpstreamCLIRoutes(t *testing.T) {
+	w := sharedUpstreamWorld(t, upstreamServers(t))
+	out, code := capkitCLI(t, w.dir, "call", "everything__echo", `{"message": "from capkit call"}`, "--config", w.config)
+	if code != 0 || !strings.Contains(out, "Echo: from capkit call") {
+		t.Fatalf("capkit call: exit %d\n%s", code, out)
+	}
+	if out, code := capkitCLI(t, w.dir, "call", "everything__echo", `{"message": 1}`, "--config", w.config); code != 2 || !strings.Contains(out, "invalid_input") {
+		t.Fatalf("capkit call outside the approved schema: exit %d\n%s", code, out)
+	}
+	script := filepath.Join(w.dir, "graph.star")
+	src := `tool.call("memory__create_entities", {"entities": [{"name": "starlark", "entityType": "route", "observations": ["scripted"]}]})
+g = tool.call("memory__read_graph", {})
+result = [e["name"] for e in g["entities"]]
+`
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := capkitCLI(t, w.dir, "script", "run", script, "--config", w.config); code != 0 || !strings.Contains(out, `"starlark"`) {
+		t.Fatalf("script run: exit %d\n%s", code, out)
+	}
+}
