@@ -106,7 +106,7 @@ func TestCrashChild(t *testing.T) {
 	defer cancel()
 	err := crashOps[op](ctx, func(k string) string { return os.Getenv(crashEnv + "_" + k) })
 	if err != nil {
-		fmt.Println("error:", err)
+		fmt.Println("error:", fault.CodeOf(err), err)
 		os.Exit(3)
 	}
 	fmt.Println("done")

@@ -3,6 +3,7 @@ package textarchive
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -348,4 +350,65 @@ func TestBlobNeverExecutable(t *testing.T) {
 	if st.Mode() != 0o600 || out.BlobSHA256 != sha256String("#!/bin/sh\necho hi\n") {
 		t.Fatalf("the blob: mode %v, name %s", st.Mode(), out.BlobSHA256)
 	}
+}
+
+func init() {
+	crashOps["add-same"] = func(ctx context.Context, env func(string) string) error {
+		a, err := Open(ctx, env("DIR"))
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		_, err = a.AddText(ctx, TextRequest{Collection: "c", Item: "same", Request: env("REQUEST"), Document: doc(env("TEXT"))})
+		return err
+	}
+}
+
+// TestConcurrentProcesses: separate processes send one request identity
+// to one root at once: with one content every one gets the version, with
+// four contents one wins and three get a conflict; one version a round.
+func TestConcurrentProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts eight processes")
+	}
+	a := newArchive(t)
+	dir := a.dir
+	a.Close()
+	round := func(request string, text func(i int) string) []string {
+		children := make([]*testkit.Child, 4)
+		for i := range children {
+			children[i] = testkit.StartChild(t, "TestCrashChild", crashEnv+"=add-same", crashEnv+"_STEP=none",
+				crashEnv+"_DIR="+dir, crashEnv+"_REQUEST="+request, crashEnv+"_TEXT="+text(i))
+		}
+		said := make([]string, len(children))
+		for i, c := range children {
+			out, _ := io.ReadAll(c.Stdout)
+			c.Wait()
+			said[i] = strings.TrimSpace(string(out))
+		}
+		return said
+	}
+	for i, s := range round("one", func(int) string { return "one content" }) {
+		if !strings.HasPrefix(s, "done") {
+			t.Fatalf("process %d with the same content: %q", i, s)
+		}
+	}
+	done, conflicts := 0, 0
+	for _, s := range round("other", func(i int) string { return fmt.Sprint("content ", i) }) {
+		switch {
+		case strings.HasPrefix(s, "done"):
+			done++
+		case strings.HasPrefix(s, "error: conflict"):
+			conflicts++
+		default:
+			t.Fatalf("a process said %q", s)
+		}
+	}
+	if done != 1 || conflicts != 3 {
+		t.Fatalf("%d won and %d got a conflict, want 1 and 3", done, conflicts)
+	}
+	if n := versionsOf(t, dir, "c", "same"); n != 2 {
+		t.Fatalf("%d versions after two rounds", n)
+	}
+	auditClean(t, dir)
 }
