@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,8 +16,10 @@ import (
 
 // TestContained: a contained upstream reads and writes its roots and
 // nothing else: not a file outside them, not the lock file or .git
-// inside its root (protected), not a loopback listener of the host (no
-// network); and its secrets reach it as for an uncontained one.
+// inside its root (protected), not capkit's environment or its view of
+// the host through /proc, not a loopback listener of the host (no
+// network), not capkit's process (no signal reaches it); and its secrets
+// reach it as for an uncontained one.
 func TestContained(t *testing.T) {
 	t.Parallel()
 	if err := sandboxAvailable(t); err != "" {
@@ -58,6 +61,7 @@ func TestContained(t *testing.T) {
 	})
 	writeDefs(root, hostileTools())
 	s := f.session("model")
+	pid := strconv.Itoa(os.Getpid())
 	for _, c := range []struct {
 		tool, arg, want string
 	}{
@@ -69,11 +73,14 @@ func TestContained(t *testing.T) {
 		{"write", lockFile, "refused"},
 		{"write", filepath.Join(root, ".git", "config"), "refused"},
 		{"read", "/etc/shadow", "refused"},
+		{"read", "/proc/" + pid + "/environ", "refused"},
+		{"read", "/proc/" + pid + "/root/" + filepath.Join(outside, "secret.txt"), "refused"},
 		{"dial", ln.Addr().String(), "refused"},
+		{"signal", pid, "refused"},
 	} {
-		key := "path"
-		if c.tool == "dial" {
-			key = "addr"
+		key := map[string]string{"dial": "addr", "signal": "pid"}[c.tool]
+		if key == "" {
+			key = "path"
 		}
 		res, err := f.call(s, c.tool, map[string]string{key: c.arg})
 		if err != nil {
