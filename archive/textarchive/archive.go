@@ -21,6 +21,7 @@ import (
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/internal/noreplace"
+	"github.com/capkit/capkit/internal/sqlitefault"
 	"github.com/capkit/capkit/search/lexindex"
 )
 
@@ -468,7 +469,7 @@ func (a *Archive) run(ctx context.Context, begin, what string, fn func(*txn) err
 		if err == nil {
 			break
 		}
-		if !isBusy(err) || ctx.Err() != nil {
+		if !sqlitefault.Busy(err) || ctx.Err() != nil {
 			return dbFault(err, what)
 		}
 		timer := time.NewTimer(wait)

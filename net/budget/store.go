@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/sqlitefault"
 	"github.com/capkit/capkit/internal/sqlitepin"
 	"github.com/capkit/capkit/limits"
 )
@@ -316,10 +317,10 @@ func (s *store) classify(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fault.As(err)
 	}
-	if strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked") {
-		return fault.Wrap(fault.Unavailable, err, "budget store is busy (another process held it longer than %v)", limits.BudgetBusyTimeout)
+	if sqlitefault.Busy(err) {
+		return fault.Wrap(fault.Unavailable, err, "budget store is busy (another process held it longer than %v)", limits.BudgetBusyTimeout).RetryIn(sqlitefault.RetryAfter)
 	}
-	return fault.Wrap(fault.IO, err, "budget store (%s) failed", s.d.name)
+	return sqlitefault.Fault(err, "the budget store", "budget store ("+s.d.name+")")
 }
 
 func (s *store) exec(ctx context.Context, t *sql.Tx, q string, args ...any) error {

@@ -40,12 +40,10 @@ import (
 	"sync"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/internal/scope"
+	"github.com/capkit/capkit/internal/sqlitefault"
 	"github.com/capkit/capkit/internal/sqlitepin"
 )
 
@@ -249,44 +247,7 @@ func checkTokenizer(t string) error {
 
 // dbFault classifies a driver error; what names the operation.
 func dbFault(err error, what string) error {
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return fe
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fault.As(err)
-	}
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return fault.Wrap(fault.IO, err, "%s failed", what)
-	}
-	switch se.Code() & 0xff {
-	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return &fault.Error{Code: fault.Unavailable, Message: what + ": the index is busy with another writer; retry", RetryAfter: time.Second, Err: err}
-	case sqlite3.SQLITE_CANTOPEN:
-		return fault.Wrap(fault.NotFound, err, "%s: the database does not exist or cannot be opened", what)
-	case sqlite3.SQLITE_NOTADB:
-		return fault.Wrap(fault.InvalidInput, err, "%s: the file is not a SQLite database", what)
-	case sqlite3.SQLITE_CORRUPT:
-		return fault.Wrap(fault.Integrity, err, "%s: the database is corrupt", what)
-	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
-		return fault.Wrap(fault.Denied, err, "%s: the database cannot be written", what)
-	case sqlite3.SQLITE_FULL:
-		return fault.Wrap(fault.Limit, err, "%s: the disk is full", what)
-	case sqlite3.SQLITE_INTERRUPT:
-		return fault.Wrap(fault.Unavailable, err, "%s: interrupted", what)
-	}
-	return fault.Wrap(fault.IO, err, "%s failed", what)
-}
-
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		c := se.Code() & 0xff
-		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
-	}
-	var fe *fault.Error
-	return errors.As(err, &fe) && fe.Code == fault.Unavailable && errors.As(fe.Err, &se)
+	return sqlitefault.Fault(err, "the index", what)
 }
 
 func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), sub) }

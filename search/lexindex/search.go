@@ -7,6 +7,7 @@ import (
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/clip"
+	"github.com/capkit/capkit/internal/sqlitefault"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -243,7 +244,7 @@ func jsonStrings(ss []string) string {
 // queryFault reports an error SQLite found in a query the checker passed
 // (a checker bug, or a limit of SQLite's) as invalid input.
 func queryFault(err error, match string) error {
-	if err == nil || isBusy(err) {
+	if err == nil || sqlitefault.Busy(err) {
 		return err
 	}
 	if msg := err.Error(); containsFold(msg, "fts5") || containsFold(msg, "no such column") || containsFold(msg, "syntax error") {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/sqlitefault"
 )
 
 // txn is one transaction on the index's connection.
@@ -80,7 +81,7 @@ func (ix *Index) run(ctx context.Context, begin, what string, fn func(*txn) erro
 		if err == nil {
 			return nil
 		}
-		if !isBusy(err) || ctx.Err() != nil {
+		if !sqlitefault.Busy(err) || ctx.Err() != nil {
 			return dbFault(err, what)
 		}
 		t := time.NewTimer(wait)

@@ -10,15 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"time"
 	"unicode/utf8"
-
-	sqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/scope"
+	"github.com/capkit/capkit/internal/sqlitefault"
 	"github.com/capkit/capkit/internal/sqlitepin"
 	"github.com/capkit/capkit/limits"
 )
@@ -331,34 +328,7 @@ func (ix *Index) write(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // dbFault classifies a database error; nil stays nil.
 func dbFault(err error, doing string) error {
-	if err == nil {
-		return nil
-	}
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return fe
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fault.As(err)
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fault.Wrap(fault.Unavailable, err, "%s: the index is locked by another writer; retry", doing).RetryIn(time.Second)
-		case sqlite3.SQLITE_NOTADB:
-			return fault.Wrap(fault.InvalidInput, err, "%s: the file is not a SQLite database", doing)
-		case sqlite3.SQLITE_CORRUPT:
-			return fault.Wrap(fault.Integrity, err, "%s: the index database is corrupt", doing)
-		case sqlite3.SQLITE_CANTOPEN:
-			return fault.Wrap(fault.NotFound, err, "%s: the index cannot be opened (does its directory exist?)", doing)
-		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
-			return fault.Wrap(fault.Denied, err, "%s: the index is read-only", doing)
-		case sqlite3.SQLITE_INTERRUPT:
-			return fault.Wrap(fault.Unavailable, err, "%s: interrupted", doing)
-		}
-	}
-	return fault.Wrap(fault.IO, err, "%s failed", doing)
+	return sqlitefault.Fault(err, "the index", doing)
 }
 
 func checkRef(ref string) error {
