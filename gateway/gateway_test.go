@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,26 +18,10 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fixture is a kernel runtime whose tools are the hostile upstream's,
 // every one approved as it first listed them.
@@ -49,7 +31,7 @@ type fixture struct {
 	up         Upstream
 	g          *Gateway
 	rt         *kernel.Runtime
-	log, audit *syncBuffer
+	log, audit *testkit.Buffer
 	reviewed   int // processes the review started
 }
 
@@ -65,7 +47,7 @@ func newFixture(t *testing.T, o *fixtureOptions) *fixture {
 	if o == nil {
 		o = &fixtureOptions{}
 	}
-	f := &fixture{t: t, dir: t.TempDir(), log: &syncBuffer{}, audit: &syncBuffer{}}
+	f := &fixture{t: t, dir: t.TempDir(), log: &testkit.Buffer{}, audit: &testkit.Buffer{}}
 	if err := writeDefs(f.dir, hostileTools()); err != nil {
 		t.Fatal(err)
 	}

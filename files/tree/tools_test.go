@@ -65,7 +65,7 @@ func TestTools(t *testing.T) {
 
 func TestListOutputBound(t *testing.T) {
 	root, _ := fixture(t)
-	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.List))
+	s := testkit.ToolSession(t, RegisterTools, nil, []string{root}, capability.List)
 	// 5,000 lines of about 240 bytes: within the entry bound, over the
 	// default 1 MiB output bound.
 	for i := range 5000 {

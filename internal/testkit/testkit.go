@@ -71,6 +71,21 @@ func Session(t testing.TB, rt *kernel.Runtime, caps ...capability.Capability) *k
 	return s
 }
 
+// ToolSession is how a capability package's tool test begins: its tools
+// registered with register(b, opts) on a runtime of their own, and an
+// untrusted session of Actor granted effects on roots.
+func ToolSession[O any](t testing.TB, register func(*kernel.Builder, O) error, opts O, roots []string, effects ...capability.Effect) *kernel.Session {
+	t.Helper()
+	return Session(t, Runtime(t, register, opts), Grant(t, roots, effects...))
+}
+
+// ToolSessionBound is ToolSession with every tool's output bounded by max
+// bytes (RuntimeBound).
+func ToolSessionBound[O any](t testing.TB, register func(*kernel.Builder, O) error, opts O, max int64, roots []string, effects ...capability.Effect) *kernel.Session {
+	t.Helper()
+	return Session(t, RuntimeBound(t, register, opts, max), Grant(t, roots, effects...))
+}
+
 // Call calls tool on s with args under CallTimeout. args is sent as is
 // when it is a string or json.RawMessage, and encoded as JSON otherwise.
 func Call(t testing.TB, s *kernel.Session, tool string, args any) (*kernel.Result, error) {

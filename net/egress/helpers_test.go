@@ -17,10 +17,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/internal/testkit/nettest"
 	"github.com/capkit/capkit/net/fetch"
 )
@@ -42,7 +42,7 @@ type world struct {
 	plainPort  int
 	proxy      *Proxy
 	addr       string
-	audit      *syncBuffer
+	audit      *testkit.Buffer
 	notes      []string
 	stop       func()
 	plainSeen  chan http.Header
@@ -60,7 +60,7 @@ func body(n int) []byte {
 
 func newWorld(t testing.TB, policyExtra string, opts *Options) *world {
 	t.Helper()
-	w := &world{t: t, ca: nettest.NewCA(t), audit: &syncBuffer{}, plainSeen: make(chan http.Header, 16)}
+	w := &world{t: t, ca: nettest.NewCA(t), audit: &testkit.Buffer{}, plainSeen: make(chan http.Header, 16)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/hello", func(rw http.ResponseWriter, r *http.Request) { fmt.Fprint(rw, "hello through the proxy") })
 	mux.HandleFunc("/big", func(rw http.ResponseWriter, r *http.Request) {
@@ -230,22 +230,4 @@ func (w *world) events() []map[string]any {
 		out = append(out, m)
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for the proxy's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

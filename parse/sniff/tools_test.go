@@ -56,7 +56,7 @@ func TestSniffTool(t *testing.T) {
 }
 
 func TestSniffInputBound(t *testing.T) {
-	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, nil, capability.Parse))
+	s := testkit.ToolSession(t, RegisterTools, nil, nil, capability.Parse)
 	// 4 MiB of '<' (the HTML reader's limit), each escaped as \u003c.
 	args := func(size int) json.RawMessage {
 		return testkit.EscapedArgs(t, `"expect":"csv",`, limits.HTMLMaxBytes, size)

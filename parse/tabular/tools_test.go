@@ -13,7 +13,7 @@ import (
 
 func newSession(t *testing.T, opts *ToolOptions, effects ...capability.Effect) *kernel.Session {
 	t.Helper()
-	return testkit.Session(t, testkit.Runtime(t, RegisterTools, opts), testkit.Grant(t, []string{"/srv/data"}, effects...))
+	return testkit.ToolSession(t, RegisterTools, opts, []string{"/srv/data"}, effects...)
 }
 
 func TestCSVScanTool(t *testing.T) {

@@ -87,7 +87,7 @@ func TestTools(t *testing.T) {
 // JSON's longest escape, and one byte more.
 func TestUpdateInputBound(t *testing.T) {
 	root := t.TempDir()
-	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.IndexWrite))
+	s := testkit.ToolSession(t, RegisterTools, nil, []string{root}, capability.IndexWrite)
 	args := func(n int) string {
 		return `{"index":"ix.db","mutations":[{"ref":"big","text":"` + strings.Repeat(`\u003c`, n) + `"}]}`
 	}
@@ -113,7 +113,7 @@ func TestUpdateByPath(t *testing.T) {
 		docs[fmt.Sprintf("docs/big%d.txt", i)] = big
 	}
 	session := func(o *ToolOptions, effects ...capability.Effect) *kernel.Session {
-		return testkit.Session(t, testkit.Runtime(t, RegisterTools, o), testkit.Grant(t, []string{root}, effects...))
+		return testkit.ToolSession(t, RegisterTools, o, []string{root}, effects...)
 	}
 	opts := &ToolOptions{Files: docs}
 	s := session(opts, capability.IndexWrite, capability.IndexRead, capability.ReadFile)

@@ -28,7 +28,7 @@ func TestTool(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
-	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.Search))
+	s := testkit.ToolSession(t, RegisterTools, nil, []string{root}, capability.Search)
 	cases := []struct {
 		name, args string
 		code       fault.Code
@@ -61,7 +61,7 @@ func TestTool(t *testing.T) {
 			}
 		})
 	}
-	if _, err := testkit.Call(t, testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.ReadFile)), "passages_find", `{"path":"doc.txt","query":"x"}`); fault.CodeOf(err) != fault.Denied {
+	if _, err := testkit.Call(t, testkit.ToolSession(t, RegisterTools, nil, []string{root}, capability.ReadFile), "passages_find", `{"path":"doc.txt","query":"x"}`); fault.CodeOf(err) != fault.Denied {
 		t.Fatalf("without the search effect: %v", err)
 	}
 }
@@ -78,7 +78,7 @@ func TestToolWindowBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	session := func(max int64) *kernel.Session {
-		return testkit.Session(t, testkit.RuntimeBound(t, RegisterTools, nil, max), testkit.Grant(t, []string{root}, capability.Search))
+		return testkit.ToolSessionBound(t, RegisterTools, nil, max, []string{root}, capability.Search)
 	}
 	testkit.WindowBounds(t, session, "passages_find", map[string]any{"path": "doc.txt", "query": "needle", "limit": 100}, "offset", "next_offset")
 }
@@ -92,7 +92,7 @@ func TestToolWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	session := func(max int64) *kernel.Session {
-		return testkit.Session(t, testkit.RuntimeBound(t, RegisterTools, nil, max), testkit.Grant(t, []string{root}, capability.Search))
+		return testkit.ToolSessionBound(t, RegisterTools, nil, max, []string{root}, capability.Search)
 	}
 	decode := func(res *kernel.Result) FindResult {
 		var r FindResult

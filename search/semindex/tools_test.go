@@ -71,7 +71,7 @@ func TestTools(t *testing.T) {
 func TestToolsWithoutModel(t *testing.T) {
 	root := t.TempDir()
 	for _, opts := range []*ToolOptions{nil, {ModelDir: t.TempDir()}} {
-		s := testkit.Session(t, testkit.Runtime(t, RegisterTools, opts), testkit.Grant(t, []string{root}, capability.IndexWrite))
+		s := testkit.ToolSession(t, RegisterTools, opts, []string{root}, capability.IndexWrite)
 		_, err := testkit.Call(t, s, "semindex_add", `{"index":"s.db","ref":"a","text":"x"}`)
 		var fe *fault.Error
 		if fault.CodeOf(err) != fault.Unavailable || !strings.Contains(fault.As(err).Message, "sha256sum") {
@@ -87,7 +87,7 @@ func TestAddByPath(t *testing.T) {
 	root := t.TempDir()
 	docs := testkit.Files{"docs/fox.txt": []byte("The quick brown fox."), "docs/big.txt": []byte(strings.Repeat("a ", limits.SemSourceMaxBytes/2) + "b")}
 	session := func(o *ToolOptions, effects ...capability.Effect) *kernel.Session {
-		return testkit.Session(t, testkit.Runtime(t, RegisterTools, o), testkit.Grant(t, []string{root}, effects...))
+		return testkit.ToolSession(t, RegisterTools, o, []string{root}, effects...)
 	}
 	opts := &ToolOptions{Model: tiny(t), Files: docs}
 	s := session(opts, capability.IndexWrite, capability.IndexRead, capability.ReadFile)

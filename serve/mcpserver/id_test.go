@@ -12,12 +12,14 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/capkit/capkit/internal/testkit"
 )
 
 // stdioAnswers feeds lines to a stdio connection, answering calls as the
 // SDK does, and returns the answer lines.
 func stdioAnswers(t testing.TB, input string) []string {
-	var out syncBuffer
+	var out testkit.Buffer
 	c := newStdioConn(strings.NewReader(input), &out, slog.New(slog.NewTextHandler(io.Discard, nil)), true, 1<<16)
 	defer c.Close()
 	for range 100 {

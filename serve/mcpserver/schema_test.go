@@ -10,6 +10,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 )
 
@@ -33,7 +34,7 @@ func TestUnresolvableSchemaLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testkit.Buffer
 	s := New(rt, newSessionFunc(rt), &Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
 	cs := connectSDK(t, s, nil, "")
 	tools := listNames(t, cs)

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -372,7 +373,7 @@ func FuzzStdioRead(f *testing.F) {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var out syncBuffer
+		var out testkit.Buffer
 		c := newStdioConn(bytes.NewReader(data), &out, log, true, 256)
 		defer c.Close()
 		for range 1000 {
@@ -397,23 +398,6 @@ func FuzzStdioRead(f *testing.F) {
 	})
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestStdioMessageBound: a message of exactly the bound is read, one byte
 // more is refused, with either line ending.
 func TestStdioMessageBound(t *testing.T) {
@@ -428,7 +412,7 @@ func TestStdioMessageBound(t *testing.T) {
 			n       int
 			refused bool
 		}{{max, false}, {max + 1, true}} {
-			var out syncBuffer
+			var out testkit.Buffer
 			conn := newStdioConn(strings.NewReader(msg(c.n)+end), &out, slog.New(slog.NewTextHandler(io.Discard, nil)), true, max)
 			_, err := conn.Read(context.Background())
 			conn.Close()

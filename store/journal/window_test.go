@@ -82,7 +82,7 @@ func TestJournalReadWindows(t *testing.T) {
 	}
 	// A record of the largest event fits the default bound; under a bound
 	// it does not fit, it fails with limit and says how to raise it.
-	if _, err := testkit.Call(t, testkit.Session(t, testkit.Runtime(t, RegisterTools, nil), testkit.Grant(t, []string{root}, capability.JournalRead)), "journal_read", map[string]any{"name": "big"}); err != nil {
+	if _, err := testkit.Call(t, testkit.ToolSession(t, RegisterTools, nil, []string{root}, capability.JournalRead), "journal_read", map[string]any{"name": "big"}); err != nil {
 		t.Fatalf("the largest record under the default bound: %v", err)
 	}
 	_, err = testkit.Call(t, session(limits.JournalMaxEventBytes), "journal_read", map[string]any{"name": "big"})

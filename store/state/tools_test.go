@@ -19,7 +19,7 @@ func TestTools(t *testing.T) {
 	stage(t, other, "stage")
 	must(t, os.Symlink(outside, filepath.Join(root, "escape")))
 	must(t, os.WriteFile(filepath.Join(outside, "victim"), []byte("victim"), 0o600))
-	s := testkit.Session(t, testkit.Runtime(t, RegisterTools, &ToolOptions{MaxInputBytes: 200}), testkit.Grant(t, []string{root, other}, capability.StateWrite))
+	s := testkit.ToolSession(t, RegisterTools, &ToolOptions{MaxInputBytes: 200}, []string{root, other}, capability.StateWrite)
 	cases := []struct {
 		name, tool, args string
 		code             fault.Code
