@@ -17,4 +17,14 @@
 // [capability.Set.Covers], because only they know what an argument means.
 // Failures are [fault.Error] values; bounds default to the constants of
 // package limits.
+//
+// Two parts of the call path are written for speed, each beside what it
+// replaces: the handler's context (callctx.go) is the caller's with the
+// policy's deadline, which the waiting caller already watches, so a call
+// makes no timer or registration with its parent as
+// context.WithDeadline would; and handlers run on workers that outlive a
+// call (workers.go), keeping their grown stacks, with an idle timer that
+// is not reset per job. Both are measured by BenchmarkKernelCall, and at
+// the MCP level by serve/mcpserver's BenchmarkStdioSmallCall
+// (bench/RESULTS.md).
 package kernel

@@ -386,7 +386,7 @@ func validate(entry *catalog.Entry, args json.RawMessage) error {
 // run calls the handler under the policy's deadline, on a worker
 // goroutine: a handler stuck past its deadline is abandoned, and the caller
 // returns. Without a context that can end, the caller waits on one channel
-// (a select was a tenth of the kernel's time).
+// rather than a select (BenchmarkKernelCall).
 func (s *Session) run(ctx context.Context, now time.Time, a *admitted) (*Result, error) {
 	wait := a.ctx.init(ctx, &a.call, now, a.t.policy.Timeout)
 	j := jobs.Get().(*job)

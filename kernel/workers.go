@@ -73,7 +73,8 @@ func (w *workers) start(j *job) {
 }
 
 // loop runs jobs until none came for a whole workerIdle period: the timer
-// is not reset per job (that was a tenth of a small call's kernel time);
+// is not reset per job (a reset on every call costs the kernel time of a
+// small call: BenchmarkKernelCall);
 // a worker exits between one and two periods after its last job.
 func (w *workers) loop(j *job) {
 	timer := time.NewTimer(workerIdle)

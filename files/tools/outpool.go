@@ -6,15 +6,14 @@ import (
 	"sync/atomic"
 )
 
-// read_file's output buffers are reused: for a 4 MiB read, zeroing and
-// page-faulting a fresh 4.5 MiB buffer every call was a sixth of the
-// server's CPU. A buffer goes back to the pool only when the result's
+// read_file's output buffers are reused, so a read neither zeroes nor
+// page-faults a fresh buffer (BenchmarkReadFile4MiB, BenchmarkReadFileSmall).
+// A buffer goes back to the pool only when the result's
 // consumer releases it (kernel.Result.Release, after the transport wrote
 // it); results never released leave their buffer to the garbage collector.
 
 // minPooledOut is the smallest buffer worth pooling; smaller ones are
-// allocated as needed. Small reads pool too: a fresh buffer per call was
-// a fiftieth of a small read's CPU.
+// allocated as needed. Small reads pool too.
 const minPooledOut = 1 << 10
 
 // outBuf is a pooled output buffer. gen counts its leases: a release puts

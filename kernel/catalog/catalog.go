@@ -73,7 +73,8 @@ type Entry struct {
 	OutputSchema *jsonschema.Schema
 	// Infer, when set in place of the schemas, makes them on the tool's
 	// first listing or call (typed tools infer theirs from Go types; doing
-	// it for every tool at set-up would be a third of a host's set-up).
+	// it for every tool at set-up would slow every host's start-up for
+	// tools a session may never list: bench/RESULTS.md, start-up).
 	Infer func() (input, output *jsonschema.Schema, err error)
 	// Annotations default to AnnotationsFor(Effect) when nil.
 	Annotations *Annotations

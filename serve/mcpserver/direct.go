@@ -28,8 +28,8 @@ import (
 // grows. A direct call is started with kernel.Session.Start, whose worker
 // runs the handler and writes the response: the call changes goroutines
 // once, where waiting for Session.Call on a goroutine of the transport
-// made it change four times (each change wakes another thread, which was
-// about a third of a small call's CPU). Anything else (other methods, the stateless 2026-07-28 protocol,
+// made it change four times, each change waking another thread
+// (BenchmarkStdioSmallCall; figures in bench/RESULTS.md). Anything else (other methods, the stateless 2026-07-28 protocol,
 // _meta keys of the protocol, multi-round-trip fields, a session not yet
 // initialized, params the fast decoding refuses, a progress token) goes
 // to the SDK, which answers it as usual, errors included. A direct call the client cancels

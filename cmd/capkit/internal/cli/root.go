@@ -67,9 +67,9 @@ var groups = []group{
 }
 
 // newRoot builds the command line for args. When args start with a
-// group's name, only that group's commands are built: building every
-// group (flags, help texts) would be a tenth of a short command's time,
-// and a command needs no other group. Anything else (help, a flag first, an
+// group's name, only that group's commands are built: a command needs no
+// other group, and building every group (flags, help texts) would slow
+// every short command (bench/RESULTS.md, start-up). Anything else (help, a flag first, an
 // unknown command) gets every group.
 func newRoot(env *Env, args []string) *cobra.Command {
 	root := &cobra.Command{
