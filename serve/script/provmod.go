@@ -100,7 +100,7 @@ func (e *execution) declassify(th *starlark.Thread, args starlark.Tuple, kwargs 
 		return nil, fault.New(fault.InvalidInput, "prov.declassify: for parameter reason: got %s, want string", r.Type())
 	}
 	if tr.untrusted(rl) {
-		return nil, fault.New(fault.Denied, "prov.declassify at %s: the reason depends on untrusted data (%v); write it in the script", callerPos(th), tr.untrustedNames(rl))
+		return nil, &callFailure{tool: "prov.declassify", f: fault.New(fault.Denied, "provenance: prov.declassify at %s: the reason depends on untrusted data (%v); write it in the script", callerPos(th), tr.untrustedNames(rl))}
 	}
 	plain, l, err := tr.flat(x)
 	if err != nil {
