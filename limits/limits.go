@@ -141,7 +141,7 @@ const (
 	// ScriptProvenanceAnalysisSteps bounds the static analysis a script
 	// run with provenance needs (syntax nodes visited, counting each
 	// region's body once per region around it).
-	ScriptProvenanceAnalysisSteps = 50_000_000
+	ScriptProvenanceAnalysisSteps = 10_000_000
 	ScriptProvenanceExplainDepth  = 4
 )
 

@@ -23,7 +23,7 @@ import (
 //   - sameness: with every source trusted, a script does with labels
 //     exactly what it does without them.
 //
-// TestProvenanceRandom runs a few hundred scripts in every go test;
+// TestProvenanceRandom runs a hundred scripts in every go test;
 // FuzzProvenance searches further (go test -fuzz FuzzProvenance).
 
 // chooser is where the generator's choices come from: a random source,
@@ -637,7 +637,7 @@ func trustedParts(sunk []map[string]any) []any {
 }
 
 func TestProvenanceRandom(t *testing.T) {
-	first, n := 0, 300
+	first, n := 0, 100
 	if testing.Short() {
 		n = 60
 	}
