@@ -79,3 +79,36 @@ func BenchmarkScriptSteps(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// provWorkflow is 10,000 tool calls and the computations around them:
+// formatting each argument, branching on each result, collecting and
+// joining, as the issue's performance goal describes.
+const provWorkflow = `out = []
+n = 0
+for i in range(10000):
+  r = tool.call("echo", {"text": "item-%d" % i})
+  if r["echo"].endswith("7"):
+    n += 1
+  out.append(r["echo"].upper()[:6])
+result = {"n": n, "joined": len(",".join(out))}
+`
+
+// BenchmarkScriptProvenance runs provWorkflow without labels and with
+// them, side by side: one op is the whole script.
+func BenchmarkScriptProvenance(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		p    *Provenance
+	}{{"off", nil}, {"on", &Provenance{}}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := benchSession(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := Run(context.Background(), s, []byte(provWorkflow), &Options{Provenance: c.p, MaxSteps: limits.ScriptHardSteps, Timeout: limits.ScriptHardTimeout})
+				if err != nil || res.Calls != 10000 {
+					b.Fatalf("%d calls: %v", res.Calls, err)
+				}
+			}
+		})
+	}
+}
