@@ -233,3 +233,57 @@ func TestTypeScriptClientArchiveFetch(t *testing.T) {
 		t.Fatalf("%d GETs: a window or the repeat fetched again", p.gets.Load())
 	}
 }
+
+// TestGoClientArchiveHostile: hostile documents over MCP, from the real
+// binary: 1,001 parts and 4 MiB + 1 byte of text are limits, a lone
+// surrogate is refused (a parse error), a document of NULs is kept and cited back
+// exactly, one request identity with other content is a conflict; the
+// server answers every call and the archive audits clean after.
+func TestGoClientArchiveHostile(t *testing.T) {
+	p := newArchiveProject(t)
+	c := stdioClient(t, "--config", p.config)
+	c.call(t, "tool_search", map[string]any{"query": "archive add cite", "limit": 12})
+	parts := func(n int, text string) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = map[string]any{"text": text}
+		}
+		return out
+	}
+	add := func(request string, parts []any) string {
+		_, code := c.call(t, "archive_add", map[string]any{"collection": "hostile", "item": request, "request": request, "parts": parts})
+		return code
+	}
+	want(t, "1,001 parts", add("parts", parts(limits.ArchiveMaxParts+1, "p")), "limit")
+	want(t, "1,000 parts", add("parts-max", parts(limits.ArchiveMaxParts, "p")), "")
+	want(t, "4 MiB + 1 of text", add("text", []any{map[string]any{"text": strings.Repeat("a", limits.ArchiveMaxTextBytes)}, map[string]any{"text": "b"}}), "limit")
+	nuls := "\x00\x00nul\x00"
+	var added struct {
+		Version string `json:"version"`
+	}
+	callJSON(t, c, "archive_add", map[string]any{"collection": "hostile", "item": "nul", "request": "nul", "parts": []any{map[string]any{"text": nuls}}}, &added)
+	var cited struct {
+		Citation struct {
+			Quote struct {
+				Exact string `json:"exact"`
+			} `json:"quote"`
+		} `json:"citation"`
+	}
+	callJSON(t, c, "archive_cite", map[string]any{"version": added.Version, "part": 0, "start": 0, "length": 6}, &cited)
+	if cited.Citation.Quote.Exact != nuls {
+		t.Fatalf("the NULs came back as %q", cited.Citation.Quote.Exact)
+	}
+	want(t, "the same request with other content", add("nul", parts(1, "other")), "conflict")
+	if code, out, errOut := run(t, "", "archive", "audit", p.archive); code != 0 {
+		t.Fatalf("audit after the hostile calls: exit %d %s %s", code, out, errOut)
+	}
+	// Last: the server refuses a message with a lone surrogate as a parse
+	// error (its id unread, so null), on which the Go SDK's client closes
+	// the session.
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "archive_add", Arguments: json.RawMessage(`{"collection": "hostile", "item": "s", "request": "s", "parts": [{"text": "\ud800"}]}`)})
+	if err == nil && !res.IsError {
+		t.Fatalf("a lone surrogate was kept: %+v", res)
+	}
+}
