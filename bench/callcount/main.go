@@ -379,7 +379,7 @@ func cover() error {
 	}
 	fmt.Println()
 	for _, spec := range counts {
-		fmt.Printf("| calls of %s |", spec)
+		fmt.Printf("| calls of %s |", strings.ReplaceAll(spec, "|", " or "))
 		for _, r := range res {
 			fmt.Printf(" %d |", r.funcs[spec])
 		}
