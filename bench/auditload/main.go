@@ -32,6 +32,9 @@ import (
 	"github.com/capkit/capkit/internal/testkit/otlptest"
 )
 
+// warmup calls precede the measured ones.
+const warmup = 200
+
 // config is one configuration measured: the top-level capkit.toml keys
 // it adds, and whether it exports to the collector.
 type config struct {
@@ -122,7 +125,7 @@ func measure(capkit, dir, file, otlp string, c config, round, calls int, pause t
 		return result{}, err
 	}
 	cfg := filepath.Join(run, "capkit.toml")
-	body := c.keys(run) + fmt.Sprintf("[[root]]\npath = %q\n[actor.assistant]\neffects = [\"read_file\"]\n", filepath.Join(dir, "root"))
+	body := c.keys(run) + fmt.Sprintf("[[root]]\npath = %q\n[actor.assistant]\neffects = [\"read_file\"]\n[tool.read_file]\nmax_calls = %d\n", filepath.Join(dir, "root"), warmup+calls)
 	if c.telemetry {
 		body += fmt.Sprintf("[telemetry]\notlp_endpoint = %q\n", otlp)
 	}
@@ -147,7 +150,7 @@ func measure(capkit, dir, file, otlp string, c config, round, calls int, pause t
 		}
 		return err
 	}
-	for range 200 {
+	for range warmup {
 		if err := read(); err != nil {
 			return result{}, err
 		}
