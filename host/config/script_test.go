@@ -40,3 +40,57 @@ func TestScriptConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestScriptProvenanceConfig(t *testing.T) {
+	c, _, err := parseCatalogDoc(t, "[script]\nenabled = true\n")
+	if err != nil || c.Script.Options().Provenance != nil {
+		t.Fatal("provenance is off by default", err)
+	}
+	doc := `[script]
+enabled = true
+[script.provenance]
+enabled = true
+trusted = ["tool:notes", "root:/srv/policies"]
+read_only = ["lookup"]
+readers = { "tool:mail_read" = ["mail.example"] }
+[script.provenance.tool.write_file]
+content = "any"
+path = "trusted"
+[script.provenance.tool.net_fetch]
+url = { readers = "url", integrity = "trusted" }
+[script.provenance.tool.send]
+body = { readers = "to" }
+`
+	c, _, err = parseCatalogDoc(t, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Script.Options().Provenance
+	if p == nil || len(p.Trusted) != 2 || p.ReadOnly[0] != "lookup" || p.Readers["tool:mail_read"][0] != "mail.example" {
+		t.Fatalf("%+v", p)
+	}
+	w, n, s := p.Tools["write_file"], p.Tools["net_fetch"]["url"], p.Tools["send"]["body"]
+	if !w["content"].Any || w["path"].Any || n.Readers != "url" || n.Any || s.Readers != "to" || !s.Any {
+		t.Fatalf("%+v", p.Tools)
+	}
+}
+
+func TestScriptProvenanceConfigErrors(t *testing.T) {
+	cases := []struct{ doc, want string }{
+		{"[script.provenance]\ntrusted = [\"notes\"]", "capkit.toml:2: script.provenance.trusted: source \"notes\": write KIND:NAME"},
+		{"[script.provenance]\ntrusted = [\"root:rel\"]", "the root must be an absolute directory"},
+		{"[script.provenance]\nreaders = { \"x:y\" = [\"h\"] }", "script.provenance.readers: source \"x:y\": unknown kind"},
+		{"[script.provenance.tool.write_file]\npath = \"maybe\"", "capkit.toml:2: script.provenance.tool.write_file.path: \"maybe\""},
+		{"[script.provenance.tool.write_file]\npath = { integrity = \"any\" }", "a table needs readers"},
+		{"[script.provenance.tool.write_file]\npath = 1", "want \"trusted\""},
+		{"[script.provenance]\nenable = true", "script.provenance.enable: unknown key"},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			_, _, err := parseCatalogDoc(t, c.doc)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}
