@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -56,7 +57,9 @@ func Load(ctx context.Context, what, path string, v any, format *int) error {
 
 // ReadFile reads at most max bytes of a regular file.
 func ReadFile(path string, max int64, what string) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO nobody writes to does not wait (it is
+	// then refused as not a regular file); a regular file ignores it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		fe := fault.As(err)
 		return nil, fault.Wrap(fe.Code, err, "%s: cannot open %s", what, path)
