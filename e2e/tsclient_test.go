@@ -71,7 +71,9 @@ type tsStep struct {
 	Args    map[string]any `json:"args,omitempty"`
 	AfterMS int            `json:"after_ms,omitempty"`
 	Min     int            `json:"min,omitempty"`
-	Roots   []string       `json:"roots,omitempty"`
+	// More is changes': this many more than the previous changes step saw.
+	More  int      `json:"more,omitempty"`
+	Roots []string `json:"roots,omitempty"`
 	// OffsetArg and Next are follow's: the argument a window's next
 	// offset is passed in, and the structured field that gives it.
 	OffsetArg string `json:"offset_arg,omitempty"`

@@ -55,22 +55,24 @@ effects = ["upstream:hostile"]
 	echo := func(text string) tsStep {
 		return tsStep{Op: "call", Tool: "hostile__echo", Args: map[string]any{"text": text}}
 	}
+	pid := tsStep{Op: "call", Tool: "hostile__pid"}
 	steps := []tsStep{
 		{Op: "list"},
 		echo("first"),
+		{Op: "changes"}, // what arrived until now
+		{Op: "call", Tool: "hostile__rugpull"},
+		{Op: "changes", More: 1},
+		{Op: "list"},
+		{Op: "call", Tool: "hostile__echo", Args: map[string]any{"text": "after the change"}, want: "integrity"},
+		pid,
 		{Op: "call", Tool: "hostile__big", want: "limit"},
-		echo("after big"),
+		pid,
 		{Op: "call", Tool: "hostile__crash", want: "unavailable"},
-		echo("after crash"),
+		pid,
 		{Op: "call", Tool: "hostile__badout", want: "integrity"},
 		{Op: "call", Tool: "hostile__fail", want: "upstream"},
 		{Op: "call", Tool: "hostile__protoerr", want: "integrity"},
 		{Op: "call", Tool: "hostile__blocks"},
-		{Op: "call", Tool: "hostile__rugpull"},
-		{Op: "changes", Min: 1},
-		{Op: "list"},
-		{Op: "call", Tool: "hostile__echo", Args: map[string]any{"text": "after the change"}, want: "integrity"},
-		{Op: "call", Tool: "hostile__pid"},
 	}
 	out := runTS(t, modules, tsPlan{Transport: "stdio", Command: capkit, Args: []string{"serve", "--config", config}, Cwd: dir, Steps: steps})
 	checkCalls(t, steps, out)
@@ -84,19 +86,20 @@ effects = ["upstream:hostile"]
 	if first := names(0); !slices.Contains(first, "hostile__echo") || !slices.Contains(first, "hostile__badout") {
 		t.Fatalf("the first tools/list: %v", first)
 	}
-	for i, want := range map[int]string{1: "first", 3: "after big", 5: "after crash"} {
-		if got := out.Results[i].Text; got != want {
-			t.Errorf("step %d: %q, want %q", i, got, want)
-		}
+	if got := out.Results[1].Text; got != "first" {
+		t.Errorf("echo: %q", got)
 	}
-	if got := strings.Join(out.Results[9].Types, ","); got != "text,image,resource_link,audio" {
-		t.Errorf("content blocks: %s", got)
-	}
-	if after := names(12); slices.Contains(after, "hostile__echo") || !slices.Contains(after, "hostile__pid") {
+	if after := names(5); slices.Contains(after, "hostile__echo") || !slices.Contains(after, "hostile__pid") {
 		t.Errorf("tools/list after the description changed: %v", after)
 	}
-	if r := out.Results[13]; !strings.Contains(r.Text, "description") || !strings.Contains(r.Text, "capkit upstream review") {
+	if r := out.Results[6]; !strings.Contains(r.Text, "description") || !strings.Contains(r.Text, "capkit upstream review") {
 		t.Errorf("the changed tool's refusal does not name the change and the review: %q", r.Text)
+	}
+	if a, b := out.Results[9].Text, out.Results[11].Text; a == out.Results[7].Text || b == a {
+		t.Errorf("the upstream's pid before big, after it and after the crash: %s %s %s (each stop starts another)", out.Results[7].Text, a, b)
+	}
+	if got := strings.Join(out.Results[15].Types, ","); got != "text,image,resource_link,audio" {
+		t.Errorf("content blocks: %s", got)
 	}
 	for _, r := range out.Results {
 		if strings.Contains(r.Text, "IGNORE ALL PREVIOUS") && r.Tool != "hostile__fail" || strings.Contains(r.Text, "id_rsa") {

@@ -19,8 +19,9 @@
 //                           args[offset_arg] set to the structuredContent's
 //                           next of each result, until a result has none:
 //                           {pages: [one result per call]}
-//   changes {min}           how many tools/list_changed arrived, waiting
-//                           (10 s at most) until there are at least min
+//   changes {min, more}     how many tools/list_changed arrived, waiting
+//                           (10 s at most) until there are at least min,
+//                           or more than the previous changes step saw
 //   set_roots {roots}       new roots, announced with roots/list_changed
 //   session                 the HTTP session id
 //   terminate               ends the HTTP session (DELETE)
@@ -35,6 +36,7 @@ let roots = (plan.roots || []).map((uri) => ({ uri }));
 const capabilities = plan.roots ? { roots: { listChanged: true } } : {};
 const client = new Client({ name: 'capkit-e2e-ts', version: '1' }, { capabilities });
 let listChanged = 0;
+let seenChanges = 0; // what the last changes step saw
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged++; });
 if (plan.roots) {
   client.setRequestHandler(ListRootsRequestSchema, () => ({ roots }));
@@ -85,10 +87,12 @@ async function run(step) {
       return { pages };
     }
     case 'changes': {
+      const want = Math.max(step.min ?? 0, seenChanges + (step.more ?? 0));
       const until = Date.now() + 10000; // a hang guard, not a timing check
-      while (listChanged < (step.min ?? 0) && Date.now() < until) {
+      while (listChanged < want && Date.now() < until) {
         await new Promise((r) => setTimeout(r, 10));
       }
+      seenChanges = listChanged;
       return { list_changed: listChanged };
     }
     case 'set_roots':
