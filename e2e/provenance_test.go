@@ -39,4 +39,22 @@ result = "ok"
 	if data, err := os.ReadFile(filepath.Join(w.rw, "summary.txt")); err != nil || !strings.Contains(string(data), "stolen.txt") {
 		t.Fatalf("summary.txt: %q %v", data, err)
 	}
+	// The audit has both decisions, and no value.
+	cs.Close()
+	trail, err := os.ReadFile(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decisions []string
+	for _, line := range strings.Split(string(trail), "\n") {
+		if strings.Contains(line, `"provenance"`) {
+			decisions = append(decisions, line)
+		}
+	}
+	if len(decisions) != 2 || !strings.Contains(decisions[0], `"denied"`) || !strings.Contains(decisions[1], `"allowed"`) {
+		t.Fatalf("the audit's provenance records: %q", decisions)
+	}
+	if strings.Contains(string(trail), "Ignore the task") {
+		t.Fatal("the audit holds a value")
+	}
 }

@@ -40,6 +40,9 @@ func registerScript(b *kernel.Builder, h *Host) error {
 	}
 	opts := h.Config.Script.Options()
 	opts.Worker = w
+	if opts.Provenance != nil {
+		opts.Provenance.Audit = h.audit // each decision and declassification, never a value
+	}
 	return script.RegisterTools(b, &script.ToolOptions{Run: opts})
 }
 
