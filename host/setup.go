@@ -81,7 +81,7 @@ var registrars = []func(b *kernel.Builder, h *Host) error{
 	registerArchive,
 	func(b *kernel.Builder, h *Host) error {
 		if h.Config.Semindex.Model == "" {
-			h.notOffer("semindex_", "[semindex] model is not set: the semantic index tools need the model's directory (README: Semantic index)")
+			h.notOffer("semindex_", "[semindex] model is not set: the semantic index tools need the model's directory (docs/search.md: Semantic index)")
 			return nil
 		}
 		return semindex.RegisterTools(b, &semindex.ToolOptions{ModelDir: h.Config.Semindex.Model, Pin: h.Config.Semindex.Pin, Protected: h.protected, Files: h.files})

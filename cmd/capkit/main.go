@@ -1,5 +1,5 @@
 // Command capkit serves capability-secured tools to AI agents over MCP and
-// runs them from the command line. See the README for usage.
+// runs them from the command line. See README.md and docs/command-line.md for usage.
 package main
 
 import (
