@@ -167,13 +167,22 @@ func (s *Sink) start() (*exec.Cmd, io.WriteCloser, error) {
 	s.cmdMu.Lock()
 	s.cmd = cmd
 	s.cmdMu.Unlock()
-	go func() {
-		sc := bufio.NewScanner(errs)
-		for sc.Scan() {
-			s.log.Warn("telemetry: "+sc.Text(), slog.String("exporter", s.o.Program))
-		}
-	}()
+	go s.readLog(errs)
 	return cmd, in, nil
+}
+
+// readLog copies the exporter's log lines to the detail log until it
+// ends; past a line longer than bufio.MaxScanTokenSize the rest is read
+// and discarded, so that the exporter never waits on a full pipe.
+func (s *Sink) readLog(errs io.Reader) {
+	sc := bufio.NewScanner(errs)
+	for sc.Scan() {
+		s.log.Warn("telemetry: "+sc.Text(), slog.String("exporter", s.o.Program))
+	}
+	if sc.Err() != nil {
+		s.log.Warn("telemetry: the exporter's log is no longer read (a line too long)", slog.String("exporter", s.o.Program))
+		io.Copy(io.Discard, errs)
+	}
 }
 
 // run writes the queue to the exporter every limits.TelemetryFlushInterval

@@ -128,3 +128,28 @@ func TestExporterNotReading(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExporterLogLineTooLong: an exporter that logs a line longer than
+// any the log reader takes is not left waiting on its full stderr pipe
+// (it reaches the command after its log; before, it waited forever).
+func TestExporterLogLineTooLong(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "noisy")
+	script := "#!/bin/sh\nhead -c 300000 /dev/zero | tr '\\0' x >&2\necho >&2\ntouch " + filepath.Join(dir, "past-the-log") + "\nexec cat >/dev/null\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(Options{Program: prog, Endpoint: "http://127.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(call(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "past-the-log")); err != nil {
+		t.Fatalf("the exporter never got past its long log line: %v", err)
+	}
+}
