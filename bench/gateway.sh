@@ -2,7 +2,8 @@
 # The gateway side by side (issue 23), in one run, with the TypeScript
 # SDK's client (bench/gateway.mjs):
 #  - everything__echo through capkit serve (server-everything behind it,
-#    contained, approved) against echo called on the same server directly:
+#    contained, approved; and with contain = false) against echo called on
+#    the same server directly:
 #    p50 and p90 of ROUNDS rounds of CALLS calls each, alternating;
 #  - the first tools/list's bytes of capkit serve with an upstream of 200
 #    tools (approved, deferred behind tool_search) and without it.
@@ -34,6 +35,7 @@ read_only = ["$(readlink -f "$servers")"]
 [actor.assistant]
 effects = ["tool_search", "upstream:everything"]
 TOML
+sed 's/^read_only = .*/contain = false/' "$work/echo.toml" >"$work/echo-uncontained.toml"
 cat >"$work/many.toml" <<TOML
 [upstream.many]
 command = ["node", "$work/gateway.mjs", "serve", "200"]
@@ -47,11 +49,13 @@ cat >"$work/none.toml" <<TOML
 effects = ["tool_search"]
 TOML
 "$work/capkit" upstream approve --config "$work/echo.toml" >/dev/null
+"$work/capkit" upstream approve --config "$work/echo-uncontained.toml" >/dev/null
 "$work/capkit" upstream approve --config "$work/many.toml" >/dev/null
 
 for r in $(seq "$rounds"); do
 	echo "round $r direct:  $(node "$work/gateway.mjs" echo "$calls" node "$everything" stdio)"
 	echo "round $r capkit:  $(node "$work/gateway.mjs" echo "$calls" "$work/capkit" serve --config "$work/echo.toml")"
+	echo "round $r capkit, contain = false:  $(node "$work/gateway.mjs" echo "$calls" "$work/capkit" serve --config "$work/echo-uncontained.toml")"
 done
 echo "tools/list, capkit with 200 upstream tools: $(node "$work/gateway.mjs" list "$work/capkit" serve --config "$work/many.toml")"
 echo "tools/list, capkit without them:            $(node "$work/gateway.mjs" list "$work/capkit" serve --config "$work/none.toml")"
