@@ -38,12 +38,19 @@ func registerScript(b *kernel.Builder, h *Host) error {
 	if err != nil {
 		return err
 	}
-	opts := h.Config.Script.Options()
+	opts := h.ScriptOptions()
 	opts.Worker = w
-	if opts.Provenance != nil {
-		opts.Provenance.Audit = h.audit // each decision and declassification, never a value
-	}
 	return script.RegisterTools(b, &script.ToolOptions{Run: opts})
+}
+
+// ScriptOptions are [script]'s options, with provenance's decisions and
+// declassifications (never a value) going to the host's audit trail.
+func (h *Host) ScriptOptions() script.Options {
+	opts := h.Config.Script.Options()
+	if opts.Provenance != nil {
+		opts.Provenance.Audit = h.audit
+	}
+	return opts
 }
 
 // Worker is the script worker of the capkit executable: its hidden

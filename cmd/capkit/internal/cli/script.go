@@ -65,12 +65,12 @@ Example (todo.star):
 			if err != nil {
 				return err
 			}
-			sess, closeRT, err := scriptSession(env, cfg, hf.actor)
+			sess, h, err := scriptSession(env, cfg, hf.actor)
 			if err != nil {
 				return err
 			}
-			defer closeRT()
-			opts := cfg.Script.Options()
+			defer h.Close()
+			opts := h.ScriptOptions()
 			if timeout != 0 {
 				opts.Timeout = timeout
 			}
@@ -130,8 +130,8 @@ func readScript(path string) ([]byte, error) {
 // scriptSession builds the runtime serve would build from cfg (through
 // internal/setup) and an untrusted session for the actor: the script sees
 // what a model would, and the failure detail goes to the log (stderr when
-// the configuration names none).
-func scriptSession(env *Env, cfg *config.Config, actorFlag string) (*kernel.Session, func(), error) {
+// the configuration names none). Close the host when done.
+func scriptSession(env *Env, cfg *config.Config, actorFlag string) (*kernel.Session, *host.Host, error) {
 	h, err := host.New(cfg, &host.Options{Log: env.Stderr, Version: Version})
 	if err != nil {
 		return nil, nil, setupFault(err)
@@ -140,7 +140,7 @@ func scriptSession(env *Env, cfg *config.Config, actorFlag string) (*kernel.Sess
 	if err == nil {
 		var sess *kernel.Session
 		if sess, err = h.NewSession(actor, false); err == nil {
-			return sess, func() { h.Close() }, nil
+			return sess, h, nil
 		}
 	}
 	h.Close()

@@ -168,3 +168,31 @@ func TestCatalogCheck(t *testing.T) {
 		t.Fatalf("exit %d %q", code, errOut)
 	}
 }
+
+// TestScriptRunProvenance: with [script.provenance] on, a write whose
+// path a file decided exits 5 (denied), nothing is written, and the
+// decision is in the audit trail without the file's text.
+func TestScriptRunProvenance(t *testing.T) {
+	src := "m = tool.call('read_file', 'a.txt', text=True)\ntool.call('write_file', {'path': 'one.txt' if 'one' in m else 'two.txt', 'content': 'x'})\n"
+	dir, star, cfg := scriptWorkspace(t, src)
+	os.WriteFile(filepath.Join(dir, "reviewed/missing.txt"), []byte("x"), 0o644)
+	data, _ := os.ReadFile(cfg)
+	conf := strings.Replace(string(data), `effects = ["read_file", "search", "catalog_read"]`, `effects = ["read_file", "write_file", "search", "catalog_read"]`, 1)
+	conf = "audit_log = \"audit.jsonl\"\n" + conf + "[script.provenance]\nenabled = true\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", "script", "run", star, "--config", cfg)
+	if code != 5 || !strings.Contains(errOut, "untrusted") {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+	for _, name := range []string{"one.txt", "two.txt"} {
+		if _, err := os.Lstat(filepath.Join(dir, "root", name)); !os.IsNotExist(err) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	trail, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	if err != nil || !strings.Contains(string(trail), `"provenance"`) || !strings.Contains(string(trail), `"denied"`) || strings.Contains(string(trail), "TODO: one") {
+		t.Fatalf("audit: %v\n%s", err, trail)
+	}
+}
