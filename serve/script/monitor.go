@@ -362,8 +362,11 @@ func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (resour
 	var obj map[string]jsontext.Value
 	_ = json.Unmarshal(args, &obj)
 	str := func(k string) (string, bool) {
+		if obj[k] == nil {
+			return "", false
+		}
 		var s string
-		return s, obj[k] != nil && json.Unmarshal(obj[k], &s) == nil && s != ""
+		return s, json.Unmarshal(obj[k], &s) == nil && s != ""
 	}
 	if entry.Effect == capability.NetFetch {
 		if u, ok := str("url"); ok {
