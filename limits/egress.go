@@ -24,13 +24,8 @@ const (
 	// the connection (closing with unread bytes would reset it, and the
 	// refusal could be lost).
 	EgressReplyGrace = 1 * time.Second
-	// EgressRelayBufferBytes is the buffer of each direction of a tunnel
-	// that the kernel cannot splice (not between two TCP connections).
+	// EgressRelayBufferBytes is the buffer of each direction of a tunnel.
 	EgressRelayBufferBytes = 64 * KiB
-	// EgressSpliceChunkBytes is how much of a tunnel between TCP
-	// connections the kernel moves before the relay looks again (at the
-	// bound, and at the idle watch).
-	EgressSpliceChunkBytes = 1 * MiB
 	// EgressMaxNotes bounds the refusals a command's result lists, one
 	// line each; the rest are counted.
 	EgressMaxNotes = 8

@@ -14,7 +14,6 @@ import (
 	"github.com/capkit/capkit/internal/clip"
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/net/budget"
-	"golang.org/x/sys/unix"
 )
 
 // tunnel answers CONNECT: it admits the destination, dials it, says so,
@@ -130,14 +129,8 @@ func finish(err error, dst, src net.Conn) {
 
 // copyWatched copies src to dst until src ends (nil), at most max bytes
 // when max is not negative (errTooMuch when src has more), telling w of
-// every read that brought bytes. Between two TCP connections the bytes
-// are spliced, never copied through this process.
+// every read that brought bytes.
 func copyWatched(dst, src net.Conn, max int64, w *watch) (int64, error) {
-	if d, ok := dst.(*net.TCPConn); ok {
-		if s, ok := src.(*net.TCPConn); ok {
-			return spliceWatched(d, s, max, w)
-		}
-	}
 	buf := make([]byte, limits.EgressRelayBufferBytes)
 	var n int64
 	for {
@@ -168,59 +161,6 @@ func copyWatched(dst, src net.Conn, max int64, w *watch) (int64, error) {
 	}
 }
 
-// spliceWatched is copyWatched between TCP connections: the kernel moves
-// the bytes (TCPConn.ReadFrom splices from a TCPConn behind a
-// LimitedReader), limits.EgressSpliceChunkBytes at a time, telling w
-// after each chunk. A chunk that fills slowly tells w nothing, so w also
-// asks the kernel, at its deadline, whether src received a byte since it
-// last looked (receivedBytes).
-func spliceWatched(dst, src *net.TCPConn, max int64, w *watch) (int64, error) {
-	w.observe(src)
-	var n int64
-	for {
-		chunk := int64(limits.EgressSpliceChunkBytes)
-		if max >= 0 {
-			chunk = min(chunk, max-n)
-		}
-		if chunk == 0 {
-			// At the bound one byte is read to see whether src has more.
-			k, err := src.Read(make([]byte, 1))
-			if k > 0 {
-				return n, errTooMuch
-			}
-			if err == io.EOF {
-				return n, nil
-			}
-			return n, err
-		}
-		k, err := dst.ReadFrom(&io.LimitedReader{R: src, N: chunk})
-		n += k
-		if k > 0 {
-			w.touch()
-		}
-		if err != nil || k < chunk {
-			return n, err
-		}
-	}
-}
-
-// receivedBytes is how many bytes the kernel has received on c
-// (TCP_INFO's tcpi_bytes_received), or ok false where it cannot say.
-func receivedBytes(c *net.TCPConn) (n uint64, ok bool) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	var info *unix.TCPInfo
-	cerr := raw.Control(func(fd uintptr) {
-		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	})
-	if cerr != nil || err != nil {
-		return 0, false
-	}
-	return info.Bytes_received, true
-}
-
 // watch closes a tunnel after idle passes with no byte moved.
 type watch struct {
 	idle           time.Duration
@@ -228,10 +168,6 @@ type watch struct {
 	start          time.Time
 	fired, stopped atomic.Bool
 	timer          *time.Timer
-
-	mu       sync.Mutex
-	observed []*net.TCPConn // spliced sources, whose kernel counts w reads
-	received uint64         // their sum when w last looked
 }
 
 func newWatch(idle time.Duration, expire func()) *watch {
@@ -239,9 +175,6 @@ func newWatch(idle time.Duration, expire func()) *watch {
 	w.timer = time.AfterFunc(idle, func() {
 		if w.stopped.Load() {
 			return
-		}
-		if w.receivedSince() {
-			w.touch()
 		}
 		quiet := time.Since(w.start) - time.Duration(w.last.Load())
 		if quiet < w.idle {
@@ -255,31 +188,6 @@ func newWatch(idle time.Duration, expire func()) *watch {
 }
 
 func (w *watch) touch() { w.last.Store(int64(time.Since(w.start))) }
-
-// observe has w read c's kernel count of received bytes at its deadline.
-func (w *watch) observe(c *net.TCPConn) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.observed = append(w.observed, c)
-	if n, ok := receivedBytes(c); ok {
-		w.received += n
-	}
-}
-
-// receivedSince says whether the observed connections received a byte
-// since w last looked.
-func (w *watch) receivedSince() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var sum uint64
-	for _, c := range w.observed {
-		n, _ := receivedBytes(c)
-		sum += n
-	}
-	moved := sum != w.received
-	w.received = sum
-	return moved
-}
 
 func (w *watch) stop() {
 	w.stopped.Store(true)
