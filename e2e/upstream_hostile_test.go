@@ -62,7 +62,7 @@ effects = ["upstream:hostile"]
 		{Op: "changes"}, // what arrived until now
 		{Op: "call", Tool: "hostile__rugpull"},
 		{Op: "changes", More: 1},
-		{Op: "list"},
+		{Op: "until_gone", Tool: "hostile__echo"},
 		{Op: "call", Tool: "hostile__echo", Args: map[string]any{"text": "after the change"}, want: "integrity"},
 		pid,
 		{Op: "call", Tool: "hostile__big", want: "limit"},
@@ -91,6 +91,9 @@ effects = ["upstream:hostile"]
 	}
 	if after := names(5); slices.Contains(after, "hostile__echo") || !slices.Contains(after, "hostile__pid") {
 		t.Errorf("tools/list after the description changed: %v", after)
+	}
+	if before, after := out.Results[2].ListChanged, out.Results[4].ListChanged; after <= before {
+		t.Errorf("no notifications/tools/list_changed after the description changed (%d, then %d)", before, after)
 	}
 	if r := out.Results[6]; !strings.Contains(r.Text, "description") || !strings.Contains(r.Text, "capkit upstream review") {
 		t.Errorf("the changed tool's refusal does not name the change and the review: %q", r.Text)

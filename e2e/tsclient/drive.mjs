@@ -22,6 +22,8 @@
 //   changes {min, more}     how many tools/list_changed arrived, waiting
 //                           (10 s at most) until there are at least min,
 //                           or more than the previous changes step saw
+//   until_gone {tool}       tools/list again (10 s at most) until tool is
+//                           not listed: the last listing, as list gives it
 //   set_roots {roots}       new roots, announced with roots/list_changed
 //   session                 the HTTP session id
 //   terminate               ends the HTTP session (DELETE)
@@ -94,6 +96,19 @@ async function run(step) {
       }
       seenChanges = listChanged;
       return { list_changed: listChanged };
+    }
+    case 'until_gone': {
+      const until = Date.now() + 10000; // a hang guard, not a timing check
+      for (;;) {
+        const { tools } = await client.listTools();
+        if (!tools.some((t) => t.name === step.tool) || Date.now() > until) {
+          return {
+            tools: tools.map((t) => ({ name: t.name, title: t.title ?? '', output_schema: !!t.outputSchema })),
+            bytes: Buffer.byteLength(JSON.stringify(tools)),
+          };
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
     }
     case 'set_roots':
       roots = step.roots.map((uri) => ({ uri }));
