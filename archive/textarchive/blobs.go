@@ -76,21 +76,51 @@ func (st *staged) write(ctx context.Context, src io.Reader, max int64, what stri
 	return nil
 }
 
-// copyHashing copies src to w and h, checking ctx between chunks.
+// copyHashing copies src to w and h, checking ctx between chunks. h
+// hashes on a goroutine of its own, behind the copy by at most
+// hashingBuffers chunks: SHA-256 is about as slow as the copy itself, so
+// done in turn a backup took the sum of both.
 func copyHashing(ctx context.Context, w io.Writer, h hash.Hash, src io.Reader) (int64, error) {
-	buf := make([]byte, 256<<10)
+	free := make(chan []byte, hashingBuffers)
+	for range hashingBuffers {
+		free <- make([]byte, 256<<10)
+	}
+	full := make(chan []byte, hashingBuffers)
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		for b := range full {
+			h.Write(b)
+			free <- b[:cap(b)]
+		}
+	}()
+	n, err := copyChunks(ctx, w, src, free, full)
+	close(full)
+	<-hashed
+	return n, err
+}
+
+// hashingBuffers is how many chunks copyHashing's hash may lag behind.
+const hashingBuffers = 4
+
+// copyChunks copies src to w in buffers taken from free, handing each
+// chunk written to full.
+func copyChunks(ctx context.Context, w io.Writer, src io.Reader, free chan []byte, full chan<- []byte) (int64, error) {
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return n, fault.As(err)
 		}
+		buf := <-free
 		k, rerr := src.Read(buf)
 		if k > 0 {
-			h.Write(buf[:k])
 			if _, err := w.Write(buf[:k]); err != nil {
 				return n, fault.Wrap(fault.IO, err, "writing the staged blob failed")
 			}
 			n += int64(k)
+			full <- buf[:k]
+		} else {
+			free <- buf
 		}
 		if rerr == io.EOF {
 			return n, nil
