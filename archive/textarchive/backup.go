@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
 	"github.com/capkit/capkit/internal/clip"
@@ -326,7 +328,7 @@ func hashFile(ctx context.Context, path string) (BackupObject, error) {
 // writeBackup writes the tar stream to f: the manifest, the snapshot
 // and each blob, each re-hashed as it is copied.
 func (a *Archive) writeBackup(ctx context.Context, f *os.File, mdata []byte, m *BackupManifest, snapPath string, blobs []backupBlob) error {
-	tw := tar.NewWriter(f)
+	tw := tar.NewWriter(&writeBehind{f: f})
 	mtime, _ := time.Parse(time.RFC3339Nano, m.Created)
 	entry := func(name string, size int64) error {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o600, ModTime: mtime.Truncate(time.Second)})
@@ -724,3 +726,25 @@ func (digestOnly) blob(string) (io.WriteCloser, error) { return nil, nil }
 
 // openParentDir opens the directory holding the absolute host path p.
 func openParentDir(p string) (*atfile.Dir, error) { return atfile.OpenDir(filepath.Dir(p)) }
+
+// writeBehind writes to f and starts the write-out of each
+// writeBehindBytes written (sync_file_range, not waiting), so that the
+// sync before publication waits for the last part of a backup, not for
+// gigabytes. A failure to start it is no failure: that sync reports
+// every write error.
+type writeBehind struct {
+	f            *os.File
+	off, started int64
+}
+
+const writeBehindBytes = 8 << 20
+
+func (w *writeBehind) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	if w.off-w.started >= writeBehindBytes {
+		unix.SyncFileRange(int(w.f.Fd()), w.started, w.off-w.started, unix.SYNC_FILE_RANGE_WRITE)
+		w.started = w.off
+	}
+	return n, err
+}
