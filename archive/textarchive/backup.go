@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/capkit/capkit/fault"
@@ -145,19 +146,26 @@ func (a *Archive) Backup(ctx context.Context, file string, o *BackupOptions) (*B
 		return nil, err
 	}
 	step("backup.snapshot")
-	m, blobs, err := a.planBackup(ctx, snapPath, max)
+	snap, m, blobs, err := a.planBackup(ctx, snapPath, max)
 	if err != nil {
 		return nil, err
 	}
-	step("backup.verified")
+	defer snap.closeDB()
 	mdata, err := json.Marshal(m)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "encoding the manifest failed")
 	}
 	err = dest.Replace(ctx, func(f *os.File) error {
-		if err := a.writeBackup(ctx, f, mdata, m, snapPath, blobs); err != nil {
+		// The snapshot is audited while the backup is written: nothing
+		// is published unless both succeed, and the first failure ends
+		// the other.
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return auditSnapshot(gctx, snap) })
+		g.Go(func() error { return a.writeBackup(gctx, f, mdata, m, snapPath, blobs) })
+		if err := g.Wait(); err != nil {
 			return err
 		}
+		step("backup.verified")
 		step("backup.written")
 		return nil
 	}, &scope.ReplaceOptions{Role: "backup file", NoReplace: true})
@@ -199,26 +207,29 @@ type backupBlob struct {
 	size int64
 }
 
-// planBackup audits the snapshot at path (versions, chain, index: its
-// blobs are checked as they are copied) and returns its manifest and the
-// blobs it names, refusing an aggregate past max.
-func (a *Archive) planBackup(ctx context.Context, path string, max int64) (*BackupManifest, []backupBlob, error) {
+// planBackup opens the snapshot at path and returns it (its owner closes
+// it and audits it: auditSnapshot), its manifest and the blobs it names,
+// refusing an aggregate past max.
+func (a *Archive) planBackup(ctx context.Context, path string, max int64) (*Archive, *BackupManifest, []backupBlob, error) {
 	snap, err := openSnapshot(ctx, path, a.now)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	defer snap.closeDB()
+	m, blobs, err := a.manifest(ctx, snap, path, max)
+	if err != nil {
+		snap.closeDB()
+		return nil, nil, nil, err
+	}
+	return snap, m, blobs, nil
+}
+
+// manifest is the backup's manifest of the snapshot at path, and the
+// blobs it names.
+func (a *Archive) manifest(ctx context.Context, snap *Archive, path string, max int64) (*BackupManifest, []backupBlob, error) {
 	m := &BackupManifest{Format: backupFormat, Version: backupVersion, Archive: a.id, Schema: schemaVersion, Created: a.stamp()}
 	var blobs []backupBlob
-	err = snap.read(ctx, "auditing the snapshot", func(t *txn) error {
-		r := &AuditReport{Full: true, Problems: []Problem{}, Notes: []string{}}
-		au := &auditor{a: snap, t: t, r: r, referenced: map[string]int64{}, noBlobs: true}
-		if err := au.run(); err != nil {
-			return err
-		}
-		if !r.Clean() {
-			return fault.New(fault.Integrity, "the archive does not audit clean (%s: %s): nothing was written; run capkit archive audit", r.Problems[0].Object, r.Problems[0].Problem)
-		}
+	err := snap.read(ctx, "reading the snapshot", func(t *txn) error {
+		var err error
 		if m.Head, err = t.head(); err != nil {
 			return err
 		}
@@ -237,6 +248,22 @@ func (a *Archive) planBackup(ctx context.Context, path string, max int64) (*Back
 	}
 	m.TotalBytes = m.Database.Bytes + m.Blobs.Bytes
 	return m, blobs, nil
+}
+
+// auditSnapshot audits a backup's snapshot in full but for the blobs,
+// which the backup re-hashes as it copies them.
+func auditSnapshot(ctx context.Context, snap *Archive) error {
+	return snap.read(ctx, "auditing the snapshot", func(t *txn) error {
+		r := &AuditReport{Full: true, Problems: []Problem{}, Notes: []string{}}
+		au := &auditor{a: snap, t: t, r: r, referenced: map[string]int64{}, noBlobs: true}
+		if err := au.run(); err != nil {
+			return err
+		}
+		if !r.Clean() {
+			return fault.New(fault.Integrity, "the archive does not audit clean (%s: %s): nothing was written; run capkit archive audit", r.Problems[0].Object, r.Problems[0].Problem)
+		}
+		return nil
+	})
 }
 
 // openSnapshot opens a database copy outside any root, for reading and
