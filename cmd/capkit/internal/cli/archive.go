@@ -39,9 +39,14 @@ finds something wrong.`,
 	return cmd
 }
 
-// openArchive opens the archive root dir.
-func openArchive(cmd *cobra.Command, dir string) (*textarchive.Archive, error) {
-	return textarchive.Open(cmd.Context(), dir)
+// inArchive runs op on the archive root dir, open for it alone.
+func inArchive(cmd *cobra.Command, dir string, op func(*textarchive.Archive) error) error {
+	a, err := textarchive.Open(cmd.Context(), dir)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return op(a)
 }
 
 func newArchiveInitCmd(env *Env) *cobra.Command {
@@ -53,12 +58,9 @@ func newArchiveInitCmd(env *Env) *cobra.Command {
 			if err := textarchive.Init(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			return env.Print(map[string]string{"root": a.Dir(), "id": a.ID()}, "archive "+a.ID()+" created at "+a.Dir())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				return env.Print(map[string]string{"root": a.Dir(), "id": a.ID()}, "archive "+a.ID()+" created at "+a.Dir())
+			})
 		},
 	}
 }
@@ -103,16 +105,13 @@ version.`, limits.Count(limits.ArchiveMaxParts), limits.Bytes(limits.ArchiveMaxT
 			if err != nil {
 				return err
 			}
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			out, err := a.AddText(cmd.Context(), textarchive.TextRequest{Collection: tf.collection, Item: tf.item, Request: tf.request, Document: *d})
-			if err != nil {
-				return err
-			}
-			return env.Print(out, out.ToolText())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				out, err := a.AddText(cmd.Context(), textarchive.TextRequest{Collection: tf.collection, Item: tf.item, Request: tf.request, Document: *d})
+				if err != nil {
+					return err
+				}
+				return env.Print(out, out.ToolText())
+			})
 		},
 	}
 	tf.add(cmd, true)
@@ -146,16 +145,13 @@ executed or published outside the archive root.`, limits.Bytes(limits.ArchiveMax
 			if name == "" {
 				name = filepath.Base(path)
 			}
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			out, err := a.AddFile(cmd.Context(), textarchive.FileRequest{Collection: tf.collection, Item: tf.item, Request: tf.request, Name: name, MediaType: mediaType}, f)
-			if err != nil {
-				return err
-			}
-			return env.Print(out, out.ToolText())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				out, err := a.AddFile(cmd.Context(), textarchive.FileRequest{Collection: tf.collection, Item: tf.item, Request: tf.request, Name: name, MediaType: mediaType}, f)
+				if err != nil {
+					return err
+				}
+				return env.Print(out, out.ToolText())
+			})
 		},
 	}
 	tf.add(cmd, false)
@@ -181,16 +177,13 @@ func newArchiveListCmd(env *Env) *cobra.Command {
 		Short: "List a collection's items, each with its current version",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			l, err := a.List(cmd.Context(), textarchive.ListQuery{Collection: collection, Limit: wf.limit, Offset: wf.offset})
-			if err != nil {
-				return err
-			}
-			return env.Print(l, l.ToolText())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				l, err := a.List(cmd.Context(), textarchive.ListQuery{Collection: collection, Limit: wf.limit, Offset: wf.offset})
+				if err != nil {
+					return err
+				}
+				return env.Print(l, l.ToolText())
+			})
 		},
 	}
 	cmd.Flags().StringVar(&collection, "collection", "", "collection (required)")
@@ -207,16 +200,13 @@ func newArchiveVersionsCmd(env *Env) *cobra.Command {
 		Short: "List an item's versions, oldest first; every one stays citable",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			l, err := a.Versions(cmd.Context(), textarchive.VersionsQuery{Collection: collection, Item: item, Limit: wf.limit, Offset: wf.offset})
-			if err != nil {
-				return err
-			}
-			return env.Print(l, l.ToolText())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				l, err := a.Versions(cmd.Context(), textarchive.VersionsQuery{Collection: collection, Item: item, Limit: wf.limit, Offset: wf.offset})
+				if err != nil {
+					return err
+				}
+				return env.Print(l, l.ToolText())
+			})
 		},
 	}
 	cmd.Flags().StringVar(&collection, "collection", "", "collection (required)")
@@ -249,22 +239,19 @@ rebuild" repairs those it marks repairable.`,
 				}
 				o.SamplePercent = p
 			}
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			r, err := a.Audit(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			if err := env.Print(r, r.Text()); err != nil {
-				return err
-			}
-			if !r.Clean() {
-				return &commandExit{code: fault.Integrity.ExitCode()}
-			}
-			return nil
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				r, err := a.Audit(cmd.Context(), o)
+				if err != nil {
+					return err
+				}
+				if err := env.Print(r, r.Text()); err != nil {
+					return err
+				}
+				if !r.Clean() {
+					return &commandExit{code: fault.Integrity.ExitCode()}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&sample, "sample", "", "audit about this share of versions and blobs, such as 10%")
@@ -286,16 +273,13 @@ a call (--limit, default %d) from rank --offset on (at most %d).`,
 			limits.ArchiveMaxRecords, limits.ArchiveDefaultRecords, limits.ArchiveMaxSearchOffset),
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			r, err := a.Search(cmd.Context(), textarchive.SearchQuery{Text: args[1], Mode: mode, Collection: collection, Limit: wf.limit, Offset: wf.offset, Snippets: snippets})
-			if err != nil {
-				return err
-			}
-			return env.Print(r, r.ToolText())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				r, err := a.Search(cmd.Context(), textarchive.SearchQuery{Text: args[1], Mode: mode, Collection: collection, Limit: wf.limit, Offset: wf.offset, Snippets: snippets})
+				if err != nil {
+					return err
+				}
+				return env.Print(r, r.ToolText())
+			})
 		},
 	}
 	cmd.Flags().StringVar(&collection, "collection", "", "only this collection")
@@ -326,31 +310,28 @@ digests, and the quote at its position; anything that differs exits 9.`,
 			if (check != "") != (len(args) == 1) {
 				return fault.New(fault.InvalidInput, "give VERSION --part --start --length, or --check CITATION.json alone")
 			}
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			if check != "" {
-				data, err := readDocArg(env, check, limits.ArchiveMaxCitationBytes)
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				if check != "" {
+					data, err := readDocArg(env, check, limits.ArchiveMaxCitationBytes)
+					if err != nil {
+						return err
+					}
+					c, err := textarchive.ParseCitation(data)
+					if err != nil {
+						return err
+					}
+					r, err := a.Check(cmd.Context(), c)
+					if err != nil {
+						return err
+					}
+					return env.Print(r, r.Text())
+				}
+				c, err := a.Cite(cmd.Context(), textarchive.CiteRequest{Version: args[1], Part: part, Start: start, Length: length})
 				if err != nil {
 					return err
 				}
-				c, err := textarchive.ParseCitation(data)
-				if err != nil {
-					return err
-				}
-				r, err := a.Check(cmd.Context(), c)
-				if err != nil {
-					return err
-				}
-				return env.Print(r, r.Text())
-			}
-			c, err := a.Cite(cmd.Context(), textarchive.CiteRequest{Version: args[1], Part: part, Start: start, Length: length})
-			if err != nil {
-				return err
-			}
-			return env.Print(c, c.ToolText())
+				return env.Print(c, c.ToolText())
+			})
 		},
 	}
 	cmd.Flags().IntVar(&part, "part", 0, "part index, from 0")
@@ -399,17 +380,14 @@ says so. The collection defaults to the policy's group, the item to URL.`,
 				return err
 			}
 			defer b.Close()
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			out, err := a.Fetch(ctx, &textarchive.Source{Policy: p, Budget: b}, textarchive.FetchRequest{
-				URL: args[1], Collection: tf.collection, Item: tf.item, Request: tf.request, Task: task})
-			if err != nil {
-				return err
-			}
-			return env.Print(out, out.ToolText())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				out, err := a.Fetch(ctx, &textarchive.Source{Policy: p, Budget: b}, textarchive.FetchRequest{
+					URL: args[1], Collection: tf.collection, Item: tf.item, Request: tf.request, Task: task})
+				if err != nil {
+					return err
+				}
+				return env.Print(out, out.ToolText())
+			})
 		},
 	}
 	cmd.Flags().StringVar(&policy, "source-policy", "", "the approved source policy (format 1) (required)")
@@ -458,16 +436,13 @@ number of objects. Prints the manifest's SHA-256, which pins the backup.`, limit
 			if err != nil {
 				return err
 			}
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			r, err := a.Backup(cmd.Context(), file, bf.options())
-			if err != nil {
-				return err
-			}
-			return env.Print(r, r.Text())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				r, err := a.Backup(cmd.Context(), file, bf.options())
+				if err != nil {
+					return err
+				}
+				return env.Print(r, r.Text())
+			})
 		},
 	}
 	bf.add(cmd, false)
@@ -554,22 +529,19 @@ substituted: blobs, manifests and the chain are never changed, and what no
 copy verifies stays named in the audit (restore it from a backup).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			r, err := a.Rebuild(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if err := env.Print(r, r.Text()); err != nil {
-				return err
-			}
-			if !r.Audit.Clean() {
-				return &commandExit{code: fault.Integrity.ExitCode()}
-			}
-			return nil
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				r, err := a.Rebuild(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := env.Print(r, r.Text()); err != nil {
+					return err
+				}
+				if !r.Audit.Clean() {
+					return &commandExit{code: fault.Integrity.ExitCode()}
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -592,23 +564,20 @@ since or the token is not one.`,
 			if preview == (apply != "") {
 				return fault.New(fault.InvalidInput, "give --preview, or --apply TOKEN from a preview")
 			}
-			a, err := openArchive(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			if preview {
-				p, err := a.CleanupPreview(cmd.Context())
+			return inArchive(cmd, args[0], func(a *textarchive.Archive) error {
+				if preview {
+					p, err := a.CleanupPreview(cmd.Context())
+					if err != nil {
+						return err
+					}
+					return env.Print(p, p.Text())
+				}
+				c, err := a.CleanupApply(cmd.Context(), apply)
 				if err != nil {
 					return err
 				}
-				return env.Print(p, p.Text())
-			}
-			c, err := a.CleanupApply(cmd.Context(), apply)
-			if err != nil {
-				return err
-			}
-			return env.Print(c, c.Text())
+				return env.Print(c, c.Text())
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&preview, "preview", false, "list what would be removed and the token that applies it")
