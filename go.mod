@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/gofiber/utils/v2 v2.4.0
 	github.com/google/jsonschema-go v0.4.3

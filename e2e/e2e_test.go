@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 	}
 	keepCaches(dir)
 	code := pgtest.Main(m) // stops the PostgreSQL server a test started
+	stopBrowser()          // ends the chromium the browser tests shared
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -14,6 +14,8 @@ bash scripts/need-postgres.sh
 bash scripts/need-iproute2.sh || [ "${CI:-}" != true ]
 # curl for the network-policy tests; they skip without it, except under CI=true.
 bash scripts/need-curl.sh || [ "${CI:-}" != true ]
+# chromium (headless) for the dashboard's browser tests; they skip without it, except under CI=true.
+bash scripts/need-chromium.sh || [ "${CI:-}" != true ]
 
 echo "== MCP clients for the end-to-end suite (TypeScript SDK, Inspector)"
 # Under CI=true the suite fails without them; elsewhere it skips.
