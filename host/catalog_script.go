@@ -47,6 +47,7 @@ func registerScript(b *kernel.Builder, h *Host) error {
 // declassifications (never a value) going to the host's audit trail.
 func (h *Host) ScriptOptions() script.Options {
 	opts := h.Config.Script.Options()
+	opts.Provenance = h.Config.ProvenancePolicy()
 	if opts.Provenance != nil {
 		opts.Provenance.Audit = h.audit
 	}

@@ -143,6 +143,9 @@ const (
 	// region's body once per region around it).
 	ScriptProvenanceAnalysisSteps = 10_000_000
 	ScriptProvenanceExplainDepth  = 4
+	// ScriptDeclassifyShownBytes bounds how much of a value the person
+	// asked to declassify it is shown (its JSON, cut on a character).
+	ScriptDeclassifyShownBytes = 2 * KiB
 )
 
 // Regular-file IO. Streaming (digest, copy) takes an explicit budget of

@@ -28,9 +28,11 @@
 //	max_output_bytes = 8388608     # result of one call (never truncated: a larger one fails)
 //	timeout = "30s"
 //	max_concurrent = 64            # calls of the tool running at once, every session together
+//	[tool.write_file.provenance]   # optional per-argument provenance rules (provenance.go)
 //
 //	[catalog.release_notes]        # a fixed-file catalog served as the tool release_notes
 //	[script]                       # run_script settings
+//	[provenance]                   # labels on script values, policies at their effectful calls (provenance.go)
 //	[http]                         # serve --http bounds and per-actor tokens (see http.go)
 //	[net]                          # net_fetch's policy and budget (see net.go)
 //	[run] [test] [build]           # contained commands (run.go)
@@ -132,6 +134,9 @@ type Config struct {
 	Catalogs map[string]CatalogConfig `toml:"catalog"`
 	// Script configures run_script (see script.go).
 	Script ScriptConfig `toml:"script"`
+	// Provenance labels script values and decides their effectful calls
+	// (see provenance.go).
+	Provenance ProvenanceConfig `toml:"provenance"`
 	// HTTP bounds serve --http (see http.go).
 	HTTP HTTPConfig `toml:"http"`
 	// Net configures net_fetch and its budget (see net.go).
@@ -190,6 +195,9 @@ type ToolPolicy struct {
 	MaxOutputBytes int64    `toml:"max_output_bytes"`
 	Timeout        Duration `toml:"timeout"`
 	MaxConcurrent  int      `toml:"max_concurrent"`
+	// Provenance are the tool's per-argument provenance rules (see
+	// provenance.go): argument name → "trusted", "any" or a readers table.
+	Provenance map[string]any `toml:"provenance"`
 }
 
 // Duration is a time.Duration written as a string: "30s", "2m".
@@ -374,6 +382,7 @@ func (c *Config) validate() error {
 	}
 	c.validateCatalogs(&errs)
 	c.validateScript(&errs)
+	c.validateProvenance(&errs)
 	c.validateHTTP(&errs)
 	c.validateRun(&errs)
 	c.validateSemindex(&errs)

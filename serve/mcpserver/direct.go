@@ -104,7 +104,7 @@ func (d *directCalls) take(c *stdioConn, req *jsonrpc.Request) bool {
 		d.mu.Unlock()
 		return false
 	}
-	ctx, cancel := context.WithCancel(kernel.WithRequest(d.ctx, auditRequestID(req.ID)))
+	ctx, cancel := context.WithCancel(withConfirm(kernel.WithRequest(d.ctx, auditRequestID(req.ID)), ss))
 	dc := &directCall{d: d, c: c, id: req.ID, cancel: cancel}
 	d.inflight[req.ID] = dc
 	d.wg.Add(1)

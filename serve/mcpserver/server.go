@@ -342,6 +342,7 @@ func (b *binding) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 	}
 	b.roots.refresh(ctx, req.Session)
+	ctx = withConfirm(ctx, req.Session)
 	if tok := p.GetProgressToken(); tok != nil {
 		ctx = kernel.WithProgress(ctx, progressTo(ctx, req.Session, tok))
 	}

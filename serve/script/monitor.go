@@ -439,8 +439,12 @@ func (m *monitor) declassify(ctx context.Context, req *declassifyRequest) error 
 	}
 	ok, err := m.p.Declassify(ctx, Declassification{Value: req.Value, Sources: names, Reason: req.Reason, At: req.At})
 	if err != nil {
-		m.audit(ctx, "prov.declassify", "failed", "", req.Sources)
-		return fault.Wrap(fault.CodeOf(err), err, "provenance: prov.declassify at %s failed", req.At)
+		decision := "failed"
+		if fault.CodeOf(err) == fault.Denied {
+			decision = "denied"
+		}
+		m.audit(ctx, "prov.declassify", decision, "", req.Sources)
+		return fault.Wrap(fault.CodeOf(err), err, "provenance: prov.declassify at %s: the host did not trust data of %s", req.At, strings.Join(names, ", "))
 	}
 	if !ok {
 		m.audit(ctx, "prov.declassify", "denied", "", req.Sources)

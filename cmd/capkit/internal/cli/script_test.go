@@ -169,7 +169,7 @@ func TestCatalogCheck(t *testing.T) {
 	}
 }
 
-// TestScriptRunProvenance: with [script.provenance] on, a write whose
+// TestScriptRunProvenance: with [provenance] on, a write whose
 // path a file decided exits 5 (denied), nothing is written, and the
 // decision is in the audit trail without the file's text.
 func TestScriptRunProvenance(t *testing.T) {
@@ -178,7 +178,7 @@ func TestScriptRunProvenance(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "reviewed/missing.txt"), []byte("x"), 0o644)
 	data, _ := os.ReadFile(cfg)
 	conf := strings.Replace(string(data), `effects = ["read_file", "search", "catalog_read"]`, `effects = ["read_file", "write_file", "search", "catalog_read"]`, 1)
-	conf = "audit_log = \"audit.jsonl\"\n" + conf + "[script.provenance]\nenabled = true\n"
+	conf = "audit_log = \"audit.jsonl\"\n" + conf + "[provenance]\nenabled = true\n"
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
