@@ -67,7 +67,29 @@ type run struct {
 	err error
 }
 
-func (r run) denied() bool { return fault.CodeOf(r.err) == fault.Denied }
+// worker, with CAPKIT_AGENTDOJO_WORKER=1, runs every plan in a worker
+// process (this test binary), as capkit serve does: the labels and
+// decisions then cross the pipe.
+var worker *script.Worker
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CAPKIT_AGENTDOJO_SERVE_WORKER") == "1" {
+		if err := script.ServeWorker(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if os.Getenv("CAPKIT_AGENTDOJO_WORKER") == "1" {
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		worker = &script.Worker{Command: []string{exe}, Env: []string{"CAPKIT_AGENTDOJO_SERVE_WORKER=1"}}
+	}
+	os.Exit(m.Run())
+}
 
 // outcome of one user task under one injection (or none), one mode.
 type outcome struct {
@@ -82,7 +104,7 @@ func execute(t testing.TB, s *suite, u userTask, inj *injectionTask, provenance 
 		payload = inj.payload()
 	}
 	e := s.open(t, payload)
-	opts := &script.Options{MaxSteps: 5_000_000, Timeout: 20 * time.Second}
+	opts := &script.Options{MaxSteps: 5_000_000, Timeout: 20 * time.Second, Worker: worker}
 	if provenance {
 		opts.Provenance = e.policy
 	}
@@ -125,11 +147,15 @@ type report struct {
 	off, on tally
 	// per injection task, how many user tasks it succeeded against off.
 	reach map[string]int
-	notes []string
+	// the pairs it succeeded in off that provenance on did not refuse
+	// (stopped by something else, or not stopped).
+	unrefused []string
+	notes     []string
 }
 
 func runSuite(t *testing.T, s *suite) report {
 	r := report{name: s.name, reach: map[string]int{}}
+	hit := map[string]bool{} // pairs attacked successfully off
 	detail := os.Getenv("CAPKIT_AGENTDOJO_DETAIL") != ""
 	for _, mode := range []bool{false, true} {
 		tl := &r.off
@@ -151,6 +177,13 @@ func runSuite(t *testing.T, s *suite) report {
 				tl.attacks++
 				if o.utility {
 					tl.underAttack++
+				}
+				pair := u.id + " × " + inj.id
+				if !mode && o.attacked {
+					hit[pair] = true
+				}
+				if mode && hit[pair] && fault.CodeOf(o.err) != fault.Denied {
+					r.unrefused = append(r.unrefused, fmt.Sprintf("%s: %v", pair, o.err))
 				}
 				if o.attacked {
 					tl.successes++
@@ -217,6 +250,9 @@ func TestAgentDojo(t *testing.T) {
 				t.Errorf("%s/%s reaches its goal against no user task without provenance: its check cannot fail", s.name, inj.id)
 			}
 		}
+		for _, p := range r.unrefused {
+			t.Errorf("%s: %s succeeds without provenance and is not refused by it", s.name, p)
+		}
 		if r.on.successes != 0 {
 			t.Errorf("%s: %d attacks succeed with provenance on", s.name, r.on.successes)
 		}
@@ -228,5 +264,5 @@ func TestAgentDojo(t *testing.T) {
 }
 
 func suites(t testing.TB) []*suite {
-	return []*suite{filesSuite(t), webSuite(t)}
+	return []*suite{filesSuite(t), webSuite(t), mailSuite(t)}
 }
