@@ -260,7 +260,13 @@ func TestAgentDojo(t *testing.T) {
 			t.Errorf("%s: benign utility on %d of %d, below 80%% of off (%d)", s.name, r.on.benignOK, r.on.benign, r.off.benignOK)
 		}
 	}
-	t.Log("\n" + table(reports))
+	tb := table(reports)
+	t.Log("\n" + tb)
+	if path := os.Getenv("CAPKIT_AGENTDOJO_TABLE"); path != "" {
+		if err := os.WriteFile(path, []byte(tb), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 func suites(t testing.TB) []*suite {
