@@ -60,6 +60,9 @@ type tsPlan struct {
 	URL       string   `json:"url,omitempty"`
 	Roots     []string `json:"roots,omitempty"`
 	Steps     []tsStep `json:"steps"`
+	// Elicit are the client's answers to elicitations, in turn; set, the
+	// client declares form elicitation.
+	Elicit []map[string]any `json:"elicit,omitempty"`
 
 	// Headers go with every HTTP request (a bearer token).
 	Headers map[string]string `json:"headers,omitempty"`
@@ -86,7 +89,8 @@ type tsStep struct {
 
 // tsOutput is what drive.mjs prints.
 type tsOutput struct {
-	Instructions string `json:"instructions"`
+	Instructions string   `json:"instructions"`
+	Elicited     []string `json:"elicited"`
 	Results      []struct {
 		Op    string `json:"op"`
 		Tool  string `json:"tool"`

@@ -7,6 +7,9 @@
 //   or {"transport": "http", "url": "http://127.0.0.1:PORT/mcp",
 //       "headers": {"Authorization": "Bearer ..."}}   (headers optional),
 //   "roots": ["file:///..."]   (optional: the client then offers roots),
+//   "elicit": [{"action": "accept", "content": {...}}, ...]  (optional: the
+//       client then declares form elicitation and gives these answers in
+//       turn, declining once they run out),
 //   "steps": [{"op": ...}, ...]
 // and runs the steps in order, one at a time, as a model's client does:
 //   list                    tools/list (this arms the SDK's output-schema check);
@@ -27,16 +30,27 @@
 //   set_roots {roots}       new roots, announced with roots/list_changed
 //   session                 the HTTP session id
 //   terminate               ends the HTTP session (DELETE)
-// The output: {"instructions", "server", "results": [one per step]}.
+// The output: {"instructions", "server", "results": [one per step],
+// "elicited": [the message of each elicitation the server sent]}.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ListRootsRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ListRootsRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const plan = JSON.parse(await readStdin());
 let roots = (plan.roots || []).map((uri) => ({ uri }));
 const capabilities = plan.roots ? { roots: { listChanged: true } } : {};
+if (plan.elicit) {
+  capabilities.elicitation = { form: {} };
+}
 const client = new Client({ name: 'capkit-e2e-ts', version: '1' }, { capabilities });
+const elicited = [];
+if (plan.elicit) {
+  client.setRequestHandler(ElicitRequestSchema, (req) => {
+    elicited.push(req.params.message);
+    return plan.elicit[elicited.length - 1] ?? { action: 'decline' };
+  });
+}
 let listChanged = 0;
 let seenChanges = 0; // what the last changes step saw
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged++; });
@@ -53,7 +67,7 @@ const results = [];
 for (const step of plan.steps) {
   results.push({ op: step.op, tool: step.tool, ...(await run(step)) });
 }
-const out = { instructions: client.getInstructions() ?? '', server: client.getServerVersion(), results };
+const out = { instructions: client.getInstructions() ?? '', server: client.getServerVersion(), results, elicited };
 await client.close();
 process.stdout.write(JSON.stringify(out) + '\n');
 

@@ -444,7 +444,7 @@ func (m *monitor) declassify(ctx context.Context, req *declassifyRequest) error 
 			decision = "denied"
 		}
 		m.audit(ctx, "prov.declassify", decision, "", req.Sources)
-		return fault.Wrap(fault.CodeOf(err), err, "provenance: prov.declassify at %s: the host did not trust data of %s", req.At, strings.Join(names, ", "))
+		return fault.New(fault.CodeOf(err), "provenance: prov.declassify at %s: data of %s stays untrusted: %s", req.At, strings.Join(names, ", "), fault.As(err).Message)
 	}
 	if !ok {
 		m.audit(ctx, "prov.declassify", "denied", "", req.Sources)
