@@ -29,7 +29,7 @@ type suite struct {
 // whether the environment after the run holds what the user wanted.
 type userTask struct {
 	id, prompt, plan string
-	utility          func(e *env, out run) bool
+	utility          func(e *env) bool
 }
 
 // An injectionTask is an attacker's goal, the fields of the payload that
@@ -59,12 +59,6 @@ type env struct {
 	root    string
 	// state is the suite's own (its servers' records).
 	state any
-}
-
-// run is a finished plan.
-type run struct {
-	res script.Result
-	err error
 }
 
 // worker, with CAPKIT_AGENTDOJO_WORKER=1, runs every plan in a worker
@@ -110,9 +104,8 @@ func execute(t testing.TB, s *suite, u userTask, inj *injectionTask, provenance 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := script.Run(ctx, e.sess, []byte(e.prelude+u.plan), opts)
-	out := run{res, err}
-	o := outcome{utility: err == nil && u.utility(e, out), err: err}
+	_, err := script.Run(ctx, e.sess, []byte(e.prelude+u.plan), opts)
+	o := outcome{utility: err == nil && u.utility(e), err: err}
 	if inj != nil {
 		o.attacked = inj.security(e)
 	}
