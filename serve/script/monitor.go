@@ -166,28 +166,22 @@ func argMembers(args json.RawMessage, lb *callLabels) map[string][]int32 {
 	return out
 }
 
-// checkReaders refuses data going where one of its sources may not go.
+// checkReaders refuses data going where one of its sources may not go,
+// and data whose readers are restricted when the argument that says
+// where it goes does not name destinations it can read.
 func (m *monitor) checkReaders(ctx context.Context, tool, arg string, rule Rule, args json.RawMessage, l []int32) error {
 	var obj map[string]jsontext.Value
 	_ = json.Unmarshal(args, &obj)
-	var dests []string
-	switch raw := obj[rule.Readers]; {
-	case raw == nil:
-	case raw.Kind() == '"':
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		dests = []string{destination(s)}
-	case raw.Kind() == '[':
-		var ss []string
-		_ = json.Unmarshal(raw, &ss)
-		for _, s := range ss {
-			dests = append(dests, destination(s))
-		}
-	}
+	dests, readable := destinations(obj[rule.Readers])
 	for _, id := range l {
 		s := &m.srcs[id]
 		if s.readers == nil {
 			continue
+		}
+		if !readable {
+			m.audit(ctx, tool, "denied", arg, []int32{id})
+			return fault.New(fault.Denied, "provenance: %s's argument %q holds data of %s, which may go only to %s, and argument %q does not name where it goes (a string or a list of strings; policy: %s = %s)",
+				tool, arg, s.info.Name, strings.Join(s.readers, ", "), rule.Readers, arg, rule)
 		}
 		for _, d := range dests {
 			if !slices.Contains(s.readers, d) {
@@ -198,6 +192,27 @@ func (m *monitor) checkReaders(ctx context.Context, tool, arg string, rule Rule,
 		}
 	}
 	return nil
+}
+
+// destinations are where a readers argument says data goes: false when
+// it is missing, or is not a string or a list of strings.
+func destinations(raw jsontext.Value) ([]string, bool) {
+	var ss []string
+	switch {
+	case raw == nil:
+		return nil, false
+	case raw.Kind() == '"':
+		ss = []string{""}
+		if json.Unmarshal(raw, &ss[0]) != nil {
+			return nil, false
+		}
+	case raw.Kind() != '[' || json.Unmarshal(raw, &ss) != nil:
+		return nil, false
+	}
+	for i, s := range ss {
+		ss[i] = destination(s)
+	}
+	return ss, true
 }
 
 // deny refuses a call, saying which argument, which sources and through
