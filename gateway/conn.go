@@ -44,6 +44,11 @@ type conn struct {
 	// statuses are, by upstream tool name, why each approved tool is not
 	// offered (nil: it is), as of the last listing; nil before any.
 	statuses map[string]error
+	// states are the approved tools' states as of the last listing, and
+	// unapproved the tools it listed that the lock does not hold (what
+	// awaits review): Gateway.Status reports them.
+	states     map[string]ToolState
+	unapproved []string
 	// listing is set while a listing after list_changed runs; relist
 	// asks it for one more.
 	listing, relist bool
@@ -289,9 +294,9 @@ func (c *conn) answered() {
 // Called with c.mu held.
 func (c *conn) apply(defs map[string]*mcp.Tool) bool {
 	old := c.statuses
-	c.statuses = map[string]error{}
+	c.statuses, c.states = map[string]error{}, map[string]ToolState{}
 	for name, t := range c.up.approved {
-		c.statuses[name] = c.statusOf(t, defs[name])
+		c.states[name], c.statuses[name] = c.statusOf(t, defs[name])
 	}
 	var unapproved []string
 	for name := range defs {
@@ -304,28 +309,29 @@ func (c *conn) apply(defs map[string]*mcp.Tool) bool {
 		c.up.g.log.Info("upstream lists tools that are not approved (not offered)", slog.String("upstream", c.up.Name),
 			slog.Int("count", len(unapproved)), slog.String("first", untrusted(unapproved[0])))
 	}
+	c.unapproved = unapproved
 	return !sameStatuses(old, c.statuses)
 }
 
-// statusOf is why t is not offered given live, its listed definition
-// (nil when not listed), or nil when it is.
-func (c *conn) statusOf(t *Tool, listed *mcp.Tool) error {
+// statusOf is t's state given its listed definition (nil when not
+// listed), and why it is not offered, or nil when it is.
+func (c *conn) statusOf(t *Tool, listed *mcp.Tool) (ToolState, error) {
 	g := c.up.g
 	if listed == nil {
-		return fault.New(fault.Integrity, "tool %s is not offered: upstream %s no longer lists %s (removed or renamed since it was approved); the host reviews the upstream's tools: %s",
+		return StateMissing, fault.New(fault.Integrity, "tool %s is not offered: upstream %s no longer lists %s (removed or renamed since it was approved); the host reviews the upstream's tools: %s",
 			t.Public, c.up.Name, t.Name, g.reviewText())
 	}
 	d, err := definitionOf(listed)
 	if err != nil {
-		return fault.New(fault.Integrity, "tool %s is not offered: upstream %s lists it with a definition capkit cannot pin (%v); the host reviews it: %s", t.Public, c.up.Name, err, g.reviewText())
+		return StateUnusable, fault.New(fault.Integrity, "tool %s is not offered: upstream %s lists it with a definition capkit cannot pin (%v); the host reviews it: %s", t.Public, c.up.Name, err, g.reviewText())
 	}
 	if d.Digest() != t.digest {
 		g.log.Warn("upstream tool changed since it was approved: not offered", slog.String("upstream", c.up.Name), slog.String("tool", t.Name),
 			slog.String("changed", strings.Join(d.Changes(t.Definition), ", ")))
-		return fault.New(fault.Integrity, "tool %s is not offered: upstream %s changed its %s since it was approved; the host reviews and approves it again: %s",
+		return StateChanged, fault.New(fault.Integrity, "tool %s is not offered: upstream %s changed its %s since it was approved; the host reviews and approves it again: %s",
 			t.Public, c.up.Name, strings.Join(d.Changes(t.Definition), ", "), g.reviewText())
 	}
-	return nil
+	return StateApproved, nil
 }
 
 func sameStatuses(a, b map[string]error) bool {
@@ -402,8 +408,9 @@ func (c *conn) relistLoop(cs *mcp.ClientSession) {
 		var changed bool
 		if err != nil {
 			old := c.statuses
-			c.statuses = map[string]error{}
+			c.statuses, c.states = map[string]error{}, map[string]ToolState{}
 			for name, t := range c.up.approved {
+				c.states[name] = StateMissing
 				c.statuses[name] = fault.New(fault.Integrity, "tool %s is not offered: upstream %s announced a change of its tools and its listing failed (%v)", t.Public, c.up.Name, err)
 			}
 			changed = !sameStatuses(old, c.statuses)

@@ -63,6 +63,7 @@ func (h *Host) openAudit() (*slog.Logger, error) {
 		}
 		sinks = append(sinks, ts)
 	}
+	sinks = append(sinks, h.opts.Sinks...)
 	if len(sinks) == 0 {
 		return nil, nil
 	}

@@ -40,6 +40,7 @@ func registerGateway(b *kernel.Builder, h *Host) error {
 	if err != nil {
 		return err
 	}
+	h.gateway.Store(g)
 	h.OnClose(func() error { g.Close(); return nil })
 	for _, name := range h.Config.UpstreamNames() {
 		if len(lock.Tools(name)) == 0 {

@@ -2,28 +2,15 @@ package host
 
 import (
 	"context"
-	"time"
 
 	"github.com/capkit/capkit/audit/exporter"
+	"github.com/capkit/capkit/gateway"
+	"github.com/capkit/capkit/serve/dashboard"
 )
 
 // Budget is one budget's use in its current window, as an operator sees
 // it (the dashboard, telemetry).
-type Budget struct {
-	// Group names the budget ([net]'s budget group).
-	Group string `json:"group"`
-	// Unit is what is counted: "requests" or "bytes".
-	Unit  string `json:"unit"`
-	Used  int64  `json:"used"`
-	Limit int64  `json:"limit"`
-	// WindowStart and WindowSeconds are the current window's start and
-	// length; Remaining is the time left in it.
-	WindowStart   time.Time `json:"window_start"`
-	WindowSeconds int64     `json:"window_seconds"`
-	Remaining     float64   `json:"window_remaining_seconds"`
-	// State is the group's: active, sealed or transferred.
-	State string `json:"state"`
-}
+type Budget = dashboard.Budget
 
 // Budgets are the host's budgets and their use now: [net]'s, when it has
 // one. A budget that cannot be read is left out.
@@ -42,6 +29,15 @@ func (h *Host) Budgets(ctx context.Context) []Budget {
 			WindowSeconds: p.WindowSeconds, Remaining: st.WindowRemainingSecs, State: st.State}
 	}
 	return []Budget{row("requests", st.WindowRequests+st.LeasedRequests, p.WindowRequests), row("bytes", st.WindowBytes+st.LeasedBytes, p.WindowBytes)}
+}
+
+// UpstreamStatus lists the upstream tools awaiting review or withdrawn
+// (gateway.Gateway.Status); none without upstreams.
+func (h *Host) UpstreamStatus() []gateway.ToolStatus {
+	if g := h.gateway.Load(); g != nil {
+		return g.Status()
+	}
+	return nil
 }
 
 // budgetUse is Budgets as the exporter's gauges take them.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/archive/zipfile"
+	"github.com/capkit/capkit/audit"
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -23,6 +24,7 @@ import (
 	"github.com/capkit/capkit/files/policy"
 	"github.com/capkit/capkit/files/tools"
 	"github.com/capkit/capkit/files/tree"
+	"github.com/capkit/capkit/gateway"
 	"github.com/capkit/capkit/host/config"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/net/budget"
@@ -109,6 +111,9 @@ type Options struct {
 	// Version is capkit's, for what the host exports (telemetry's
 	// service.version).
 	Version string
+	// Sinks are audit sinks besides the configured ones (the dashboard's
+	// recent events: audit.Recent): every event goes to them too.
+	Sinks []audit.Sink
 }
 
 // Host is a runtime built from a configuration, with the log files it
@@ -142,8 +147,11 @@ type Host struct {
 	// netBudget is [net]'s budget, once registerNet opened it (read by
 	// the telemetry exporter's goroutine and the dashboard).
 	netBudget atomic.Pointer[budget.Budget]
-	opts      Options
-	closers   []func() error
+	// gateway serves the [upstream.NAME] tools, once registerGateway made
+	// it (read by the dashboard).
+	gateway atomic.Pointer[gateway.Gateway]
+	opts    Options
+	closers []func() error
 	// unoffered says, by tool name prefix, why tools whose backing is not
 	// configured were not registered.
 	unoffered map[string]string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/internal/clip"
+	"github.com/capkit/capkit/internal/httpguard"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
@@ -62,7 +63,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	if err != nil {
 		return fault.Wrap(fault.InvalidInput, err, "mcp listen address %q: want host:port", addr)
 	}
-	if !s.opts.AllowNonLoopback && !IsLoopbackHost(host) {
+	if !s.opts.AllowNonLoopback && !httpguard.IsLoopbackHost(host) {
 		return nonLoopback(addr)
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -224,7 +225,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the server is misconfigured", http.StatusInternalServerError)
 		return
 	}
-	local := localIP(r)
+	local := httpguard.LocalIP(r)
 	if !h.hostAllowed(r.Host, local) {
 		h.refuse(w, r, http.StatusForbidden, "forbidden: Host not allowed")
 		return
@@ -381,37 +382,19 @@ func (h *httpHandler) stop() {
 	}
 }
 
-// localIP is the address of this machine the request's connection
-// arrived at, or nil when the server does not say (a handler mounted
-// behind something other than net/http's server).
-func localIP(r *http.Request) net.IP {
-	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
-		return a.IP
-	}
-	return nil
-}
-
-// isLocalIP reports whether name is an IP literal naming local, the
-// address the connection arrived at. A name a client resolved (what DNS
-// rebinding abuses) is never an IP literal.
-func isLocalIP(name string, local net.IP) bool {
-	ip := net.ParseIP(name)
-	return ip != nil && local != nil && ip.Equal(local)
-}
-
 // hostAllowed reports whether a Host header names this server: a loopback
 // name, the IP address the request arrived at (for a server bound beyond
 // loopback, 0.0.0.0 included), or one of Options.AllowedHosts.
 func (h *httpHandler) hostAllowed(host string, local net.IP) bool {
-	name, port, ok := splitHost(host)
+	name, port, ok := httpguard.SplitHost(host)
 	if !ok {
 		return false
 	}
-	if IsLoopbackHost(name) || isLocalIP(name, local) {
+	if httpguard.IsLoopbackHost(name) || httpguard.IsLocalIP(name, local) {
 		return h.portAllowed(port, "http")
 	}
 	for _, a := range h.s.opts.AllowedHosts {
-		an, ap, ok := splitHost(a)
+		an, ap, ok := httpguard.SplitHost(a)
 		if ok && strings.EqualFold(an, name) && (ap == "" || ap == port) {
 			return true
 		}
@@ -428,7 +411,7 @@ func (h *httpHandler) originAllowed(origin string, local net.IP) bool {
 		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return false
 	}
-	if IsLoopbackHost(u.Hostname()) || isLocalIP(u.Hostname(), local) {
+	if httpguard.IsLoopbackHost(u.Hostname()) || httpguard.IsLocalIP(u.Hostname(), local) {
 		return h.portAllowed(u.Port(), u.Scheme)
 	}
 	o := strings.TrimSuffix(origin, "/")
@@ -438,46 +421,4 @@ func (h *httpHandler) originAllowed(origin string, local net.IP) bool {
 		}
 	}
 	return false
-}
-
-// splitHost splits "name", "name:port", "[v6]" or "[v6]:port".
-func splitHost(host string) (name, port string, ok bool) {
-	if host == "" {
-		return "", "", false
-	}
-	if strings.HasPrefix(host, "[") {
-		end := strings.IndexByte(host, ']')
-		if end < 0 {
-			return "", "", false
-		}
-		name, rest := host[1:end], host[end+1:]
-		if rest == "" {
-			return name, "", true
-		}
-		if rest[0] != ':' || rest == ":" {
-			return "", "", false
-		}
-		return name, rest[1:], name != ""
-	}
-	switch strings.Count(host, ":") {
-	case 0:
-		return host, "", true
-	case 1:
-		name, port, _ := strings.Cut(host, ":")
-		if name == "" || port == "" {
-			return "", "", false
-		}
-		return name, port, true
-	}
-	return "", "", false // a bare IPv6 address is not a valid Host
-}
-
-// IsLoopbackHost reports whether name is "localhost" (any case) or a
-// loopback IP: the one loopback check of the server and the CLI.
-func IsLoopbackHost(name string) bool {
-	if strings.EqualFold(name, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
 }

@@ -307,31 +307,6 @@ func TestServeRefusesNonLoopbackListener(t *testing.T) {
 	}
 }
 
-func TestSplitHost(t *testing.T) {
-	cases := []struct {
-		in         string
-		name, port string
-		ok         bool
-	}{
-		{"localhost", "localhost", "", true},
-		{"localhost:80", "localhost", "80", true},
-		{"[::1]", "::1", "", true},
-		{"[::1]:8080", "::1", "8080", true},
-		{"[::1]8080", "", "", false},
-		{"[::1", "", "", false},
-		{"::1", "", "", false},
-		{"", "", "", false},
-		{":80", "", "", false},
-		{"host:", "", "", false},
-	}
-	for _, c := range cases {
-		name, port, ok := splitHost(c.in)
-		if name != c.name || port != c.port || ok != c.ok {
-			t.Errorf("splitHost(%q) = %q, %q, %v", c.in, name, port, ok)
-		}
-	}
-}
-
 // TestHTTPAdmitHoldsBound: sessions created by requests that raced past
 // the check are closed once MaxSessions are live.
 func TestHTTPAdmitHoldsBound(t *testing.T) {

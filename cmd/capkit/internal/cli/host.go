@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/capkit/capkit/audit"
 	"io"
 	"os"
 
@@ -63,12 +64,12 @@ func (f *hostFlags) open(env *Env, log io.Writer) (*host.Host, string, error) {
 }
 
 // openHost builds the runtime, leaving the actor to choose.
-func (f *hostFlags) openHost(env *Env, log io.Writer) (*host.Host, error) {
+func (f *hostFlags) openHost(env *Env, log io.Writer, sinks ...audit.Sink) (*host.Host, error) {
 	cfg, err := f.config(env)
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(cfg, &host.Options{Log: log, Version: Version})
+	h, err := host.New(cfg, &host.Options{Log: log, Version: Version, Sinks: sinks})
 	if err != nil {
 		return nil, setupFault(err)
 	}

@@ -50,6 +50,7 @@ var groups = []group{
 	{"archive", newArchiveCmd},
 	{"journal", newJournalCmd},
 	{"audit", newAuditCmd},
+	{"dashboard", newDashboardCmd},
 	{"json", newJSONCmd},
 	{"csv", newCSVCmd},
 	{"html", newHTMLCmd},

@@ -15,11 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capkit/capkit/audit"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/host"
 	"github.com/capkit/capkit/host/config"
+	"github.com/capkit/capkit/internal/httpguard"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/serve/dashboard"
 	"github.com/capkit/capkit/serve/mcpserver"
 )
 
@@ -49,6 +52,13 @@ must carry "Authorization: Bearer TOKEN". --token-file serves one actor;
 [http] tokens in the configuration gives each actor its own token file,
 and a session opened with one token refuses requests carrying another.
 Token files must be readable by their owner only.
+
+--dashboard HOST:PORT serves the audit page (docs/observability.md) beside
+the MCP server: this server's calls as they happen, its budgets, and the
+upstream tools awaiting review or withdrawn. It reads the newest events of
+this server in memory, whatever audit_log or audit_store is configured
+(capkit dashboard reads those). It binds loopback only, unless
+--dashboard-token-file gives its token.
 The trusted detail log goes to the configured log file, else to standard
 error. serve stops on SIGINT or SIGTERM. Over stdio it runs on one
 processor (GOMAXPROCS=1) unless the GOMAXPROCS environment variable is set.
@@ -70,6 +80,8 @@ A Claude Desktop entry (claude_desktop_config.json):
 	f.StringVar(&sc.tokenFile, "token-file", "", "with --http: a file (mode 600) holding the bearer token every request must carry; its sessions run as --actor")
 	f.StringArrayVar(&sc.allowHosts, "allow-host", nil, "with --http: a Host header to accept besides loopback names (NAME or NAME:PORT; repeatable)")
 	f.StringArrayVar(&sc.allowOrigins, "allow-origin", nil, "with --http: a browser Origin to accept besides loopback ones (SCHEME://HOST[:PORT]; repeatable)")
+	f.StringVar(&sc.dash.addr, "dashboard", "", "also serve the audit page on HOST:PORT (port 0 picks a free one)")
+	f.StringVar(&sc.dash.tokenFile, "dashboard-token-file", "", "with --dashboard: a file (mode 600) holding the token every page request must carry; required beyond loopback")
 	sc.hb.add(cmd)
 	return cmd
 }
@@ -81,6 +93,7 @@ type serveCmd struct {
 	hb                               httpBounds
 	httpAddr, tokenFile, clientRoots string
 	allowHosts, allowOrigins         []string
+	dash                             dashFlags
 }
 
 func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
@@ -97,7 +110,21 @@ func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	h, err := sc.hf.openHost(sc.env, sc.env.Stderr)
+	if sc.dash.addr == "" && sc.dash.tokenFile != "" {
+		return fault.New(fault.InvalidInput, "--dashboard-token-file applies to --dashboard only")
+	}
+	var recent *audit.Recent
+	var sinks []audit.Sink
+	var dashToken string
+	if sc.dash.addr != "" {
+		var err error
+		if dashToken, err = sc.dash.check("--dashboard"); err != nil {
+			return err
+		}
+		recent = audit.NewRecent(limits.DashboardRingEvents)
+		sinks = append(sinks, recent.Sink())
+	}
+	h, err := sc.hf.openHost(sc.env, sc.env.Stderr, sinks...)
 	if err != nil {
 		return err
 	}
@@ -106,10 +133,40 @@ func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if recent != nil {
+		stop, err := sc.startDashboard(cmd.Context(), h, recent, dashToken)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if sc.httpAddr == "" {
 		return sc.serveStdio(cmd.Context(), h, opts)
 	}
 	return sc.serveHTTP(cmd, h, opts, token)
+}
+
+// startDashboard serves the audit page over recent until the returned
+// stop is called.
+func (sc *serveCmd) startDashboard(ctx context.Context, h *host.Host, recent *audit.Recent, token string) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	serving := make(chan struct{})
+	go func() {
+		errc <- sc.dash.serve(ctx, sc.env, recent, token, &dashboard.Options{Host: h, Describe: recentDescribe(), Log: h.Log}, func() { close(serving) })
+	}()
+	select {
+	case err := <-errc:
+		cancel()
+		return nil, err
+	case <-serving:
+	}
+	return func() {
+		cancel()
+		if err := <-errc; err != nil {
+			fmt.Fprintf(sc.env.Stderr, "capkit: dashboard: %v\n", err)
+		}
+	}, nil
 }
 
 // serveStdio serves one session of the chosen actor on standard input and
@@ -251,7 +308,7 @@ func (sc *serveCmd) listen(opts *mcpserver.Options) (net.Listener, error) {
 	if err != nil {
 		return nil, fault.New(fault.InvalidInput, "--http %s: want HOST:PORT, e.g. 127.0.0.1:8931", sc.httpAddr)
 	}
-	if !mcpserver.IsLoopbackHost(host) {
+	if !httpguard.IsLoopbackHost(host) {
 		if len(opts.Tenants) == 0 {
 			return nil, fault.New(fault.Denied, "--http %s is not a loopback address: serving beyond this machine requires --token-file or [http] tokens (and TLS in front)", sc.httpAddr)
 		}

@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// dashServer starts `capkit serve --http 127.0.0.1:0 --dashboard
+// 127.0.0.1:0` with args and returns the MCP endpoint and the page's
+// address.
+func dashServer(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command(capkit, append([]string{"serve", "--http", "127.0.0.1:0", "--dashboard", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	mcpURL, dashURL := make(chan string, 1), make(chan string, 1)
+	go func() {
+		mcpRe, dashRe := regexp.MustCompile(`serving MCP on (http://\S+)`), regexp.MustCompile(`dashboard on (http://\S+/)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := mcpRe.FindStringSubmatch(sc.Text()); m != nil {
+				mcpURL <- m[1]
+			}
+			if m := dashRe.FindStringSubmatch(sc.Text()); m != nil {
+				dashURL <- m[1]
+			}
+			t.Log("capkit: " + sc.Text())
+		}
+	}()
+	var endpoint, page string
+	for endpoint == "" || page == "" {
+		select {
+		case endpoint = <-mcpURL:
+		case page = <-dashURL:
+		case <-time.After(hangGuard):
+			t.Fatal("serve --dashboard did not report its addresses")
+		}
+	}
+	return endpoint, page
+}
+
+// TestServeDashboard: `capkit serve --dashboard` serves the page behind
+// its token; a call made over MCP reaches the live stream and the table,
+// a denial with its policy; no argument value sent appears in any answer;
+// a non-loopback address without a token is refused at start.
+func TestServeDashboard(t *testing.T) {
+	const canary = "dash-canary-5d1e"
+	dir := tree(t)
+	token := "e2e-dashboard-token-0123456789"
+	tokenFile := filepath.Join(dir, "dash-token")
+	writePrivate(t, tokenFile, token+"\n")
+	cfg := filepath.Join(dir, "capkit.toml")
+	writePrivate(t, cfg, `[[root]]
+path = "rw"
+[actor.assistant]
+effects = ["read_file", "write_file", "list"]
+[tool.read_file]
+max_calls = 1
+`)
+	endpoint, page := dashServer(t, "--config", cfg, "--dashboard-token-file", tokenFile)
+
+	get := func(path, tok string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(page, "/")+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/", ""); code != http.StatusUnauthorized {
+		t.Fatalf("the page without the token: %d", code)
+	}
+	if code, body := get("/", token); code != http.StatusOK || !strings.Contains(body, `id="events"`) {
+		t.Fatalf("the page: %d", code)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, page+"api/live", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("live: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	c := connect(t, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1})
+	if _, code := c.call(t, "write_file", map[string]any{"path": canary + ".txt", "content": canary + " content"}); code != "" {
+		t.Fatalf("write_file: %s", code)
+	}
+	_, code := c.call(t, "edit_file", map[string]any{"path": canary + ".txt", "old_text": canary, "new_text": canary + "2"})
+	want(t, "an edit the actor is not granted", code, "denied")
+	if _, code := c.call(t, "read_file", map[string]any{"path": canary + ".txt"}); code != "" {
+		t.Fatalf("read_file: %s", code)
+	}
+	_, code = c.call(t, "read_file", map[string]any{"path": canary + ".txt"})
+	want(t, "a read past max_calls", code, "limit")
+
+	var seen []string
+	for len(seen) < 4 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the live stream ended")
+			}
+			if strings.Contains(l, canary) {
+				t.Errorf("the live stream shows an argument: %s", l)
+			}
+			if data, ok := strings.CutPrefix(l, "data: "); ok {
+				var m struct {
+					Events []struct{ Tool, Outcome string }
+				}
+				json.Unmarshal([]byte(data), &m)
+				for _, e := range m.Events {
+					seen = append(seen, e.Tool+":"+e.Outcome)
+				}
+			}
+		case <-time.After(hangGuard):
+			t.Fatalf("the live stream sent %v", seen)
+		}
+	}
+	if strings.Join(seen, ",") != "write_file:ok,edit_file:denied,read_file:ok,read_file:limit" {
+		t.Errorf("live: %v", seen)
+	}
+
+	for outcome, policy := range map[string]string{"denied": "grant:edit_file", "limit": "max_calls=1"} {
+		code, body := get("/api/events?outcome="+outcome, token)
+		var rows struct {
+			Events []struct {
+				Tool, Outcome, Policy string
+				CallsLeft             *int64 `json:"calls_left"`
+			}
+		}
+		if err := json.Unmarshal([]byte(body), &rows); code != http.StatusOK || err != nil || len(rows.Events) != 1 {
+			t.Fatalf("%s: %d %s", outcome, code, body)
+		}
+		if r := rows.Events[0]; r.Policy != policy || outcome == "limit" && (r.CallsLeft == nil || *r.CallsLeft != 0) {
+			t.Errorf("the %s row: %+v, want policy %s", outcome, r, policy)
+		}
+	}
+	for _, path := range []string{"/", "/app.js", "/api/events", "/api/stats", "/api/state", "/api/stats?tool=write_file"} {
+		if code, body := get(path, token); code != http.StatusOK || strings.Contains(body, canary) {
+			t.Errorf("%s: %d, or it holds an argument's value", path, code)
+		}
+	}
+
+	t.Run("refused beyond loopback without a token", func(t *testing.T) {
+		code, _, stderr := run(t, "", "serve", "--root", filepath.Join(dir, "rw"), "--dashboard", "0.0.0.0:0")
+		if code != 5 || !strings.Contains(stderr, "not a loopback address") {
+			t.Errorf("exit %d: %s", code, stderr)
+		}
+		loose := filepath.Join(dir, "loose-token")
+		writePrivate(t, loose, token)
+		os.Chmod(loose, 0o644)
+		code, _, stderr = run(t, "", "serve", "--root", filepath.Join(dir, "rw"), "--dashboard", "127.0.0.1:0", "--dashboard-token-file", loose)
+		if code != 5 || !strings.Contains(stderr, "chmod 600") {
+			t.Errorf("a token file others may read: exit %d: %s", code, stderr)
+		}
+	})
+}
