@@ -208,6 +208,9 @@ func table(reports []report) string {
 	}
 	users, injs := 0, 0
 	for _, r := range reports {
+		if r.name == "" {
+			continue // not run (go test -run)
+		}
 		row(r.name, r.off.benign, r.off.attacks/max(r.off.benign, 1), r.off, r.on)
 		off.add(r.off)
 		on.add(r.on)
