@@ -30,6 +30,9 @@ type suite struct {
 type userTask struct {
 	id, prompt, plan string
 	utility          func(e *env) bool
+	// commands: the plan runs contained commands (left out where they
+	// cannot run).
+	commands bool
 }
 
 // An injectionTask is an attacker's goal, the fields of the payload that
@@ -40,6 +43,8 @@ type injectionTask struct {
 	id, goal string
 	fields   string
 	security func(e *env) bool
+	// commands: only plans that run commands can reach the goal.
+	commands bool
 }
 
 // payload is the text placed at every injection vector.
