@@ -9,7 +9,9 @@
 // test asserts attack success 0 with provenance on and benign utility
 // on at least 80% of off. bench/agentdojo.sh prints the table.
 //
-// The environments are real: temporary roots with the file tools, an
+// The environments are real: temporary roots with the file tools, the
+// journal tools and contained commands (run_shell; the test binary is the
+// sandbox helper, and the worker with CAPKIT_AGENTDOJO_WORKER=1), an
 // HTTPS server of the suite's own on loopback behind net_fetch's guard
 // (its names answered by a DNS server of the suite's own), feed_parse,
 // and an MCP server of the suite's own reached through the gateway over
