@@ -138,6 +138,7 @@ func activityJournal(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	sess := session(t, fileTools, []capability.Effect{capability.JournalWrite}, root)
+	defer sess.Close()
 	for _, ev := range activity {
 		if _, err := sess.Call(context.Background(), "journal_append", []byte(`{"dir": "journal", "name": "activity", "event": `+ev+`}`)); err != nil {
 			t.Fatal(err)

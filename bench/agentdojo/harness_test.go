@@ -103,6 +103,7 @@ func execute(t testing.TB, s *suite, u userTask, inj *injectionTask, provenance 
 		payload = inj.payload()
 	}
 	e := s.open(t, payload)
+	defer e.sess.Close()
 	opts := &script.Options{MaxSteps: 5_000_000, Timeout: 20 * time.Second, Worker: worker}
 	if provenance {
 		opts.Provenance = e.policy
