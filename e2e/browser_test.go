@@ -276,46 +276,75 @@ func eval[T any](t testing.TB, tb *tab, expr string) T {
 // each change of the DOM, and returns its value.
 func waitFor[T any](t testing.TB, tb *tab, expr string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, hangGuard)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Poll[T](expr, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(hangGuard)))
+	v, err := poll[T](tb, expr)
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", expr, err)
 	}
 	return v
 }
 
+// poll is waitFor returning its error.
+func poll[T any](tb *tab, expr string) (T, error) {
+	ctx, cancel := context.WithTimeout(tb.ctx, hangGuard)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Poll[T](expr, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(hangGuard)))
+}
+
 // screenshotsEnv, set to 1, makes the tests write their screenshots into
 // docs/ (a clean clone's CI leaves the tree as it was).
 const screenshotsEnv = "CAPKIT_SCREENSHOTS"
 
-// screenshot takes a PNG of the viewport (sel "") or of the element sel
-// selects and, with CAPKIT_SCREENSHOTS=1, writes it to docs/img/NAME.png;
-// it returns the image either way.
-func (tb *tab) screenshot(t testing.TB, name, sel string) []byte {
+// screenshot takes a PNG of the page's top, height pixels high (the
+// viewport's height when 0) and, with CAPKIT_SCREENSHOTS=1, writes it to
+// docs/img/NAME.png; it returns the image either way.
+func (tb *tab) screenshot(t testing.TB, name string, height int) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, hangGuard)
 	defer cancel()
-	var png []byte
-	var err error
-	if sel == "" {
-		png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	} else {
-		png, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if height == 0 {
+		height = viewportHeight
 	}
+	png, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
+		res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
+			Format:                page.CaptureScreenshotFormatPng,
+			Clip:                  &page.Viewport{Width: viewportWidth, Height: float64(height), Scale: 1},
+			CaptureBeyondViewport: new(true),
+		})
+		return res.Data, err
+	})
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	if os.Getenv(screenshotsEnv) == "1" {
-		p := filepath.Join("..", "docs", "img", name+".png")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", p)
+	return keepScreenshot(t, name, png)
+}
+
+// screenshotOf is screenshot of the element the JavaScript expression
+// sel gives.
+func (tb *tab) screenshotOf(t testing.TB, name, sel string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, hangGuard)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.JSPath(sel)))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
 	}
+	return keepScreenshot(t, name, png)
+}
+
+// keepScreenshot writes png to docs/img/NAME.png with CAPKIT_SCREENSHOTS=1.
+func keepScreenshot(t testing.TB, name string, png []byte) []byte {
+	t.Helper()
+	if os.Getenv(screenshotsEnv) != "1" {
+		return png
+	}
+	p := filepath.Join("..", "docs", "img", name+".png")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", p)
 	return png
 }
 

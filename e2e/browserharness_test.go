@@ -13,8 +13,10 @@ import (
 // of the test's own: a clean page under a strict Content-Security-Policy
 // reports nothing, and a page that logs an error, throws, and has an
 // inline script the policy blocks reports each of them; response bodies
-// are recorded; a screenshot is a PNG of the viewport.
+// are recorded; a screenshot is a PNG of the page's top, and one of an
+// element a PNG of its size.
 func TestBrowserHarness(t *testing.T) {
+	t.Setenv(screenshotsEnv, "") // its pictures are not the docs'
 	const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'"
 	mux := http.NewServeMux()
 	serve := func(path, ctype, text string) {
@@ -47,10 +49,15 @@ func TestBrowserHarness(t *testing.T) {
 		if !saw {
 			t.Fatalf("the body of /data was not recorded: %v", tb.received())
 		}
-		img := tb.screenshot(t, "harness", "")
+		img := tb.screenshot(t, "harness", 0)
 		cfg, err := png.DecodeConfig(bytes.NewReader(img))
 		if err != nil || cfg.Width != viewportWidth || cfg.Height != viewportHeight {
 			t.Fatalf("screenshot: %v, %dx%d", err, cfg.Width, cfg.Height)
+		}
+		img = tb.screenshotOf(t, "harness-element", `document.getElementById("hello")`)
+		cfg, err = png.DecodeConfig(bytes.NewReader(img))
+		if err != nil || cfg.Width != viewportWidth-16 || cfg.Height < 10 || cfg.Height > 40 {
+			t.Fatalf("screenshot of an element: %v, %dx%d", err, cfg.Width, cfg.Height)
 		}
 	})
 	t.Run("problems are reported", func(t *testing.T) {

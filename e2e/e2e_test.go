@@ -2,7 +2,8 @@
 // the tests talk to `capkit serve` with the MCP Go SDK's client and with
 // the TypeScript SDK's (tsclient_test.go, through Node) over stdio and
 // Streamable HTTP, run the Inspector CLI against it, and run `capkit call`
-// and `capkit tools` as a user would, checking exit codes.
+// and `capkit tools` as a user would, checking exit codes; and open the
+// audit page in headless Chromium (browser_test.go, dashpage_test.go).
 package e2e
 
 import (

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's chromium, the browser the dashboard tests (e2e/dashboard_test.go)
+# Debian's chromium, the browser the dashboard tests (e2e/dashpage_test.go)
 # drive headless through the DevTools protocol, and fonts for its pages and
 # screenshots to render with. Idempotent. Without root nothing is
 # installed: those tests then skip (and fail under CI=true, where they
