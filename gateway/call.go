@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,18 +48,78 @@ func (g *Gateway) Call(ctx context.Context, k Key, t *Tool, args json.RawMessage
 	if err := c.status(t); err != nil {
 		return nil, err
 	}
-	params := &mcp.CallToolParams{Name: t.Name, Arguments: args}
+	var tok string
 	if progress != nil {
-		tok, stop := c.addRelay(progress)
+		var stop func()
+		tok, stop = c.addRelay(progress)
 		defer stop()
-		params.SetProgressToken(tok)
 	}
-	res, err := lv.cs.CallTool(ctx, params)
+	if lv.link.pipe == nil {
+		params := &mcp.CallToolParams{Name: t.Name, Arguments: args}
+		if tok != "" {
+			params.SetProgressToken(tok)
+		}
+		res, err := lv.cs.CallTool(ctx, params)
+		if err != nil {
+			return nil, c.callFault(ctx, lv, t, err)
+		}
+		c.answered()
+		return t.outcome(res, maxOutput)
+	}
+	raw, err := lv.link.pipe.call(ctx, t.Name, args, tok)
 	if err != nil {
 		return nil, c.callFault(ctx, lv, t, err)
 	}
+	if p, ok := readPlain(raw); ok {
+		c.answered()
+		return t.plainOutcome(p, maxOutput)
+	}
+	// What the SDK's CallTool does with the result.
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fault.Wrap(fault.Integrity, err, "tool %s: upstream %s sent an answer that is not a tools/call result", t.Public, c.up.Name)
+	}
 	c.answered()
-	return t.outcome(res, maxOutput)
+	return t.outcome(&res, maxOutput)
+}
+
+// plainResult is the result most calls get: one text block, perhaps
+// marked as a failure.
+type plainResult struct {
+	Content    []plainBlock   `json:"content"`
+	IsError    bool           `json:"isError"`
+	Structured jsontext.Value `json:"structuredContent"`
+}
+
+type plainBlock struct {
+	Type string  `json:"type"`
+	Text *string `json:"text"`
+}
+
+// readPlain reads a result of one text block and no structured content
+// in one pass; ok is false for any other result, and for any the SDK
+// might read otherwise (a member it may not know, one given twice, text
+// that is not valid UTF-8), which the SDK then decodes
+// (TestPlainResultMatchesSDK).
+func readPlain(raw []byte) (p plainResult, ok bool) {
+	if jsonv2.Unmarshal(raw, &p, jsonv2.RejectUnknownMembers(true)) != nil {
+		return p, false
+	}
+	ok = len(p.Content) == 1 && p.Content[0].Type == "text" && p.Content[0].Text != nil &&
+		(p.Structured == nil || string(p.Structured) == "null")
+	return p, ok
+}
+
+// plainOutcome is outcome for a plain result.
+func (t *Tool) plainOutcome(p plainResult, maxOutput int64) (*Outcome, error) {
+	text := *p.Content[0].Text
+	if p.IsError {
+		return nil, t.failure(text, 0, maxOutput)
+	}
+	if err := t.checkOutput(nil); err != nil {
+		return nil, err
+	}
+	return &Outcome{Text: text}, nil
 }
 
 // callFault classifies a call that got no result: the caller's end
@@ -117,11 +179,7 @@ func (t *Tool) outcome(res *mcp.CallToolResult, maxOutput int64) (*Outcome, erro
 	}
 	text := strings.Join(texts, "\n")
 	if res.IsError {
-		msg := clipText(text, min(maxOutput, limits.UpstreamMaxFailureBytes))
-		if others > 0 {
-			msg += fmt.Sprintf(" (and %d content blocks that are not text)", others)
-		}
-		return nil, fault.New(fault.Upstream, "tool %s: upstream %s reported a failure: %s", t.Public, t.Upstream, msg)
+		return nil, t.failure(text, others, maxOutput)
 	}
 	out := &Outcome{Text: text}
 	if res.StructuredContent != nil {
@@ -146,6 +204,16 @@ func (t *Tool) outcome(res *mcp.CallToolResult, maxOutput int64) (*Outcome, erro
 		out.Content = append(out.Content, b)
 	}
 	return out, nil
+}
+
+// failure is an upstream's isError result: its text, bounded, and how
+// many blocks that are not text it had besides.
+func (t *Tool) failure(text string, others int, maxOutput int64) error {
+	msg := clipText(text, min(maxOutput, limits.UpstreamMaxFailureBytes))
+	if others > 0 {
+		msg += fmt.Sprintf(" (and %d content blocks that are not text)", others)
+	}
+	return fault.New(fault.Upstream, "tool %s: upstream %s reported a failure: %s", t.Public, t.Upstream, msg)
 }
 
 // checkOutput refuses a result that does not meet the tool's own

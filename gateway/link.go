@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -30,6 +29,9 @@ import (
 // and how it is stopped and how it ended.
 type link struct {
 	transport mcp.Transport
+	// pipe, for a stdio upstream, is the connection under transport,
+	// which makes tools/call directly; nil over HTTP.
+	pipe *pipeConn
 	// stop asks the upstream to end and kills it after
 	// limits.UpstreamStopGrace; it returns once it has ended.
 	stop func()
@@ -77,7 +79,8 @@ func (g *Gateway) openContained(ctx context.Context, u *Upstream, env []string, 
 		return nil, fault.Wrap(fault.Unavailable, err, "its command cannot be started contained")
 	}
 	l := &link{tooBig: new(atomic.Bool)}
-	l.transport = &mcp.IOTransport{Reader: readCloser{&frameBound{r: p.Stdout, over: l.tooBig}, p.Stdout}, Writer: p.Stdin, MaxLineLength: -1}
+	l.pipe = newPipeConn(p.Stdout, p.Stdin, l.tooBig)
+	l.transport = pipeTransport{l.pipe}
 	var res *sandbox.Result
 	var werr error
 	waited := sync.OnceFunc(func() { res, werr = p.Wait() })
@@ -135,7 +138,8 @@ func openCommand(u *Upstream, env []string, sc secrets) (*link, error) {
 	var werr error
 	go func() { werr = cmd.Wait(); close(done) }()
 	l := &link{tooBig: new(atomic.Bool)}
-	l.transport = &mcp.IOTransport{Reader: readCloser{&frameBound{r: stdout, over: l.tooBig}, stdout}, Writer: stdin, MaxLineLength: -1}
+	l.pipe = newPipeConn(stdout, stdin, l.tooBig)
+	l.transport = pipeTransport{l.pipe}
 	l.stop = func() {
 		stdin.Close()
 		select {
@@ -250,42 +254,6 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
-
-// frameBound reads a stdio upstream's output, failing once a line (one
-// message) passes limits.UpstreamMaxMessageBytes, before the SDK buffers
-// more of it.
-type frameBound struct {
-	r    io.Reader
-	line int
-	over *atomic.Bool
-}
-
-func (f *frameBound) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	rest := p[:n]
-	for {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			f.line += len(rest)
-			break
-		}
-		if f.line+i > limits.UpstreamMaxMessageBytes {
-			f.line += i
-			break
-		}
-		f.line, rest = 0, rest[i+1:]
-	}
-	if f.line > limits.UpstreamMaxMessageBytes {
-		f.over.Store(true)
-		return 0, errTooBig
-	}
-	return n, err
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {

@@ -1,0 +1,338 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// pipeConn is the client side of a stdio upstream: newline-delimited
+// JSON-RPC on the process's standard output and input. The SDK's client
+// session runs over it (initialize, listings, notifications, pings), and
+// tools/call is made on it directly (call): the request written here, its
+// response taken off the input by the SDK's own reading goroutine and
+// handed straight to the caller.
+//
+// Why not the SDK's IOTransport and ClientSession.CallTool: for a small
+// call, most of capkit's CPU on the gateway's path went to them: the SDK
+// decodes each message with a decoder that allocates a 32 KiB buffer
+// (the garbage collector ran every few dozen calls), on a goroutine of
+// its own that hands each message to the session's reading goroutine,
+// which hands the response to the caller, which decodes the result again
+// into typed content that capkit then encodes once more
+// (bench/RESULTS.md, "Gateway"). A response to a direct call crosses one
+// goroutine here, and a result of one text block is read in one pass; any
+// other result is decoded by the SDK as before (TestDirectResultMatchesSDK).
+type pipeConn struct {
+	in     *bufio.Reader
+	closer io.Closer // the input's
+	out    io.WriteCloser
+	over   *atomic.Bool // set when a message passed limits.UpstreamMaxMessageBytes
+
+	wmu  sync.Mutex
+	wbuf []byte
+
+	mu     sync.Mutex
+	calls  map[string]chan reply // direct calls awaiting their response, by id
+	seq    uint64
+	ended  error // why reading ended; set once, with calls emptied
+	closed sync.Once
+}
+
+// reply is a direct call's response: its result or its error.
+type reply struct {
+	result []byte
+	err    error
+}
+
+// directIDPrefix starts the ids of direct calls: strings, where the SDK's
+// own requests have numbers, so the two never meet.
+const directIDPrefix = "capkit-call-"
+
+func newPipeConn(in io.ReadCloser, out io.WriteCloser, over *atomic.Bool) *pipeConn {
+	return &pipeConn{
+		in:     bufio.NewReaderSize(in, 64*limits.KiB),
+		closer: in,
+		out:    out,
+		over:   over,
+		calls:  map[string]chan reply{},
+	}
+}
+
+// pipeTransport hands the connection to the SDK's client.
+type pipeTransport struct{ c *pipeConn }
+
+func (t pipeTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// errConnEnded fails the direct calls in flight when the upstream's
+// output ends or the connection closes.
+var errConnEnded = fmt.Errorf("%w: the upstream's connection ended", mcp.ErrConnectionClosed)
+
+// Read returns the next message that is not a direct call's response;
+// those it hands to their callers. It ends the connection (as the SDK's
+// transport does) at a message past limits.UpstreamMaxMessageBytes, a
+// batch (none in the protocol capkit speaks) or one that is not JSON-RPC.
+func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		line, err := c.readLine()
+		if err != nil {
+			c.end(err)
+			return nil, err
+		}
+		data := bytes.TrimSpace(line)
+		switch {
+		case len(data) == 0:
+			continue
+		case data[0] == '[':
+			err := errors.New("the upstream sent a JSON-RPC batch, which protocol " + protocolVersion + " does not have")
+			c.end(err)
+			return nil, err
+		}
+		if c.takeReply(data) {
+			continue
+		}
+		msg, err := jsonrpc.DecodeMessage(bytes.Clone(data))
+		if err != nil {
+			c.end(err)
+			return nil, err
+		}
+		if r, ok := msg.(*jsonrpc.Response); ok && c.deliver(r.ID, reply{r.Result, r.Error}) {
+			continue // a direct call's response the fast reading refused
+		}
+		return msg, nil
+	}
+}
+
+// readLine reads one line, failing once it passes
+// limits.UpstreamMaxMessageBytes, before more of it is buffered.
+func (c *pipeConn) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := c.in.ReadSlice('\n')
+		if len(buf)+len(chunk) > limits.UpstreamMaxMessageBytes+1 {
+			c.over.Store(true)
+			return nil, errTooBig
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			buf = append(buf, chunk...)
+			continue
+		case err == io.EOF && len(buf)+len(chunk) > 0:
+			// A last message without a newline is still one.
+		case err != nil:
+			return nil, err
+		}
+		if buf == nil {
+			return chunk, nil // valid until the next read
+		}
+		return append(buf, chunk...), nil
+	}
+}
+
+// responseWire is a response as the fast reading takes it: only what a
+// response may hold, each member once, valid UTF-8 (encoding/json/v2's
+// defaults and RejectUnknownMembers); anything else is left to the SDK.
+type responseWire struct {
+	Version string         `json:"jsonrpc"`
+	ID      *string        `json:"id"`
+	Result  jsontext.Value `json:"result"`
+	Error   *jsonrpc.Error `json:"error"`
+}
+
+// takeReply hands data to the direct call it answers, reporting whether
+// it was one.
+func (c *pipeConn) takeReply(data []byte) bool {
+	if !bytes.Contains(data, []byte(directIDPrefix)) {
+		return false
+	}
+	var w responseWire
+	if jsonv2.Unmarshal(data, &w, jsonv2.RejectUnknownMembers(true)) != nil || w.Version != "2.0" || w.ID == nil || (w.Result == nil) == (w.Error == nil) {
+		return false
+	}
+	id, err := jsonrpc.MakeID(*w.ID)
+	if err != nil {
+		return false
+	}
+	r := reply{result: bytes.Clone(w.Result)}
+	if w.Error != nil {
+		r = reply{err: w.Error}
+	}
+	return c.deliver(id, r)
+}
+
+// deliver hands r to the direct call id names, reporting whether one
+// awaited it.
+func (c *pipeConn) deliver(id jsonrpc.ID, r reply) bool {
+	s, ok := id.Raw().(string)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	ch := c.calls[s]
+	delete(c.calls, s)
+	c.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	if r.err == nil && r.result == nil {
+		r.err = errors.New("the response has neither a result nor an error")
+	}
+	ch <- r // buffered: the caller may have gone
+	return true
+}
+
+// end records why reading ended and fails the direct calls in flight.
+func (c *pipeConn) end(why error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended != nil {
+		return
+	}
+	c.ended = fmt.Errorf("%w (%v)", errConnEnded, why)
+	for id, ch := range c.calls {
+		ch <- reply{err: c.ended}
+		delete(c.calls, id)
+	}
+}
+
+// call makes a tools/call and returns its raw result, or the upstream's
+// JSON-RPC error (a *jsonrpc.Error), or why there is none: the
+// connection ended (mcp.ErrConnectionClosed), or ctx did (ctx.Err(); the
+// upstream is told with notifications/cancelled). progressToken, when
+// not "", is the request's.
+func (c *pipeConn) call(ctx context.Context, name string, args json.RawMessage, progressToken string) (json.RawMessage, error) {
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.ended != nil {
+		err := c.ended
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.seq++
+	id := directIDPrefix + strconv.FormatUint(c.seq, 10)
+	c.calls[id] = ch
+	c.mu.Unlock()
+	if err := c.writeCall(id, name, args, progressToken); err != nil {
+		c.forget(id)
+		c.Close()
+		return nil, fmt.Errorf("%w (%v)", errConnEnded, err)
+	}
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		if c.forget(id) {
+			// The write may wait on a full pipe: not on the caller's path.
+			go c.writeCancelled(id, ctx.Err())
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// forget stops awaiting id's response, reporting whether it still was.
+func (c *pipeConn) forget(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.calls[id]
+	delete(c.calls, id)
+	return ok
+}
+
+// writeCall writes a tools/call request: what the SDK writes for
+// CallToolParams, with the id a string.
+func (c *pipeConn) writeCall(id, name string, args json.RawMessage, progressToken string) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b := append(c.wbuf[:0], `{"jsonrpc":"2.0","id":`...)
+	b, _ = jsontext.AppendQuote(b, id)
+	b = append(b, `,"method":"tools/call","params":{`...)
+	if progressToken != "" {
+		b = append(b, `"_meta":{"progressToken":`...)
+		b, _ = jsontext.AppendQuote(b, progressToken)
+		b = append(b, "},"...)
+	}
+	b = append(b, `"name":`...)
+	b, _ = jsontext.AppendQuote(b, name)
+	b = append(b, `,"arguments":`...)
+	b = appendArgs(b, args)
+	b = append(b, "}}\n"...)
+	c.wbuf = b
+	_, err := c.out.Write(b)
+	if cap(c.wbuf) > 64*limits.KiB {
+		c.wbuf = nil // a large call's buffer is not kept
+	}
+	return err
+}
+
+// appendArgs appends arguments on one line: a JSON value (the kernel
+// validated it) with no line break outside its strings, or {} for none.
+func appendArgs(b []byte, args json.RawMessage) []byte {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return append(b, "{}"...)
+	}
+	if bytes.IndexByte(args, '\n') < 0 && bytes.IndexByte(args, '\r') < 0 {
+		return append(b, args...)
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, args) != nil {
+		return append(b, "{}"...)
+	}
+	return append(b, buf.Bytes()...)
+}
+
+// writeCancelled tells the upstream a direct call's caller has gone.
+func (c *pipeConn) writeCancelled(id string, why error) {
+	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
+	b, _ = jsontext.AppendQuote(b, id)
+	b = append(b, `,"reason":`...)
+	b, _ = jsontext.AppendQuote(b, why.Error())
+	b = append(b, "}}\n"...)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.out.Write(b)
+}
+
+// Write writes one of the SDK's messages.
+func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("marshaling message: %v", err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.out.Write(append(data, '\n'))
+	return err
+}
+
+// Close closes both pipes (which ends a Read waiting on the input) and
+// fails the direct calls in flight.
+func (c *pipeConn) Close() error {
+	c.closed.Do(func() {
+		c.out.Close()
+		c.closer.Close()
+		c.end(io.ErrClosedPipe)
+	})
+	return nil
+}
+
+// SessionID is empty: stdio has one session per connection.
+func (c *pipeConn) SessionID() string { return "" }
+
+var _ mcp.Connection = (*pipeConn)(nil)
