@@ -102,6 +102,15 @@ func TestProvConstructs(t *testing.T) {
 		{"mutation of a trusted dict", "m = {}\nif b:\n  m[\"k\"] = 1" + sink("len(m)")},
 		{"mutation of a trusted list", "m = []\nif b:\n  m.append(1)" + sink("m")},
 		{"a global list a function fills", "g = []\ndef add():\n  g.append(1)\nif b:\n  add()" + sink("len(g)")},
+		{"a comprehension's filter with an effect", "calls = []\nx = [calls.append(1) for e in l if e == 'x']" + sink("len(calls)")},
+		{"a sort key with an effect", "calls = []\ndef k(e):\n  if e == 'x':\n    calls.append(1)\n  return 0\nx = sorted(l, key=k)" + sink("len(calls)")},
+		{"a default list mutated under data", "g = []\ndef f(x=g):\n  x.append(1)\nif b:\n  f()" + sink("len(g)")},
+		{"a nested list through an alias", "s = {'x': {'y': []}}\ninner = s['x']['y']\nif b:\n  inner.append(1)" + sink("len(s['x']['y'])")},
+		{"remove under data", "s = ['a', 'b']\nif b:\n  s.remove('a')" + sink("s[0]")},
+		{"insert under data", "s = ['a', 'b']\nif b:\n  s.insert(0, 'c')" + sink("s[0]")},
+		{"clear under data", "s = {'a': 1}\nif b:\n  s.clear()" + sink("len(s)")},
+		{"state shared by two closures", "def mk():\n  box = []\n  def add():\n    box.append(1)\n  def size():\n    return len(box)\n  return add, size\nadd, size = mk()\nif b:\n  add()" + sink("size()")},
+		{"a while loop's exit", "v = 0\nwhile v < 10:\n  if v == n:\n    break\n  v += 1" + sink("v")},
 		// Functions and closures.
 		{"deep calls", "def f(x):\n  return g(x)\ndef g(x):\n  return h(x)\ndef h(x):\n  return x[:1]" + sink("f(u)")},
 		{"closure returns a captured value", "def outer(v):\n  def inner():\n    return v\n  return inner\nc = outer(u)" + sink("c()")},
@@ -144,6 +153,7 @@ func TestProvConstructsPrecise(t *testing.T) {
 		{"after a loop over data", "x = 1\nfor e in l:\n  y = e" + sink("x")},
 		{"a literal beside labelled work", "y = u.upper()" + sink(`"out.txt"`)},
 		{"a trusted list's length after a loop over data", "m = [1, 2]\nfor e in l:\n  y = e" + sink("len(m)")},
+		{"after an inner loop that breaks on data", "v = 0\nfor a in ['p', 'q']:\n  for e in l:\n    if e == 'x':\n      break\n  v += 1" + sink("v")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
