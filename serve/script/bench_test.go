@@ -94,17 +94,23 @@ result = {"n": n, "joined": len(",".join(out))}
 `
 
 // BenchmarkScriptProvenance runs provWorkflow without labels and with
-// them, side by side: one op is the whole script.
+// them, in process and in a worker: one op is the whole script.
+// bench/provenance.sh runs them side by side.
 func BenchmarkScriptProvenance(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		p    *Provenance
-	}{{"off", nil}, {"on", &Provenance{}}} {
+		name   string
+		p      *Provenance
+		worker bool
+	}{{"off", nil, false}, {"on", &Provenance{}, false}, {"off-worker", nil, true}, {"on-worker", &Provenance{}, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			s := benchSession(b)
+			var w *Worker
+			if c.worker {
+				w = testWorker(b)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := Run(context.Background(), s, []byte(provWorkflow), &Options{Provenance: c.p, MaxSteps: limits.ScriptHardSteps, Timeout: limits.ScriptHardTimeout})
+				res, err := Run(context.Background(), s, []byte(provWorkflow), &Options{Provenance: c.p, Worker: w, MaxSteps: limits.ScriptHardSteps, Timeout: limits.ScriptHardTimeout})
 				if err != nil || res.Calls != 10000 {
 					b.Fatalf("%d calls: %v", res.Calls, err)
 				}

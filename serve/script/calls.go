@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 )
 
 // awareFn is a built-in that handles labels itself.
@@ -59,12 +60,34 @@ func (tr *tracker) callPlain(th *starlark.Thread, fn starlark.Value, l *label, a
 
 // callerPos is the position of the script's innermost frame.
 func callerPos(th *starlark.Thread) string {
-	for i := 0; i < th.CallStackDepth(); i++ {
-		if p := th.CallFrame(i).Pos; p.IsValid() && p.Filename() != "<builtin>" {
-			return p.String()
-		}
+	if p, ok := callerPosition(th); ok {
+		return p.String()
 	}
 	return "?"
+}
+
+func callerPosition(th *starlark.Thread) (syntax.Position, bool) {
+	for i := 0; i < th.CallStackDepth(); i++ {
+		if p := th.CallFrame(i).Pos; p.IsValid() && p.Filename() != "<builtin>" {
+			return p, true
+		}
+	}
+	return syntax.Position{}, false
+}
+
+// at is callerPos, each position formatted once per run: every
+// labelled tool.call names its own.
+func (tr *tracker) at(th *starlark.Thread) string {
+	p, ok := callerPosition(th)
+	if !ok {
+		return "?"
+	}
+	s, ok := tr.positions[p]
+	if !ok {
+		s = p.String()
+		tr.positions[p] = s
+	}
+	return s
 }
 
 // methodCall is x.name(*args, **kwargs).

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,8 +76,14 @@ type monitor struct {
 	sess  *kernel.Session
 	p     *Provenance
 	srcs  []sourceRec
-	byKey map[string]int32
+	byKey map[sourceKey]int32
 	sent  int // sources already described to the interpreter
+}
+
+// sourceKey names a source: a tool's results from one resource.
+type sourceKey struct {
+	tool string
+	r    resource
 }
 
 // sourceRec is one source: a tool's results from one resource.
@@ -94,7 +101,7 @@ func newMonitor(sess *kernel.Session, p *Provenance) *monitor {
 	if p == nil {
 		p = &Provenance{}
 	}
-	return &monitor{sess: sess, p: p, byKey: map[string]int32{}}
+	return &monitor{sess: sess, p: p, byKey: map[sourceKey]int32{}}
 }
 
 func (m *monitor) call(ctx context.Context, req *callRequest) (*callReply, error) {
@@ -322,7 +329,7 @@ func (m *monitor) sourceOf(entry *catalog.Entry, args json.RawMessage, lb *callL
 	if !ok {
 		return -1
 	}
-	key := entry.Name + "\x00" + r.String()
+	key := sourceKey{entry.Name, r}
 	if id, ok := m.byKey[key]; ok {
 		if m.srcs[id].labelled {
 			return id
@@ -374,8 +381,7 @@ func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (resour
 	if entry.Effect == capability.CatalogRead {
 		return resource{"catalog", entry.Name}, true
 	}
-	var obj map[string]jsontext.Value
-	_ = json.Unmarshal(args, &obj)
+	obj := resourceArgs(args)
 	str := func(k string) (string, bool) {
 		if obj[k] == nil {
 			return "", false
@@ -403,6 +409,27 @@ func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (resour
 		return resource{"root", m.rootClass(roots[0], ".")}, true
 	}
 	return resource{"tool", entry.Name}, true
+}
+
+// resourceKeys are "url" and pathArgs as JSON strings.
+var resourceKeys = func() [][]byte {
+	out := [][]byte{[]byte(`"url"`)}
+	for _, k := range pathArgs {
+		out = append(out, []byte(`"`+k+`"`))
+	}
+	return out
+}()
+
+// resourceArgs are the members of args that may say where a tool reads
+// (a URL, a path): nil when args name none of them, which is decided
+// without decoding when no key could be written escaped.
+func resourceArgs(args json.RawMessage) map[string]jsontext.Value {
+	if !bytes.ContainsRune(args, '\\') && !slices.ContainsFunc(resourceKeys, func(k []byte) bool { return bytes.Contains(args, k) }) {
+		return nil
+	}
+	var obj map[string]jsontext.Value
+	_ = json.Unmarshal(args, &obj)
+	return obj
 }
 
 // rootClass is the most specific configured directory holding root/rel,

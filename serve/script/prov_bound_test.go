@@ -114,10 +114,9 @@ func TestProvTraversalsObserveContext(t *testing.T) {
 	}
 }
 
-// A container allocated at the address of a collected one, before the
-// collected one's cleanup ran, neither inherits its label nor loses its
-// own to that late cleanup. The reuse is simulated: the old entry is
-// moved to the new object's address.
+// A container allocated at the address of a collected one neither
+// inherits its label nor keeps it once labelled itself. The reuse is
+// simulated: the old entry is moved to the new object's address.
 func TestSideTableAddressReuse(t *testing.T) {
 	ls := newLabels()
 	var s sideTable
@@ -130,9 +129,46 @@ func TestSideTableAddressReuse(t *testing.T) {
 		t.Fatalf("the new object has the collected one's label %v", l.sources())
 	}
 	s.set(reused, ls.of(2))
-	s.forget(deadKey{addrOf(reused), e.gen}) // the collected object's cleanup, late
 	if l := s.get(reused); l != ls.of(2) {
-		t.Fatalf("the new object's label after a late cleanup: %v", l.sources())
+		t.Fatalf("the new object's label: %v", l.sources())
 	}
 	runtime.KeepAlive(old)
+}
+
+// The side table keeps no collected container's entry for long: after
+// labelled containers are collected, the sweep that the next sets bring
+// leaves the live ones, each still labelled.
+func TestSideTableSweeps(t *testing.T) {
+	ls := newLabels()
+	var s sideTable
+	kept := make([]*starlark.List, 10)
+	for i := range kept {
+		kept[i] = starlark.NewList(nil)
+		s.set(kept[i], ls.of(1))
+	}
+	for range 3 * sideTableMinSweep {
+		s.set(starlark.NewList(nil), ls.of(2)) // garbage at once
+	}
+	runtime.GC()
+	before := s.swept
+	// New lists may take the collected ones' addresses (replacing their
+	// entries) before the table grows to its next sweep.
+	var alive []*starlark.List
+	for range 8 * sideTableMinSweep {
+		alive = append(alive, starlark.NewList(nil))
+		if s.set(alive[len(alive)-1], ls.of(2)); s.swept != before {
+			break
+		}
+	}
+	// What the sweep kept is what is alive (the last garbage list may
+	// still be in a register).
+	if s.swept == before || s.swept > len(kept)+len(alive)+1 {
+		t.Fatalf("after %d labelled containers were collected, the sweep kept %d entries for %d alive", 3*sideTableMinSweep, s.swept, len(kept)+len(alive))
+	}
+	runtime.KeepAlive(alive)
+	for _, k := range kept {
+		if s.get(k) != ls.of(1) {
+			t.Fatal("a live container lost its label in a sweep")
+		}
+	}
 }

@@ -154,7 +154,7 @@ func (e *execution) toolCallLabelled(th *starlark.Thread, args starlark.Tuple, k
 		return nil, err
 	}
 	control := tr.ls.join(tr.pc(), nl)
-	lb.Control, lb.Under, lb.At = control.sources(), tr.under(), callerPos(th)
+	lb.Control, lb.Under, lb.At = control.sources(), tr.under(), tr.at(th)
 	reply, err := e.callHost(&callRequest{Name: string(ns), Args: encoded, Prov: lb})
 	if err != nil {
 		return nil, err
@@ -173,7 +173,9 @@ func (e *execution) toolCallLabelled(th *starlark.Thread, args starlark.Tuple, k
 
 // argLabels are the labels of tool.call's argument: a dict's members
 // each with its own (and the dict's), anything else as a whole; and the
-// join of them all.
+// join of them all. A dict whose members all have one label is described
+// as a whole too, which the host reads the same way (each member has the
+// whole's label), without a map per call.
 func (tr *tracker) argLabels(arg starlark.Value) (*callLabels, *label, error) {
 	v, own, err := tr.top(arg)
 	if err != nil {
@@ -184,11 +186,11 @@ func (tr *tracker) argLabels(arg starlark.Value) (*callLabels, *label, error) {
 		l, err := tr.deep(arg)
 		return &callLabels{Whole: l.sources()}, l, err
 	}
-	lb := &callLabels{Args: make(map[string][]int32, d.Len())}
-	all := own
-	for _, kv := range d.Items() {
-		k, ok := kv[0].(starlark.String)
-		if !ok {
+	lb := &callLabels{}
+	all, same := own, true
+	members, items := tr.members[:0], d.Items()
+	for _, kv := range items {
+		if _, ok := kv[0].(starlark.String); !ok {
 			continue // not a JSON object: encoding refuses it
 		}
 		l, err := tr.deep(kv[1])
@@ -196,8 +198,26 @@ func (tr *tracker) argLabels(arg starlark.Value) (*callLabels, *label, error) {
 			return nil, nil, err
 		}
 		l = tr.ls.join(l, own)
-		lb.Args[string(k)] = l.sources()
+		same = same && (len(members) == 0 || l == members[0])
+		members = append(members, l)
 		all = tr.ls.join(all, l)
+	}
+	tr.members = members[:0]
+	if same {
+		if len(members) > 0 {
+			lb.Whole = members[0].sources()
+		} else {
+			lb.Whole = own.sources()
+		}
+		return lb, all, nil
+	}
+	lb.Args = make(map[string][]int32, len(members))
+	i := 0
+	for _, kv := range items {
+		if k, ok := kv[0].(starlark.String); ok {
+			lb.Args[string(k)] = members[i].sources()
+			i++
+		}
 	}
 	return lb, all, nil
 }

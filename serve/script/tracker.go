@@ -36,6 +36,10 @@ type tracker struct {
 
 	// memo serves flat and deep: containers seen in one traversal.
 	memo map[uintptr]starlark.Value
+	// positions are the script positions formatted (at).
+	positions map[syntax.Position]string
+	// members is argLabels' scratch: the labels of a dict's members.
+	members []*label
 
 	// ctx ends the traversals of values (a region's end may relabel a
 	// whole structure at every step of a loop); visits counts them.
@@ -71,7 +75,7 @@ type frame struct {
 }
 
 func newTracker(regions []region, impure map[syntax.Position]bool) *tracker {
-	return &tracker{ls: newLabels(), regions: regions, impure: impure, memo: map[uintptr]starlark.Value{}}
+	return &tracker{ls: newLabels(), regions: regions, impure: impure, memo: map[uintptr]starlark.Value{}, positions: map[syntax.Position]string{}}
 }
 
 // pc is the label every effect made now depends on through control.

@@ -2,9 +2,6 @@ package script
 
 import (
 	"errors"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -50,28 +47,27 @@ func (unbound) Hash() (uint32, error) { return 0, errUnbound }
 var errUnbound = errors.New("variable referenced before assignment")
 
 // sideTable holds the labels of lists, dicts and sets, keyed by address.
-// It does not keep them alive: a cleanup forgets an entry once its object
-// is collected. Each entry holds a weak pointer to its object, so an
-// object allocated at the address of a collected one (before the cleanup
-// ran) is known for another, and the generation keeps a late cleanup
-// from erasing the new object's own entry.
+// An entry holds a weak pointer to its object, so the table keeps nothing
+// alive, and an entry whose object was collected (another object may now
+// have its address) is known to be stale: it labels no new object, and
+// setting one's label replaces it. Stale entries are swept when the table
+// has doubled since the last sweep, so it holds at most about twice the
+// labelled containers alive, at an amortized constant cost per entry.
 type sideTable struct {
-	m   map[uintptr]sideEntry
-	gen uint64
-
-	mu      sync.Mutex
-	dead    []deadKey
-	pending atomic.Bool
+	m     map[uintptr]sideEntry
+	swept int // the entries the last sweep kept
 }
 
 type sideEntry struct {
-	l   *label
-	gen uint64
+	l *label
 	// the object, one of three by its type
 	wl weak.Pointer[starlark.List]
 	wd weak.Pointer[starlark.Dict]
 	ws weak.Pointer[starlark.Set]
 }
+
+// sideTableMinSweep is the table size below which stale entries are left.
+const sideTableMinSweep = 1024
 
 // holds reports whether e is v's entry, not a collected object's.
 func (e *sideEntry) holds(v starlark.Value) bool {
@@ -86,9 +82,9 @@ func (e *sideEntry) holds(v starlark.Value) bool {
 	return false
 }
 
-type deadKey struct {
-	addr uintptr
-	gen  uint64
+// live reports whether e's object has not been collected.
+func (e *sideEntry) live() bool {
+	return e.wl.Value() != nil || e.wd.Value() != nil || e.ws.Value() != nil
 }
 
 // addrOf is the address of a list, dict or set, or 0 for anything else.
@@ -109,9 +105,6 @@ func (s *sideTable) get(v starlark.Value) *label {
 	if len(s.m) == 0 {
 		return nil
 	}
-	if s.pending.Load() {
-		s.drain()
-	}
 	e, ok := s.m[addrOf(v)]
 	if !ok || !e.holds(v) {
 		return nil
@@ -121,9 +114,6 @@ func (s *sideTable) get(v starlark.Value) *label {
 
 // set records l as the label of container v, replacing any.
 func (s *sideTable) set(v starlark.Value, l *label) {
-	if s.pending.Load() {
-		s.drain()
-	}
 	if s.m == nil {
 		s.m = map[uintptr]sideEntry{}
 	}
@@ -133,43 +123,29 @@ func (s *sideTable) set(v starlark.Value, l *label) {
 		s.m[addr] = e
 		return
 	}
-	s.gen++
-	e := sideEntry{l: l, gen: s.gen}
-	key := deadKey{addr, s.gen}
+	e := sideEntry{l: l}
 	switch x := v.(type) {
 	case *starlark.List:
 		e.wl = weak.Make(x)
-		runtime.AddCleanup(x, s.forget, key)
 	case *starlark.Dict:
 		e.wd = weak.Make(x)
-		runtime.AddCleanup(x, s.forget, key)
 	case *starlark.Set:
 		e.ws = weak.Make(x)
-		runtime.AddCleanup(x, s.forget, key)
 	}
 	s.m[addr] = e
+	if len(s.m) >= max(sideTableMinSweep, 2*s.swept) {
+		s.sweep()
+	}
 }
 
-// forget runs on the cleanup goroutine: it queues the entry for the
-// interpreter's goroutine, the only one that touches the map.
-func (s *sideTable) forget(k deadKey) {
-	s.mu.Lock()
-	s.dead = append(s.dead, k)
-	s.mu.Unlock()
-	s.pending.Store(true)
-}
-
-func (s *sideTable) drain() {
-	s.mu.Lock()
-	dead := s.dead
-	s.dead = nil
-	s.pending.Store(false)
-	s.mu.Unlock()
-	for _, k := range dead {
-		if e, ok := s.m[k.addr]; ok && e.gen == k.gen {
-			delete(s.m, k.addr)
+// sweep deletes the entries of collected objects.
+func (s *sideTable) sweep() {
+	for addr, e := range s.m {
+		if !e.live() {
+			delete(s.m, addr)
 		}
 	}
+	s.swept = len(s.m)
 }
 
 // describe names a value's type for messages, looking through a label.
