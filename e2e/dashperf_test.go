@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -52,6 +53,19 @@ func TestDashboardFirstPaint(t *testing.T) {
 	firstPaint(t, tb, "first load, at the start", url, n, newest)
 	waitIndexed(t, url, "", n)
 	t.Logf("the reader had read and verified the %d records %v after the start", n, time.Since(start).Round(time.Millisecond))
+	for _, api := range []string{"api/events", "api/events?actor=reviewer&outcome=denied", "api/stats", "api/stats?actor=reviewer&outcome=denied"} {
+		start := time.Now()
+		resp, err := http.Get(url + api)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d, %v", api, resp.StatusCode, err)
+		}
+		t.Logf("GET /%s: %v, %d bytes", api, time.Since(start).Round(time.Millisecond), len(body))
+	}
 	firstPaint(t, tb, "reload, the trail read", url, n, newest)
 	firstPaint(t, tb, "a filter", url+"?actor=reviewer&outcome=denied", n, newest)
 	tb.noProblems(t)
