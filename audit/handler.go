@@ -41,11 +41,15 @@ func (h *Handler) Sinks() []Sink { return h.sinks }
 // Enabled reports whether l is logged: Info and above.
 func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
-// Handle encodes r and writes it to every sink.
+// Handle encodes r and writes it to every sink. The event and its JSON
+// are reused once every sink's Write has returned (Sink says so).
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
-	e := encode(r, h.frames)
+	c := encoders.Get().(*encoder)
+	defer encoders.Put(c)
+	c.event = Event{}
+	c.out = c.encode(c.out[:0], &c.event, r, h.frames)
 	for _, s := range h.sinks {
-		s.Write(e)
+		s.Write(&c.event)
 	}
 	return nil
 }
@@ -53,20 +57,28 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 // Encode is the event of record r: its canonical JSON and the fields it
 // names. An event past limits.AuditMaxEventBytes is replaced by one
 // saying so.
-func Encode(r slog.Record) *Event { return encode(r, nil) }
+func Encode(r slog.Record) *Event {
+	c := encoders.Get().(*encoder)
+	defer encoders.Put(c)
+	e := &Event{}
+	c.encode(nil, e, r, nil)
+	return e
+}
 
-func encode(r slog.Record, frames []frame) *Event {
-	e := &Event{CallsLeft: -1}
-	e.JSON = encodeRecord(e, r, frames)
+// encode sets e to the event of r, its JSON appended to dst (nil: made
+// to measure), and returns the JSON.
+func (c *encoder) encode(dst []byte, e *Event, r slog.Record, frames []frame) []byte {
+	*e = Event{CallsLeft: -1}
+	e.JSON = c.encodeRecord(dst, e, r, frames)
 	if len(e.JSON) > limits.AuditMaxEventBytes {
 		big := slog.NewRecord(r.Time, r.Level, "audit event too large", 0)
 		big.AddAttrs(slog.String("event_msg", r.Message), slog.Int("bytes", len(e.JSON)),
 			slog.String("actor", e.Actor), slog.String("session", e.Session), slog.String("request", e.Request), slog.String("tool", e.Tool),
 			slog.String("note", "replaced: an audit event holds at most "+strconv.Itoa(limits.AuditMaxEventBytes)+" bytes"))
-		e = &Event{CallsLeft: -1}
-		e.JSON = encodeRecord(e, big, nil)
+		*e = Event{CallsLeft: -1}
+		e.JSON = c.encodeRecord(dst[:0], e, big, nil)
 	}
-	return e
+	return e.JSON
 }
 
 // WithAttrs returns a handler adding attrs to every record, in the group

@@ -13,6 +13,9 @@
 #     with audit/telemetry imported (a build overlay of cmd/capkit/main.go),
 #     medians of INITS runs each, alternating.
 # Needs initdb/pg_ctl (scripts/need-postgres.sh); PG=0 leaves the store out.
+# BEFORE=REV also builds capkit at git revision REV and measures it beside
+# the work tree's, server for server in each round (before/after rows);
+# SINKS=file,otlp measures only those beside none.
 #
 # Usage: bash bench/audit.sh        (from the repository root)
 set -euo pipefail
@@ -26,6 +29,13 @@ cache=bench/.cache/audit
 rm -rf "$cache" && mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 go build -o "$cache/" ./cmd/capkit ./cmd/capkit-otel ./bench/auditload
+before=()
+if [ -n "${BEFORE:-}" ]; then
+	mkdir -p "$cache/before-src" "$cache/before"
+	git archive "$BEFORE" | tar -x -C "$cache/before-src"
+	(cd "$cache/before-src" && go build -o "$cache/before/" ./cmd/capkit ./cmd/capkit-otel)
+	before=(-before "$cache/before/capkit")
+fi
 
 # 2. Start-up with the SDK linked in.
 sed 's#^import (#import (\n\t_ "github.com/capkit/capkit/audit/telemetry"#' cmd/capkit/main.go >"$cache/main-otel.go"
@@ -65,5 +75,5 @@ if [ "${PG:-1}" != 0 ]; then
 	trap '(cd "$pg" && "${as[@]}" "$bin/pg_ctl" -D "$pg/data" -m immediate -w stop >/dev/null); rm -rf "$pg"' EXIT
 	pgurl="postgres://postgres@/postgres?host=$pg"
 fi
-"$cache/auditload" -capkit "$cache/capkit" -dir "$cache/run" -pg "$pgurl" -calls "$CALLS" -rounds "$ROUNDS" 2>"$cache/servers.log"
+"$cache/auditload" -capkit "$cache/capkit" "${before[@]}" -sinks "${SINKS:-}" -dir "$cache/run" -pg "$pgurl" -calls "$CALLS" -rounds "$ROUNDS" 2>"$cache/servers.log"
 load_line

@@ -33,9 +33,10 @@ func requestOf(ctx context.Context) string {
 // belongs to: callCtx answers it.
 type callKey struct{}
 
-// identity are the attributes naming who an audit event is about.
-func identity(s *Session, ctx context.Context) []slog.Attr {
-	attrs := []slog.Attr{slog.String("actor", s.actor), slog.String("session", s.id)}
+// appendIdentity appends the attributes naming who an audit event is
+// about.
+func appendIdentity(attrs []slog.Attr, s *Session, ctx context.Context) []slog.Attr {
+	attrs = append(attrs, slog.String("actor", s.actor), slog.String("session", s.id))
 	if req := requestOf(ctx); req != "" {
 		attrs = append(attrs, slog.String("request", req))
 	}
@@ -58,7 +59,7 @@ func (h auditHandler) Enabled(ctx context.Context, l slog.Level) bool { return h
 func (h auditHandler) Handle(ctx context.Context, r slog.Record) error {
 	if c, ok := ctx.Value(callKey{}).(*Call); ok && c != nil && !namesSession(r) {
 		r = r.Clone()
-		r.AddAttrs(identity(c.Session, ctx)...)
+		r.AddAttrs(appendIdentity(nil, c.Session, ctx)...)
 	}
 	return h.next.Handle(ctx, r)
 }

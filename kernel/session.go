@@ -277,7 +277,15 @@ func (s *Session) audit(ctx context.Context, start time.Time, a *admitted, in in
 	if a != nil {
 		entry = a.call.Tool
 	}
-	attrs := append(identity(s, ctx), slog.String("tool", toolName(entry)),
+	h := s.rt.audit.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	// The record is made here rather than by Logger.LogAttrs, which
+	// records the caller's program counter (a stack walk) that no audit
+	// event holds.
+	var buf [12]slog.Attr
+	attrs := append(appendIdentity(buf[:0], s, ctx), slog.String("tool", toolName(entry)),
 		slog.String("outcome", outcome), slog.Int("in_bytes", in),
 		slog.Int64("out_bytes", out), slog.Int64("duration_us", time.Since(start).Microseconds()))
 	if policy != "" {
@@ -290,7 +298,9 @@ func (s *Session) audit(ctx context.Context, start time.Time, a *admitted, in in
 			attrs = append(attrs, argShape(entry, a.call.Args))
 		}
 	}
-	s.rt.audit.LogAttrs(ctx, slog.LevelInfo, "call", attrs...)
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "call", 0)
+	r.AddAttrs(attrs...)
+	h.Handle(ctx, r)
 }
 
 // matchesOutputSchema fails with internal when res's structured content

@@ -381,6 +381,11 @@ const (
 	AuditQueueEvents = 4_096
 	// AuditBatchEvents bounds the events of one insert.
 	AuditBatchEvents = 512
+	// AuditStoreLinger is how long the sender waits, after an event
+	// arrives in an empty queue, for more to insert with it: what a
+	// process killed outright (SIGKILL) can lose from the store is at
+	// most this long's events (the file trail has them).
+	AuditStoreLinger = 20 * time.Millisecond
 	// AuditRetryMin and AuditRetryMax bound the wait before the store is
 	// tried again after a failure (doubling from the one to the other).
 	AuditRetryMin = 100 * time.Millisecond
@@ -411,13 +416,13 @@ const (
 // OpenTelemetry export (audit/telemetry).
 const (
 	// TelemetrySpanBatchTimeout is the longest a span waits to be
-	// exported. TelemetrySpanQueue bounds the calls waiting to be made
-	// spans (past it a call's span is dropped, counted; its metrics are
-	// kept), TelemetrySDKQueue the spans the SDK holds for its exporter
-	// (while it is full, the spans wait in TelemetrySpanQueue).
+	// exported while the collector answers. TelemetrySpanQueue bounds the
+	// spans waiting for export (past it a call's span is dropped,
+	// counted; its metrics are kept), TelemetrySpanBatch the spans of one
+	// export request.
 	TelemetrySpanBatchTimeout = time.Second
 	TelemetrySpanQueue        = 8_192
-	TelemetrySDKQueue         = 2_048
+	TelemetrySpanBatch        = 512
 	// TelemetryMetricInterval is how often metrics are exported.
 	TelemetryMetricInterval = 10 * time.Second
 	// TelemetryExportTimeout bounds one export request.

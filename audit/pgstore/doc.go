@@ -12,8 +12,10 @@
 // a crash) is stored once.
 //
 // Write never waits for the network. Events wait in a bounded queue
-// (limits.AuditQueueEvents) for the sender, which inserts what it finds,
-// up to limits.AuditBatchEvents at a time. When the store cannot be
+// (limits.AuditQueueEvents) for the sender, which, woken by an event in
+// an empty queue, waits limits.AuditStoreLinger for those that follow and
+// inserts them together, up to limits.AuditBatchEvents at a time: one
+// statement and one wake-up for the calls of that time, not one each. When the store cannot be
 // reached, or answers with a failure, the sender keeps its batch and
 // tries again (limits.AuditRetryMin doubling to AuditRetryMax), and
 // events past the full queue are appended to a local spool, a file per
@@ -28,9 +30,9 @@
 // its own.
 //
 // What the queue held when a process is killed outright (SIGKILL) is
-// lost with it: the sender empties it within milliseconds while the
-// store answers, and the file trail, written before the call returns,
-// holds every event.
+// lost with it: the sender empties it every limits.AuditStoreLinger
+// while the store answers, and the file trail, written before the call
+// returns, holds every event.
 //
 // # Reading
 //

@@ -197,6 +197,7 @@ func (s *Store) run() {
 			select {
 			case r := <-s.queue:
 				batch = append(batch, r)
+				spoolDue = s.linger()
 			case <-s.kick:
 				spoolDue = true
 				continue
@@ -225,6 +226,25 @@ func (s *Store) run() {
 		}
 		wait = min(2*wait, limits.AuditRetryMax)
 	}
+}
+
+// linger waits limits.AuditStoreLinger after an event arrived in an
+// empty queue, so that the events of that time are inserted together
+// rather than one statement each; not when a batch is already queued,
+// nor past a Flush (true: it asked for the spools too) or Close.
+func (s *Store) linger() (kicked bool) {
+	if len(s.queue)+1 >= limits.AuditBatchEvents {
+		return false
+	}
+	t := time.NewTimer(limits.AuditStoreLinger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.kick:
+		return true
+	case <-s.closing:
+	}
+	return false
 }
 
 // fill adds to batch what the queue holds, up to a batch.

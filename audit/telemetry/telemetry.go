@@ -23,13 +23,19 @@
 // kept; "event" for a call the host dropped before it reached the
 // exporter, as SetEventsDropped reports).
 //
-// Write records a call's metrics at once and hands its span to a bounded
-// queue (limits.TelemetrySpanQueue) that a goroutine feeds to the SDK's
-// batching processor, which waits while its own queue is full: so a
-// collector that is slow or away makes spans wait, then drops them,
-// counted, and never makes Write wait. Spans are exported in batches,
-// metrics every limits.TelemetryMetricInterval; Close flushes both.
-// Telemetry is not the trail: the trail's sinks keep every event.
+// Write records a call's metrics and makes its span at once; the span
+// waits in a bounded queue (limits.TelemetrySpanQueue) that a goroutine
+// hands the SDK's OTLP exporter, limits.TelemetrySpanBatch at a time: so
+// a collector that is slow or away makes spans wait, then drops them,
+// counted, and never makes Write wait. Spans are exported within
+// limits.TelemetrySpanBatchTimeout, metrics every
+// limits.TelemetryMetricInterval; Close flushes both. Telemetry is not
+// the trail: the trail's sinks keep every event.
+//
+// The span processor is this package's (spanBatcher), not the SDK's
+// batching processor, which hands each span to its goroutine through a
+// channel: one wake-up per call, where capkit-otel takes the calls of
+// 100 ms at once (BenchmarkServe).
 package telemetry
 
 import (
@@ -88,12 +94,9 @@ type Sink struct {
 	calls, errors, denials, lost metric.Int64Counter
 	duration                     metric.Float64Histogram
 
-	// spans are the calls waiting to be made spans; spanned is closed
-	// when the goroutine making them has stopped, after stop.
-	spans         chan *audit.Event
-	stop, spanned chan struct{}
-	// spansDropped counts the spans spans could not hold; eventsDropped
-	// is the host's count (SetEventsDropped).
+	spans *spanBatcher
+	// spansDropped counts the spans the queue could not hold;
+	// eventsDropped is the host's count (SetEventsDropped).
 	spansDropped, eventsDropped atomic.Int64
 
 	// sets are the metric attribute sets met so far, by what they name:
@@ -134,43 +137,17 @@ func New(opts Options) (*Sink, error) {
 		return nil, fault.Wrap(fault.InvalidInput, err, "telemetry: the OTLP endpoint %s is not usable", opts.Endpoint)
 	}
 	s := &Sink{
-		tp: sdktrace.NewTracerProvider(sdktrace.WithResource(res),
-			sdktrace.WithBatcher(texp, sdktrace.WithBatchTimeout(limits.TelemetrySpanBatchTimeout),
-				sdktrace.WithMaxQueueSize(limits.TelemetrySDKQueue), sdktrace.WithBlocking())),
 		mp: sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(limits.TelemetryMetricInterval)))),
-		spans: make(chan *audit.Event, limits.TelemetrySpanQueue),
-		stop:  make(chan struct{}), spanned: make(chan struct{}),
 	}
+	s.spans = newSpanBatcher(texp, &s.spansDropped)
+	s.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(s.spans))
 	s.tracer = s.tp.Tracer("github.com/capkit/capkit")
-	go s.makeSpans()
 	if err := s.instruments(opts.Budgets); err != nil {
 		s.Close(ctx)
 		return nil, fault.Wrap(fault.Internal, err, "telemetry: the metrics cannot be made")
 	}
 	return s, nil
-}
-
-// makeSpans makes the queued calls' spans until stop, then those still
-// queued.
-func (s *Sink) makeSpans() {
-	defer close(s.spanned)
-	ctx := context.Background()
-	for {
-		select {
-		case e := <-s.spans:
-			s.span(ctx, e)
-		case <-s.stop:
-			for {
-				select {
-				case e := <-s.spans:
-					s.span(ctx, e)
-				default:
-					return
-				}
-			}
-		}
-	}
 }
 
 // SetEventsDropped reports the calls the host dropped before they
@@ -236,7 +213,7 @@ func (s *Sink) instruments(budgets func(context.Context) []BudgetUse) error {
 	return err
 }
 
-// Write records a call's metrics and queues its span (dropped, counted,
+// Write records a call's metrics and makes its span (dropped, counted,
 // when the queue is full); an event saying audit events were lost adds to
 // capkit.audit.lost. Other events are not exported. Write does not wait.
 func (s *Sink) Write(e *audit.Event) {
@@ -258,11 +235,11 @@ func (s *Sink) Write(e *audit.Event) {
 	if e.Outcome == string(fault.Denied) || e.Outcome == string(fault.Limit) {
 		s.denials.Add(ctx, 1, sets.denials)
 	}
-	select {
-	case s.spans <- e:
-	default:
-		s.spansDropped.Add(1)
+	if s.spans.isFull() {
+		s.spansDropped.Add(1) // not made: it could not be kept
+		return
 	}
+	s.span(ctx, e)
 }
 
 // span exports the call's span, from its start to its end.
@@ -323,11 +300,6 @@ func (s *Sink) setsFor(e *audit.Event) *callSets {
 func (s *Sink) Close(ctx context.Context) error {
 	var err error
 	s.once.Do(func() {
-		close(s.stop)
-		select {
-		case <-s.spanned:
-		case <-ctx.Done():
-		}
 		terr := s.tp.Shutdown(ctx)
 		merr := s.mp.Shutdown(ctx)
 		if terr != nil || merr != nil {

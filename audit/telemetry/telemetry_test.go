@@ -120,7 +120,7 @@ func TestSlowCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := limits.TelemetrySpanQueue + 2*limits.TelemetrySDKQueue // past both queues and a batch in flight
+	n := limits.TelemetrySpanQueue + 2*limits.TelemetrySpanBatch // past the queue and a batch in flight
 	for range n {
 		s.Write(event("read_file", "ok", "", time.Millisecond))
 	}

@@ -38,7 +38,10 @@
 // written as plain JSON lines by an older capkit, or ending mid-line) is
 // moved aside as FILE.<UTC time>.unchained, untouched, and a new chain
 // starts with a record naming it and why: the calls go on being audited,
-// and audit verify judges the old file.
+// and audit verify judges the old file. The one end that is repaired in
+// place is what a writer killed mid-write leaves: part of the record
+// after the last one (its number next, chained to it), cut away, as its
+// call never returned.
 //
 // Hand-written on store/journal's framing because the journal itself is
 // one bounded file in a private directory, synced on every append:

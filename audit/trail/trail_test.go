@@ -258,7 +258,7 @@ func TestWriterContinuesOrSetsAside(t *testing.T) {
 	if rep, b := verify(t, path); b != nil || rep.Records != 5 {
 		t.Fatalf("%+v %v", rep, b)
 	}
-	for _, tail := range []string{`{"seq":6,"prev":"`, "{\"msg\":\"call\"}\n"} {
+	for _, tail := range []string{`{"seq":9,"prev":"`, `{"seq":6,"prev":"x`, "{\"msg\":\"call\"}\n", "{\"msg\""} {
 		before, _ := os.ReadFile(path)
 		f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		f.WriteString(tail)

@@ -53,6 +53,7 @@ type Writer struct {
 	end   int64
 	seq   uint64
 	head  string
+	line  []byte // the record being appended, reused
 
 	failed atomic.Int64
 }
@@ -125,16 +126,18 @@ func (w *Writer) Append(event []byte) error {
 	if w.lock == nil {
 		return fault.New(fault.Unavailable, "the audit trail %s is closed", w.path)
 	}
-	unlock, err := w.flock()
-	if err != nil {
+	if err := w.flock(); err != nil {
 		return err
 	}
-	defer unlock()
+	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)
 	size, err := w.current()
 	if err != nil {
 		return err
 	}
-	line, hash := journal.EncodeRecord(w.seq+1, w.head, event)
+	line, hash := journal.AppendRecord(w.line[:0], w.seq+1, w.head, event)
+	if cap(line) <= journal.MaxLine(limits.AuditMaxEventBytes) {
+		w.line = line
+	}
 	if size > 0 && size+int64(len(line)) > w.o.MaxBytes {
 		if err := w.rotate(); err != nil {
 			return err
@@ -154,35 +157,72 @@ func (w *Writer) Append(event []byte) error {
 
 // current opens the trail if need be (again, when another writer rotated
 // it), makes sure seq and head are those of its last record, and returns
-// its size.
+// its size. The path's stat, while it names the file open, gives the
+// size too: one system call an append.
 func (w *Writer) current() (int64, error) {
+	var st unix.Stat_t
 	if w.f != nil {
-		var st unix.Stat_t
 		if err := unix.Stat(w.path, &st); err != nil || st.Ino != w.ino {
 			w.f.Close()
 			w.f, w.known = nil, false
 		}
 	}
 	if w.f == nil {
-		if err := w.openFile(); err != nil {
+		if err := w.openFile(&st); err != nil {
 			return 0, err
 		}
 	}
-	st, err := w.f.Stat()
-	if err != nil {
-		return 0, fault.Wrap(fault.IO, err, "the audit trail %s cannot be read", w.path)
-	}
-	size := st.Size()
+	size := st.Size
 	if w.known && size == w.end {
 		return size, nil
 	}
+	var err error
 	if size == 0 {
 		w.seq, w.head = w.carried()
 	} else if w.seq, w.head, err = lastRecord(w.f, size, w.path); err != nil {
-		return w.setAside(err)
+		if size, err = w.cutTornAppend(size); err != nil {
+			return w.setAside(err)
+		}
 	}
 	w.known, w.end = true, size
 	return size, nil
+}
+
+// cutTornAppend removes what a writer killed in the middle of its write
+// left at the end of a trail of size bytes: a part of the record that
+// would have followed the last one (its number next, chained to it).
+// The killed writer's call never returned, so no call's event is lost;
+// the trail ends in a record again, and the chain goes on in the same
+// file. Anything else at the end fails, for setAside: returns the size
+// after the cut.
+func (w *Writer) cutTornAppend(size int64) (int64, error) {
+	n := min(size, 2*int64(journal.MaxLine(limits.AuditMaxEventBytes)))
+	buf := make([]byte, n)
+	if _, err := w.f.ReadAt(buf, size-n); err != nil && err != io.EOF {
+		return 0, fault.Wrap(fault.IO, err, "the audit trail %s cannot be read", w.path)
+	}
+	nl := bytes.LastIndexByte(buf, '\n')
+	if nl < 0 && n < size {
+		return 0, fault.New(fault.Integrity, "the last line of the audit trail %s is longer than any record", w.path)
+	}
+	end := size - n + int64(nl) + 1
+	seq, head := w.carried()
+	if end > 0 {
+		var err error
+		if seq, head, err = lastRecord(w.f, end, w.path); err != nil {
+			return 0, err
+		}
+	}
+	torn := buf[nl+1:]
+	next := []byte(`{"seq":` + strconv.FormatUint(seq+1, 10) + `,"prev":"` + head + `","hash":"`)
+	if len(torn) == 0 || !bytes.HasPrefix(next, torn[:min(len(torn), len(next))]) {
+		return 0, fault.New(fault.Integrity, "the audit trail %s ends mid-line", w.path)
+	}
+	if err := w.f.Truncate(end); err != nil {
+		return 0, fault.Wrap(fault.IO, err, "the audit trail %s cannot be repaired", w.path)
+	}
+	w.seq, w.head = seq, head
+	return end, nil
 }
 
 // setAside moves a trail that does not end in a record (one written by
@@ -210,7 +250,8 @@ func (w *Writer) setAside(why error) (int64, error) {
 	return w.end, nil
 }
 
-func (w *Writer) openFile() error {
+// openFile opens the trail, and sets st to its stat.
+func (w *Writer) openFile(st *unix.Stat_t) error {
 	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return fault.Wrap(fault.CodeOf(err), err, "the audit trail %s cannot be opened", w.path)
@@ -219,8 +260,7 @@ func (w *Writer) openFile() error {
 		f.Close()
 		return err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if err := unix.Fstat(int(f.Fd()), st); err != nil {
 		f.Close()
 		return fault.Wrap(fault.IO, err, "the audit trail %s cannot be read", w.path)
 	}
@@ -251,7 +291,8 @@ func (w *Writer) moveAside(suffix string) (string, error) {
 	}
 	w.f.Close()
 	w.f, w.known = nil, false
-	return aside, w.openFile()
+	var st unix.Stat_t
+	return aside, w.openFile(&st)
 }
 
 // carry writes the last record's number and hash to the lock file:
@@ -283,20 +324,22 @@ func (w *Writer) carried() (uint64, string) {
 // flock takes the lock file exclusively, waiting at most
 // limits.AuditLockWait: a process holding it longer does not stall every
 // call.
-func (w *Writer) flock() (func(), error) {
+func (w *Writer) flock() error {
 	fd := int(w.lock.Fd())
-	deadline := time.Now().Add(limits.AuditLockWait)
+	var deadline time.Time
 	wait := 50 * time.Microsecond
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return func() { unix.Flock(fd, unix.LOCK_UN) }, nil
+			return nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			return nil, fault.Wrap(fault.IO, err, "locking the audit trail %s failed", w.path)
+			return fault.Wrap(fault.IO, err, "locking the audit trail %s failed", w.path)
 		}
-		if time.Now().After(deadline) {
-			return nil, fault.New(fault.Unavailable, "the audit trail %s stayed locked by another process for %v", w.path, limits.AuditLockWait)
+		if deadline.IsZero() {
+			deadline = time.Now().Add(limits.AuditLockWait)
+		} else if time.Now().After(deadline) {
+			return fault.New(fault.Unavailable, "the audit trail %s stayed locked by another process for %v", w.path, limits.AuditLockWait)
 		}
 		time.Sleep(wait)
 		wait = min(2*wait, 5*time.Millisecond)

@@ -12,6 +12,13 @@
 // them, so that the exporter's batched work for them is counted. The
 // collector (otlptest's, in this process) and the PostgreSQL server are
 // the other side and not counted. Linux only.
+//
+// -before names a second capkit binary (an earlier revision, its
+// capkit-otel beside it): each configuration is then measured with both
+// in every round, one after the other, and the table gives each and
+// their ratio. -perf records each server's measured calls with perf
+// record (cpu-clock, call graphs) into the directory it names, for perf
+// report.
 package main
 
 import (
@@ -50,21 +57,35 @@ func main() {
 	calls := flag.Int("calls", 10_000, "measured calls per server")
 	rounds := flag.Int("rounds", 3, "rounds (each configuration once a round)")
 	pause := flag.Duration("pause", 2*time.Second, "the wait after the calls before the CPU time is read again")
+	before := flag.String("before", "", "a second capkit binary measured beside -capkit (capkit-otel beside it)")
+	sinks := flag.String("sinks", "", "the configurations measured, comma-separated (none,file,postgres,otlp,all; empty: every one)")
+	perf := flag.String("perf", "", "a directory for perf record's profile of each server's measured calls")
 	flag.Parse()
 	if *capkit == "" || *dir == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*capkit, *dir, *pg, *calls, *rounds, *pause); err != nil {
+	bins := []binary{{"", *capkit}}
+	if *before != "" {
+		bins = []binary{{"before", *before}, {"after", *capkit}}
+	}
+	configs, err := sinkConfigs(*pg, *sinks)
+	if err == nil {
+		err = run(bins, configs, *dir, *calls, *rounds, *pause, *perf)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "auditload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(capkit, dir, pg string, calls, rounds int, pause time.Duration) error {
+// binary is a capkit binary measured, and its label ("" when it is the
+// only one).
+type binary struct{ label, path string }
+
+func run(bins []binary, configs []config, dir string, calls, rounds int, pause time.Duration, perf string) error {
 	col := otlptest.New()
 	defer col.Close()
-	configs := sinkConfigs(pg)
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -83,24 +104,30 @@ func run(capkit, dir, pg string, calls, rounds int, pause time.Duration) error {
 	for r := range rounds {
 		for i := range configs {
 			c := configs[(i+r)%len(configs)]
-			res, err := measure(capkit, dir, file, col.URL(), c, r, calls, pause, tick)
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
+			for j := range bins {
+				b := bins[(j+r)%len(bins)]
+				res, err := measure(b, dir, file, col.URL(), c, r, calls, pause, tick, perf)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", b.label, c.name, err)
+				}
+				col.Reset()
+				results[rowName(b, c)] = append(results[rowName(b, c)], res)
 			}
-			col.Reset()
-			results[c.name] = append(results[c.name], res)
 		}
 	}
-	report(configs, results, calls, rounds)
+	report(bins, configs, results, calls, rounds)
 	return nil
 }
+
+func rowName(b binary, c config) string { return strings.TrimSpace(b.label + " " + c.name) }
 
 // result is one server's measurement, per call: CPU time in all, that of
 // the processes below capkit (capkit-otel), and the median latency.
 type result struct{ cpu, below, p50 time.Duration }
 
-// sinkConfigs are the configurations measured: none, each sink, all.
-func sinkConfigs(pg string) []config {
+// sinkConfigs are the configurations measured: none, each sink, all, or
+// those only names (none is always measured: the ratios are to it).
+func sinkConfigs(pg, only string) ([]config, error) {
 	none := func(string) string { return "" }
 	file := func(dir string) string {
 		return fmt.Sprintf("audit_log = %q\n", filepath.Join(dir, "logs", "audit.jsonl"))
@@ -114,13 +141,24 @@ func sinkConfigs(pg string) []config {
 		cs = append(cs, config{"postgres", store, false})
 		all = func(dir string) string { return file(dir) + store(dir) }
 	}
-	return append(cs, config{"otlp", none, true}, config{"all", all, true})
+	cs = append(cs, config{"otlp", none, true}, config{"all", all, true})
+	if only == "" {
+		return cs, nil
+	}
+	names := strings.Split(only, ",")
+	for _, n := range names {
+		if !slices.ContainsFunc(cs, func(c config) bool { return c.name == n }) {
+			return nil, fmt.Errorf("-sinks: no configuration %q (postgres needs -pg)", n)
+		}
+	}
+	return slices.DeleteFunc(cs, func(c config) bool { return c.name != "none" && !slices.Contains(names, c.name) }), nil
 }
 
 // measure starts a server with c's sinks, warms it up and measures the
 // calls.
-func measure(capkit, dir, file, otlp string, c config, round, calls int, pause time.Duration, tick float64) (result, error) {
-	run := filepath.Join(dir, fmt.Sprintf("%s-%d", c.name, round))
+func measure(bin binary, dir, file, otlp string, c config, round, calls int, pause time.Duration, tick float64, perf string) (result, error) {
+	name := strings.ReplaceAll(rowName(bin, c), " ", "-")
+	run := filepath.Join(dir, fmt.Sprintf("%s-%d", name, round))
 	if err := os.MkdirAll(filepath.Join(run, "logs"), 0o755); err != nil {
 		return result{}, err
 	}
@@ -132,7 +170,7 @@ func measure(capkit, dir, file, otlp string, c config, round, calls int, pause t
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		return result{}, err
 	}
-	cmd := exec.Command(capkit, "serve", "--config", cfg)
+	cmd := exec.Command(bin.path, "serve", "--config", cfg)
 	cmd.Stderr = os.Stderr
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "auditload", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -157,6 +195,12 @@ func measure(capkit, dir, file, otlp string, c config, round, calls int, pause t
 	}
 	time.Sleep(pause) // the warm-up's exports done
 	pid := cmd.Process.Pid
+	var stopPerf func() error
+	if perf != "" {
+		if stopPerf, err = record(pid, filepath.Join(perf, fmt.Sprintf("%s-%d.data", name, round))); err != nil {
+			return result{}, err
+		}
+	}
 	cpu0, err := treeTicks(pid)
 	if err != nil {
 		return result{}, err
@@ -174,11 +218,44 @@ func measure(capkit, dir, file, otlp string, c config, round, calls int, pause t
 	if err != nil {
 		return result{}, err
 	}
+	if stopPerf != nil {
+		if err := stopPerf(); err != nil {
+			return result{}, err
+		}
+	}
 	slices.Sort(lat)
 	perCall := func(t int64) time.Duration {
 		return time.Duration(float64(t) / tick * float64(time.Second) / float64(calls))
 	}
 	return result{cpu: perCall(cpu1.own + cpu1.below - cpu0.own - cpu0.below), below: perCall(cpu1.below - cpu0.below), p50: lat[calls/2]}, nil
+}
+
+// record starts perf record on pid and the processes below it, and
+// returns what stops it.
+func record(pid int, out string) (func() error, error) {
+	pids := []string{strconv.Itoa(pid)}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		kids, _ := os.ReadFile(task)
+		pids = append(pids, strings.Fields(string(kids))...)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", out, "-p", strings.Join(pids, ","))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond) // perf attached
+	return func() error {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait() // perf ends by the signal it was sent
+		if _, err := os.Stat(out); err != nil {
+			return fmt.Errorf("perf record wrote no profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // ticks are CPU time in clock ticks: a process's own and that of every
@@ -232,20 +309,24 @@ func median(rs []result, f func(result) time.Duration) time.Duration {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Nanoseconds())/1e3) }
 
-func report(configs []config, results map[string][]result, calls, rounds int) {
+// report prints a row per binary and configuration: the ratio is to the
+// same binary's none.
+func report(bins []binary, configs []config, results map[string][]result, calls, rounds int) {
 	cpu := func(r result) time.Duration { return r.cpu }
-	base := median(results["none"], cpu)
 	fmt.Printf("%d read_file calls (4 KiB) per server, %d rounds; medians over the rounds\n\n", calls, rounds)
 	fmt.Println("| sinks | server CPU per call | × none | each round | of which capkit-otel | latency p50 |")
 	fmt.Println("|---|---:|---:|---|---:|---:|")
 	for _, c := range configs {
-		rs := results[c.name]
-		var each []string
-		for _, r := range rs {
-			each = append(each, us(r.cpu))
+		for _, b := range bins {
+			base := median(results[rowName(b, config{name: "none"})], cpu)
+			rs := results[rowName(b, c)]
+			var each []string
+			for _, r := range rs {
+				each = append(each, us(r.cpu))
+			}
+			m := median(rs, cpu)
+			fmt.Printf("| %s | %s µs | %.2f | %s | %s µs | %s µs |\n", rowName(b, c), us(m), float64(m)/float64(base), strings.Join(each, ", "),
+				us(median(rs, func(r result) time.Duration { return r.below })), us(median(rs, func(r result) time.Duration { return r.p50 })))
 		}
-		m := median(rs, cpu)
-		fmt.Printf("| %s | %s µs | %.2f | %s | %s µs | %s µs |\n", c.name, us(m), float64(m)/float64(base), strings.Join(each, ", "),
-			us(median(rs, func(r result) time.Duration { return r.below })), us(median(rs, func(r result) time.Duration { return r.p50 })))
 	}
 }

@@ -147,8 +147,13 @@ func recordHash(seq uint64, prev string, event []byte) string {
 
 // EncodeRecord renders record seq as its line, newline included.
 func EncodeRecord(seq uint64, prev string, event []byte) ([]byte, string) {
+	return AppendRecord(make([]byte, 0, len(event)+180), seq, prev, event)
+}
+
+// AppendRecord appends record seq's line, newline included, to line (a
+// writer reusing its buffer), and returns it and the record's hash.
+func AppendRecord(line []byte, seq uint64, prev string, event []byte) ([]byte, string) {
 	hash := recordHash(seq, prev, event)
-	line := make([]byte, 0, len(event)+180)
 	line = append(line, `{"seq":`...)
 	line = strconv.AppendUint(line, seq, 10)
 	line = append(line, `,"prev":"`...)
