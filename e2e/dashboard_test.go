@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,4 +192,107 @@ max_calls = 1
 			t.Errorf("a token file others may read: exit %d: %s", code, stderr)
 		}
 	})
+}
+
+// TestDashboardOverATrail: `capkit dashboard --audit FILE` serves the
+// trail `capkit call` wrote, its chain verified, and follows it: a call
+// made after it started reaches its live stream.
+func TestDashboardOverATrail(t *testing.T) {
+	const canary = "trail-canary-93b1"
+	dir := tree(t)
+	cfg := filepath.Join(dir, "capkit.toml")
+	trail := filepath.Join(dir, "logs", "audit.jsonl")
+	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writePrivate(t, cfg, "audit_log = \"logs/audit.jsonl\"\n[[root]]\npath = \"rw\"\n")
+	for i := range 3 {
+		if code, _, stderr := run(t, "", "--config", cfg, "call", "read_file", `{"path":"`+canary+strconv.Itoa(i)+`.txt"}`); code == 0 {
+			t.Fatalf("read_file of a missing file succeeded: %s", stderr)
+		}
+	}
+	cmd := exec.Command(capkit, "dashboard", "--audit", trail, "--listen", "127.0.0.1:0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pageURL := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`dashboard on (http://\S+/)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				pageURL <- m[1]
+			}
+			t.Log("capkit: " + sc.Text())
+		}
+		close(pageURL)
+	}()
+	var page string
+	select {
+	case page = <-pageURL:
+		if page == "" {
+			t.Fatal("capkit dashboard ended")
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("capkit dashboard did not report its address")
+	}
+	getJSON := func(path string, v any) string {
+		resp, err := http.Get(page + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, v) != nil {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		if strings.Contains(string(b), canary) {
+			t.Errorf("%s holds an argument's value", path)
+		}
+		return string(b)
+	}
+	var rows struct {
+		Events   []struct{ Tool, Outcome string }
+		Position string
+	}
+	getJSON("api/events", &rows)
+	if len(rows.Events) != 3 || rows.Events[0].Tool != "read_file" || rows.Events[0].Outcome != "not_found" {
+		t.Fatalf("the trail's rows: %+v", rows)
+	}
+	var st struct {
+		Chain struct {
+			Records, Total uint64
+			Broken         string
+		}
+	}
+	for st.Chain.Records < 3 {
+		getJSON("api/state", &st)
+		if st.Chain.Broken != "" {
+			t.Fatalf("chain: %+v", st.Chain)
+		}
+		time.Sleep(50 * time.Millisecond) // the index reads the file in the background
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, page+"api/live?after="+rows.Position+"&tool=list_dir", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("live: %v", err)
+	}
+	defer resp.Body.Close()
+	if code, _, stderr := run(t, "", "--config", cfg, "call", "list_dir", `{"path":"."}`); code != 0 {
+		t.Fatalf("list_dir: %s", stderr)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if !strings.Contains(data, `"tool":"list_dir"`) || strings.Contains(data, "read_file") {
+				t.Errorf("live: %s", data)
+			}
+			break
+		}
+	}
 }

@@ -7,7 +7,7 @@ const FILTERS = ["actor", "tool", "outcome", "from", "to"];
 const MAX_ROWS = 2000; // rows kept in the table; older ones are dropped from the page (not the trail)
 const SVGNS = "http://www.w3.org/2000/svg";
 
-const state = { next: "", live: null, seen: new Set(), statsTimer: 0, generation: 0, firstPaint: false };
+const state = { next: "", live: null, seen: new Set(), statsTimer: 0, generation: 0, firstPaint: false, total: undefined };
 
 function $(sel) { return document.querySelector(sel); }
 
@@ -280,8 +280,16 @@ async function refreshStats(gen) {
   } catch (e) { if (gen === state.generation) showError("stats: " + e.message); }
 }
 
+// refreshState repaints the host's state, and the counts when the source
+// read more of its trail since (an index still being built).
 async function refreshState() {
-  try { paintState(await getJSON("/api/state")); } catch (e) { showError("state: " + e.message); }
+  try {
+    const st = await getJSON("/api/state");
+    paintState(st);
+    const total = (st.chain || {}).total || 0;
+    if (state.total !== undefined && total !== state.total) statsSoon(state.generation);
+    state.total = total;
+  } catch (e) { showError("state: " + e.message); }
 }
 
 function statsSoon(gen) {
