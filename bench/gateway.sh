@@ -4,7 +4,9 @@
 #  - everything__echo through capkit serve (server-everything behind it,
 #    contained, approved; and with contain = false) against echo called on
 #    the same server directly:
-#    p50 and p90 of ROUNDS rounds of CALLS calls each, alternating;
+#    p50 and p90 of ROUNDS rounds of CALLS calls each, alternating, with
+#    a fourth line: the same server behind bench/linerelay, a process that
+#    only copies lines (the floor of any process between the two);
 #  - the first tools/list's bytes of capkit serve with an upstream of 200
 #    tools (approved, deferred behind tool_search) and without it.
 # The figures go to bench/RESULTS.md ("Gateway").
@@ -23,6 +25,7 @@ servers=$(bash scripts/need-mcp-servers.sh)/node_modules
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/capkit" ./cmd/capkit
+go build -o "$work/linerelay" ./bench/linerelay
 cp bench/gateway.mjs "$work/"
 ln -s "$servers" "$work/node_modules"
 everything="$servers/@modelcontextprotocol/server-everything/dist/index.js"
@@ -56,7 +59,9 @@ for r in $(seq "$rounds"); do
 	echo "round $r direct:  $(node "$work/gateway.mjs" echo "$calls" node "$everything" stdio)"
 	echo "round $r capkit:  $(node "$work/gateway.mjs" echo "$calls" "$work/capkit" serve --config "$work/echo.toml")"
 	echo "round $r capkit, contain = false:  $(node "$work/gateway.mjs" echo "$calls" "$work/capkit" serve --config "$work/echo-uncontained.toml")"
+	echo "round $r linerelay:  $(node "$work/gateway.mjs" echo "$calls" "$work/linerelay" node "$everything" stdio)"
 done
 echo "tools/list, capkit with 200 upstream tools: $(node "$work/gateway.mjs" list "$work/capkit" serve --config "$work/many.toml")"
 echo "tools/list, capkit without them:            $(node "$work/gateway.mjs" list "$work/capkit" serve --config "$work/none.toml")"
 echo "tools/list, the 200-tool server directly:   $(node "$work/gateway.mjs" list node "$work/gateway.mjs" serve 200)"
+load_line
