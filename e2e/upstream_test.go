@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -400,9 +401,18 @@ func TestUpstreamInspectorCLI(t *testing.T) {
 
 // TestUpstreamCLIRoutes: capkit call and a Starlark script reach the
 // upstream tools through the same kernel: the result, the approved input
-// schema's refusal (exit 2), and memory's state read back by a script.
+// schema's refusal (exit 2), and memory's state read back by a script;
+// capkit tools, which lists once, lists an upstream's tools offered from
+// the start (an actor without tool_search) once it has started, as a
+// host's loop is given them (--format).
 func TestUpstreamCLIRoutes(t *testing.T) {
 	w := sharedUpstreamWorld(t, upstreamServers(t))
+	for _, args := range [][]string{{"tools"}, {"tools", "--format", "openai"}} {
+		out, code := capkitCLI(t, w.dir, append(args, "--config", w.config, "--actor", "inspector")...)
+		if code != 0 || !regexp.MustCompile(`(?m)^everything__echo +(hot|-) `).MatchString(out) {
+			t.Fatalf("capkit %s: exit %d, everything__echo is not offered:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
 	out, code := capkitCLI(t, w.dir, "call", "everything__echo", `{"message": "from capkit call"}`, "--config", w.config)
 	if code != 0 || !strings.Contains(out, "Echo: from capkit call") {
 		t.Fatalf("capkit call: exit %d\n%s", code, out)

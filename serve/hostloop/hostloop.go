@@ -22,15 +22,18 @@
 package hostloop
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/catalog"
+	"github.com/capkit/capkit/limits"
 )
 
 // Format is a provider's tool shape.
@@ -132,6 +135,9 @@ type Loop struct {
 
 	mu    sync.Mutex
 	specs map[*catalog.Entry]*rendered // one rendering per tool, made once
+	// listed: the first listing is done (it waited for the tools whose
+	// offer was not known yet).
+	listed bool
 }
 
 // rendered is a tool's definition in the loop's format and strictness,
@@ -170,9 +176,14 @@ func (l *Loop) Format() Format { return l.format }
 // Specs are the tools to offer the model now, in the session's order. A
 // tool_search call activates tools for the session, so the specs of the
 // next turn include them: a host asks again before each request. A tool
-// whose schemas do not resolve fails the listing (internal).
+// whose schemas do not resolve fails the listing (internal). The first
+// listing waits, at most limits.UpstreamListWait, for the tools whose
+// offer is not known yet (another server's, starting), as an MCP client's
+// first tools/list does, so that a host that lists once sees them.
 func (l *Loop) Specs() ([]Spec, error) {
-	entries := l.s.Specs()
+	ctx, cancel := context.WithTimeout(context.Background(), l.listingWait())
+	entries := l.s.SpecsWithin(ctx)
+	cancel()
 	if l.opts.AllGranted {
 		entries = l.s.Runtime().Catalog().SpecsFor(l.s.Capabilities())
 	}
@@ -196,6 +207,19 @@ func (l *Loop) Specs() ([]Spec, error) {
 		out = append(out, spec)
 	}
 	return out, nil
+}
+
+// listingWait is how long this listing waits for tools whose offer is
+// not known yet: limits.UpstreamListWait the first time, not at all after
+// (a tool known later is offered from the next listing on).
+func (l *Loop) listingWait() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listed {
+		return 0
+	}
+	l.listed = true
+	return limits.UpstreamListWait
 }
 
 // strictAsked reports whether strict mode is asked for the named tool.

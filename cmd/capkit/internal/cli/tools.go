@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/catalog"
+	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/serve/hostloop"
 )
 
@@ -100,10 +102,14 @@ Examples:
 			if strict || allGranted {
 				return fault.New(fault.InvalidInput, "--strict and --all-granted go with --format")
 			}
+			// As a client's first tools/list: other servers' tools are
+			// offered once they have started, within the wait.
+			ctx, cancel := context.WithTimeout(cmd.Context(), limits.UpstreamListWait)
 			offered := map[string]bool{}
-			for _, e := range s.Specs() {
+			for _, e := range s.SpecsWithin(ctx) {
 				offered[e.Name] = true
 			}
+			cancel()
 			caps := capability.Set(s.Capabilities())
 			var specs []toolSpec
 			var text strings.Builder
