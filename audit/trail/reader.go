@@ -56,18 +56,22 @@ type readFile struct {
 // index is what the indexer found: where it is, the chain, and the calls
 // Stats counts.
 type index struct {
-	file     int
-	off      int64
-	chain    *Chain
-	total    uint64
-	broken   string
-	calls    []call // a ring of the newest calls
-	next     int    // where the next call goes once the ring is full
-	names    []string
-	ids      map[string]uint32
-	actors   map[uint32]bool
-	tools    map[uint32]bool
-	progress bool // read anything since Changed was last told
+	file  int
+	off   int64
+	total uint64
+	// chain and broken are the indexer's own (its goroutine alone uses
+	// them); records and head are what Chain reports of them.
+	chain            *Chain
+	broken           string
+	records          uint64
+	head, brokenSeen string
+	calls            []call // a ring of the newest calls
+	next             int    // where the next call goes once the ring is full
+	names            []string
+	ids              map[string]uint32
+	actors           map[uint32]bool
+	tools            map[uint32]bool
+	progress         bool // read anything since Changed was last told
 }
 
 // call is one call event as the index keeps it: 32 bytes, names as ids.
@@ -406,9 +410,13 @@ func (r *Reader) indexOnce(ctx context.Context) {
 		fi, off := r.ix.file, r.ix.off
 		r.mu.Unlock()
 		rf := files[fi]
+		n := r.ix.total // only this goroutine changes it
 		end, err := forward(ctx, rf, off, limits.TrailReadBytes, func(_ int64, line []byte) bool {
+			n++
+			e := r.ix.check(rf.path, n, line)
 			r.mu.Lock()
-			r.ix.add(rf.path, line)
+			r.ix.add(e)
+			r.ix.records, r.ix.head, r.ix.brokenSeen = r.ix.chain.Records, r.ix.chain.Head, r.ix.broken
 			r.mu.Unlock()
 			return true
 		})
@@ -458,26 +466,35 @@ func (r *Reader) rotated(last *readFile) bool {
 	return true
 }
 
-// add indexes one line: the chain, and the event if it is a call.
-func (ix *index) add(path string, line []byte) {
-	ix.total++
-	ix.progress = true
-	if ix.broken == "" {
-		if ix.chain == nil {
-			// A trail given from a rotated file on is checked from its
-			// first record.
-			rec, err := journal.DecodeRecord(line, limits.AuditMaxEventBytes)
-			if err == nil {
-				ix.chain = ChainAfter(rec.Seq-1, rec.Prev)
-			} else {
-				ix.chain = NewChain()
-			}
-		}
-		if _, kind, why := ix.chain.Add(line); kind != "" {
-			ix.broken = path + ": record " + strconv.FormatUint(ix.chain.Seq+1, 10) + " (line " + strconv.FormatUint(ix.total, 10) + " read): " + kind + ": " + why
+// check continues the chain with one line (the indexer's goroutine owns
+// the chain) and returns the line's event, nil when it is not a record.
+func (ix *index) check(path string, n uint64, line []byte) *audit.Event {
+	if ix.chain == nil {
+		// A trail given from a rotated file on is checked from its first
+		// record.
+		ix.chain = NewChain()
+		if rec, err := journal.DecodeRecord(line, limits.AuditMaxEventBytes); err == nil {
+			ix.chain = ChainAfter(rec.Seq-1, rec.Prev)
 		}
 	}
-	e := decodeLine(line)
+	if ix.broken == "" {
+		rec, kind, why := ix.chain.Add(line)
+		if kind == "" {
+			e, err := audit.Decode(rec.Event)
+			if err != nil {
+				return nil
+			}
+			return e
+		}
+		ix.broken = path + ": record " + strconv.FormatUint(ix.chain.Seq+1, 10) + " (line " + strconv.FormatUint(n, 10) + " read): " + kind + ": " + why
+	}
+	return decodeLine(line)
+}
+
+// add counts one line read and indexes its event, if any.
+func (ix *index) add(e *audit.Event) {
+	ix.total++
+	ix.progress = true
 	if e == nil {
 		return
 	}
@@ -517,18 +534,20 @@ func (ix *index) id(name string) uint32 {
 	return id
 }
 
-// Stats counts the calls f selects among those indexed so far.
+// Stats counts the calls f selects among those indexed so far. It counts
+// a copy, so that windows and the indexer do not wait for it.
 func (r *Reader) Stats(ctx context.Context, f audit.Filter) (*audit.Stats, error) {
-	var a audit.Accumulator
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	calls, names := slices.Clone(r.ix.calls), r.ix.names // names are only appended to
+	r.mu.Unlock()
+	var a audit.Accumulator
 	e := audit.Event{Msg: audit.MsgCall}
-	for i, c := range r.ix.calls {
+	for i, c := range calls {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, fault.As(ctx.Err())
 		}
 		e.Time = time.Unix(0, c.at)
-		e.Actor, e.Tool, e.Outcome, e.Policy = r.ix.names[c.actor], r.ix.names[c.tool], r.ix.names[c.outcome], r.ix.names[c.policy]
+		e.Actor, e.Tool, e.Outcome, e.Policy = names[c.actor], names[c.tool], names[c.outcome], names[c.policy]
 		e.DurationUS = c.durationUS
 		if f.Matches(&e) {
 			a.Add(&e)
@@ -541,11 +560,7 @@ func (r *Reader) Stats(ctx context.Context, f audit.Filter) (*audit.Stats, error
 func (r *Reader) Chain(context.Context) (*audit.ChainState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := &audit.ChainState{Total: r.ix.total, Streams: 1, Broken: r.ix.broken}
-	if c := r.ix.chain; c != nil {
-		st.Records, st.Head = c.Records, c.Head
-	}
-	return st, nil
+	return &audit.ChainState{Total: r.ix.total, Streams: 1, Records: r.ix.records, Head: r.ix.head, Broken: r.ix.brokenSeen}, nil
 }
 
 // Names are the actors and tools indexed so far.
