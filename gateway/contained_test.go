@@ -15,11 +15,15 @@ import (
 )
 
 // TestContained: a contained upstream reads and writes its roots and
-// nothing else: not a file outside them, not the lock file or .git
-// inside its root (protected), not capkit's environment or its view of
-// the host through /proc, not a loopback listener of the host (no
-// network), not capkit's process (no signal reaches it); and its secrets
-// reach it as for an uncontained one.
+// nothing else: not a file outside them (nor through a link in its root
+// that points out), not its read-only directory, not the lock file or
+// .git inside its root (protected), not capkit's environment or its
+// view of the host through /proc, not a loopback listener of the host
+// nor an address off it (no network), not capkit's process (no signal
+// reaches it); what it leaves at a protected name that was missing
+// (capkit.toml) is moved to the quarantine once it has stopped. The
+// container's whole escape suite runs against started servers in
+// run/sandbox (TestEscapesServed); this holds the gateway's spec to it.
 func TestContained(t *testing.T) {
 	t.Parallel()
 	if err := sandboxAvailable(t); err != "" {
@@ -32,6 +36,7 @@ func TestContained(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, "inside.txt"), []byte("inside\n"), 0o644)
 	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("outside\n"), 0o644)
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link-out"))
 	lockFile := filepath.Join(root, "capkit-lock.json")
 	os.WriteFile(lockFile, []byte("{}\n"), 0o644)
 	exe, _ := os.Executable()
@@ -51,12 +56,13 @@ func TestContained(t *testing.T) {
 			c.Close()
 		}
 	}()
+	quarantine := t.TempDir()
 	f := newFixture(t, &fixtureOptions{
 		adjust: func(u *Upstream) {
 			u.Command, u.Contain, u.Roots, u.ReadOnly = []string{server}, true, []string{root}, []string{bin}
 			u.Env[hostileDirEnv] = root
 		},
-		gateway: &Options{Helper: []string{exe, sandbox.HelperArg}, Quarantine: t.TempDir(),
+		gateway: &Options{Helper: []string{exe, sandbox.HelperArg}, Quarantine: quarantine,
 			Protected: capability.NewProtected(lockFile).WithRoots(root)},
 	})
 	writeDefs(root, hostileTools())
@@ -68,6 +74,9 @@ func TestContained(t *testing.T) {
 		{"read", filepath.Join(root, "inside.txt"), "read: inside"},
 		{"write", filepath.Join(root, "new.txt"), "wrote"},
 		{"read", filepath.Join(outside, "secret.txt"), "refused"},
+		{"read", filepath.Join(root, "link-out"), "refused"},
+		{"write", filepath.Join(bin, "new.txt"), "refused"},
+		{"write", filepath.Join(root, "capkit.toml"), "wrote"},
 		{"read", exe, "refused"},
 		{"write", filepath.Join(outside, "new.txt"), "refused"},
 		{"write", lockFile, "refused"},
@@ -76,6 +85,7 @@ func TestContained(t *testing.T) {
 		{"read", "/proc/" + pid + "/environ", "refused"},
 		{"read", "/proc/" + pid + "/root/" + filepath.Join(outside, "secret.txt"), "refused"},
 		{"dial", ln.Addr().String(), "refused"},
+		{"dial", "192.0.2.1:443", "refused"}, // any address off the host: no route
 		{"signal", pid, "refused"},
 	} {
 		key := map[string]string{"dial": "addr", "signal": "pid"}[c.tool]
@@ -95,6 +105,13 @@ func TestContained(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
 		t.Error("the upstream wrote outside its roots")
+	}
+	f.g.Close()
+	if _, err := os.Lstat(filepath.Join(root, "capkit.toml")); err == nil {
+		t.Error("what the upstream left at a protected name stayed once it stopped")
+	}
+	if moved, _ := filepath.Glob(filepath.Join(quarantine, "*")); len(moved) == 0 {
+		t.Error("nothing was moved to the quarantine")
 	}
 }
 
