@@ -187,7 +187,13 @@ func (d *Dashboard) authorized(w http.ResponseWriter, r *http.Request) bool {
 		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: d.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 			Secure: r.TLS != nil})
 		q.Del("token")
-		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		// Back to the same address on this server, never to a path a
+		// browser would take for another host ("//host", "/\\host").
+		path := r.URL.Path
+		if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") || strings.Contains(path, "\\") {
+			path = "/"
+		}
+		u := url.URL{Path: path, RawQuery: q.Encode()}
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
 		return false

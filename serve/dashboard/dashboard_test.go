@@ -194,6 +194,12 @@ func TestToken(t *testing.T) {
 	if w := get(t, d, http.MethodGet, loc, map[string]string{"Cookie": CookieName + "=" + cookies[0].Value}); w.Code != http.StatusOK {
 		t.Errorf("with the cookie: status %d", w.Code)
 	}
+	for _, evil := range []string{"//evil.example/?token=" + tok, "/%5Cevil.example/?token=" + tok, "/%2F%2Fevil.example?token=" + tok} {
+		w := get(t, d, http.MethodGet, evil, nil)
+		if loc := w.Result().Header.Get("Location"); w.Code != http.StatusSeeOther || strings.Contains(loc, "evil") {
+			t.Errorf("%s: %d to %q", evil, w.Code, loc)
+		}
+	}
 	if _, err := New(recent(0), &Options{Token: "has space"}); fault.CodeOf(err) != fault.InvalidInput {
 		t.Errorf("a token with a space: %v", err)
 	}

@@ -96,14 +96,10 @@ func (df *dashFlags) check(flag string) (string, error) {
 			return "", err
 		}
 	}
-	host, _, err := net.SplitHostPort(df.addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(df.addr); err != nil {
 		return "", fault.New(fault.InvalidInput, "%s %s: want HOST:PORT, e.g. 127.0.0.1:8940", flag, df.addr)
 	}
-	if token == "" && !httpguard.IsLoopbackHost(host) {
-		return "", fault.New(fault.Denied, "%s %s is not a loopback address: serving the dashboard beyond this machine requires a token file (and TLS in front)", flag, df.addr)
-	}
-	return token, nil
+	return token, dashboard.CheckAddress(df.addr, token != "")
 }
 
 // serve serves the page over src on df.addr until ctx ends, telling its
