@@ -41,14 +41,10 @@ const (
 // page reaches them.
 const GrepKeepBytes = 256 * KiB
 
-// GrepBatchFiles is how many files, consecutive in walk order, grep hands
-// to one worker at a time; GrepBatchDirs bounds the directories they are
-// in, each held open until its files are searched (grep holds at most
-// four batches per worker).
-const (
-	GrepBatchFiles = 32
-	GrepBatchDirs  = 4
-)
+// GrepBatchFiles is how many files, consecutive in one directory, grep
+// hands to one worker at a time (grep's workers take at most four
+// batches or directories each that are not yet collected).
+const GrepBatchFiles = 32
 
 // The lazy DFA that finds grep's matching lines (internal/linedfa).
 const (

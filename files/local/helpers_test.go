@@ -57,9 +57,46 @@ func walk(p *Provider, ctx context.Context, sc *scope.Scope, name string, fn fil
 	return err
 }
 
-func walkOpenIn(p *Provider, ctx context.Context, sc *scope.Scope, name string, fn files.WalkOpenFunc) error {
-	_, err := with(sc, name, func(t *scope.Target) (struct{}, error) { return struct{}{}, p.WalkOpen(ctx, t, fn) })
+// walkTreeIn walks name's tree through OpenTree, depth first, calling fn
+// with each entry and the open directory that listed it (nil for the
+// start); the directories stay open until keep returns, then are closed.
+func walkTreeIn(p *Provider, ctx context.Context, sc *scope.Scope, name string, fn func(info files.Info, dir files.WalkTree) error) error {
+	_, err := with(sc, name, func(t *scope.Target) (struct{}, error) {
+		info, tree, err := p.OpenTree(ctx, t)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := fn(info, nil); err != nil || tree == nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, walkTreeDir(ctx, tree, fn)
+	})
 	return err
+}
+
+func walkTreeDir(ctx context.Context, tree files.WalkTree, fn func(info files.Info, dir files.WalkTree) error) error {
+	defer tree.Close()
+	entries, err := tree.List(ctx, 1000)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := fn(files.Info{Name: e.Name, Mode: e.Type, Size: -1}, tree); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			sub, err := tree.Sub(ctx, e)
+			if err != nil {
+				return err
+			}
+			if sub != nil {
+				if err := walkTreeDir(ctx, sub, fn); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func write(p *Provider, ctx context.Context, sc *scope.Scope, name string, data []byte, opts *files.WriteOptions) (files.Version, error) {

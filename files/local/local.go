@@ -11,8 +11,9 @@
 //     (scope.Target.OpenFollowing). A file read through to its end knows
 //     its version (files.Version).
 //   - Listings and walks read names and types from the directories
-//     themselves; a walk never follows a symlink (scope.Walk) and opens
-//     each file relative to the directory it holds (files.OpenWalker).
+//     themselves; a walk never follows a symlink (scope.Walk), and a tree
+//     walk (files.TreeWalker) opens each directory inside its parent and
+//     each file relative to the directory that listed it.
 //   - Writes are scope.Target.Replace: the content goes to a staging file
 //     in the same directory, is fsynced, then renamed over the target, and
 //     the directory is fsynced; missing parent directories are made, each

@@ -161,7 +161,7 @@ func openDir(ctx context.Context, t *scope.Target) (*scope.Dir, error) {
 // it is (scope.Walk: it descends only by opening a name inside an open
 // directory with O_NOFOLLOW, checking it is the directory it examined).
 func (p *Provider) Walk(ctx context.Context, t *scope.Target, fn files.WalkFunc) error {
-	return walkOpen(ctx, t, false, func(info files.Info, _ files.WalkDir) error { return fn(info) })
+	return walkOpen(ctx, t, fn)
 }
 
 // walkFile is Walk of a name that is not a directory: a regular file is

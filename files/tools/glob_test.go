@@ -223,8 +223,7 @@ func TestIgnoreRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		f, _ := parseIgnore(".", []byte(c.rules), limits.GitignoreMaxRules)
-		var s ignoreStack
-		s.push(f)
+		s := (*ignoreChain)(nil).with(f)
 		if got := s.ignored(c.name, c.isDir); got != c.want {
 			t.Errorf("rules %.40q on %.40q (dir %v): %v, want %v", c.rules, c.name, c.isDir, got, c.want)
 		}
@@ -235,24 +234,23 @@ func TestIgnoreRules(t *testing.T) {
 // them, deeper files override shallower ones, and a file whose rules pass
 // what may be in force is refused whole.
 func TestIgnoreScopeAndBound(t *testing.T) {
-	var s ignoreStack
-	top, _ := parseIgnore(".", []byte("*.gen\n"), s.room())
-	s.push(top)
-	sub, _ := parseIgnore("sub", []byte("!keep.gen\n*.tmp\n"), s.room())
-	s.enter("sub/x")
-	s.push(sub)
+	var root *ignoreChain
+	topFile, _ := parseIgnore(".", []byte("*.gen\n"), root.room())
+	top := root.with(topFile)
+	subFile, _ := parseIgnore("sub", []byte("!keep.gen\n*.tmp\n"), top.room())
+	sub := top.with(subFile)
 	for name, want := range map[string]bool{"sub/a.gen": true, "sub/keep.gen": false, "sub/a.tmp": true, "subx/a.tmp": false, "sub.tmp": false} {
-		if got := s.ignored(name, false); got != want {
+		if got := sub.ignored(name, false); got != want {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
-	s.enter("other/a.tmp")
-	if s.ignored("other/a.tmp", false) || !s.ignored("other/keep.gen", false) {
+	if top.ignored("other/a.tmp", false) || !top.ignored("other/keep.gen", false) {
 		t.Error("sub's rules applied outside sub")
 	}
-	if s.rules != 1 {
-		t.Errorf("%d rules in force after leaving sub, want 1", s.rules)
+	if top.rules != 1 || sub.rules != 3 {
+		t.Errorf("%d and %d rules in force in the root and sub, want 1 and 3", top.rules, sub.rules)
 	}
+	s := top
 	rules := strings.Repeat("r\n", s.room())
 	if f, _ := parseIgnore("a", []byte(rules), s.room()); f == nil {
 		t.Fatal("rules at the bound refused")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,71 +17,81 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
-// heldCounting is the local provider with its walk's directory holds
-// counted: how many distinct directories are held at once, at most.
+// heldCounting is the local provider with its tree walk's open
+// directories counted: how many are open at once, at most.
 type heldCounting struct {
 	*local.Provider
 	mu        sync.Mutex
-	held      map[string]int
+	open      map[string]int
 	most      int
 	slowOpens bool
 }
 
-func (p *heldCounting) WalkOpen(ctx context.Context, t *scope.Target, fn files.WalkOpenFunc) error {
-	return p.Provider.WalkOpen(ctx, t, func(info files.Info, dir files.WalkDir) error {
-		if dir != nil {
-			dir = &countedDir{WalkDir: dir, p: p, name: path.Dir(info.Name)}
-		}
-		return fn(info, dir)
-	})
+func (p *heldCounting) OpenTree(ctx context.Context, t *scope.Target) (files.Info, files.WalkTree, error) {
+	info, tree, err := p.Provider.OpenTree(ctx, t)
+	if tree != nil {
+		tree = p.opened(info.Name, tree)
+	}
+	return info, tree, err
 }
 
-type countedDir struct {
-	files.WalkDir
+func (p *heldCounting) opened(name string, tree files.WalkTree) files.WalkTree {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open[name]++
+	p.most = max(p.most, len(p.open))
+	return &countedTree{WalkTree: tree, p: p, name: name}
+}
+
+type countedTree struct {
+	files.WalkTree
 	p    *heldCounting
 	name string
 }
 
-func (d *countedDir) Hold() func() {
+func (d *countedTree) Sub(ctx context.Context, e files.DirEntry) (files.WalkTree, error) {
+	sub, err := d.WalkTree.Sub(ctx, e)
+	if sub != nil {
+		sub = d.p.opened(e.Name, sub)
+	}
+	return sub, err
+}
+
+func (d *countedTree) Close() {
 	p := d.p
 	p.mu.Lock()
-	p.held[d.name]++
-	p.most = max(p.most, len(p.held))
+	if p.open[d.name]--; p.open[d.name] == 0 {
+		delete(p.open, d.name)
+	}
 	p.mu.Unlock()
-	release := d.WalkDir.Hold()
-	return func() {
-		p.mu.Lock()
-		if p.held[d.name]--; p.held[d.name] == 0 {
-			delete(p.held, d.name)
-		}
-		p.mu.Unlock()
-		release()
-	}
+	d.WalkTree.Close()
 }
 
-func (d *countedDir) Open(base string) (files.File, error) {
+func (d *countedTree) Open(base string) (files.File, error) {
 	if d.p.slowOpens && base != ".gitignore" {
-		time.Sleep(time.Millisecond) // the walk runs ahead of the workers
+		time.Sleep(time.Millisecond) // the listings run ahead of the searches
 	}
-	return d.WalkDir.Open(base)
+	return d.WalkTree.Open(base)
 }
 
-// TestGrepHoldsFewDirectories: however far the walk runs ahead of slow
-// workers, the directories it holds open for them stay within the
-// batches in flight times limits.GrepBatchDirs, not one per file queued.
+// TestGrepHoldsFewDirectories: however slow the searches, the
+// directories the walk holds open stay within those above the collector
+// and the window of tasks taken, not one per directory listed.
 func TestGrepHoldsFewDirectories(t *testing.T) {
 	root := t.TempDir()
 	const dirs = 400
 	for i := range dirs {
 		writeFile(t, filepath.Join(root, fmt.Sprintf("d%03d", i), "f.txt"), "match\n")
 	}
-	p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
+	p := &heldCounting{Provider: local.New(), open: map[string]int{}, slowOpens: true}
 	s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
 	res := mustResult(t, s, Grep, obj{"pattern": "match", "output_mode": "count"})
 	if want := fmt.Sprintf("(%d files with matches)", dirs); !strings.Contains(res.Text, want) {
 		t.Fatalf("%s, want %s", res.Text, want)
 	}
-	if bound := (4*grepWorkers() + 1) * limits.GrepBatchDirs; p.most > bound || p.most == 0 {
+	// the root and the directory collected, the window and the task
+	// taken past it
+	if bound := 2 + grepWindow() + 1; p.most > bound || p.most == 0 {
 		t.Fatalf("%d directories held at once, want 1 to %d", p.most, bound)
 	}
 }
@@ -97,7 +106,7 @@ func TestGrepReleasesHoldsWhenCancelled(t *testing.T) {
 	}
 	held := 0 // the most directories any of the cancelled calls held
 	for _, after := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 40 * time.Millisecond, 160 * time.Millisecond} {
-		p := &heldCounting{Provider: local.New(), held: map[string]int{}, slowOpens: true}
+		p := &heldCounting{Provider: local.New(), open: map[string]int{}, slowOpens: true}
 		s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
 		ctx, cancel := context.WithTimeout(context.Background(), after)
 		_, err := s.Call(ctx, Grep, json.RawMessage(`{"pattern": "match", "output_mode": "count"}`))
@@ -110,7 +119,7 @@ func TestGrepReleasesHoldsWhenCancelled(t *testing.T) {
 		deadline := time.Now().Add(time.Minute)
 		for {
 			p.mu.Lock()
-			left, most := len(p.held), p.most
+			left, most := len(p.open), p.most
 			p.mu.Unlock()
 			if left == 0 {
 				held = max(held, most)
@@ -139,7 +148,7 @@ func TestGrepBatchKeepsBounded(t *testing.T) {
 	for i := range limits.GrepBatchFiles {
 		name := fmt.Sprintf("f%02d.txt", i)
 		writeFile(t, filepath.Join(root, name), entry)
-		jobs = append(jobs, grepJob{seq: i, name: name, size: int64(len(entry))})
+		jobs = append(jobs, grepJob{at: i, name: name})
 	}
 	plan, err := planGrep(GrepArgs{Pattern: "match", Context: 20}, 0)
 	if err != nil {
@@ -161,57 +170,58 @@ func TestGrepBatchKeepsBounded(t *testing.T) {
 	}
 }
 
-// TestGrepBatchEdges: a batch is handed out at limits.GrepBatchFiles
-// files, or when a file in its limits.GrepBatchDirs-th directory joins
-// it; the next file starts the next batch.
+// TestGrepBatchEdges: a listing hands its files out in batches of
+// limits.GrepBatchFiles files consecutive in the directory; a
+// subdirectory between two files ends a batch.
 func TestGrepBatchEdges(t *testing.T) {
 	plan, err := planGrep(GrepArgs{Pattern: "x"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(names []string) []int {
-		g := newGrepRun(&executor{provider: local.New()}, plan, rootTarget(t, t.TempDir()), nil)
-		g.window = make(chan struct{}, len(names)+1)
-		batches := make(chan *grepBatch, len(names)+1)
+		root := t.TempDir()
 		for _, n := range names {
-			if err := g.queue(context.Background(), files.Info{Name: n}, nil, batches); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, filepath.Join(root, n), "x\n")
 		}
-		if err := g.flush(context.Background(), batches); err != nil {
+		g := newGrepRun(&executor{provider: local.New()}, plan, rootTarget(t, root), nil)
+		_, tree, err := g.openTree(context.Background())
+		if err != nil {
 			t.Fatal(err)
 		}
-		close(batches)
+		d := &grepDir{name: ".", tree: tree}
+		tasks := g.list(context.Background(), d)
 		var sizes []int
-		for b := range batches {
-			sizes = append(sizes, len(b.jobs))
+		for _, task := range tasks {
+			if task.batch != nil {
+				sizes = append(sizes, len(task.batch.jobs))
+				d.release()
+			} else {
+				sizes = append(sizes, -1) // a subdirectory
+				d.release()
+			}
+		}
+		if d.pending.Load() != 0 {
+			t.Fatalf("%d uses of the directory left", d.pending.Load())
 		}
 		return sizes
 	}
-	inOne := func(n int) []string {
+	files := func(n int) []string {
 		var names []string
 		for i := range n {
-			names = append(names, fmt.Sprintf("d/f%03d", i))
+			names = append(names, fmt.Sprintf("f%03d", i))
 		}
 		return names
 	}
-	inDirs := func(n int) []string {
-		var names []string
-		for i := range n {
-			names = append(names, fmt.Sprintf("d%d/f", i), fmt.Sprintf("d%d/g", i))
-		}
-		return names
-	}
-	k, d := limits.GrepBatchFiles, limits.GrepBatchDirs
+	k := limits.GrepBatchFiles
 	for _, c := range []struct {
 		what  string
 		names []string
 		want  []int
 	}{
-		{"files at the bound", inOne(k), []int{k}},
-		{"one file past", inOne(k + 1), []int{k, 1}},
-		{"directories at the bound", inDirs(d), []int{2*d - 1, 1}},
-		{"one directory past", inDirs(d + 1), []int{2*d - 1, 3}},
+		{"files at the bound", files(k), []int{k}},
+		{"one file past", files(k + 1), []int{k, 1}},
+		{"a directory between", []string{"a", "b", "c/f", "d"}, []int{2, -1, 1}},
+		{"a directory first", []string{"0/f", "a"}, []int{-1, 1}},
 	} {
 		if got := run(c.names); !slices.Equal(got, c.want) {
 			t.Errorf("%s: batches of %v, want %v", c.what, got, c.want)

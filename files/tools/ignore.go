@@ -181,47 +181,40 @@ func (f *ignoreFile) lastExact(m map[string][]int, key string, isDir bool) int {
 	return -1
 }
 
-// ignoreStack is the .gitignore files in force during a walk: those of
-// the directories above the current entry, deepest last. Rules are
-// scoped to their directory: leaving it drops them.
-type ignoreStack struct {
-	files []*ignoreFile
-	rules int // the rules in force, at most limits.GitignoreMaxRules
+// ignoreChain is the .gitignore files in force in one directory of a
+// walk: its own, then its parents' up to the search's root. Rules are
+// scoped to their directory: only the chains of the directories below it
+// hold them. A chain never changes, so the directories of a walk, listed
+// on several goroutines, share their parents' (nil: no file in force).
+type ignoreChain struct {
+	f      *ignoreFile
+	parent *ignoreChain
+	rules  int // in force along the chain, at most limits.GitignoreMaxRules
 }
 
-// enter drops the files of directories that are not above name.
-func (s *ignoreStack) enter(name string) {
-	for n := len(s.files); n > 0; n-- {
-		if dir := s.files[n-1].dir; dir == "." || under(name, dir) {
-			return
-		}
-		s.rules -= len(s.files[n-1].rules)
-		s.files[n-1] = nil
-		s.files = s.files[:n-1]
+// with is c with f, the rules of a directory below c's (parseIgnore
+// kept them within room), in force; an empty f records that its
+// directory was checked.
+func (c *ignoreChain) with(f *ignoreFile) *ignoreChain {
+	return &ignoreChain{f: f, parent: c, rules: c.inForce() + len(f.rules)}
+}
+
+func (c *ignoreChain) inForce() int {
+	if c == nil {
+		return 0
 	}
-}
-
-// checked reports whether dir's .gitignore is loaded (dir is the
-// deepest directory in force, entered after its parents).
-func (s *ignoreStack) checked(dir string) bool {
-	return len(s.files) > 0 && s.files[len(s.files)-1].dir == dir
+	return c.rules
 }
 
 // room is how many more rules may be in force.
-func (s *ignoreStack) room() int { return limits.GitignoreMaxRules - s.rules }
+func (c *ignoreChain) room() int { return limits.GitignoreMaxRules - c.inForce() }
 
-// push puts f's rules in force (parseIgnore kept them within room); an
-// empty f records that its directory was checked.
-func (s *ignoreStack) push(f *ignoreFile) {
-	s.files = append(s.files, f)
-	s.rules += len(f.rules)
-}
-
-// ignored reports whether the root-relative name is ignored: the deepest
-// directory with a matching rule decides.
-func (s *ignoreStack) ignored(name string, isDir bool) bool {
-	for i := len(s.files) - 1; i >= 0; i-- {
-		f := s.files[i]
+// ignored reports whether the root-relative name, in the directory of c
+// or below it, is ignored: the deepest directory with a matching rule
+// decides.
+func (c *ignoreChain) ignored(name string, isDir bool) bool {
+	for ; c != nil; c = c.parent {
+		f := c.f
 		if len(f.rules) == 0 {
 			continue // a directory without a .gitignore
 		}

@@ -3,8 +3,6 @@ package tools
 import (
 	"context"
 	"fmt"
-	"io"
-	iofs "io/fs"
 	"path"
 	"regexp"
 	"runtime"
@@ -45,39 +43,33 @@ func (f *globFilter) match(rel string) bool {
 	return f.re.MatchString(rel)
 }
 
-// grepJob is one file to search, numbered in walk order; dir is its
-// directory held open by the walk, if the provider's walk can (else nil:
-// the file is opened by name), and release lets it go.
-type grepJob struct {
-	seq     int
-	name    string // root-relative
-	size    int64
-	dir     files.WalkDir
-	release func()
-}
-
-// grepRun is one grep call: a walk that feeds a bounded pool of workers,
-// and a collector that takes their results in walk order, so the output
-// is the same whatever the scheduling.
+// grepRun is one grep call: a parallel walk whose workers list
+// directories and search batches of files, and a collector that takes
+// their results in walk order, so the output is the same whatever the
+// scheduling (grepwalk.go).
 type grepRun struct {
 	x     *executor
 	plan  *grepPlan
 	t     target
 	roots []string
+	base  *ignoreChain // the rules of the directories above the search base
 
-	// window holds a token per batch handed out and not yet collected
-	// (the walk puts them, the collector takes them).
-	window chan struct{}
+	// the walk's work, under mu: the stack of tasks not yet taken,
+	// inflight those taken and not yet collected, want the one the
+	// collector waits for; workers wait on work, the collector on ready.
+	mu          sync.Mutex
+	work, ready sync.Cond
+	stack       []grepTask
+	inflight    int
+	want        grepTask
+	closed      bool
 
-	// walk state (the walking goroutine only)
-	batch       *grepBatch // being filled
-	batchSeq    int
-	w           walker
-	ignores     ignoreStack
+	// the collector's
+	collected   collector
+	walked      int // entries walked, the search base first
+	stopped     bool
 	ignoreSkip  int
 	dirsSkipped int
-	seq         int
-	collected   collector
 }
 
 // scanners keeps the workers' buffers (and their DFA caches) between
@@ -87,7 +79,7 @@ type grepRun struct {
 var scanners = sync.Pool{New: func() any { return newScanner() }}
 
 func newGrepRun(x *executor, plan *grepPlan, t target, roots []string) *grepRun {
-	g := &grepRun{x: x, plan: plan, t: t, roots: roots, w: walker{base: t.name}}
+	g := &grepRun{x: x, plan: plan, t: t, roots: roots}
 	g.collected = collector{plan: plan, research: g.research}
 	return g
 }
@@ -99,168 +91,40 @@ func grepWorkers() int {
 // errNoIgnore: the directory has no .gitignore.
 var errNoIgnore = fault.New(fault.NotFound, "no .gitignore")
 
-// grepBatch is a run of files consecutive in walk order, searched by one
-// worker: a hand-off per batch rather than per file.
-type grepBatch struct {
-	seq     int
-	jobs    []grepJob
-	dirs    int // directories the jobs are in (each held open)
-	results []fileResult
-}
-
 // run walks and searches, stopping at the first failure that is not the
-// file's own (unavailable roots, cancellation).
+// file's own (unavailable roots, cancellation, a tree that changed).
 func (g *grepRun) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	if err := g.loadParentIgnores(ctx); err != nil {
 		return err
 	}
-	workers := grepWorkers()
-	batches := make(chan *grepBatch, workers)
-	results := make(chan *grepBatch, workers)
-	g.window = make(chan struct{}, 4*workers) // batches not yet collected
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for b := range batches {
-				g.searchBatch(ctx, b)
-				results <- b
-			}
-		})
+	info, tree, err := g.openTree(ctx)
+	if err != nil {
+		return err
 	}
-	walkDone := make(chan error, 1)
-	go func() {
-		defer close(batches)
-		err := g.walk(ctx, func(info files.Info, dir files.WalkDir) error {
-			return g.visit(ctx, info, dir, batches)
-		})
-		if ferr := g.flush(ctx, batches); err == nil {
-			err = ferr
-		}
-		walkDone <- err
-	}()
-	go func() { wg.Wait(); close(results) }()
-	firstErr := g.collect(ctx, cancel, results)
-	if err := <-walkDone; err != nil && firstErr == nil {
-		firstErr = err
-	}
-	return firstErr
-}
-
-// collect takes the batches' results in walk order, whatever order the
-// workers finish them in.
-func (g *grepRun) collect(ctx context.Context, cancel func(), results <-chan *grepBatch) error {
-	var firstErr error
-	pending := map[int]*grepBatch{}
-	next := 0
-	for b := range results {
-		pending[b.seq] = b
-		for p, ok := pending[next]; ok; p, ok = pending[next] {
-			delete(pending, next)
-			next++
-			<-g.window
-			for i := range p.results {
-				if firstErr == nil {
-					if firstErr = g.collected.add(ctx, &p.results[i]); firstErr != nil {
-						cancel()
-					}
-				}
-			}
-		}
-	}
-	return firstErr
-}
-
-// walk walks the search base, with each entry's directory where the
-// provider's walk can give it.
-func (g *grepRun) walk(ctx context.Context, fn files.WalkOpenFunc) error {
-	if ow, ok := g.x.provider.(files.OpenWalker); ok {
-		return ow.WalkOpen(ctx, g.t.Target, fn)
-	}
-	return g.x.provider.Walk(ctx, g.t.Target, func(info files.Info) error { return fn(info, nil) })
-}
-
-// visit applies the walk rules and filters to one entry and queues the
-// files to search.
-func (g *grepRun) visit(ctx context.Context, info files.Info, wd files.WalkDir, batches chan<- *grepBatch) error {
-	rel, depth, skip := g.w.visit(info)
-	if skip != nil {
-		return skip
-	}
-	g.ignores.enter(info.Name)
-	if rel != "" {
-		if dir := parentDir(info.Name); !g.ignores.checked(dir) {
-			if err := g.loadIgnore(ctx, dir, wd); err != nil {
-				return err
-			}
-		}
-		if g.ignores.ignored(info.Name, info.IsDir()) {
-			if info.IsDir() {
-				return iofs.SkipDir
-			}
+	g.walked = 1
+	if tree == nil || path.Base(info.Name) == ".git" {
+		if tree != nil {
+			tree.Close()
 			return nil
 		}
-	}
-	if info.IsDir() {
-		if depth >= limits.WalkMaxDepth {
-			g.dirsSkipped++
-			return iofs.SkipDir
+		if !info.IsRegular() {
+			return nil
 		}
-		return nil
+		b := &grepBatch{jobs: []grepJob{{name: info.Name}}}
+		g.searchBatch(ctx, b)
+		return g.collected.add(ctx, &b.results[0])
 	}
-	if !info.IsRegular() || (rel != "" && !g.wanted(rel)) {
-		return nil
-	}
-	return g.queue(ctx, info, wd, batches)
+	return g.walkTree(ctx, &grepDir{name: info.Name, tree: tree})
 }
 
-// queue adds one file to the batch being filled, with its directory held
-// open when the walk has one: the worker opens it there, so the opens are
-// spread over the workers too. A batch ends at limits.GrepBatchFiles
-// files or limits.GrepBatchDirs directories, and the window bounds the
-// batches handed out, so the directories held are bounded too.
-func (g *grepRun) queue(ctx context.Context, info files.Info, wd files.WalkDir, batches chan<- *grepBatch) error {
-	if g.batch == nil {
-		g.batch = &grepBatch{seq: g.batchSeq, jobs: make([]grepJob, 0, limits.GrepBatchFiles)}
-		g.batchSeq++
+// openTree opens the search base for the walk: through the provider's
+// tree walk, or for a provider without one through its ReadDir and Open
+// by name (namedTree).
+func (g *grepRun) openTree(ctx context.Context) (files.Info, files.WalkTree, error) {
+	if tw, ok := g.x.provider.(files.TreeWalker); ok {
+		return tw.OpenTree(ctx, g.t.Target)
 	}
-	j := grepJob{seq: g.seq, name: info.Name, size: info.Size}
-	g.seq++
-	if wd != nil && !g.plan.scan.multiline {
-		j.dir, j.release = wd, wd.Hold()
-	}
-	b := g.batch
-	if k := len(b.jobs); k == 0 || parentDir(b.jobs[k-1].name) != parentDir(j.name) {
-		b.dirs++
-	}
-	b.jobs = append(b.jobs, j)
-	if len(b.jobs) < limits.GrepBatchFiles && b.dirs < limits.GrepBatchDirs {
-		return nil
-	}
-	return g.flush(ctx, batches)
-}
-
-// flush hands the batch being filled to the workers. When the call ends
-// first, its files are let go unsearched.
-func (g *grepRun) flush(ctx context.Context, batches chan<- *grepBatch) error {
-	b := g.batch
-	if b == nil {
-		return nil
-	}
-	g.batch = nil
-	select {
-	case g.window <- struct{}{}:
-		batches <- b
-		return nil
-	case <-ctx.Done():
-		for _, j := range b.jobs {
-			if j.release != nil {
-				j.release()
-			}
-		}
-		return fault.As(ctx.Err())
-	}
+	return openNamedTree(ctx, g.x, g.t)
 }
 
 // parentDir is path.Dir of a clean root-relative name, without cleaning
@@ -293,64 +157,14 @@ func (g *grepRun) loadParentIgnores(ctx context.Context) error {
 		if dir == "" {
 			dir = "."
 		}
-		if err := g.loadIgnore(ctx, dir, nil); err != nil {
+		c, skipped, err := g.loadIgnore(ctx, g.base, dir, nil)
+		if err != nil {
 			return err
 		}
+		g.base = c
+		g.ignoreSkip += skipped
 	}
 	return nil
-}
-
-// loadIgnore reads dir/.gitignore, if there is one (through wd, the
-// walk's open dir, when not nil), compiles it once and puts its rules in
-// force below dir.
-func (g *grepRun) loadIgnore(ctx context.Context, dir string, wd files.WalkDir) error {
-	data, err := g.readIgnore(ctx, dir, wd)
-	switch fault.CodeOf(err) {
-	case "":
-	case fault.Limit:
-		g.ignoreSkip++
-		g.ignores.push(&ignoreFile{dir: dir})
-		return nil
-	case fault.Unavailable:
-		return err
-	default:
-		if ctx.Err() != nil {
-			return fault.As(ctx.Err())
-		}
-		g.ignores.push(&ignoreFile{dir: dir}) // no .gitignore, or not a regular file: nothing to honour
-		return nil
-	}
-	f, dropped := parseIgnore(dir, data, g.ignores.room())
-	g.ignoreSkip += dropped
-	if f == nil {
-		g.ignoreSkip++
-		f = &ignoreFile{dir: dir}
-	}
-	g.ignores.push(f)
-	return nil
-}
-
-func (g *grepRun) readIgnore(ctx context.Context, dir string, wd files.WalkDir) ([]byte, error) {
-	if wd == nil {
-		data, _, err := g.x.readAllAt(ctx, g.t, path.Join(dir, ".gitignore"), limits.GitignoreMaxBytes)
-		return data, err
-	}
-	if !wd.Listed(".gitignore") {
-		return nil, errNoIgnore
-	}
-	f, err := wd.Open(".gitignore")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if size := f.Info().Size; size > limits.GitignoreMaxBytes {
-		return nil, fault.LimitExceeded(".gitignore bytes", limits.GitignoreMaxBytes, size)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limits.GitignoreMaxBytes+1))
-	if err == nil && len(data) > limits.GitignoreMaxBytes {
-		err = fault.LimitExceeded(".gitignore bytes", limits.GitignoreMaxBytes, int64(len(data)))
-	}
-	return data, err
 }
 
 // searchBatch searches a batch's files in order with one pooled scanner,
@@ -370,14 +184,11 @@ func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
 		}
 		o.maxKeepBytes = min(g.plan.maxOutput, limits.GrepKeepBytes-kept)
 		fr := &b.results[i]
-		*fr = fileResult{seq: j.seq, job: j}
+		*fr = fileResult{job: j}
 		if err := ctx.Err(); err != nil {
 			fr.err = fault.As(err)
 		} else {
 			fr.err = g.searchFile(ctx, sc, j, &o, fr)
-		}
-		if j.release != nil {
-			j.release()
 		}
 		kept += len(fr.text)
 	}
@@ -390,8 +201,8 @@ func (g *grepRun) research(ctx context.Context, j grepJob, from, to, maxBytes in
 	defer scanners.Put(sc)
 	o := g.plan.scan
 	o.keepFrom, o.keepTo, o.maxKeepBytes = from, to, maxBytes
-	j.dir, j.release = nil, nil // let go after the first search: open by name
-	fr := &fileResult{seq: j.seq, job: j}
+	j.dir = nil // let go after the first search: open by name
+	fr := &fileResult{job: j}
 	err := g.searchFile(ctx, sc, j, &o, fr)
 	return fr, err
 }
@@ -415,7 +226,7 @@ func (g *grepRun) searchFile(ctx context.Context, sc *scanner, j grepJob, o *sca
 	if fault.CodeOf(err) == fault.Unavailable || ctx.Err() != nil {
 		return err
 	}
-	*fr = fileResult{seq: fr.seq, job: j, name: fr.name, skipped: "unreadable"} // changed or vanished since it was listed
+	*fr = fileResult{job: j, name: fr.name, skipped: "unreadable"} // changed or vanished since it was listed
 	return nil
 }
 
@@ -440,10 +251,6 @@ func (g *grepRun) streamFile(ctx context.Context, sc *scanner, j grepJob, o *sca
 }
 
 func (g *grepRun) searchWholeFile(ctx context.Context, j grepJob, o *scanOpts, fr *fileResult) error {
-	if j.size > limits.GrepMultilineMaxFileBytes {
-		fr.skipped = "multiline"
-		return nil
-	}
 	data, _, err := g.x.readAllAt(ctx, g.t, j.name, limits.GrepMultilineMaxFileBytes)
 	if fault.CodeOf(err) == fault.Limit {
 		fr.skipped = "multiline" // grew since it was listed
@@ -473,7 +280,7 @@ func (g *grepRun) page() *grepPage {
 	res := c.res
 	res.Offset = g.plan.offset
 	res.DirsSkipped = g.dirsSkipped
-	res.Stopped = g.w.stopped
+	res.Stopped = g.stopped
 	res.IgnoreSkipped = g.ignoreSkip
 	return &grepPage{g: g, counts: res, out: c.out, ends: c.ends, boundHit: c.boundHit}
 }

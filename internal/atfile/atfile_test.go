@@ -206,7 +206,7 @@ func must(t *testing.T, err error) {
 }
 
 // TestWalkBoundMessages: the bound a walk meets is named, per directory
-// (the root as ".") or for the whole tree, with and without TypesOnly.
+// (the root as ".") or for the whole tree.
 func TestWalkBoundMessages(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []string{"f1", "f2", "f3", "d/g1", "d/g2"} {
@@ -214,20 +214,17 @@ func TestWalkBoundMessages(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(dir, p), nil, 0o600))
 	}
 	none := func(string, int, Stat, *Dir, string) (bool, error) { return true, nil }
-	for _, typesOnly := range []bool{false, true} {
-		for _, c := range []struct {
-			b    WalkBounds
-			want string
-		}{
-			{WalkBounds{Names: 10, DirNames: 2, Depth: 3}, `directory "." has more than 2 entries`},
-			{WalkBounds{Names: 5, DirNames: 4, Depth: 3}, "the tree has more than 5 entries"},
-			{WalkBounds{Names: 6, DirNames: 4, Depth: 3}, ""},
-		} {
-			c.b.TypesOnly = typesOnly
-			err := Walk(context.Background(), openDir(t, dir), c.b, none)
-			if c.want == "" && err != nil || c.want != "" && (fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), c.want)) {
-				t.Errorf("%+v: %v, want %q", c.b, err, c.want)
-			}
+	for _, c := range []struct {
+		b    WalkBounds
+		want string
+	}{
+		{WalkBounds{Names: 10, DirNames: 2, Depth: 3}, `directory "." has more than 2 entries`},
+		{WalkBounds{Names: 5, DirNames: 4, Depth: 3}, "the tree has more than 5 entries"},
+		{WalkBounds{Names: 6, DirNames: 4, Depth: 3}, ""},
+	} {
+		err := Walk(context.Background(), openDir(t, dir), c.b, none)
+		if c.want == "" && err != nil || c.want != "" && (fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.b, err, c.want)
 		}
 	}
 }

@@ -25,14 +25,14 @@ type WalkFunc func(rel string, depth int, st Stat, parent *Dir, name string) (de
 // fails with integrity.
 //
 // Exceeding a bound (b) fails with fault.Limit: the walk never returns a
-// silently shorter result. An entry removed during the walk is skipped
-// (with TypesOnly, a regular file removed after the listing is still
-// passed to fn, and fails where it is opened: not_found).
+// silently shorter result. An entry removed during the walk is skipped.
 // Names in the staging namespace are never visited, and an entry on a
 // pseudo-filesystem (a mount point inside the tree) fails the walk with
-// denied (see Dir.Lstat) where the walk looks at it; with TypesOnly, a
-// directory fn does not descend into is not looked at, so a mount there
-// neither fails the walk nor is opened.
+// denied (see Dir.Lstat) where the walk looks at it.
+//
+// A walk taken a directory at a time (from several goroutines: each Dir
+// is safe for concurrent use) lists with Dir.ReadEntries and takes each
+// step as Walk does, with EntryStat and Descend.
 func Walk(ctx context.Context, root *Dir, b WalkBounds, fn WalkFunc) error {
 	if b.DirNames <= 0 || b.DirNames > b.Names {
 		b.DirNames = b.Names
@@ -49,20 +49,6 @@ type WalkBounds struct {
 	DirNames int
 	// Depth bounds the depth of any entry.
 	Depth int
-	// TypesOnly spares the lstat of an entry the directory lists as a
-	// regular file or a directory (getdents' d_type): fn gets a Stat with
-	// only its type (Size -1; a directory's Ino is the listing's), and
-	// whoever opens a file checks what it opened (as Dir.OpenListed
-	// does); the walk opens a directory with O_NOFOLLOW|O_DIRECTORY and
-	// checks it is the inode listed (else, as at a mount point, it looks
-	// at the name and checks that). Every other entry is lstat'ed as
-	// without it.
-	TypesOnly bool
-	// OnList, when set, is called with each directory's entries, in
-	// name order, before fn is called for them: depth is the directory's
-	// own (0 for the walk's root). The slice is valid until the walk
-	// leaves the directory.
-	OnList func(depth int, entries []Entry)
 }
 
 type walker struct {
@@ -90,26 +76,16 @@ func (w *walker) walk(ctx context.Context, d *Dir, prefix string, depth int) err
 	if len(entries) > 0 && depth+1 > w.b.Depth {
 		return fault.New(fault.Limit, "the tree is deeper than %d levels (the limit)", w.b.Depth)
 	}
-	if w.b.OnList != nil {
-		w.b.OnList(depth, entries)
-	}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return fault.As(err)
 		}
-		st := Stat{Size: -1}
-		switch {
-		case w.b.TypesOnly && e.Type.IsRegular():
-		case w.b.TypesOnly && e.Type.IsDir():
-			st = Stat{Mode: fs.ModeDir, Ino: e.Ino, Size: -1}
-		default:
-			st, err = d.Lstat(e.Name, "entry")
-			if errors.Is(err, fault.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
+		st, ok, err := d.EntryStat(e, false)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
 		}
 		if err := w.visit(ctx, d, prefix, depth, e.Name, st); err != nil {
 			return err
@@ -118,13 +94,38 @@ func (w *walker) walk(ctx context.Context, d *Dir, prefix string, depth int) err
 	return nil
 }
 
-// read lists d: names and d_types with TypesOnly, else names.
-func (w *walker) read(ctx context.Context, d *Dir) ([]Entry, error) {
-	max := min(w.left, w.b.DirNames)
-	if w.b.TypesOnly {
-		return d.ReadEntries(ctx, max, "directory")
+// EntryStat is what a walk knows of the entry e that d's listing has:
+// with typesOnly, a regular file or directory's type alone (Size -1; a
+// directory's Ino is the listing's: Descend checks it, and whoever opens
+// a file checks what it opened, as Dir.OpenListed does), else its Lstat.
+// Every other entry is looked at either way: with typesOnly, a directory
+// not descended into is not looked at, so a mount there neither fails the
+// walk nor is opened. ok is false when the entry was removed since it
+// was listed (the walk skips it; with typesOnly, a regular file removed
+// after the listing fails where it is opened: not_found).
+func (d *Dir) EntryStat(e Entry, typesOnly bool) (st Stat, ok bool, err error) {
+	switch {
+	case typesOnly && e.Type.IsRegular():
+		return Stat{Size: -1}, true, nil
+	case typesOnly && e.Type.IsDir():
+		return Stat{Mode: fs.ModeDir, Ino: e.Ino, Size: -1}, true, nil
 	}
-	names, err := d.ReadNames(max)
+	st, err = d.Lstat(e.Name, "entry")
+	if errors.Is(err, fault.ErrNotFound) {
+		return Stat{}, false, nil
+	}
+	if err != nil {
+		return Stat{}, false, err
+	}
+	return st, true, nil
+}
+
+// read lists d's names, sorted.
+func (w *walker) read(ctx context.Context, d *Dir) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fault.As(err)
+	}
+	names, err := d.ReadNames(min(w.left, w.b.DirNames))
 	if err != nil {
 		return nil, err
 	}
@@ -143,31 +144,47 @@ func (w *walker) visit(ctx context.Context, d *Dir, prefix string, depth int, na
 	if err != nil || !descend || !st.Mode.IsDir() {
 		return err
 	}
-	sub, sst, err := d.OpenSubdir(name, "directory")
-	if errors.Is(err, fault.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		if errors.Is(err, ErrSymlink) || errors.Is(err, ErrNotDir) {
-			return fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
-		}
+	sub, ok, err := d.Descend(name, st)
+	if err != nil || !ok {
 		return err
 	}
 	defer sub.Close()
+	return w.walk(ctx, sub, rel+"/", depth+1)
+}
+
+// Descend opens the directory name, which d's listing has with st (from
+// EntryStat), as a walk walks into it: without following a symlink, and
+// checking that it opened the directory it looked at (else integrity: a
+// directory in the tree was replaced). ok is false when the directory
+// was removed since it was listed (the walk skips it).
+func (d *Dir) Descend(name string, st Stat) (sub *Dir, ok bool, err error) {
+	sub, sst, err := d.OpenSubdir(name, "directory")
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		if errors.Is(err, ErrSymlink) || errors.Is(err, ErrNotDir) {
+			return nil, false, fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
+		}
+		return nil, false, err
+	}
 	if st.Size < 0 { // type only: the listing's inode, on d's device
 		st.Dev = d.dev
 		if sst.Dev != d.dev || sst.Ino != st.Ino {
 			st, err = d.Lstat(name, "entry")
 			if errors.Is(err, fault.ErrNotFound) {
-				return nil
+				sub.Close()
+				return nil, false, nil
 			}
 			if err != nil {
-				return err
+				sub.Close()
+				return nil, false, err
 			}
 		}
 	}
 	if sst.Dev != st.Dev || sst.Ino != st.Ino {
-		return fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
+		sub.Close()
+		return nil, false, fault.Wrap(fault.Integrity, ErrChanged, "a directory in the tree was replaced during the walk")
 	}
-	return w.walk(ctx, sub, rel+"/", depth+1)
+	return sub, true, nil
 }

@@ -92,6 +92,25 @@ func (d *Dir) OpenSubdir(name, role string) (*Dir, Stat, error) {
 	return &Dir{d: sub}, st, nil
 }
 
+// EntryStat is what a walk knows of a listed entry (atfile.Dir.EntryStat):
+// with typesOnly, a regular file or directory's type alone (Size -1);
+// ok is false when the entry was removed since it was listed.
+func (d *Dir) EntryStat(e Entry, typesOnly bool) (st Stat, ok bool, err error) {
+	return d.d.EntryStat(e, typesOnly)
+}
+
+// Descend opens the listed directory name, which EntryStat gave st, as a
+// walk walks into it (atfile.Dir.Descend: no symlink followed, the
+// directory checked to be the one listed); ok is false when it was
+// removed since.
+func (d *Dir) Descend(name string, st Stat) (sub *Dir, ok bool, err error) {
+	s, ok, err := d.d.Descend(name, st)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return &Dir{d: s}, true, nil
+}
+
 // ReadEntries lists the directory, sorted by name, staging names left
 // out, failing with limit past max entries (atfile.Dir.ReadEntries).
 func (d *Dir) ReadEntries(ctx context.Context, max int, role string) ([]Entry, error) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -15,10 +16,10 @@ import (
 	"github.com/capkit/capkit/internal/scope"
 )
 
-// TestWalkOpen: the opener reads the regular files of the directory being
+// TestWalkTreeOpen: the opener reads the regular files of the directory being
 // walked and refuses everything else: symlinks, FIFOs, directories,
 // staging names and names that are not one element.
-func TestWalkOpen(t *testing.T) {
+func TestWalkTreeOpen(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "d"), 0o755)
 	os.WriteFile(filepath.Join(root, "d", "a.txt"), []byte("alpha\n"), 0o644)
@@ -31,7 +32,7 @@ func TestWalkOpen(t *testing.T) {
 	p := New()
 	got := map[string]fault.Code{}
 	var content string
-	err := walkOpenIn(p, context.Background(), in(root), "d", func(info files.Info, dir files.WalkDir) error {
+	err := walkTreeIn(p, context.Background(), in(root), "d", func(info files.Info, dir files.WalkTree) error {
 		if info.Name == "d" {
 			if dir != nil {
 				t.Error("a directory for the walk's start")
@@ -73,12 +74,12 @@ func TestWalkOpen(t *testing.T) {
 	}
 }
 
-// TestWalkOpenSwappedAfterListing: a regular file replaced, between the
+// TestWalkTreeSwappedAfterListing: a regular file replaced, between the
 // listing that named it a regular file and its open, by a FIFO (with no
 // writer: an open that waited for one would hang), a symlink to a file
 // outside the tree, a directory, or nothing, is refused without being
 // read or followed; the walk goes on to the next entry.
-func TestWalkOpenSwappedAfterListing(t *testing.T) {
+func TestWalkTreeSwappedAfterListing(t *testing.T) {
 	swaps := []struct {
 		name string
 		swap func(p string) error
@@ -103,7 +104,7 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 			var walkErr error
 			go func() {
 				defer close(done)
-				walkErr = walkOpenIn(New(), context.Background(), in(root), "d", func(info files.Info, dir files.WalkDir) error {
+				walkErr = walkTreeIn(New(), context.Background(), in(root), "d", func(info files.Info, dir files.WalkTree) error {
 					if info.Name == "d" {
 						return nil
 					}
@@ -149,10 +150,11 @@ func TestWalkOpenSwappedAfterListing(t *testing.T) {
 	}
 }
 
-// TestWalkOpenHeld: a directory's listing has its entries (staging names
-// left out); a held directory opens its files after the walk has moved on and after it has ended, under the same checks (a file swapped
-// for a symlink meanwhile is refused), until every hold is released.
-func TestWalkOpenHeld(t *testing.T) {
+// TestWalkTreeHeld: a directory's listing has its entries (staging names
+// left out); an open directory opens its files after the walk has moved
+// on, under the same checks (a file swapped for a symlink meanwhile is
+// refused), until it is closed.
+func TestWalkTreeHeld(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "d", "e"), 0o755)
 	os.WriteFile(filepath.Join(root, "d", "a"), []byte("alpha\n"), 0o644)
@@ -160,55 +162,61 @@ func TestWalkOpenHeld(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "d", "e", "c"), []byte("gamma\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "outside"), []byte("secret\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "d", scope.StagingPrefix+"x"), []byte("staged"), 0o644)
-	type held struct {
-		name    string
-		dir     files.WalkDir
-		release func()
-	}
-	var hs []held
-	err := walkOpenIn(New(), context.Background(), in(root), "d", func(info files.Info, dir files.WalkDir) error {
-		if dir != nil && (!dir.Listed(path.Base(info.Name)) || dir.Listed("absent") || dir.Listed(scope.StagingPrefix+"x")) {
-			t.Errorf("%s: the listing of its directory does not have it, or has others", info.Name)
+	_, err := with(in(root), "d", func(tt *scope.Target) (struct{}, error) {
+		_, tree, err := New().OpenTree(context.Background(), tt)
+		if err != nil {
+			return struct{}{}, err
 		}
-		if info.IsRegular() {
-			hs = append(hs, held{info.Name, dir, dir.Hold()})
+		entries, err := tree.List(context.Background(), 10)
+		if err != nil {
+			return struct{}{}, err
 		}
-		return nil
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name)
+		}
+		if !slices.Equal(names, []string{"d/a", "d/b", "d/e"}) || !tree.Listed("a") || tree.Listed("absent") || tree.Listed(scope.StagingPrefix+"x") {
+			t.Errorf("listing %v", names)
+		}
+		sub, err := tree.Sub(context.Background(), entries[2])
+		if err != nil {
+			return struct{}{}, err
+		}
+		if _, err := sub.List(context.Background(), 10); err != nil {
+			return struct{}{}, err
+		}
+		p := filepath.Join(root, "d", "b")
+		os.Remove(p)
+		os.Symlink("../outside", p)
+		want := map[string]string{"a": "alpha\n", "b": "", "c": "gamma\n"}
+		for base, dir := range map[string]files.WalkTree{"a": tree, "b": tree, "c": sub} {
+			f, err := dir.Open(base)
+			switch {
+			case base == "b":
+				if fault.CodeOf(err) != fault.Denied {
+					t.Errorf("b swapped for a symlink: %v, want denied", err)
+				}
+			case err != nil:
+				t.Errorf("%s: %v", base, err)
+			default:
+				b, _ := io.ReadAll(f)
+				f.Close()
+				if string(b) != want[base] {
+					t.Errorf("%s: %q", base, b)
+				}
+			}
+		}
+		tree.Close()
+		sub.Close()
+		for base, dir := range map[string]files.WalkTree{"a": tree, "c": sub} {
+			if f, err := dir.Open(base); err == nil {
+				f.Close()
+				t.Errorf("%s opened after its directory was closed", base)
+			}
+		}
+		return struct{}{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(hs) != 3 {
-		t.Fatalf("held %d files, want 3", len(hs))
-	}
-	p := filepath.Join(root, "d", "b")
-	os.Remove(p)
-	os.Symlink("../outside", p)
-	want := map[string]string{"d/a": "alpha\n", "d/b": "", "d/e/c": "gamma\n"}
-	for _, h := range hs {
-		f, err := h.dir.Open(path.Base(h.name))
-		switch {
-		case h.name == "d/b":
-			if fault.CodeOf(err) != fault.Denied {
-				t.Errorf("d/b swapped for a symlink: %v, want denied", err)
-			}
-		case err != nil:
-			t.Errorf("%s after the walk: %v", h.name, err)
-		default:
-			b, _ := io.ReadAll(f)
-			f.Close()
-			if string(b) != want[h.name] {
-				t.Errorf("%s: %q", h.name, b)
-			}
-		}
-	}
-	for _, h := range hs {
-		h.release()
-	}
-	for _, h := range hs {
-		if f, err := h.dir.Open(path.Base(h.name)); err == nil {
-			f.Close()
-			t.Errorf("%s opened after its directory was released", h.name)
-		}
 	}
 }
