@@ -25,6 +25,7 @@ type heldCounting struct {
 	open      map[string]int
 	most      int
 	slowOpens bool
+	slowLists bool
 }
 
 func (p *heldCounting) OpenTree(ctx context.Context, t *scope.Target) (files.Info, files.WalkTree, error) {
@@ -65,6 +66,13 @@ func (d *countedTree) Close() {
 	}
 	p.mu.Unlock()
 	d.WalkTree.Close()
+}
+
+func (d *countedTree) List(ctx context.Context, max int) ([]files.DirEntry, error) {
+	if d.p.slowLists {
+		time.Sleep(time.Millisecond) // the collector waits on the listings
+	}
+	return d.WalkTree.List(ctx, max)
 }
 
 func (d *countedTree) Open(base string) (files.File, error) {

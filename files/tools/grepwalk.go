@@ -16,10 +16,11 @@ import (
 
 // The walk of a grep is parallel: the workers take directories to list
 // as well as batches of files to search from one stack, so listing and
-// searching overlap on every core. A directory's listing pushes its
-// subdirectories and batches in reverse name order, so the stack, top
-// first, is always in walk order (depth first, each directory's names in
-// byte order): a worker takes the earliest work, and the collector reads
+// searching overlap on every core. A directory's listing puts its
+// subdirectories and batches in the stack where their keys (their place
+// in walk order: depth first, each directory's names in byte order) put
+// them, so the stack, top first, is always in walk order: a worker takes
+// the earliest work, and the collector reads
 // the directories and batches in walk order, whatever order they were
 // done in, so the result is the one a sequential walk gives. Every rule
 // of the walk (the entries counted up to limits.WalkMaxFiles, .git,
@@ -80,7 +81,14 @@ type grepJob struct {
 	dir  files.WalkTree
 }
 
-type grepTaskState struct{ taken, done bool }
+// grepTaskState is where a task is in the walk: key is its place in
+// walk order (the indexes of its slot and of its directories' slots
+// from the search base's; keys compare as slices), so that the task
+// taken is always the earliest in walk order.
+type grepTaskState struct {
+	key         []int32
+	taken, done bool
+}
 
 // grepTask is a directory to list or a batch to search.
 type grepTask struct {
@@ -149,10 +157,8 @@ func (g *grepRun) worker(ctx context.Context) {
 		}
 		g.mu.Lock()
 		t.state().done = true
-		for i := len(children) - 1; i >= 0; i-- {
-			g.stack = append(g.stack, children[i])
-		}
 		if len(children) > 0 {
+			g.push(t.dir.key, children)
 			g.work.Broadcast()
 		}
 		if g.want == t {
@@ -160,6 +166,15 @@ func (g *grepRun) worker(ctx context.Context) {
 		}
 		g.mu.Unlock()
 	}
+}
+
+// push puts the tasks of the directory with key in the stack (top last,
+// in reverse walk order) in walk order: where key falls, since nothing
+// else in the stack lies below it.
+func (g *grepRun) push(key []int32, tasks []grepTask) {
+	at, _ := slices.BinarySearchFunc(g.stack, key, func(t grepTask, key []int32) int { return slices.Compare(key, t.state().key) })
+	slices.Reverse(tasks)
+	g.stack = slices.Insert(g.stack, at, tasks...)
 }
 
 // take waits for the stack's top and a free place in the window (the
@@ -236,14 +251,14 @@ func (g *grepRun) list(ctx context.Context, d *grepDir) []grepTask {
 		case isDir && d.depth+1 >= limits.WalkMaxDepth:
 			d.deep = append(d.deep, i)
 		case isDir:
-			sub := &grepDir{name: e.Name, depth: d.depth + 1, entry: e, parent: d}
+			sub := &grepDir{grepTaskState: d.childState(len(d.slots)), name: e.Name, depth: d.depth + 1, entry: e, parent: d}
 			d.pending.Add(1)
 			d.slots = append(d.slots, grepSlot{at: i, dir: sub})
 			tasks = append(tasks, grepTask{dir: sub})
 			b = nil
 		case e.IsRegular() && g.wanted(g.rel(e.Name)):
 			if b == nil || len(b.jobs) == limits.GrepBatchFiles {
-				b = &grepBatch{dir: d, jobs: make([]grepJob, 0, min(limits.GrepBatchFiles, len(entries)-i))}
+				b = &grepBatch{grepTaskState: d.childState(len(d.slots)), dir: d, jobs: make([]grepJob, 0, min(limits.GrepBatchFiles, len(entries)-i))}
 				d.pending.Add(1)
 				d.slots = append(d.slots, grepSlot{at: i, batch: b})
 				tasks = append(tasks, grepTask{batch: b})
@@ -256,6 +271,14 @@ func (g *grepRun) list(ctx context.Context, d *grepDir) []grepTask {
 		}
 	}
 	return tasks
+}
+
+// childState is the state of d's slot i, not yet taken.
+func (d *grepDir) childState(i int) grepTaskState {
+	key := make([]int32, len(d.key)+1)
+	copy(key, d.key)
+	key[len(d.key)] = int32(i)
+	return grepTaskState{key: key}
 }
 
 // chain is the ignore rules in force in d (base for the search base's
