@@ -42,9 +42,15 @@ const (
 const GrepKeepBytes = 256 * KiB
 
 // GrepBatchFiles is how many files, consecutive in one directory, grep
-// hands to one worker at a time (grep's workers take at most four
-// batches or directories each that are not yet collected).
+// hands to one worker at a time.
 const GrepBatchFiles = 32
+
+// GrepTasksPerWorker bounds the tasks (directories to list, batches of
+// files) grep's workers take and its collector has not yet taken in walk
+// order, per worker, so the results kept (at most GrepKeepBytes a batch)
+// and the directories held open stay bounded; tasks before the latest
+// taken have as many again.
+const GrepTasksPerWorker = 16
 
 // The lazy DFA that finds grep's matching lines (internal/linedfa).
 const (

@@ -97,9 +97,9 @@ func TestGrepHoldsFewDirectories(t *testing.T) {
 	if want := fmt.Sprintf("(%d files with matches)", dirs); !strings.Contains(res.Text, want) {
 		t.Fatalf("%s, want %s", res.Text, want)
 	}
-	// the root and the directory collected, the window and the task
-	// taken past it
-	if bound := 2 + grepWindow() + 1; p.most > bound || p.most == 0 {
+	// the root and the directory collected, the windows and the task
+	// taken past them
+	if bound := 2 + 2*grepWindow() + 1; p.most > bound || p.most == 0 {
 		t.Fatalf("%d directories held at once, want 1 to %d", p.most, bound)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,11 +28,11 @@ import (
 // .gitignore, the depth bound) is applied in walk order by the collector
 // from what each listing recorded.
 //
-// A worker takes work only while fewer than grepWindow() tasks are taken
-// and not yet collected, which bounds the results kept and the
-// directories held open; the task the collector waits for is always
-// taken (it is the stack's top when it is there), so the walk never
-// waits on itself.
+// A worker takes work only while fewer than grepWindow() tasks (twice
+// that for a task before the latest taken) are taken and not yet
+// collected, which bounds the results kept and the directories held
+// open; the task the collector waits for is always taken (it is the
+// stack's top when it is there), so the walk never waits on itself.
 
 // grepDir is a directory of the walk, listed by a worker.
 type grepDir struct {
@@ -103,7 +104,7 @@ func (t grepTask) state() *grepTaskState {
 	return &t.batch.grepTaskState
 }
 
-func grepWindow() int { return 4 * grepWorkers() }
+func grepWindow() int { return limits.GrepTasksPerWorker * grepWorkers() }
 
 // release lets go of one task's use of d's directory; the last closes it.
 func (d *grepDir) release() {
@@ -161,10 +162,17 @@ func (g *grepRun) worker(ctx context.Context) {
 			g.push(t.dir.key, children)
 			g.work.Broadcast()
 		}
-		if g.want == t {
+		wanted := g.want == t
+		if wanted {
 			g.ready.Signal()
 		}
 		g.mu.Unlock()
+		if wanted {
+			// The collector was woken onto this worker's processor: let
+			// it run now, rather than once this worker blocks with the
+			// window full.
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -177,17 +185,26 @@ func (g *grepRun) push(key []int32, tasks []grepTask) {
 	g.stack = slices.Insert(g.stack, at, tasks...)
 }
 
-// take waits for the stack's top and a free place in the window (the
-// collector's next task needs none), or for the walk's end.
+// take waits for the stack's top and a free place in the window, or for
+// the walk's end. The collector's next task needs no place, and a task
+// before the frontier (the latest taken: a directory listed late put it
+// there) has a second window of its own, so that the workers fill the
+// gap the collector is about to need together rather than one at a time.
 func (g *grepRun) take() (grepTask, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for !g.closed {
 		if n := len(g.stack); n > 0 {
-			if t := g.stack[n-1]; g.inflight < grepWindow() || t == g.want {
+			t := g.stack[n-1]
+			key := t.state().key
+			ahead := slices.Compare(key, g.frontier) > 0
+			if g.inflight < grepWindow() || t == g.want || !ahead && g.inflight < 2*grepWindow() {
 				g.stack = g.stack[:n-1]
 				g.inflight++
 				t.state().taken = true
+				if ahead {
+					g.frontier = key
+				}
 				return t, true
 			}
 		}

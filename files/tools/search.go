@@ -56,11 +56,13 @@ type grepRun struct {
 
 	// the walk's work, under mu: the stack of tasks not yet taken,
 	// inflight those taken and not yet collected, want the one the
-	// collector waits for; workers wait on work, the collector on ready.
+	// collector waits for; workers wait on work, the collector on ready
+	// (grepwalk.go).
 	mu          sync.Mutex
 	work, ready sync.Cond
 	stack       []grepTask
 	inflight    int
+	frontier    []int32 // the key of the latest task taken
 	want        grepTask
 	closed      bool
 
