@@ -368,10 +368,10 @@ type entryCursor struct {
 }
 
 // visitTo counts the entries up to to as walked, and reports false once
-// the walk has passed limits.WalkMaxFiles entries (it stops there).
+// the walk has passed g.maxEntries entries (it stops there).
 func (g *grepRun) visitTo(c *entryCursor, to int) bool {
 	for ; c.pos < to; c.pos++ {
-		if g.walked++; g.walked > limits.WalkMaxFiles {
+		if g.walked++; g.walked > g.maxEntries {
 			g.stopped = true
 			return false
 		}

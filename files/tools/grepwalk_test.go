@@ -176,8 +176,8 @@ func TestGrepParallelWalkIsDeterministic(t *testing.T) {
 // order (the search base first), exactly, and the result says it
 // stopped; one entry fewer, and it does not.
 func TestGrepWalkStopsAtTheEntryBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes 100,000 files")
+	if os.Getenv("CAPKIT_LONG_TESTS") == "" {
+		t.Skip("writes 100,000 files; set CAPKIT_LONG_TESTS=1 (TestGrepWalkStopsMidWalk checks the same with a smaller bound)")
 	}
 	root := testkit.TempDir(t)
 	// 1 + 40 directories + 40 × 2,499 files = limits.WalkMaxFiles + 1
@@ -280,5 +280,59 @@ func TestGrepCancelledMidWalk(t *testing.T) {
 	}
 	if opened == 0 {
 		t.Fatal("no cancelled call opened a directory")
+	}
+}
+
+// TestGrepWalkStopsMidWalk: with the entry bound anywhere in the tree (in
+// a batch, at a directory, at the last entry), the walk stops after
+// exactly that many entries in walk order, whatever order the work was
+// done in: the files searched and found are those among the first
+// entries, and the result says it stopped.
+func TestGrepWalkStopsMidWalk(t *testing.T) {
+	root, _ := walkFixture(t)
+	var entries []string // in walk order, the search base first
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		entries = append(entries, filepath.ToSlash(rel))
+		if e.IsDir() && e.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := planGrep(GrepArgs{Pattern: "needle", OutputMode: "files_with_matches", HeadLimit: limits.GrepMaxHeadLimit}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{1, 2, 3, 4, 10, 37, 38, 39, 500, 1001, 2000, 3333, len(entries) - 1, len(entries), len(entries) + 1} {
+		var searched int
+		var found []string
+		for _, e := range entries[1:min(n, len(entries))] {
+			switch info, _ := os.Stat(filepath.Join(root, e)); {
+			case info.IsDir(), strings.HasSuffix(e, ".skip"):
+			case strings.HasSuffix(e, ".txt"):
+				searched++
+				found = append(found, e)
+			default:
+				searched++ // the .gitignore
+			}
+		}
+		p := &jitterTree{Provider: local.New(), rnd: rand.New(rand.NewPCG(rnd.Uint64(), 0))}
+		g := newGrepRun(&executor{provider: p}, plan, rootTarget(t, root), nil)
+		g.maxEntries = n
+		if err := g.run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		pg := g.page()
+		res := pg.result(pg.collected())
+		if got := pathsOf(res.text); res.Stopped != (n < len(entries)) || res.FilesSearched != searched || !slices.Equal(got, found) {
+			t.Fatalf("bound %d of %d entries: stopped %v, %d files searched, %d found; want %d and %d", n, len(entries), res.Stopped, res.FilesSearched, len(got), searched, len(found))
+		}
 	}
 }

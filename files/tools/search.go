@@ -67,6 +67,7 @@ type grepRun struct {
 	closed      bool
 
 	// the collector's
+	maxEntries  int // the entries walked at most: limits.WalkMaxFiles
 	collected   collector
 	walked      int // entries walked, the search base first
 	stopped     bool
@@ -81,7 +82,7 @@ type grepRun struct {
 var scanners = sync.Pool{New: func() any { return newScanner() }}
 
 func newGrepRun(x *executor, plan *grepPlan, t target, roots []string) *grepRun {
-	g := &grepRun{x: x, plan: plan, t: t, roots: roots}
+	g := &grepRun{x: x, plan: plan, t: t, roots: roots, maxEntries: limits.WalkMaxFiles}
 	g.collected = collector{plan: plan, research: g.research}
 	return g
 }
