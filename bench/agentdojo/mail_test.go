@@ -207,13 +207,16 @@ def send(to, subject, body):
 			root:    root,
 			state:   m,
 			// The host's policy: listing and reading mail change nothing;
-			// the address book is reviewed; mail may be quoted to
-			// colleagues only; a recipient must come from the user or the
+			// the address book is reviewed, and sending mail does not
+			// change it; mail may be quoted to colleagues only, and the
+			// files of the root are the colleagues' too (so mail may be
+			// kept there); a recipient must come from the user or the
 			// address book.
 			policy: &script.Provenance{
 				ReadOnly: []string{"mail__list_inbox", "mail__read_email", "mail__contacts"},
 				Trusted:  []string{"tool:mail__contacts"},
-				Readers:  map[string][]string{"upstream:mail": corp},
+				Sealed:   []string{"tool:mail__contacts"},
+				Readers:  map[string][]string{"upstream:mail": corp, "root:" + root: corp},
 				Tools: map[string]map[string]script.Rule{
 					"mail__send_email": {"body": {Any: true, Readers: "to"}, "subject": {Any: true, Readers: "to"}},
 					"write_file":       {"content": {Any: true}},

@@ -18,6 +18,7 @@ import (
 //	[provenance]
 //	enabled = true                # default false: scripts run without labels
 //	trusted = ["root:/srv/policies", "tool:notes", "upstream:docs"]  # sources whose data is trusted
+//	sealed = ["tool:notes"]       # trusted sources no call of a script changes (a write there is not held to trusted data)
 //	read_only = ["lookup", "memory__read_graph"]  # tools (upstream ones too) called whatever their arguments depend on
 //	readers = { "tool:mail_read" = ["mail.example"] }  # where a source's data may go
 //	declassify = "ask"            # prov.declassify asks the MCP client's user (elicitation); default "none"
@@ -33,6 +34,7 @@ import (
 type ProvenanceConfig struct {
 	Enabled    bool                `toml:"enabled"`
 	Trusted    []string            `toml:"trusted"`
+	Sealed     []string            `toml:"sealed"`
 	ReadOnly   []string            `toml:"read_only"`
 	Readers    map[string][]string `toml:"readers"`
 	Declassify string              `toml:"declassify"`
@@ -54,7 +56,7 @@ func (c *Config) ProvenancePolicy() *script.Provenance {
 	if !p.Enabled {
 		return nil
 	}
-	out := &script.Provenance{Trusted: p.Trusted, ReadOnly: p.ReadOnly, Readers: p.Readers}
+	out := &script.Provenance{Trusted: p.Trusted, Sealed: p.Sealed, ReadOnly: p.ReadOnly, Readers: p.Readers}
 	if p.Declassify == DeclassifyAsk {
 		out.Declassify = script.AskUser
 	}
@@ -121,6 +123,11 @@ func (c *Config) validateProvenance(errs *errorList) {
 	for i, pat := range p.Trusted {
 		if err := script.ValidatePattern(pat); err != nil {
 			errs.add(c.errAt("provenance.trusted", i, "%s", err))
+		}
+	}
+	for i, pat := range p.Sealed {
+		if !slices.Contains(p.Trusted, pat) {
+			errs.add(c.errAt("provenance.sealed", i, "%q is not in provenance.trusted: seal a trusted source, written as trusted writes it", pat))
 		}
 	}
 	for _, pat := range slices.Sorted(maps.Keys(p.Readers)) {

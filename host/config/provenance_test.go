@@ -17,6 +17,7 @@ func TestProvenanceConfig(t *testing.T) {
 	doc := `[provenance]
 enabled = true
 trusted = ["tool:notes", "root:/srv/policies"]
+sealed = ["tool:notes"]
 read_only = ["lookup", "memory__read_graph"]
 readers = { "tool:mail_read" = ["mail.example"] }
 [tool.write_file.provenance]
@@ -34,7 +35,7 @@ body = { readers = "to" }
 		t.Fatal(err)
 	}
 	p := c.ProvenancePolicy()
-	if p == nil || len(p.Trusted) != 2 || p.ReadOnly[1] != "memory__read_graph" || p.Readers["tool:mail_read"][0] != "mail.example" {
+	if p == nil || len(p.Trusted) != 2 || len(p.Sealed) != 1 || p.Sealed[0] != "tool:notes" || p.ReadOnly[1] != "memory__read_graph" || p.Readers["tool:mail_read"][0] != "mail.example" {
 		t.Fatalf("%+v", p)
 	}
 	w, n, s := p.Tools["write_file"], p.Tools["net_fetch"]["url"], p.Tools["send"]["body"]
@@ -84,6 +85,7 @@ func TestProvenanceConfigErrors(t *testing.T) {
 		{"[provenance]\ntrusted = [\"root:rel\"]", "the root must be an absolute directory"},
 		{"[provenance]\nreaders = { \"x:y\" = [\"h\"] }", "capkit.toml:2: provenance.readers.x:y: source \"x:y\": unknown kind"},
 		{"[provenance]\nread_only = [\"ok\",\n \"no such\"]", "capkit.toml:3: provenance.read_only: \"no such\" is not a tool name"},
+		{"[provenance]\ntrusted = [\"tool:a\"]\nsealed = [\"tool:b\"]", "capkit.toml:3: provenance.sealed: \"tool:b\" is not in provenance.trusted"},
 		{"[provenance]\ndeclassify = \"always\"", "capkit.toml:2: provenance.declassify: \"always\": want \"none\""},
 		{"[tool.write_file.provenance]\npath = \"maybe\"", "capkit.toml:2: tool.write_file.provenance.path: \"maybe\""},
 		{"[tool.write_file]\nmax_calls = 2\nprovenance = { path = \"maybe\" }", "capkit.toml:3: tool.write_file.provenance.path"},

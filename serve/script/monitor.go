@@ -2,10 +2,12 @@ package script
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -78,12 +80,16 @@ type monitor struct {
 	srcs  []sourceRec
 	byKey map[sourceKey]int32
 	sent  int // sources already described to the interpreter
+	// linked: a root pattern is configured, so where a path's symbolic
+	// links lead can change its read's label.
+	linked bool
 }
 
-// sourceKey names a source: a tool's results from one resource.
+// sourceKey names a source: a tool's results from one resource (and
+// the place a link on its path leads to, when that is another).
 type sourceKey struct {
-	tool string
-	r    resource
+	tool   string
+	r, via resource
 }
 
 // sourceRec is one source: a tool's results from one resource.
@@ -101,7 +107,7 @@ func newMonitor(sess *kernel.Session, p *Provenance) *monitor {
 	if p == nil {
 		p = &Provenance{}
 	}
-	return &monitor{sess: sess, p: p, byKey: map[sourceKey]int32{}}
+	return &monitor{sess: sess, p: p, byKey: map[sourceKey]int32{}, linked: hasRootPatterns(p)}
 }
 
 func (m *monitor) call(ctx context.Context, req *callRequest) (*callReply, error) {
@@ -132,6 +138,9 @@ func (m *monitor) decide(ctx context.Context, entry *catalog.Entry, args json.Ra
 	control := lb.Control
 	if len(members) == 0 && m.untrusted(control) {
 		return m.deny(ctx, entry.Name, "", control, nil, lb, Rule{})
+	}
+	if err := m.checkStores(ctx, entry, args, members, lb); err != nil {
+		return err
 	}
 	names := make([]string, 0, len(members))
 	for name := range members {
@@ -325,24 +334,21 @@ var pathArgs = []string{"path", "dir", "index", "archive", "source", "cwd", "roo
 // whose data is trusted and may go anywhere, and for a tool that only
 // parses what it is given.
 func (m *monitor) sourceOf(entry *catalog.Entry, args json.RawMessage, lb *callLabels) int32 {
-	r, ok := m.resourceOf(entry, args)
+	r, via, ok := m.resourceOf(entry, args)
 	if !ok {
 		return -1
 	}
-	key := sourceKey{entry.Name, r}
+	key := sourceKey{entry.Name, r, via}
 	if id, ok := m.byKey[key]; ok {
 		if m.srcs[id].labelled {
 			return id
 		}
 		return -1
 	}
-	trusted := false
-	for _, p := range m.p.Trusted {
-		trusted = trusted || matches(p, entry.Name, r)
-	}
+	trusted := m.trustedRead(entry.Name, r) && (via.kind == "" || m.trustedRead(entry.Name, via))
 	var readers []string
 	for p, rs := range m.p.Readers {
-		if matches(p, entry.Name, r) {
+		if matches(p, entry.Name, r) || via.kind != "" && matches(p, entry.Name, via) {
 			if readers == nil {
 				readers = slices.Clone(rs)
 			} else {
@@ -353,6 +359,9 @@ func (m *monitor) sourceOf(entry *catalog.Entry, args json.RawMessage, lb *callL
 	name := entry.Name
 	if r.kind != "tool" {
 		name += "(" + r.String() + ")"
+	}
+	if via.kind != "" {
+		name += "(through a link to " + via.String() + ")"
 	}
 	from := slices.Clone(lb.Control)
 	for _, l := range lb.Args {
@@ -372,14 +381,27 @@ func (m *monitor) sourceOf(entry *catalog.Entry, args json.RawMessage, lb *callL
 	return id
 }
 
-// resourceOf is where entry's result comes from; false for a parser given
-// its input (its result depends on its arguments alone).
-func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (resource, bool) {
+// trustedRead reports whether a Trusted pattern names tool's results
+// from r.
+func (m *monitor) trustedRead(tool string, r resource) bool {
+	for _, p := range m.p.Trusted {
+		if matches(p, tool, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// resourceOf is where entry's result comes from, and, when a symbolic
+// link on a file's path leads into another configured directory (or out
+// of them), the class it leads to (via); false for a parser given its
+// input (its result depends on its arguments alone).
+func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (r, via resource, ok bool) {
 	if up, ok := entry.Effect.Upstream(); ok {
-		return resource{"upstream", up}, true
+		return resource{"upstream", up}, via, true
 	}
 	if entry.Effect == capability.CatalogRead {
-		return resource{"catalog", entry.Name}, true
+		return resource{"catalog", entry.Name}, via, true
 	}
 	obj := resourceArgs(args)
 	str := func(k string) (string, bool) {
@@ -391,24 +413,32 @@ func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (resour
 	}
 	if entry.Effect == capability.NetFetch {
 		if u, ok := str("url"); ok {
-			return resource{"host", destination(u)}, true
+			return resource{"host", destination(u)}, via, true
 		}
 	}
 	roots := m.sess.Capabilities().Roots(entry.Effect)
 	for _, k := range pathArgs {
 		if p, ok := str(k); ok && len(roots) > 0 {
 			if root, rel, err := pathscope.In(roots, capability.Protected{}).Lexical(p); err == nil {
-				return resource{"root", m.rootClass(root, rel)}, true
+				r = resource{"root", m.rootClass(root, rel)}
+				if m.linked {
+					if real := realPath(root, filepath.Join(root, rel)); real != filepath.Join(root, rel) {
+						if c := m.classOf(real); c != r.name && (c != "" || m.classOf(r.name) != "") {
+							via = resource{"root", cmp.Or(c, real)}
+						}
+					}
+				}
+				return r, via, true
 			}
 		}
 	}
 	if entry.Effect == capability.Parse {
-		return resource{}, false
+		return resource{}, via, false
 	}
 	if len(roots) > 0 {
-		return resource{"root", m.rootClass(roots[0], ".")}, true
+		return resource{"root", m.rootClass(roots[0], ".")}, via, true
 	}
-	return resource{"tool", entry.Name}, true
+	return resource{"tool", entry.Name}, via, true
 }
 
 // resourceKeys are "url" and pathArgs as JSON strings.

@@ -29,6 +29,12 @@ type Provenance struct {
 	// host NAME; "*.NAME" for its subdomains), "upstream:NAME" (an
 	// upstream's tools).
 	Trusted []string
+	// Sealed are Trusted patterns whose data no call a script makes can
+	// change (a reviewed address book behind an upstream whose other
+	// tools send mail): a call storing where they are read from is not
+	// held to trusted data on their account. Naming a pattern the
+	// scripts' tools can write declassifies what they write there.
+	Sealed []string
 	// Readers restrict who may receive a source's data: for each source
 	// pattern (as in Trusted), the destinations its data may go to. A
 	// source no pattern names may go anywhere.
