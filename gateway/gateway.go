@@ -1,10 +1,11 @@
 // Package gateway puts other MCP servers' tools behind capkit's kernel:
 // each upstream (a stdio server capkit starts, contained by default, or a
 // Streamable HTTP endpoint dialled under an HTTP policy) is reached with
-// the MCP Go SDK's client, and its tools are offered as NAME__TOOL to the
-// sessions granted capability.Upstream(NAME), through kernel.Session.Call
-// like every other tool (tools.go: the only file here that knows the
-// kernel).
+// the MCP Go SDK's client (a stdio upstream's tools/call on capkit's own
+// connection beneath it: pipe.go), and its tools are offered as
+// NAME__TOOL to the sessions granted capability.Upstream(NAME), through
+// kernel.Session.Call like every other tool (tools.go: the only file here
+// that knows the kernel).
 //
 // What is offered is pinned. The catalog's entries come from the lock
 // file (Lock: the definitions a person approved, each with its SHA-256),
