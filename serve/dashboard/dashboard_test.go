@@ -464,3 +464,17 @@ func TestLiveClientsBound(t *testing.T) {
 		c()
 	}
 }
+
+// TestQueryBound: a query of limits.DashboardMaxQueryBytes is answered,
+// one byte more is refused.
+func TestQueryBound(t *testing.T) {
+	d := newDash(t, recent(3), nil)
+	prefix := "actor="
+	at := prefix + strings.Repeat("a", limits.DashboardMaxQueryBytes-len(prefix))
+	if w := get(t, d, http.MethodGet, "/api/events?"+at, nil); w.Code != http.StatusOK {
+		t.Errorf("a query of %d bytes: %d", len(at), w.Code)
+	}
+	if w := get(t, d, http.MethodGet, "/api/events?"+at+"a", nil); w.Code != http.StatusRequestURITooLong {
+		t.Errorf("a query of %d bytes: %d", len(at)+1, w.Code)
+	}
+}
