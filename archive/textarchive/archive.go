@@ -362,8 +362,7 @@ func (a *Archive) closeDB() error {
 // openDB opens the database at path (a host path the caller checked):
 // WAL, full synchronous commits, foreign keys, one connection.
 func openDB(ctx context.Context, path, mode string) (*sql.DB, *sql.Conn, error) {
-	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
-	dsn := "file:" + r.Replace(path) + "?mode=" + mode +
+	dsn := dsnFile(path) + "?mode=" + mode +
 		"&_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")" +
 		"&_pragma=journal_mode(wal)&_pragma=synchronous(full)&_pragma=foreign_keys(1)"
 	db, err := sql.Open("sqlite", dsn)
@@ -382,6 +381,12 @@ func openDB(ctx context.Context, path, mode string) (*sql.DB, *sql.Conn, error) 
 		return nil, nil, dbFault(err, "opening the archive's database")
 	}
 	return db, conn, nil
+}
+
+// dsnFile is the driver's URI of the database file at path, its
+// query still to come.
+func dsnFile(path string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 const (

@@ -2,6 +2,7 @@ package textarchive
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
+	"modernc.org/sqlite"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/atfile"
@@ -116,8 +118,9 @@ type BackupResult struct {
 // host path file (which must not exist: it appears complete or not at
 // all). The database is snapshotted in one read transaction, the
 // snapshot is audited (its versions, chain and index) and hashed, and
-// every blob is re-hashed as it is copied: a damaged original fails the
-// backup (integrity) before anything is published.
+// every entry, once copied, is read back from the new file and hashed: a
+// damaged original, or a copy that differs from it, fails the backup
+// (integrity) before anything is published.
 func (a *Archive) Backup(ctx context.Context, file string, o *BackupOptions) (*BackupResult, error) {
 	max, err := o.maxBytes()
 	if err != nil {
@@ -168,7 +171,7 @@ func (a *Archive) Backup(ctx context.Context, file string, o *BackupOptions) (*B
 		step("backup.verified")
 		step("backup.written")
 		return nil
-	}, &scope.ReplaceOptions{Role: "backup file", NoReplace: true})
+	}, &scope.ReplaceOptions{Role: "backup file", NoReplace: true, ReadWrite: true})
 	if err != nil {
 		return nil, err
 	}
@@ -176,16 +179,23 @@ func (a *Archive) Backup(ctx context.Context, file string, o *BackupOptions) (*B
 	return &BackupResult{File: file, Manifest: *m, ManifestSHA256: sha256Hex(mdata)}, nil
 }
 
-// snapshot writes a consistent copy of the database to path (VACUUM
-// INTO: one read transaction) without the staged operations, which a
-// backup does not hold.
+// snapshot writes a consistent copy of the database to path without the
+// staged operations, which a backup does not hold. The copy is SQLite's
+// online backup (page by page, where VACUUM INTO rebuilt every table and
+// index: two to three times the CPU), inside one read transaction of the
+// archive's connection, so every step copies the same snapshot however
+// other connections write meanwhile, and ctx is checked between steps.
 func (a *Archive) snapshot(ctx context.Context, path string) error {
 	err := a.locked(func() error {
-		_, err := a.conn.ExecContext(ctx, `VACUUM INTO ?1`, path)
-		return err
+		return a.read(ctx, "snapshotting the database", func(t *txn) error {
+			if _, err := t.meta("id"); err != nil {
+				return err
+			}
+			return a.conn.Raw(func(dc any) error { return copyPages(ctx, dc, path) })
+		})
 	})
 	if err != nil {
-		return dbFault(err, "snapshotting the database")
+		return err
 	}
 	db, conn, err := openDB(ctx, path, "rw")
 	if err != nil {
@@ -199,6 +209,39 @@ func (a *Archive) snapshot(ctx context.Context, path string) error {
 		}
 	}
 	return nil
+}
+
+// snapshotStepPages is how many pages a step of the online backup copies
+// between two checks of ctx (16 MiB of 4 KiB pages).
+const snapshotStepPages = 4096
+
+// copyPages copies the database of the driver connection dc, in the read
+// transaction it holds, into a new database at path. The copy needs no
+// durability of its own (it is read back into the backup, which is
+// synced): no journal, no sync.
+func copyPages(ctx context.Context, dc any, path string) error {
+	src, ok := dc.(interface {
+		NewBackup(string) (*sqlite.Backup, error)
+	})
+	if !ok {
+		return fault.New(fault.Internal, "the SQLite driver has no online backup")
+	}
+	b, err := src.NewBackup(dsnFile(path) + "?mode=rwc&_pragma=journal_mode(off)&_pragma=synchronous(off)")
+	if err != nil {
+		return err
+	}
+	for more := true; more; {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		if more, err = b.Step(snapshotStepPages); err != nil {
+			break
+		}
+	}
+	if ferr := b.Finish(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // backupBlob is one blob a backup holds.
@@ -353,56 +396,192 @@ func hashFile(ctx context.Context, path string) (BackupObject, error) {
 }
 
 // writeBackup writes the tar stream to f: the manifest, the snapshot
-// and each blob, each re-hashed as it is copied.
+// and each blob, each entry read back from f and hashed as it is written
+// (verifyEntries), so that what is checked is what the backup holds.
 func (a *Archive) writeBackup(ctx context.Context, f *os.File, mdata []byte, m *BackupManifest, snapPath string, blobs []backupBlob) error {
-	tw := tar.NewWriter(&writeBehind{f: f})
+	g, gctx := errgroup.WithContext(ctx)
+	spans := make(chan span, verifyLag)
+	g.Go(func() error { return verifyEntries(gctx, f, spans) })
+	g.Go(func() error {
+		defer close(spans)
+		return a.copyEntries(gctx, &tarWriter{f: f, spans: spans}, mdata, m, snapPath, blobs)
+	})
+	return g.Wait()
+}
+
+func (a *Archive) copyEntries(ctx context.Context, tw *tarWriter, mdata []byte, m *BackupManifest, snapPath string, blobs []backupBlob) error {
 	mtime, _ := time.Parse(time.RFC3339Nano, m.Created)
-	entry := func(name string, size int64) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o600, ModTime: mtime.Truncate(time.Second)})
-	}
-	if err := entry(manifestName, int64(len(mdata))); err != nil {
-		return fault.Wrap(fault.IO, err, "writing the backup failed")
-	}
-	if _, err := tw.Write(mdata); err != nil {
-		return fault.Wrap(fault.IO, err, "writing the backup failed")
+	tw.mtime = mtime.Truncate(time.Second)
+	if err := tw.bytes(ctx, manifestName, mdata); err != nil {
+		return err
 	}
 	snap, err := os.Open(snapPath)
 	if err != nil {
 		return scope.Fault(err, "database snapshot")
 	}
 	defer snap.Close()
-	if err := copyEntry(ctx, tw, entry, dbName, snap, m.Database); err != nil {
+	if err := tw.file(ctx, dbName, snap, m.Database); err != nil {
 		return err
 	}
 	for _, b := range blobs {
-		src, _, err := a.openBlob(b.sha)
+		src, st, err := a.openBlob(b.sha)
+		if err == nil && st.Size != b.size {
+			src.Close()
+			err = fault.New(fault.Integrity, "blob %s has %d bytes, not %d", b.sha, st.Size, b.size)
+		}
 		if err != nil {
 			return fault.Wrap(fault.Integrity, err, "blob %s, which a version names, cannot be read: nothing was written; run capkit archive audit", b.sha)
 		}
-		err = copyEntry(ctx, tw, entry, blobPath(b.sha), src, BackupObject{SHA256: b.sha, Bytes: b.size})
+		err = tw.file(ctx, blobPath(b.sha), src, BackupObject{SHA256: b.sha, Bytes: b.size})
 		src.Close()
 		if err != nil {
 			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
+	return tw.close()
+}
+
+// tarWriter writes a backup's tar stream to f. archive/tar formats each
+// header, but an entry's data is copied file to file by the kernel where
+// the filesystems allow (copy_file_range, through (*os.File).ReadFrom),
+// which archive/tar's Writer cannot do (it copies through a buffer); the
+// bytes are then read once, back from f, to be hashed. Each chunk's
+// write-out is started as soon as it is written (sync_file_range, not
+// waiting), so the sync before publication waits for the last chunk, not
+// for gigabytes. Every chunk goes to spans, and then each entry's end
+// with the digest it must have.
+type tarWriter struct {
+	f     *os.File
+	off   int64
+	mtime time.Time
+	spans chan<- span
+}
+
+// span is a range of the backup file to hash or, with want set, the end
+// of an entry, whose bytes must have that digest.
+type span struct {
+	off, n int64
+	name   string
+	want   *BackupObject
+}
+
+// copyChunkBytes is how much of an entry is copied before its write-out
+// is started and it goes to the verifier; verifyLag is how many chunks
+// the verifier may lag behind.
+const (
+	copyChunkBytes = 8 << 20
+	verifyLag      = 4
+)
+
+// bytes writes the entry name holding data.
+func (w *tarWriter) bytes(ctx context.Context, name string, data []byte) error {
+	if err := w.header(name, int64(len(data))); err != nil {
+		return err
+	}
+	if err := w.write(data); err != nil {
+		return err
+	}
+	if err := w.send(ctx, span{off: w.off - int64(len(data)), n: int64(len(data))}); err != nil {
+		return err
+	}
+	return w.end(ctx, name, BackupObject{SHA256: sha256Hex(data), Bytes: int64(len(data))})
+}
+
+// file writes the entry name holding want.Bytes of src, which must have
+// want's digest.
+func (w *tarWriter) file(ctx context.Context, name string, src *os.File, want BackupObject) error {
+	if err := w.header(name, want.Bytes); err != nil {
+		return err
+	}
+	for left := want.Bytes; left > 0; {
+		n := min(copyChunkBytes, left)
+		k, err := w.f.ReadFrom(io.LimitReader(src, n))
+		w.off += k
+		if err != nil {
+			return fault.Wrap(fault.IO, err, "copying %s into the backup failed", name)
+		}
+		if k < n {
+			return fault.New(fault.Integrity, "%s is shorter than its %d bytes: nothing was written; run capkit archive audit", name, want.Bytes)
+		}
+		left -= k
+		unix.SyncFileRange(int(w.f.Fd()), w.off-k, k, unix.SYNC_FILE_RANGE_WRITE)
+		if err := w.send(ctx, span{off: w.off - k, n: k}); err != nil {
+			return err
+		}
+	}
+	return w.end(ctx, name, want)
+}
+
+func (w *tarWriter) header(name string, size int64) error {
+	var b bytes.Buffer
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o600, ModTime: w.mtime}
+	if err := tar.NewWriter(&b).WriteHeader(hdr); err != nil {
+		return fault.Wrap(fault.Internal, err, "formatting the backup's entry %s failed", name)
+	}
+	return w.write(b.Bytes())
+}
+
+// end pads the entry to its block and hands its end to the verifier.
+func (w *tarWriter) end(ctx context.Context, name string, want BackupObject) error {
+	if err := w.write(make([]byte, -w.off&(tarBlock-1))); err != nil {
+		return err
+	}
+	return w.send(ctx, span{name: name, want: &want})
+}
+
+// close writes the stream's end: two zero blocks.
+func (w *tarWriter) close() error { return w.write(make([]byte, 2*tarBlock)) }
+
+const tarBlock = 512
+
+func (w *tarWriter) write(p []byte) error {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	if err != nil {
 		return fault.Wrap(fault.IO, err, "writing the backup failed")
 	}
 	return nil
 }
 
-// copyEntry writes src as the entry name, which must be want's bytes.
-func copyEntry(ctx context.Context, tw *tar.Writer, entry func(string, int64) error, name string, src io.Reader, want BackupObject) error {
-	if err := entry(name, want.Bytes); err != nil {
-		return fault.Wrap(fault.IO, err, "writing the backup failed")
+func (w *tarWriter) send(ctx context.Context, s span) error {
+	select {
+	case w.spans <- s:
+		return nil
+	case <-ctx.Done():
+		return fault.As(ctx.Err())
 	}
+}
+
+// verifyEntries hashes each span of f as it comes and checks each
+// entry's bytes against its digest.
+func verifyEntries(ctx context.Context, f *os.File, spans <-chan span) error {
+	buf := make([]byte, 1<<20)
 	h := sha256.New()
-	n, err := copyHashing(ctx, tw, h, io.LimitReader(src, want.Bytes+1))
-	if err != nil {
-		return err
+	var n int64
+	for s := range spans {
+		if s.want != nil {
+			if n != s.want.Bytes || hex.EncodeToString(h.Sum(nil)) != s.want.SHA256 {
+				return fault.New(fault.Integrity, "%s no longer has its SHA-256 (or its size): nothing was written; run capkit archive audit", s.name)
+			}
+			h.Reset()
+			n = 0
+			continue
+		}
+		for off := s.off; off < s.off+s.n; {
+			if err := ctx.Err(); err != nil {
+				return fault.As(err)
+			}
+			k, err := f.ReadAt(buf[:min(int64(len(buf)), s.off+s.n-off)], off)
+			if err != nil {
+				return fault.Wrap(fault.IO, err, "reading the backup back failed")
+			}
+			h.Write(buf[:k])
+			off += int64(k)
+			n += int64(k)
+		}
 	}
-	if n != want.Bytes || hex.EncodeToString(h.Sum(nil)) != want.SHA256 {
-		return fault.New(fault.Integrity, "%s no longer has its SHA-256 (or its size): nothing was written; run capkit archive audit", name)
+	if err := ctx.Err(); err != nil {
+		return fault.As(err)
 	}
 	return nil
 }
@@ -753,25 +932,3 @@ func (digestOnly) blob(string) (io.WriteCloser, error) { return nil, nil }
 
 // openParentDir opens the directory holding the absolute host path p.
 func openParentDir(p string) (*atfile.Dir, error) { return atfile.OpenDir(filepath.Dir(p)) }
-
-// writeBehind writes to f and starts the write-out of each
-// writeBehindBytes written (sync_file_range, not waiting), so that the
-// sync before publication waits for the last part of a backup, not for
-// gigabytes. A failure to start it is no failure: that sync reports
-// every write error.
-type writeBehind struct {
-	f            *os.File
-	off, started int64
-}
-
-const writeBehindBytes = 8 << 20
-
-func (w *writeBehind) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	w.off += int64(n)
-	if w.off-w.started >= writeBehindBytes {
-		unix.SyncFileRange(int(w.f.Fd()), w.started, w.off-w.started, unix.SYNC_FILE_RANGE_WRITE)
-		w.started = w.off
-	}
-	return n, err
-}

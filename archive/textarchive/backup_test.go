@@ -222,3 +222,99 @@ func FuzzReadBackup(f *testing.F) {
 		}
 	})
 }
+
+// TestBackupEntriesExact reads every entry of a backup back: each blob
+// (one of several copy chunks and a remainder that needs padding) has the
+// bytes of its original, and the stream ends as tar streams end.
+func TestBackupEntriesExact(t *testing.T) {
+	ctx := context.Background()
+	a := filled(t)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (2*copyChunkBytes+513)/16+1)[:2*copyChunkBytes+513]
+	must(a.AddFile(ctx, FileRequest{Collection: "files", Request: "big", Name: "big.bin", MediaType: "application/octet-stream"}, bytes.NewReader(big)))
+	file, r := backupOf(t, a)
+	f := must(os.Open(file))
+	defer f.Close()
+	tr := tar.NewReader(f)
+	blobs := 0
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := must(io.ReadAll(tr))
+		if int64(len(data)) != h.Size || h.Mode != 0o600 || h.Typeflag != tar.TypeReg {
+			t.Fatalf("entry %s: %d bytes of %d, mode %o", h.Name, len(data), h.Size, h.Mode)
+		}
+		if sha, ok := parseBlobEntry(h.Name); ok {
+			blobs++
+			if orig := must(os.ReadFile(filepath.Join(a.dir, blobPath(sha)))); !bytes.Equal(orig, data) || sha256Hex(data) != sha {
+				t.Fatalf("blob %s differs from its original", sha)
+			}
+		}
+	}
+	if int64(blobs) != r.Manifest.Blobs.Count || blobs != 3 {
+		t.Fatalf("%d blobs, the manifest names %d", blobs, r.Manifest.Blobs.Count)
+	}
+	st := must(f.Stat())
+	if st.Size()%tarBlock != 0 {
+		t.Fatalf("the backup's %d bytes are not whole blocks", st.Size())
+	}
+	must(VerifyBackup(ctx, file, &BackupOptions{ManifestSHA256: r.ManifestSHA256}))
+}
+
+// TestBackupRefusesLongerBlob: a blob file with a byte appended (its
+// first bytes still those of its name) is refused, not cut to size.
+func TestBackupRefusesLongerBlob(t *testing.T) {
+	ctx := context.Background()
+	a := filled(t)
+	v := must(a.Version(ctx, "v4"))
+	p := filepath.Join(a.dir, blobPath(v.BlobSHA256))
+	f := must(os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0))
+	must(f.Write([]byte("x")))
+	f.Close()
+	dir := t.TempDir()
+	_, err := a.Backup(ctx, filepath.Join(dir, "backup.tar"), nil)
+	if fault.CodeOf(err) != fault.Integrity || !strings.Contains(err.Error(), v.BlobSHA256) {
+		t.Fatalf("a backup of a longer blob: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("a refused backup published %v", left)
+	}
+}
+
+// TestVerifyEntries: the verifier checks each entry's bytes as the file
+// holds them, so a copy that differs from the digest it was given is
+// refused, naming the entry.
+func TestVerifyEntries(t *testing.T) {
+	ctx := context.Background()
+	f := must(os.Create(filepath.Join(t.TempDir(), "f")))
+	defer f.Close()
+	must(f.Write([]byte("headerAAAApadBBBB")))
+	run := func(want string) error {
+		spans := make(chan span, 5)
+		spans <- span{off: 6, n: 2}
+		spans <- span{off: 8, n: 2}
+		spans <- span{name: "a", want: &BackupObject{SHA256: sha256Hex([]byte("AAAA")), Bytes: 4}}
+		spans <- span{off: 13, n: 4}
+		spans <- span{name: "b", want: &BackupObject{SHA256: want, Bytes: 4}}
+		close(spans)
+		return verifyEntries(ctx, f, spans)
+	}
+	if err := run(sha256Hex([]byte("BBBB"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(sha256Hex([]byte("BBBC"))); fault.CodeOf(err) != fault.Integrity || !strings.Contains(err.Error(), "b no longer") {
+		t.Fatalf("a differing entry: %v", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	spans := make(chan span, 1)
+	spans <- span{off: 0, n: 4}
+	close(spans)
+	if err := verifyEntries(cancelled, f, spans); fault.CodeOf(err) != fault.Unavailable {
+		t.Fatalf("a cancelled verification: %v", err)
+	}
+}

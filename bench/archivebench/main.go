@@ -35,6 +35,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite"
@@ -49,7 +50,9 @@ func main() {
 	words := flag.Int("words", 300, "words a document")
 	reps := flag.Int("reps", 20, "measured searches")
 	gib := flag.Float64("gib", 2, "GiB of files for backup and audit (0: skip)")
+	rounds := flag.Int("rounds", 1, "backups (each beside a tar) and audits (each beside a sha256sum), alternating")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the adds to this file")
+	backupProfile := flag.String("backupprofile", "", "write a CPU profile of the backups to this file")
 	flag.Parse()
 	if *dir == "" {
 		fail(fmt.Errorf("-dir is required"))
@@ -114,7 +117,7 @@ func main() {
 	report(fmt.Sprintf("search %q, 20 hits of %d documents (median of %d)", query, *docs, *reps), capkit, bare, "time", bare/capkit)
 	db.Close()
 	if *gib > 0 {
-		files(ctx, a, arch, *dir, int64(*gib*float64(limits.GiB)))
+		files(ctx, a, arch, *dir, int64(*gib*float64(limits.GiB)), *rounds, *backupProfile)
 	}
 	fail(a.Close())
 }
@@ -140,8 +143,8 @@ func corpus(n, w int) []string {
 }
 
 // files keeps total bytes of random files and times backup and audit
-// beside tar and sha256sum.
-func files(ctx context.Context, a *textarchive.Archive, arch, dir string, total int64) {
+// beside tar and sha256sum, rounds times each.
+func files(ctx context.Context, a *textarchive.Archive, arch, dir string, total int64, rounds int, profile string) {
 	const size = limits.ArchiveMaxFileBytes
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := int64(0); i*size < total; i++ {
@@ -152,27 +155,72 @@ func files(ctx context.Context, a *textarchive.Archive, arch, dir string, total 
 	}
 	blobs, err := filepath.Glob(filepath.Join(arch, "blobs", "*", "*"))
 	fail(err)
-	warm(blobs)
-	out := filepath.Join(dir, "backup.tar")
-	capkit := timed(func() {
-		_, err := a.Backup(ctx, out, nil)
-		fail(err)
-	})
-	fail(os.Remove(out))
-	bare := timed(func() { run("tar", "-cf", out, "-C", arch, ".") })
-	fail(os.Remove(out))
 	what := fmt.Sprintf("%.2f GiB in %d files", float64(total)/float64(limits.GiB), len(blobs))
-	report("backup of "+what, capkit, bare, "throughput", bare/capkit)
-	warm(blobs)
-	capkit = timed(func() {
-		r, err := a.Audit(ctx, textarchive.AuditOptions{})
+	backups(ctx, a, arch, filepath.Join(dir, "backup.tar"), what, blobs, rounds, profile)
+	for range rounds {
+		warm(blobs)
+		capkit := timedCPU(func() {
+			r, err := a.Audit(ctx, textarchive.AuditOptions{})
+			fail(err)
+			if !r.Clean() {
+				fail(fmt.Errorf("audit: %+v", r.Problems))
+			}
+		})
+		bare := timedCPU(func() { run("sha256sum", blobs...) })
+		reportCPU("full audit of "+what, capkit, bare)
+	}
+}
+
+// backups times rounds backups to out beside as many tar -cf, each
+// after the blobs were read once, with a CPU profile of them when
+// profile names a file.
+func backups(ctx context.Context, a *textarchive.Archive, arch, out, what string, blobs []string, rounds int, profile string) {
+	if profile != "" {
+		f, err := os.Create(profile)
 		fail(err)
-		if !r.Clean() {
-			fail(fmt.Errorf("audit: %+v", r.Problems))
-		}
-	})
-	bare = timed(func() { run("sha256sum", blobs...) })
-	report("full audit of "+what, capkit, bare, "throughput", bare/capkit)
+		defer f.Close()
+		fail(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+	for range rounds {
+		warm(blobs)
+		capkit := timedCPU(func() {
+			_, err := a.Backup(ctx, out, nil)
+			fail(err)
+		})
+		fail(os.Remove(out))
+		bare := timedCPU(func() { run("tar", "-cf", out, "-C", arch, ".") })
+		fail(os.Remove(out))
+		reportCPU("backup of "+what, capkit, bare)
+	}
+}
+
+// spent is a measured step's wall and CPU (user and system) seconds.
+type spent struct{ wall, cpu float64 }
+
+// timedCPU times f, counting the CPU of this process and of the
+// commands it waited for.
+func timedCPU(f func()) spent {
+	c0 := cpuSeconds()
+	t0 := time.Now()
+	f()
+	return spent{time.Since(t0).Seconds(), cpuSeconds() - c0}
+}
+
+func cpuSeconds() float64 {
+	var s float64
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var u syscall.Rusage
+		fail(syscall.Getrusage(who, &u))
+		s += float64(u.Utime.Nano()+u.Stime.Nano()) / 1e9
+	}
+	return s
+}
+
+// reportCPU prints a throughput ratio (other's time / capkit's) with
+// each side's CPU seconds.
+func reportCPU(what string, capkit, other spent) {
+	fmt.Printf("%s: capkit %.4f s (CPU %.2f s), bare %.4f s (CPU %.2f s), throughput ratio %.2f\n", what, capkit.wall, capkit.cpu, other.wall, other.cpu, other.wall/capkit.wall)
 }
 
 type randReader struct{ r *rand.Rand }
