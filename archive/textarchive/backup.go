@@ -212,8 +212,9 @@ func (a *Archive) snapshot(ctx context.Context, path string) error {
 }
 
 // snapshotStepPages is how many pages a step of the online backup copies
-// between two checks of ctx (16 MiB of 4 KiB pages).
-const snapshotStepPages = 4096
+// between two checks of ctx (16 MiB of 4 KiB pages); a variable so that
+// a test can take a small database in several steps.
+var snapshotStepPages int32 = 4096
 
 // copyPages copies the database of the driver connection dc, in the read
 // transaction it holds, into a new database at path. The copy needs no
@@ -237,6 +238,7 @@ func copyPages(ctx context.Context, dc any, path string) error {
 		if more, err = b.Step(snapshotStepPages); err != nil {
 			break
 		}
+		step("backup.snapshot.step")
 	}
 	if ferr := b.Finish(); err == nil {
 		err = ferr

@@ -318,3 +318,46 @@ func TestVerifyEntries(t *testing.T) {
 		t.Fatalf("a cancelled verification: %v", err)
 	}
 }
+
+// TestSnapshotConsistent: another connection that adds a version while
+// the snapshot is taken, between its steps, is not in the backup: every
+// step copies the one read transaction's database, whose head, versions
+// and blobs the manifest names, and the backup restores clean.
+func TestSnapshotConsistent(t *testing.T) {
+	ctx := context.Background()
+	a := filled(t)
+	headOf := func(x *Archive) head {
+		var h head
+		if err := x.read(ctx, "head", func(t *txn) (err error) { h, err = t.head(); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	before := headOf(a)
+	other := must(Open(ctx, a.dir))
+	defer other.Close()
+	saved := snapshotStepPages
+	snapshotStepPages = 1
+	steps := 0
+	stepHook = func(s string) {
+		if s != "backup.snapshot.step" {
+			return
+		}
+		if steps++; steps == 2 {
+			addText(t, other, "papers", "p9", "r9", doc("added while the snapshot was taken"))
+			must(other.AddFile(ctx, FileRequest{Collection: "files", Request: "f9", Name: "f9.bin", MediaType: "application/octet-stream"}, strings.NewReader("added meanwhile")))
+		}
+	}
+	t.Cleanup(func() { stepHook, snapshotStepPages = nil, saved })
+	file, r := backupOf(t, a)
+	if steps < 3 {
+		t.Fatalf("the snapshot took %d steps", steps)
+	}
+	if after := headOf(a); after == before || r.Manifest.Head != before || r.Manifest.Blobs.Count != 2 {
+		t.Fatalf("head before %v, after %v, the backup's %v with %d blobs", before, after, r.Manifest.Head, r.Manifest.Blobs.Count)
+	}
+	res := must(Restore(ctx, file, filepath.Join(t.TempDir(), "r"), &BackupOptions{ManifestSHA256: r.ManifestSHA256}))
+	if !res.Audit.Clean() || res.Audit.Covered.TotalVersions != 5 {
+		t.Fatalf("the restore: %+v", res.Audit)
+	}
+}
