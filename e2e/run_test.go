@@ -92,8 +92,9 @@ args = "-run=[A-Za-z0-9_]+"
 // output schema: the verifier loop (run_test fails, edit_file, run_test
 // passes), run_build, and run_shell found by tool_search, in success and
 // in each failure a model can drive it to (a refused argument, an empty
-// command, a deadline, a working directory outside every root), plus an
-// output past the bound, cut with the bytes it omitted.
+// command, a deadline, whose failure shows what the command printed, a
+// working directory outside every root), plus an output past the bound,
+// cut with the bytes it omitted.
 func TestTypeScriptClientRunTools(t *testing.T) {
 	modules := nodeModules(t)
 	cfg := failingGoProject(t, `, "run_shell"`, "[build]\ncommand = [\"go\", \"vet\", \"./...\"]\n")
@@ -111,7 +112,7 @@ func TestTypeScriptClientRunTools(t *testing.T) {
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "echo hello; exit 3"}},
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "head -c 200000 /dev/zero | tr '\\0' a"}},
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": ""}, want: "invalid_input"},
-		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "sleep 60", "timeout_seconds": 1}, want: "limit"},
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "echo printed-before-timeout; sleep 60", "timeout_seconds": 3}, want: "limit"},
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "true", "cwd": "/"}, want: "denied"},
 		// The project has no capkit.toml and no .git: its top is open.
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "touch new.txt"}},
@@ -137,6 +138,14 @@ func TestTypeScriptClientRunTools(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(proj, "new.txt")); err != nil {
 		t.Errorf("new.txt at the top of the root: %v", err)
+	}
+	// What the command printed before its deadline is in the failure:
+	// after the fault's line in the text, and in _meta's report.
+	timedOut := out.Results[12]
+	report, _ := timedOut.Meta["capkit/fault"].(map[string]any)
+	if detail, _ := report["detail"].(string); detail != "--- stdout ---\nprinted-before-timeout\n" ||
+		!strings.HasSuffix(timedOut.Text, "\n"+detail) || strings.Contains(report["message"].(string), "printed-before") {
+		t.Errorf("the timed-out command's output: text %q, report %v", timedOut.Text, report)
 	}
 	for i, want := range map[int][]string{
 		14: {"exit code 0"},

@@ -38,10 +38,13 @@ a test fails when this page and the code differ.
 
 Every capkit command exits with the code of its failure's fault, and an MCP
 client reads the same name: a failed call is an ` + "`isError`" + ` result whose
-text is ` + "`code: message`" + `, with ` + "`_meta[\"capkit/fault\"]`" + ` holding
-` + "`{\"code\", \"message\", \"retry_after_seconds\"}`" + ` (the object ` + "`capkit --json`" + `
-prints as ` + "`{\"error\": …}`" + `). Commands that run a command of yours
-(` + "`capkit run`" + `, ` + "`capkit test`" + `) exit with that command's own code.
+text is ` + "`code: message`" + ` (then the failure's detail, such as a command's
+output, when it has one), with ` + "`_meta[\"capkit/fault\"]`" + ` holding
+` + "`{\"code\", \"message\", \"retry_after_seconds\", \"detail\"}`" + ` (the object
+` + "`capkit --json`" + ` prints as ` + "`{\"error\": …}`" + `; without ` + "`--json`" + ` the detail
+follows the ` + "`capkit: code: message`" + ` line on standard error). Commands that run a
+command of yours (` + "`capkit run`" + `, ` + "`capkit test`" + `) exit with that command's own
+code.
 
 | code | fault | meaning |
 |---|---|---|

@@ -103,6 +103,13 @@ type Error struct {
 	// audit trail records it: a name an operator looks up, never caller
 	// text.
 	Policy string
+	// Detail is content of the failed call its caller needs to act on it
+	// (the output a command printed before it was killed), as a result
+	// would have shown it: the tool that sets it bounds it within the
+	// call's output bound. Every front door shows it after the message,
+	// to untrusted callers too; it is never logged or audited (Error
+	// leaves it out).
+	Detail string
 }
 
 // Error returns the message followed by the cause, for trusted readers,
@@ -215,6 +222,13 @@ func (e *Error) RetryIn(d time.Duration) *Error {
 // fault.New(fault.Limit, "...").By("max_calls=500").
 func (e *Error) By(policy string) *Error {
 	e.Policy = policy
+	return e
+}
+
+// WithDetail sets the content the caller is shown with e (Error.Detail)
+// and returns e: fault.New(fault.Limit, "...").WithDetail(output).
+func (e *Error) WithDetail(detail string) *Error {
+	e.Detail = detail
 	return e
 }
 

@@ -15,12 +15,15 @@ type Report struct {
 	// RetryAfterSeconds, when present, is when a retry may be admitted:
 	// RetryAfter rounded up to whole seconds.
 	RetryAfterSeconds int64 `json:"retry_after_seconds,omitzero"`
+	// Detail, when present, is content of the failed call the caller
+	// needs to act on it (Error.Detail).
+	Detail string `json:"detail,omitzero"`
 }
 
 // Report returns e's report. A trusted reader gets the message with its
 // cause (Error); anyone else the public message (Public).
 func (e *Error) Report(trusted bool) Report {
-	r := Report{Code: e.Code, Message: e.Public()}
+	r := Report{Code: e.Code, Message: e.Public(), Detail: e.Detail}
 	if trusted {
 		r.Message = e.Error()
 	}
@@ -30,12 +33,16 @@ func (e *Error) Report(trusted bool) Report {
 	return r
 }
 
-// Text is the report as one line for a model or a person: "code: message",
-// then the retry hint when there is one.
+// Text is the report for a model or a person: one line, "code: message"
+// and the retry hint when there is one, then the detail on the lines
+// after it when there is one.
 func (r Report) Text() string {
 	text := string(r.Code) + ": " + r.Message
 	if r.RetryAfterSeconds > 0 {
 		text += fmt.Sprintf(" (retry after %ds)", r.RetryAfterSeconds)
+	}
+	if r.Detail != "" {
+		text += "\n" + r.Detail
 	}
 	return text
 }

@@ -26,6 +26,10 @@ func TestReport(t *testing.T) {
 			Report{Code: IO, Message: "i/o failure"}, "io: i/o failure"},
 		{"trusted io has detail", cause, true,
 			Report{Code: IO, Message: "reading /secret/x failed: EIO"}, "io: reading /secret/x failed: EIO"},
+		{"detail after the line", New(Limit, "killed").RetryIn(time.Second).WithDetail("--- stdout ---\nhalf\n"), false,
+			Report{Code: Limit, Message: "killed", RetryAfterSeconds: 1, Detail: "--- stdout ---\nhalf\n"}, "limit: killed (retry after 1s)\n--- stdout ---\nhalf\n"},
+		{"detail to a trusted reader", New(Denied, "planted").WithDetail("out"), true,
+			Report{Code: Denied, Message: "planted", Detail: "out"}, "denied: planted\nout"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,6 +42,19 @@ func TestReport(t *testing.T) {
 	data, _ := json.Marshal(Report{Code: Limit, Message: "m"})
 	if string(data) != `{"code":"limit","message":"m"}` {
 		t.Errorf("encoding without a retry hint: %s", data)
+	}
+	data, _ = json.Marshal(New(Limit, "m").WithDetail("x").Report(false))
+	if string(data) != `{"code":"limit","message":"m","detail":"x"}` {
+		t.Errorf("encoding with a detail: %s", data)
+	}
+}
+
+// TestDetailNotInError: the detail is the caller's content, never part
+// of the text logs and audit events take (Error).
+func TestDetailNotInError(t *testing.T) {
+	e := Wrap(Limit, errString("cause"), "killed").WithDetail("secret output")
+	if got := e.Error(); got != "killed: cause" {
+		t.Fatalf("Error() = %q", got)
 	}
 }
 

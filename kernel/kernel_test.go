@@ -89,6 +89,11 @@ func newFixture(t *testing.T) *fixture {
 		func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) {
 			return echoOut{}, fault.Wrap(fault.IO, errors.New("read /home/secret/file: EIO"), "reading /home/secret/file failed")
 		}))
+	must(AddTool(b, Policy{Name: "io_fail_output"},
+		Meta{Effect: capability.ReadFile, Description: "Fails with an io error and output."},
+		func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) {
+			return echoOut{}, fault.Wrap(fault.IO, errors.New("read /home/secret/file: EIO"), "reading /home/secret/file failed").WithDetail("output-the-caller-needs")
+		}))
 	must(AddTool(b, Policy{Name: "panics"},
 		Meta{Effect: capability.ReadFile, Description: "Panics."},
 		func(ctx context.Context, _ *Call, _ struct{}) (echoOut, error) { panic("boom at /home/secret") }))
@@ -254,6 +259,26 @@ func TestUntrustedGetsGenericMessages(t *testing.T) {
 				t.Fatalf("trusted caller lost detail: %v", err)
 			}
 		})
+	}
+}
+
+// TestDetailKept: a failure's detail (content of the call, such as a
+// command's output) reaches an untrusted caller even where the message is
+// made generic, and neither the host's log nor the audit event holds it.
+func TestDetailKept(t *testing.T) {
+	f := newFixture(t)
+	for _, trusted := range []bool{false, true} {
+		_, err := session(t, f.rt, trusted, capability.ReadFile).Call(context.Background(), "io_fail_output", json.RawMessage(`{}`))
+		fe := fault.As(err)
+		if fe.Code != fault.IO || fe.Detail != "output-the-caller-needs" || strings.Contains(fe.Error(), "secret") == !trusted {
+			t.Fatalf("trusted %v: %v, detail %q", trusted, err, fe.Detail)
+		}
+	}
+	if strings.Contains(f.log.String(), "output-the-caller-needs") || strings.Contains(f.audit.String(), "output-the-caller-needs") {
+		t.Fatalf("the detail was logged or audited:\n%s\n%s", f.log.String(), f.audit.String())
+	}
+	if !strings.Contains(f.audit.String(), `"tool":"io_fail_output"`) {
+		t.Fatalf("no audit event of the call:\n%s", f.audit.String())
 	}
 }
 

@@ -228,8 +228,9 @@ func (s *Session) Start(ctx context.Context, name string, args json.RawMessage, 
 	s.rt.workers.start(&job{a: a, p: p})
 }
 
-// finish logs and audits a call that ended, and replaces the detail of a
-// failure an untrusted session must not see.
+// finish logs and audits a call that ended, and replaces the cause of a
+// failure an untrusted session must not see (its Detail, the caller's
+// content, stays; neither the log nor the audit event holds it).
 func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in int, res *Result, err error) (*Result, error) {
 	var entry *catalog.Entry
 	if a != nil {
@@ -248,7 +249,7 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 			slog.String("actor", s.actor), slog.String("tool", toolName(entry)),
 			slog.String("code", string(code)), slog.String("detail", fe.Error()))
 		if !s.trusted && (fe.Code == fault.IO || fe.Code == fault.Internal || fe.Err != nil) {
-			fe = fault.New(fe.Code, "%s", fe.Public()).RetryIn(fe.RetryAfter)
+			fe = fault.New(fe.Code, "%s", fe.Public()).RetryIn(fe.RetryAfter).WithDetail(fe.Detail)
 		}
 		err = fe
 		res = nil

@@ -12,6 +12,7 @@ import (
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/kernel/catalog"
 	"github.com/capkit/capkit/limits"
+	"github.com/capkit/capkit/run/sandbox"
 )
 
 // TestOutputBoundDefault: the contained tools answer within the
@@ -117,5 +118,52 @@ func TestBinaryOutputFitsTheBound(t *testing.T) {
 		if r := decode(t, res); res.Size() > max || r.ExitCode != 5 || r.CutToFit == 0 || !strings.Contains(res.Text, "cut to fit this tool's output bound") {
 			t.Errorf("bound %d: %d bytes, %+v", max, res.Size(), r)
 		}
+	}
+}
+
+// TestFailureDetailFits: a failed command's output becomes the failure's
+// detail, both streams under their headings, cut around the marker to fit
+// the call's output bound beside the message; a failure without output,
+// or of a command that never ran, has none.
+func TestFailureDetailFits(t *testing.T) {
+	call := &kernel.Call{Tool: &catalog.Entry{Name: "run_shell"}, MaxOutputBytes: 4096}
+	outcome := func(stdout, stderr string) *Outcome {
+		return &Outcome{Result: &sandbox.Result{Stdout: sandbox.Output{Text: stdout}, Stderr: sandbox.Output{Text: stderr}}}
+	}
+	for _, c := range []struct {
+		name, stdout, stderr string
+		cut                  bool
+	}{
+		{"both fit", "before the timeout\n", "a warning", false},
+		{"stdout long", strings.Repeat("a line of output\n", 5000), "err\n", true},
+		{"both long", strings.Repeat("é", 20_000), strings.Repeat("x", 30_000), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := withOutput(call, outcome(c.stdout, c.stderr), fault.New(fault.Limit, "the command ran past its time limit"))
+			fe := fault.As(err)
+			if fe.Code != fault.Limit || fe.Message != "the command ran past its time limit" {
+				t.Fatalf("the failure changed: %v", err)
+			}
+			d := fe.Detail
+			if len(fe.Report(false).Text()) > int(call.MaxOutputBytes) || !utf8.ValidString(d) {
+				t.Fatalf("the detail does not fit %d bytes beside the message: %d bytes", call.MaxOutputBytes, len(d))
+			}
+			if !strings.HasPrefix(d, "--- stdout ---\n") || !strings.Contains(d, "\n--- stderr ---\n") || strings.Contains(d, "bytes cut to fit") != c.cut {
+				t.Fatalf("detail:\n%s", d)
+			}
+			if !c.cut && d != "--- stdout ---\n"+c.stdout+"--- stderr ---\n"+c.stderr+"\n" {
+				t.Fatalf("detail:\n%q", d)
+			}
+			if strings.Contains(err.Error(), c.stdout[:10]) {
+				t.Fatalf("the output is in Error(), which logs take: %q", err.Error())
+			}
+		})
+	}
+	plain := fault.New(fault.Limit, "killed")
+	if err := withOutput(call, outcome("", ""), plain); fault.As(err).Detail != "" {
+		t.Errorf("a command without output: %+v", err)
+	}
+	if err := withOutput(call, nil, errNoHelper); err != errNoHelper || errNoHelper.Detail != "" {
+		t.Errorf("a command that never ran: %+v", err)
 	}
 }

@@ -87,15 +87,7 @@ func (r RunResult) Stderr() string { return r.stderr }
 func (r RunResult) ToolText() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s after %.3fs (%s containment)\n", r.status(), float64(r.DurationMS)/1000, r.Containment)
-	for _, s := range []struct{ name, text string }{{"stdout", r.stdout}, {"stderr", r.stderr}} {
-		if s.text == "" {
-			continue
-		}
-		fmt.Fprintf(&b, "--- %s ---\n%s", s.name, s.text)
-		if !strings.HasSuffix(s.text, "\n") {
-			b.WriteByte('\n')
-		}
-	}
+	writeStreams(&b, r.stdout, r.stderr)
 	if r.CutToFit > 0 {
 		fmt.Fprintf(&b, "note: %d bytes of the output were cut to fit this tool's output bound; each cut stream says where\n", r.CutToFit)
 	}
@@ -106,6 +98,45 @@ func (r RunResult) ToolText() string {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	return b.String()
+}
+
+// writeStreams writes each stream that is not empty under its heading.
+func writeStreams(b *strings.Builder, stdout, stderr string) {
+	for _, s := range []struct{ name, text string }{{"stdout", stdout}, {"stderr", stderr}} {
+		if s.text == "" {
+			continue
+		}
+		fmt.Fprintf(b, "--- %s ---\n%s", s.name, s.text)
+		if !strings.HasSuffix(s.text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+}
+
+// withOutput is the failure err of a command that ran (o), with what it
+// printed as the failure's detail, so that the caller can act on a
+// timeout, a limit or a quarantine as on a result: both streams under
+// their headings, cut again around the marker (cutMiddle) where they
+// would not fit the call's output bound beside the failure's message.
+// Without an outcome (the command never ran) err is returned as it is.
+func withOutput(call *kernel.Call, o *Outcome, err error) error {
+	fe := fault.As(err)
+	if o == nil || fe.Detail != "" {
+		return err
+	}
+	res := o.Result
+	if res.Stdout.Text == "" && res.Stderr.Text == "" {
+		return err
+	}
+	room := int(call.MaxOutputBytes) - len(fe.Error()) - 2*len("--- stdout ---\n\n") - 64
+	outRoom, errRoom := share(len(res.Stdout.Text), len(res.Stderr.Text), max(room, 0))
+	stdout, _ := cutMiddle(res.Stdout.Text, outRoom)
+	stderr, _ := cutMiddle(res.Stderr.Text, errRoom)
+	var b strings.Builder
+	writeStreams(&b, stdout, stderr)
+	// fe is the command's own failure (failure or quarantined made it for
+	// this call), so it is set in place.
+	return fe.WithDetail(b.String())
 }
 
 // status is how the command ended.
@@ -260,7 +291,7 @@ func RegisterTools(b *kernel.Builder, opts *ToolOptions) error {
 			Title:   "Run shell command",
 			Summary: "Run a shell command in a container over the granted roots",
 			Description: fmt.Sprintf(`Runs a command line with /bin/sh -c in a container: it sees the system directories and the granted roots only (no home directory, no host /tmp, %s, no other process), .git and capkit.toml stay read-only, and it runs for at most %v (timeout_seconds may ask for less). Processes it leaves behind are killed when it ends. If it creates a protected path that was missing (git init, a capkit.toml, .git/hooks), the call fails with "denied" and that path is moved out of the root; everything else it wrote stays.
-Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out; streams that would not fit the tool's output bound (%s by default) are cut again the same way. A command past its time limit fails with "limit".
+Returns the exit code or signal, the duration, and stdout and stderr: of a stream longer than %d bytes, its head and tail are kept around a marker that states how many bytes were left out; streams that would not fit the tool's output bound (%s by default) are cut again the same way. A command past its time limit fails with "limit"; a failed command's output so far follows the failure's message.
 Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, r.networkText(), max, out, limits.Bytes(limits.DefaultMaxOutputBytes)),
 		},
 		func(ctx context.Context, call *kernel.Call, in ShellArgs) (RunResult, error) {
@@ -271,7 +302,7 @@ Example: {"command": "ls -la && go vet ./...", "cwd": "."}`, r.networkText(), ma
 			q.afterReply = call.AfterReply
 			o, err := r.run(withActor(ctx, call.Session.Actor()), call.Session.Capabilities(), q)
 			if err != nil {
-				return RunResult{}, err
+				return RunResult{}, withOutput(call, o, err)
 			}
 			return fitOutput(call, ResultOf(o))
 		})
@@ -349,7 +380,7 @@ func (r *Runner) registerDeclared(b *kernel.Builder, name, kind string, set map[
 			Summary: fmt.Sprintf("Run the %s command the host declared, contained, and read its result", kind),
 			Description: fmt.Sprintf(`Runs a %s command the host declared, in the same container as run_shell (the granted roots only, %s, .git and capkit.toml read-only; creating a missing one fails the call with "denied" and moves it out of the root). The declared commands:
 %s
-Returns the exit code, the duration, and stdout and stderr, each cut to its first and last bytes around a marker stating how many were left out (again where both would not fit the tool's output bound). A command past its time limit fails with "limit".
+Returns the exit code, the duration, and stdout and stderr, each cut to its first and last bytes around a marker stating how many were left out (again where both would not fit the tool's output bound). A command past its time limit fails with "limit"; a failed command's output so far follows the failure's message.
 Example: {"name": "", "args": []}`, kind, r.networkText(), strings.Join(lines, "\n")),
 		},
 		func(ctx context.Context, call *kernel.Call, in DeclaredArgs) (RunResult, error) {
@@ -360,7 +391,7 @@ Example: {"name": "", "args": []}`, kind, r.networkText(), strings.Join(lines, "
 			q.afterReply = call.AfterReply
 			o, err := r.run(withActor(ctx, call.Session.Actor()), call.Session.Capabilities(), q)
 			if err != nil {
-				return RunResult{}, err
+				return RunResult{}, withOutput(call, o, err)
 			}
 			return fitOutput(call, ResultOf(o))
 		})

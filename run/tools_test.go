@@ -528,3 +528,54 @@ func TestRootInsideProtectedPathReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureShowsOutput: a command that printed and then ran past its
+// time limit, or planted a protected path, fails with what it printed as
+// the failure's detail, which the caller sees; neither the kernel's audit
+// event of the call nor the contained command's holds any of it.
+func TestFailureShowsOutput(t *testing.T) {
+	root, q := t.TempDir(), t.TempDir()
+	var audited testkit.Buffer
+	log := slog.New(slog.NewJSONHandler(&audited, nil))
+	b := kernel.NewBuilder(&kernel.Options{Audit: log})
+	if err := RegisterTools(b, &ToolOptions{Config: Config{Timeout: 10 * time.Second, Quarantine: q}, Helper: helper(t), Audit: log}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
+	for _, c := range []struct {
+		name, command string
+		code          fault.Code
+		want          string
+	}{
+		{"past its time limit", "echo printed-before-timeout; echo warned-before-timeout >&2; sleep 30", fault.Limit,
+			"--- stdout ---\nprinted-before-timeout\n--- stderr ---\nwarned-before-timeout\n"},
+		{"a planted protected path", "echo printed-before-planting; git init -q .", fault.Denied,
+			"--- stdout ---\nprinted-before-planting\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// 3 s: the container is built within the time bound, and the
+			// echo must run before it passes, on a loaded machine too.
+			_, err := testkit.Call(t, s, "run_shell", map[string]any{"command": c.command, "timeout_seconds": 3})
+			fe := fault.As(err)
+			if fe.Code != c.code || fe.Detail != c.want {
+				t.Fatalf("err = %v, detail %q", err, fe.Detail)
+			}
+			if strings.Contains(err.Error(), "printed-before") {
+				t.Fatalf("the output is in Error(), which logs take: %v", err)
+			}
+		})
+	}
+	events := audited.String()
+	if n := strings.Count(events, `"msg":"call"`); n != 2 || strings.Count(events, `"msg":"contained command"`) != 2 {
+		t.Fatalf("%d call events:\n%s", n, events)
+	}
+	for _, w := range []string{"printed-before", "warned-before"} {
+		if strings.Contains(events, w) {
+			t.Fatalf("the audit trail holds the command's output %q:\n%s", w, events)
+		}
+	}
+}

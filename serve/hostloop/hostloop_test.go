@@ -506,3 +506,31 @@ func TestGeminiSubset(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureDetailInEveryFormat: a failure with content (a command's
+// output before its deadline) reaches the model in each format after the
+// fault's line, as an MCP client reads it.
+func TestFailureDetailInEveryFormat(t *testing.T) {
+	const detail = "--- stdout ---\nprinted before the deadline\n"
+	b := kernel.NewBuilder(nil)
+	if err := kernel.AddTool(b, kernel.Policy{Name: "slow_command"}, kernel.Meta{Effect: capability.ReadFile, Description: "Fails with output."},
+		func(_ context.Context, _ *kernel.Call, _ struct{}) (struct{}, error) {
+			return struct{}{}, fault.New(fault.Limit, "the command ran past its time limit").WithDetail(detail)
+		}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testkit.Session(t, rt, testkit.Grant(t, []string{testkit.TempDir(t)}, capability.ReadFile))
+	for _, f := range callFormats {
+		r, err := newLoop(t, s, f, nil).Call(context.Background(), []byte(callIn(f, "c1", "slow_command", `{}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text, isErr := resultText(t, f, r); !isErr || text != "limit: the command ran past its time limit\n"+detail {
+			t.Errorf("%s: %q %v", f, text, isErr)
+		}
+	}
+}

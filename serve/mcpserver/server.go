@@ -443,8 +443,8 @@ func firstByte(v json.RawMessage) byte {
 const FaultMetaKey = "capkit/fault"
 
 // faultResult is the isError result of a failed call: the text is the
-// report's ("code: message", and the retry hint), and _meta carries the
-// report itself. Not structuredContent: clients validate that against the
+// report's ("code: message", the retry hint, then the detail: what a
+// command printed before it failed), and _meta carries the report itself. Not structuredContent: clients validate that against the
 // tool's output schema, errors included, and a failure matches none. An
 // untrusted session gets the public message only (the kernel has already
 // reduced its own failures to that).

@@ -84,6 +84,10 @@ func newFixture(t testing.TB) *fixture {
 		func(_ context.Context, _ *kernel.Call, _ struct{}) (echoOut, error) {
 			return echoOut{}, fault.Wrap(fault.IO, errors.New("read /srv/secret/file: EIO"), "reading /srv/secret/file failed")
 		}))
+	must(kernel.AddTool(b, kernel.Policy{Name: "fail_output"}, kernel.Meta{Effect: capability.ReadFile, Description: "Fails with output."},
+		func(_ context.Context, _ *kernel.Call, _ struct{}) (echoOut, error) {
+			return echoOut{}, fault.New(fault.Limit, "the command ran past its time limit").WithDetail(failedOutput)
+		}))
 	must(kernel.AddTool(b, kernel.Policy{Name: "write_thing"}, kernel.Meta{Effect: capability.WriteFile, Description: "Writes."},
 		func(_ context.Context, _ *kernel.Call, _ struct{}) (echoOut, error) { return echoOut{}, nil }))
 

@@ -55,6 +55,23 @@ func TestRunResults(t *testing.T) {
 	})
 }
 
+// failedOutput is the detail fail_output's failure carries.
+const failedOutput = "--- stdout ---\nprinted before the deadline\n"
+
+// TestToolFailureDetail: a script whose tool.call failed with content
+// (a command's output) fails with that content as its detail, in and out
+// of the worker, beside the call's code and message.
+func TestToolFailureDetail(t *testing.T) {
+	modes(t, func(t *testing.T, w *Worker) {
+		f := newFixture(t)
+		_, err := Run(context.Background(), f.session(t), []byte("x = 1\ntool.call(\"fail_output\")"), &Options{Worker: w})
+		fe, ok := err.(*fault.Error)
+		if !ok || fe.Code != fault.Limit || fe.Detail != failedOutput || !strings.Contains(fe.Message, `tool.call("fail_output") failed: limit: the command ran past its time limit`) {
+			t.Fatalf("got %T %v, detail %q", err, err, fe.Detail)
+		}
+	})
+}
+
 func TestRunFailures(t *testing.T) {
 	cases := []struct {
 		name, src string

@@ -46,15 +46,16 @@ type wireFault struct {
 	Code       fault.Code    `json:"code"`
 	Message    string        `json:"message"`
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	Detail     string        `json:"detail,omitempty"`
 }
 
 func toWire(err error) *wireFault {
 	fe := fault.As(err)
-	return &wireFault{Code: fe.Code, Message: fe.Message, RetryAfter: fe.RetryAfter}
+	return &wireFault{Code: fe.Code, Message: fe.Message, RetryAfter: fe.RetryAfter, Detail: fe.Detail}
 }
 
 func (w *wireFault) fault() *fault.Error {
-	return fault.New(w.Code, "%s", w.Message).RetryIn(w.RetryAfter)
+	return fault.New(w.Code, "%s", w.Message).RetryIn(w.RetryAfter).WithDetail(w.Detail)
 }
 
 type workerMsg struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -133,6 +134,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return fe.Code.ExitCode()
 	}
 	fmt.Fprintf(stderr, "capkit: %s: %s\n", fe.Code, fe.Error())
+	if fe.Detail != "" {
+		// The failed call's content (a command's output), after the line.
+		io.WriteString(stderr, fe.Detail)
+		if !strings.HasSuffix(fe.Detail, "\n") {
+			io.WriteString(stderr, "\n")
+		}
+	}
 	return fe.Code.ExitCode()
 }
 

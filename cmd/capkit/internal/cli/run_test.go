@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capkit/capkit/fault"
 )
 
 func TestRunCommand(t *testing.T) {
@@ -167,5 +170,26 @@ func TestRunWithConfig(t *testing.T) {
 	}
 	if code, _, stderr := run(t, "", "--config", cfg, "run", "--root", dir, "--", "true"); code != 2 || !strings.Contains(stderr, "either --config or --root") {
 		t.Errorf("--config and --root: exit %d, %q", code, stderr)
+	}
+}
+
+// TestCallFailureShowsOutput: capkit call of a contained tool that printed
+// and then ran past its deadline shows what it printed after the fault's
+// line, and in the --json failure object's detail.
+func TestCallFailureShowsOutput(t *testing.T) {
+	dir := t.TempDir()
+	mustNil(t, os.MkdirAll(filepath.Join(dir, "proj"), 0o755))
+	cfg := filepath.Join(dir, "capkit.toml")
+	mustNil(t, os.WriteFile(cfg, []byte("[[root]]\npath = \"proj\"\n[actor.dev]\neffects = [\"run_shell\"]\n"), 0o644))
+	args := `{"command": "echo printed-before-timeout; sleep 30", "timeout_seconds": 3}`
+	code, stdout, stderr := run(t, "", "call", "run_shell", args, "--config", cfg, "--actor", "dev")
+	if code != 6 || stdout != "" || !strings.HasPrefix(stderr, "capkit: limit: the command ran past its time limit") ||
+		!strings.HasSuffix(stderr, ")\n--- stdout ---\nprinted-before-timeout\n") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, _ = run(t, "", "call", "run_shell", args, "--config", cfg, "--actor", "dev", "--json")
+	var got struct{ Error fault.Report }
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 6 || got.Error.Detail != "--- stdout ---\nprinted-before-timeout\n" {
+		t.Fatalf("exit %d, %v: %q", code, err, stdout)
 	}
 }
