@@ -18,7 +18,10 @@
 // in every round, one after the other, and the table gives each and
 // their ratio. -perf records each server's measured calls with perf
 // record (cpu-clock, call graphs) into the directory it names, for perf
-// report.
+// report. -callgrind is for servers run under valgrind --tool=callgrind
+// (a wrapper script as -capkit): their counters are zeroed after the
+// warm-up and dumped after the calls (callgrind_control), so that the
+// dumps count the measured calls' instructions, whatever the load.
 package main
 
 import (
@@ -60,6 +63,7 @@ func main() {
 	before := flag.String("before", "", "a second capkit binary measured beside -capkit (capkit-otel beside it)")
 	sinks := flag.String("sinks", "", "the configurations measured, comma-separated (none,file,postgres,otlp,all; empty: every one)")
 	perf := flag.String("perf", "", "a directory for perf record's profile of each server's measured calls")
+	cg := flag.Bool("callgrind", false, "the servers run under callgrind: zero its counters after the warm-up, dump them after the calls")
 	flag.Parse()
 	if *capkit == "" || *dir == "" {
 		flag.Usage()
@@ -71,7 +75,7 @@ func main() {
 	}
 	configs, err := sinkConfigs(*pg, *sinks)
 	if err == nil {
-		err = run(bins, configs, *dir, *calls, *rounds, *pause, *perf)
+		err = run(bins, configs, *dir, *calls, *rounds, *pause, *perf, *cg)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "auditload:", err)
@@ -83,7 +87,7 @@ func main() {
 // only one).
 type binary struct{ label, path string }
 
-func run(bins []binary, configs []config, dir string, calls, rounds int, pause time.Duration, perf string) error {
+func run(bins []binary, configs []config, dir string, calls, rounds int, pause time.Duration, perf string, cg bool) error {
 	col := otlptest.New()
 	defer col.Close()
 	if err := os.RemoveAll(dir); err != nil {
@@ -106,7 +110,7 @@ func run(bins []binary, configs []config, dir string, calls, rounds int, pause t
 			c := configs[(i+r)%len(configs)]
 			for j := range bins {
 				b := bins[(j+r)%len(bins)]
-				res, err := measure(b, dir, file, col.URL(), c, r, calls, pause, tick, perf)
+				res, err := measure(b, dir, file, col.URL(), c, r, calls, pause, tick, perf, cg)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", b.label, c.name, err)
 				}
@@ -156,7 +160,7 @@ func sinkConfigs(pg, only string) ([]config, error) {
 
 // measure starts a server with c's sinks, warms it up and measures the
 // calls.
-func measure(bin binary, dir, file, otlp string, c config, round, calls int, pause time.Duration, tick float64, perf string) (result, error) {
+func measure(bin binary, dir, file, otlp string, c config, round, calls int, pause time.Duration, tick float64, perf string, cg bool) (result, error) {
 	name := strings.ReplaceAll(rowName(bin, c), " ", "-")
 	run := filepath.Join(dir, fmt.Sprintf("%s-%d", name, round))
 	if err := os.MkdirAll(filepath.Join(run, "logs"), 0o755); err != nil {
@@ -201,6 +205,11 @@ func measure(bin binary, dir, file, otlp string, c config, round, calls int, pau
 			return result{}, err
 		}
 	}
+	if cg {
+		if err := callgrind(pid, "-z"); err != nil {
+			return result{}, err
+		}
+	}
 	cpu0, err := treeTicks(pid)
 	if err != nil {
 		return result{}, err
@@ -223,6 +232,11 @@ func measure(bin binary, dir, file, otlp string, c config, round, calls int, pau
 			return result{}, err
 		}
 	}
+	if cg {
+		if err := callgrind(pid, "-d"); err != nil {
+			return result{}, err
+		}
+	}
 	slices.Sort(lat)
 	perCall := func(t int64) time.Duration {
 		return time.Duration(float64(t) / tick * float64(time.Second) / float64(calls))
@@ -230,15 +244,35 @@ func measure(bin binary, dir, file, otlp string, c config, round, calls int, pau
 	return result{cpu: perCall(cpu1.own + cpu1.below - cpu0.own - cpu0.below), below: perCall(cpu1.below - cpu0.below), p50: lat[calls/2]}, nil
 }
 
-// record starts perf record on pid and the processes below it, and
-// returns what stops it.
-func record(pid int, out string) (func() error, error) {
+// callgrind runs callgrind_control with op on pid and every process
+// below it.
+func callgrind(pid int, op string) error {
+	for _, p := range tree(pid) {
+		if out, err := exec.Command("callgrind_control", op, p).CombinedOutput(); err != nil {
+			return fmt.Errorf("callgrind_control %s %s: %v: %s", op, p, err, out)
+		}
+	}
+	return nil
+}
+
+// tree is pid and the processes below it.
+func tree(pid int) []string {
 	pids := []string{strconv.Itoa(pid)}
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, task := range tasks {
 		kids, _ := os.ReadFile(task)
-		pids = append(pids, strings.Fields(string(kids))...)
+		for _, k := range strings.Fields(string(kids)) {
+			kid, _ := strconv.Atoi(k)
+			pids = append(pids, tree(kid)...)
+		}
 	}
+	return pids
+}
+
+// record starts perf record on pid and the processes below it, and
+// returns what stops it.
+func record(pid int, out string) (func() error, error) {
+	pids := tree(pid)
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, err
 	}
