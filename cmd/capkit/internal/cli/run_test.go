@@ -25,7 +25,9 @@ func TestRunCommand(t *testing.T) {
 		{"success", []string{"--", "true"}, 0, "", ""},
 		{"past the timeout", []string{"--timeout", "1s", "--", "sleep", "30"}, 6, "", "capkit: limit: the command ran past its time limit of 1s"},
 		// What a failed command wrote is shown before the failure.
-		{"output past the timeout", []string{"--timeout", "1s", "--", "sh", "-c", "echo started; echo waiting >&2; sleep 30"}, 6, "started\n", "waiting\ncapkit: limit: the command ran past its time limit of 1s"},
+		// 5 s: under load a container can take more than a second to
+		// start, and then the command has written nothing yet.
+		{"output past the timeout", []string{"--timeout", "5s", "--", "sh", "-c", "echo started; echo waiting >&2; sleep 30"}, 6, "started\n", "waiting\ncapkit: limit: the command ran past its time limit of 5s"},
 		{"bad timeout", []string{"--timeout", "11m", "--", "true"}, 2, "", "capkit: invalid_input: --timeout"},
 		{"missing root", []string{"--root", filepath.Join(root, "missing"), "--", "true"}, 2, "", "does not exist"},
 		// The root has no capkit.toml and no .git: its top stays open,
