@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/capkit/capkit/audit"
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
@@ -209,6 +211,7 @@ func (r *Reader) Events(ctx context.Context, f audit.Filter, cursor string, limi
 		}
 	}
 	p := &audit.Page{}
+	need := needles(f)
 	budget := int64(limits.TrailReadBytes)
 	var lastOff int64
 	lastFile := fi
@@ -222,6 +225,9 @@ func (r *Reader) Events(ctx context.Context, f audit.Filter, cursor string, limi
 		}
 		full := false
 		stopped, read, err := backward(ctx, files[fi], off, budget, func(at int64, line []byte) bool {
+			if !holdsAll(line, need) {
+				return true
+			}
 			e := decodeLine(line)
 			if e == nil || !f.Matches(e) {
 				return true
@@ -248,6 +254,40 @@ func (r *Reader) Events(ctx context.Context, f audit.Filter, cursor string, limi
 		}
 	}
 	return p, nil
+}
+
+// needles are the members, as the canonical encoding writes them, that
+// every record f selects holds: `"actor":"bob"`. decodeLine accepts only
+// records whose events are canonical, where such a member appears byte
+// for byte, so a line lacking one is passed over undecoded (decoding is
+// what a filtered window costs: about 15 µs a line, a substring search
+// well under one). A value canonical JSON cannot quote needs no needle.
+func needles(f audit.Filter) [][]byte {
+	var out [][]byte
+	add := func(name, value string) {
+		if value == "" {
+			return
+		}
+		if b, err := jsontext.AppendQuote([]byte(`"`+name+`":`), value); err == nil {
+			out = append(out, b)
+		}
+	}
+	add("actor", f.Actor)
+	add("tool", f.Tool)
+	if f.Outcome != audit.OutcomeError {
+		add("outcome", f.Outcome)
+	}
+	return out
+}
+
+// holdsAll reports whether line holds every needle.
+func holdsAll(line []byte, needles [][]byte) bool {
+	for _, n := range needles {
+		if !bytes.Contains(line, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeLine is the event of a record's line, or nil when the line is not

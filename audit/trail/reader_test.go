@@ -16,6 +16,9 @@ import (
 	"github.com/capkit/capkit/limits"
 )
 
+// carol is an actor whose name canonical JSON escapes.
+const carol = `carol "q" \ é`
+
 // callEvent is call i of three actors and four tools, with denials,
 // limits and failures among them, 3 s apart.
 func callEvent(i int) *audit.Event {
@@ -29,7 +32,7 @@ func callEvent(i int) *audit.Event {
 	case 9:
 		outcome = "not_found"
 	}
-	r.AddAttrs(slog.String("actor", []string{"alice", "bob", "carol"}[i%3]), slog.String("session", "s"),
+	r.AddAttrs(slog.String("actor", []string{"alice", "bob", carol}[i%3]), slog.String("session", "s"),
 		slog.String("request", fmt.Sprint(i)), slog.String("tool", []string{"read_file", "grep", "edit_file", "glob"}[i%4]),
 		slog.String("outcome", outcome), slog.Int64("duration_us", int64((i*37)%1000)))
 	if policy != "" {
@@ -120,7 +123,8 @@ func TestReaderAnswersAsMemoryDoes(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	for _, f := range []audit.Filter{{}, {Actor: "bob"}, {Tool: "grep"}, {Outcome: "denied"}, {Outcome: audit.OutcomeError},
-		{Actor: "carol", Tool: "glob", Outcome: "limit"}, {From: t0.Add(time.Hour), To: t0.Add(2 * time.Hour)}, {Actor: "nobody"}} {
+		{Actor: carol, Tool: "glob", Outcome: "limit"}, {Actor: carol}, {Actor: "bo"}, {Tool: "edit_file", Outcome: "ok"},
+		{From: t0.Add(time.Hour), To: t0.Add(2 * time.Hour)}, {Actor: "nobody"}} {
 		for _, limit := range []int{1, 7, n + 1} {
 			got, want := all(t, r, f, limit), all(t, mem, f, limit)
 			if !reflect.DeepEqual(got, want) {
