@@ -284,7 +284,7 @@ func (m *monitor) checkStores(ctx context.Context, entry *catalog.Entry, args js
 		if pat == "" {
 			continue
 		}
-		where := fmt.Sprintf("it stores into %s, which %s trusts, so every argument and the call itself must depend on trusted data only, whatever [tool.%s.provenance] says", d, pat, entry.Name)
+		where := fmt.Sprintf("it stores into %s, which %s trusts, so every argument and the call itself must depend on trusted data only, whatever [tool.%s.provenance] says", m.shown(d), pat, entry.Name)
 		for _, name := range names {
 			if v := members[name]; m.untrusted(v) {
 				m.audit(ctx, entry.Name, "denied", name, v)
@@ -298,7 +298,7 @@ func (m *monitor) checkStores(ctx context.Context, entry *catalog.Entry, args js
 		for _, f := range from {
 			if m.trustedPlace(f, true) == "" {
 				m.audit(ctx, entry.Name, "denied", "", nil)
-				return fault.New(fault.Denied, "provenance: %s copies data of %s, which is not trusted; %s", entry.Name, f, where)
+				return fault.New(fault.Denied, "provenance: %s copies data of %s, which is not trusted; %s", entry.Name, m.shown(f), where)
 			}
 		}
 	}
@@ -329,7 +329,7 @@ func (m *monitor) checkStoreReaders(ctx context.Context, tool string, dests, fro
 	}
 	for _, f := range from {
 		for _, rs := range m.placeReaders(f, true) {
-			data = append(data, held{"data copied from " + f.String(), rs, nil})
+			data = append(data, held{"data copied from " + m.shown(f), rs, nil})
 		}
 	}
 	if len(data) == 0 {
@@ -350,10 +350,28 @@ func (m *monitor) checkStoreReaders(ctx context.Context, tool string, dests, fro
 				who = "only " + strings.Join(dr, ", ")
 			}
 			return fault.New(fault.Denied, "provenance: %s stores %s, which may go only to %s, into %s, which %s may read",
-				tool, h.what, strings.Join(h.readers, ", "), d, who)
+				tool, h.what, strings.Join(h.readers, ", "), m.shown(d), who)
 		}
 	}
 	return nil
+}
+
+// shown names p without a file's own path (a denial is shown to the
+// model): a file or directory by the configured directory or the root
+// holding it.
+func (m *monitor) shown(p place) string {
+	if p.kind != "root" {
+		return p.String()
+	}
+	if c := m.classOf(p.name); c != "" {
+		return "root:" + c
+	}
+	for _, r := range m.sess.Capabilities().AllRoots() {
+		if within(r, p.name) {
+			return "root:" + r
+		}
+	}
+	return "a place a symbolic link on the path leads to"
 }
 
 // classOf is the most specific configured directory holding abs, or ""
