@@ -29,8 +29,11 @@ const (
 	DashboardMaxUpstreamTools = 1_000
 	// DashboardMaxQueryBytes bounds a request's query string.
 	DashboardMaxQueryBytes = 4 * KiB
-	// DashboardStatsTimeout bounds one /api/stats answer.
+	// DashboardStatsTimeout bounds one /api/stats answer, its wait for a
+	// turn included; DashboardStatsAtOnce bounds the answers computed at
+	// once (each may count every call a source holds), the others wait.
 	DashboardStatsTimeout = 30 * time.Second
+	DashboardStatsAtOnce  = 2
 )
 
 // The trail file reader (audit/trail.Reader), the dashboard's source for

@@ -141,6 +141,13 @@ func (d *Dashboard) stats(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), limits.DashboardStatsTimeout)
 	defer cancel()
+	select {
+	case d.counts <- struct{}{}:
+		defer func() { <-d.counts }()
+	case <-ctx.Done():
+		d.fail(w, fault.New(fault.Unavailable, "the counts are busy; retry shortly"))
+		return
+	}
 	st, err := d.src.Stats(ctx, f)
 	if err != nil {
 		d.fail(w, err)

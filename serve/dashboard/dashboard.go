@@ -86,13 +86,14 @@ type Dashboard struct {
 	digest httpguard.Digest
 	cookie string // the cookie's value: a MAC of the token, not the token
 	live   chan struct{}
+	counts chan struct{} // the /api/stats answers being computed
 	port   atomic.Uint32
 }
 
 // New returns the dashboard of src. It fails on a token that is not
 // visible ASCII without spaces.
 func New(src audit.Source, opts *Options) (*Dashboard, error) {
-	d := &Dashboard{src: src, live: make(chan struct{}, limits.DashboardLiveClients)}
+	d := &Dashboard{src: src, live: make(chan struct{}, limits.DashboardLiveClients), counts: make(chan struct{}, limits.DashboardStatsAtOnce)}
 	if opts != nil {
 		d.opts = *opts
 	}

@@ -478,3 +478,43 @@ func TestQueryBound(t *testing.T) {
 		t.Errorf("a query of %d bytes: %d", len(at)+1, w.Code)
 	}
 }
+
+// slowStats is a source whose counts wait to be released.
+type slowStats struct {
+	*audit.Recent
+	in      chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStats) Stats(ctx context.Context, f audit.Filter) (*audit.Stats, error) {
+	s.in <- struct{}{}
+	<-s.release
+	return s.Recent.Stats(ctx, f)
+}
+
+// TestStatsAtOnce: DashboardStatsAtOnce counts are computed at once; one
+// more waits for a turn, and gets it once one ends.
+func TestStatsAtOnce(t *testing.T) {
+	src := &slowStats{Recent: recent(5), in: make(chan struct{}, 10), release: make(chan struct{})}
+	d := newDash(t, src, nil)
+	done := make(chan int, limits.DashboardStatsAtOnce+1)
+	for range limits.DashboardStatsAtOnce + 1 {
+		go func() { done <- get(t, d, http.MethodGet, "/api/stats", nil).Code }()
+	}
+	for range limits.DashboardStatsAtOnce {
+		<-src.in
+	}
+	select {
+	case <-src.in:
+		t.Fatalf("more than %d counts at once", limits.DashboardStatsAtOnce)
+	case <-time.After(100 * time.Millisecond): // the extra one is waiting, not counting
+	}
+	src.release <- struct{}{}
+	<-src.in // the waiting one got its turn
+	close(src.release)
+	for range limits.DashboardStatsAtOnce + 1 {
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("status %d", code)
+		}
+	}
+}

@@ -7,7 +7,7 @@ const FILTERS = ["actor", "tool", "outcome", "from", "to"];
 const MAX_ROWS = 2000; // rows kept in the table; older ones are dropped from the page (not the trail)
 const SVGNS = "http://www.w3.org/2000/svg";
 
-const state = { next: "", live: null, seen: new Set(), statsTimer: 0, generation: 0, firstPaint: false, total: undefined };
+const state = { next: "", live: null, seen: new Set(), statsTimer: 0, generation: 0, firstPaint: false, total: undefined, statsGap: 1000 };
 
 function $(sel) { return document.querySelector(sel); }
 
@@ -273,11 +273,15 @@ function paintState(st) {
   }
 }
 
+// refreshStats repaints the counts. Counting a large trail takes a while:
+// the next refresh waits at least five times as long as this one took.
 async function refreshStats(gen) {
+  const t0 = performance.now();
   try {
     const st = await getJSON("/api/stats" + query(filtersFromURL()));
     if (gen === state.generation) paintStats(st);
   } catch (e) { if (gen === state.generation) showError("stats: " + e.message); }
+  state.statsGap = Math.max(1000, 5 * (performance.now() - t0));
 }
 
 // refreshState repaints the host's state, and the counts when the source
@@ -294,7 +298,7 @@ async function refreshState() {
 
 function statsSoon(gen) {
   if (state.statsTimer) return;
-  state.statsTimer = setTimeout(() => { state.statsTimer = 0; refreshStats(gen); }, 1000);
+  state.statsTimer = setTimeout(() => { state.statsTimer = 0; refreshStats(gen); }, state.statsGap);
 }
 
 function setLive(on) {
