@@ -116,7 +116,7 @@ func TestContained(t *testing.T) {
 }
 
 // sandboxAvailable says why contained servers cannot run here, or "".
-func sandboxAvailable(t *testing.T) string {
+func sandboxAvailable(t testing.TB) string {
 	exe, _ := os.Executable()
 	dir := t.TempDir()
 	_, err := sandbox.Run(context.Background(), &sandbox.Spec{Argv: []string{"/bin/true"}, Dir: dir, Writable: []string{dir}}, &sandbox.Options{Helper: []string{exe, sandbox.HelperArg}, Quarantine: t.TempDir()})

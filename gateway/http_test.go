@@ -120,7 +120,7 @@ func TestHTTPUpstream(t *testing.T) {
 	}
 }
 
-func mustTool(t *testing.T, g *Gateway, name string) *Tool {
+func mustTool(t testing.TB, g *Gateway, name string) *Tool {
 	t.Helper()
 	tl, ok := g.Tool(name)
 	if !ok {
