@@ -327,7 +327,8 @@ func (g *grepRun) collectDir(ctx context.Context, d *grepDir) error {
 		return d.err
 	}
 	c := entryCursor{d: d}
-	for _, s := range d.slots {
+	for i, s := range d.slots {
+		d.slots[i] = grepSlot{} // collected: let its results and directories go
 		if !g.visitTo(&c, s.at) {
 			return nil
 		}

@@ -336,3 +336,31 @@ func TestGrepWalkStopsMidWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestGrepLetsCollectedResultsGo: once collected, a batch's results (its
+// kept text) and a subdirectory's are no longer held by the walk, so what
+// a call keeps stays within the window, not the whole tree's.
+func TestGrepLetsCollectedResultsGo(t *testing.T) {
+	root, _ := walkFixture(t)
+	plan, err := planGrep(GrepArgs{Pattern: "needle"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGrepRun(&executor{provider: local.New()}, plan, rootTarget(t, root), nil)
+	info, tree, err := g.openTree(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := &grepDir{name: info.Name, tree: tree}
+	if err := g.walkTree(context.Background(), top); err != nil {
+		t.Fatal(err)
+	}
+	if g.collected.res.FilesMatched == 0 || len(top.slots) == 0 {
+		t.Fatalf("the fixture's walk found %d files in %d slots", g.collected.res.FilesMatched, len(top.slots))
+	}
+	for i, s := range top.slots {
+		if s.dir != nil || s.batch != nil {
+			t.Fatalf("slot %d of the search base still held after it was collected", i)
+		}
+	}
+}
