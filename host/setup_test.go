@@ -430,3 +430,52 @@ func TestUnconfiguredToolsNotOffered(t *testing.T) {
 		t.Fatal("semindex_search is not registered with a model")
 	}
 }
+
+// TestDenialPolicies: a denial the roots decide names, in the trail, the
+// rule that decided it, as the kernel's own denials do: an operator
+// reading the trail sees why without the call's arguments.
+func TestDenialPolicies(t *testing.T) {
+	dir := fixture(t)
+	if err := os.Symlink("/etc", filepath.Join(dir, "rw", "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "rw", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(load(t, dir, base), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := h.NewSession(config.DefaultActor, false)
+	for _, c := range []struct{ tool, args, policy string }{
+		{tools.WriteFile, `{"path":"` + dir + `/ro/new.txt","content":"x"}`, "roots:write_file"},
+		{tools.ReadFile, `{"path":"/etc/hostname"}`, "roots"},
+		{tools.ReadFile, `{"path":"../x"}`, "roots"},
+		{tools.ReadFile, `{"path":"out/hostname"}`, "roots"},
+		{tools.WriteFile, `{"path":".git/config","content":"x"}`, "protected"},
+	} {
+		if _, err := call(t, s, c.tool, c.args); fault.CodeOf(err) != fault.Denied {
+			t.Fatalf("%s %s: %v, want denied", c.tool, c.args, err)
+		}
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	trailText, _ := os.ReadFile(filepath.Join(dir, "logs", "audit.jsonl"))
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(trailText)), "\n") {
+		var rec struct {
+			Event struct{ Msg, Outcome, Policy string }
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Event.Msg == "call" {
+			got = append(got, rec.Event.Outcome+" "+rec.Event.Policy)
+		}
+	}
+	want := []string{"denied roots:write_file", "denied roots", "denied roots", "denied roots", "denied protected"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("denials in the trail: %q, want %q", got, want)
+	}
+}

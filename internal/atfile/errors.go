@@ -27,7 +27,7 @@ var (
 // denied for a symlink, invalid_input for anything else.
 func NotRegular(role string, m fs.FileMode) *fault.Error {
 	if m&fs.ModeSymlink != 0 {
-		return fault.Wrap(fault.Denied, ErrSymlink, "%s is a symbolic link; symbolic links are never followed", role)
+		return fault.Wrap(fault.Denied, ErrSymlink, "%s is a symbolic link; symbolic links are never followed", role).By("symlinks")
 	}
 	return fault.Wrap(fault.InvalidInput, ErrNotRegular, "%s is %s, not a regular file", role, Kind(m))
 }
@@ -36,7 +36,7 @@ func NotRegular(role string, m fs.FileMode) *fault.Error {
 // a symlink, invalid_input for anything else.
 func NotDir(role string, m fs.FileMode) *fault.Error {
 	if m&fs.ModeSymlink != 0 {
-		return fault.Wrap(fault.Denied, ErrSymlink, "%s is a symbolic link; symbolic links are never followed", role)
+		return fault.Wrap(fault.Denied, ErrSymlink, "%s is a symbolic link; symbolic links are never followed", role).By("symlinks")
 	}
 	return fault.Wrap(fault.InvalidInput, ErrNotDir, "%s is %s, not a directory", role, Kind(m))
 }
@@ -84,9 +84,9 @@ func Fault(err error, role string) *fault.Error {
 	}
 	switch {
 	case Escapes(err):
-		return fault.Wrap(fault.Denied, err, "%s leads out of the root", role)
+		return fault.Wrap(fault.Denied, err, "%s leads out of the root", role).By("roots")
 	case errors.Is(err, syscall.ELOOP):
-		return fault.Wrap(fault.Denied, ErrSymlink.With(err), "%s is a symbolic link; symbolic links are never followed", role)
+		return fault.Wrap(fault.Denied, ErrSymlink.With(err), "%s is a symbolic link; symbolic links are never followed", role).By("symlinks")
 	case errors.Is(err, fs.ErrNotExist):
 		return fault.Wrap(fault.NotFound, err, "%s does not exist", role)
 	case errors.Is(err, syscall.ENOTDIR):
@@ -94,9 +94,9 @@ func Fault(err error, role string) *fault.Error {
 	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY):
 		return fault.Wrap(fault.Conflict, err, "%s already exists", role)
 	case errors.Is(err, fs.ErrPermission):
-		return fault.Wrap(fault.Denied, err, "%s: permission denied", role)
+		return fault.Wrap(fault.Denied, err, "%s: permission denied", role).By("os:permission")
 	case errors.Is(err, syscall.EROFS):
-		return fault.Wrap(fault.Denied, err, "%s is on a read-only filesystem", role)
+		return fault.Wrap(fault.Denied, err, "%s is on a read-only filesystem", role).By("os:read_only")
 	case errors.Is(err, syscall.EISDIR):
 		return fault.Wrap(fault.InvalidInput, err, "%s is a directory", role)
 	case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.ENODEV):
@@ -119,5 +119,5 @@ var ErrPseudoFS = fault.NewMark("atfile: entry on a pseudo-filesystem")
 // fsName.
 func PseudoFS(role, fsName string) *fault.Error {
 	return fault.Wrap(fault.Denied, ErrPseudoFS,
-		"%s is on a %s pseudo-filesystem (kernel state, not stored files), which capkit never reads, lists or writes", role, fsName)
+		"%s is on a %s pseudo-filesystem (kernel state, not stored files), which capkit never reads, lists or writes", role, fsName).By("pseudo_fs")
 }

@@ -101,7 +101,7 @@ func (t *tree) dir(dfd int, name string, st *unix.Stat_t, depth int) (int64, err
 		return 0, fault.New(fault.Limit, "the tree is deeper than %d levels (the limit)", limits.TreeHardDepth)
 	}
 	if st.Dev != t.dev {
-		return 0, fault.New(fault.Denied, "%s is another filesystem mounted in the tree; it is left as it is", name)
+		return 0, fault.New(fault.Denied, "%s is another filesystem mounted in the tree; it is left as it is", name).By("mounts")
 	}
 	if err := t.ctx.Err(); err != nil {
 		return 0, fault.Wrap(fault.Limit, err, "the walk of the tree was stopped")

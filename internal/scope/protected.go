@@ -33,9 +33,9 @@ func (s *Scope) refuse(c check, root, name string) error {
 	for _, q := range s.protected.Every(append([]string{root}, s.roots...)) {
 		switch {
 		case capability.WithinFolded(q, target):
-			return fault.New(fault.Denied, "%s is protected: %s", clip.Text(s.show(target)), protectedReason)
+			return fault.New(fault.Denied, "%s is protected: %s", clip.Text(s.show(target)), protectedReason).By("protected")
 		case c == renameCheck && capability.WithinFolded(target, q):
-			return fault.New(fault.Denied, "%s holds the protected %s: %s", clip.Text(s.show(target)), clip.Text(s.show(q)), protectedReason)
+			return fault.New(fault.Denied, "%s holds the protected %s: %s", clip.Text(s.show(target)), clip.Text(s.show(q)), protectedReason).By("protected")
 		}
 	}
 	return nil
@@ -116,7 +116,7 @@ func throughLink(name, resolved string, err error) error {
 	if err == nil || resolved == name {
 		return err
 	}
-	return fault.New(fault.Denied, "%s goes through a symbolic link: %s", clip.Text(name), fault.As(err).Public())
+	return fault.New(fault.Denied, "%s goes through a symbolic link: %s", clip.Text(name), fault.As(err).Public()).By("symlinks")
 }
 
 // resolvedName is t's name with its deepest existing directory replaced
@@ -158,5 +158,5 @@ func (t *Target) relName(p, name string) (string, error) {
 			return filepath.ToSlash(rel), nil
 		}
 	}
-	return "", fault.New(fault.Denied, "%s leads out of the root", clip.Text(name))
+	return "", fault.New(fault.Denied, "%s leads out of the root", clip.Text(name)).By("roots")
 }

@@ -142,7 +142,7 @@ func (t *Target) OpenFollowing(role string) (*os.File, Stat, error) {
 			return nil, Stat{}, err
 		}
 		if hops == limits.SymlinkMaxHops {
-			return nil, Stat{}, fault.New(fault.Denied, "%s: more than %d symbolic links in a row", role, limits.SymlinkMaxHops)
+			return nil, Stat{}, fault.New(fault.Denied, "%s: more than %d symbolic links in a row", role, limits.SymlinkMaxHops).By("symlinks")
 		}
 		if cur, err = follow(role, cur, link); err != nil {
 			return nil, Stat{}, err
@@ -174,12 +174,12 @@ const maxSwaps = 3
 // staging namespace.
 func follow(role, cur, link string) (string, error) {
 	if path.IsAbs(link) {
-		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link to an absolute path; it leads out of the root", role)
+		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link to an absolute path; it leads out of the root", role).By("roots")
 	}
 	next := path.Join(path.Dir(cur), link)
 	switch {
 	case next == "..", strings.HasPrefix(next, "../"):
-		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link that leads out of the root", role)
+		return "", fault.Wrap(fault.Denied, atfile.ErrSymlink, "%s is a symbolic link that leads out of the root", role).By("roots")
 	case next == ".":
 		return "", fault.New(fault.InvalidInput, "%s is a symbolic link to the root directory, not a regular file", role)
 	case atfile.HasStagingElement(next):
@@ -290,7 +290,7 @@ func splitRel(rel string) (dir, name string, err error) {
 	case rel == "." || rel == "":
 		return "", "", fault.New(fault.InvalidInput, "path must name an entry inside the root, not the root itself")
 	case rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/"):
-		return "", "", fault.New(fault.Denied, "path leads out of the root")
+		return "", "", fault.New(fault.Denied, "path leads out of the root").By("roots")
 	}
 	i := strings.LastIndexByte(rel, '/')
 	if i < 0 {

@@ -91,7 +91,7 @@ func (s *Scope) lexical(p string) (root, rel string, err error) {
 	root, rel, err = resolve(s.roots, p)
 	if fault.CodeOf(err) == fault.Denied && len(s.roots) > 0 && s.effect != "" && filepath.IsAbs(p) {
 		if _, _, other := resolve(s.all, p); other == nil {
-			return "", "", fault.New(fault.Denied, "%s is not granted under that root (it may be read-only)", s.effect)
+			return "", "", fault.New(fault.Denied, "%s is not granted under that root (it may be read-only)", s.effect).By("roots:" + string(s.effect))
 		}
 	}
 	return root, rel, err
@@ -135,7 +135,7 @@ func (t *Target) Join(rel string) (*Target, error) {
 	case path.IsAbs(c):
 		return nil, fault.New(fault.InvalidInput, "%s must be relative", rel)
 	case c == ".." || strings.HasPrefix(c, "../"):
-		return nil, fault.New(fault.Denied, "%s climbs out of its directory", rel)
+		return nil, fault.New(fault.Denied, "%s climbs out of its directory", rel).By("roots")
 	case atfile.HasStagingElement(c):
 		return nil, atfile.Reserved(c)
 	}
@@ -155,7 +155,7 @@ func (t *Target) At(name string) (*Target, error) {
 	c := path.Clean(name)
 	switch {
 	case c == ".." || strings.HasPrefix(c, "../") || path.IsAbs(c):
-		return nil, fault.New(fault.Denied, "%s leads out of the root", name)
+		return nil, fault.New(fault.Denied, "%s leads out of the root", name).By("roots")
 	case atfile.HasStagingElement(c):
 		return nil, atfile.Reserved(c)
 	}
@@ -217,7 +217,7 @@ func display(roots []string, root, rel string) string {
 // resolve maps p onto roots: the root it lies in and its name there.
 func resolve(roots []string, p string) (root, rel string, err error) {
 	if len(roots) == 0 {
-		return "", "", fault.New(fault.Denied, "no root is granted for this operation")
+		return "", "", fault.New(fault.Denied, "no root is granted for this operation").By("roots")
 	}
 	if err := checkPathText(p); err != nil {
 		return "", "", err
@@ -231,17 +231,17 @@ func resolve(roots []string, p string) (root, rel string, err error) {
 			}
 		}
 		if best == "" {
-			return "", "", fault.New(fault.Denied, "path is outside the allowed roots")
+			return "", "", fault.New(fault.Denied, "path is outside the allowed roots").By("roots")
 		}
 		rel, err := filepath.Rel(best, c)
 		if err != nil {
-			return "", "", fault.New(fault.Denied, "path is outside the allowed roots")
+			return "", "", fault.New(fault.Denied, "path is outside the allowed roots").By("roots")
 		}
 		return checkStaging(best, filepath.ToSlash(rel))
 	}
 	c := filepath.Clean(p)
 	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", "", fault.New(fault.Denied, "path climbs out of the root")
+		return "", "", fault.New(fault.Denied, "path climbs out of the root").By("roots")
 	}
 	return checkStaging(roots[0], filepath.ToSlash(c))
 }
