@@ -98,14 +98,25 @@ func (s *Session) Specs() []*catalog.Entry { return s.SpecsWithin(doneCtx) }
 // starts), for a client's first listing; a tool still unknown when ctx
 // ends is left out, and OnToolsChanged's listeners run once it is offered.
 func (s *Session) SpecsWithin(ctx context.Context) []*catalog.Entry {
-	var specs []*catalog.Entry
 	if !s.rt.toolSearch || !s.caps.Grants(capability.ToolSearch) {
-		specs = s.rt.catalog.SpecsFor(s.caps)
-	} else {
-		s.mu.Lock()
-		specs = s.rt.catalog.DeferredSpecsFor(s.caps, func(name string) bool { return s.activated[name] })
-		s.mu.Unlock()
+		return s.GrantedWithin(ctx)
 	}
+	s.mu.Lock()
+	specs := s.rt.catalog.DeferredSpecsFor(s.caps, func(name string) bool { return s.activated[name] })
+	s.mu.Unlock()
+	return s.offeredNow(ctx, specs)
+}
+
+// GrantedWithin is every tool the session's capabilities grant that is
+// offered to it now, whether or not discovery activated it (a host that
+// lists everything at once), waiting for Meta.Offered as SpecsWithin does.
+func (s *Session) GrantedWithin(ctx context.Context) []*catalog.Entry {
+	return s.offeredNow(ctx, s.rt.catalog.SpecsFor(s.caps))
+}
+
+// offeredNow is specs without the tools Meta.Offered withholds from the
+// session.
+func (s *Session) offeredNow(ctx context.Context, specs []*catalog.Entry) []*catalog.Entry {
 	if s.rt.offered == nil {
 		return specs
 	}

@@ -78,8 +78,9 @@ type Options struct {
 	// (Anthropic's documentation advises marking only the critical tools
 	// strict: its strict schemas share one budget per request).
 	StrictTools []string
-	// AllGranted offers every tool the session is granted, not only the
-	// hot ones and those tool_search activated.
+	// AllGranted offers every tool the session is granted and is offered
+	// now (kernel.Session.GrantedWithin), not only the hot ones and those
+	// tool_search activated.
 	AllGranted bool
 }
 
@@ -182,11 +183,12 @@ func (l *Loop) Format() Format { return l.format }
 // first tools/list does, so that a host that lists once sees them.
 func (l *Loop) Specs() ([]Spec, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.listingWait())
-	entries := l.s.SpecsWithin(ctx)
-	cancel()
+	list := l.s.SpecsWithin
 	if l.opts.AllGranted {
-		entries = l.s.Runtime().Catalog().SpecsFor(l.s.Capabilities())
+		list = l.s.GrantedWithin
 	}
+	entries := list(ctx)
+	cancel()
 	out := make([]Spec, 0, len(entries))
 	var spent budget
 	for _, e := range entries {

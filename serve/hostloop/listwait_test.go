@@ -93,3 +93,39 @@ func names(t *testing.T, l *Loop) map[string]bool {
 	}
 	return out
 }
+
+// TestAllGrantedLeavesOutWithdrawn: AllGranted lists every granted tool
+// the session is offered now, not a withdrawn one (another server's
+// tool whose definition no longer matches its lock), with discovery on
+// or off.
+func TestAllGrantedLeavesOutWithdrawn(t *testing.T) {
+	withdrawn := func(context.Context, *kernel.Session) error {
+		return fault.New(fault.Integrity, "the definition changed")
+	}
+	b := kernel.NewBuilder(nil)
+	ext := capability.Upstream("ext")
+	for name, offered := range map[string]func(context.Context, *kernel.Session) error{"ext__same": nil, "ext__changed": withdrawn} {
+		if err := b.Register(kernel.Policy{Name: name}, kernel.Meta{Effect: ext, Description: "A tool.", Offered: offered},
+			schema(t, `{"type":"object"}`), nil, func(context.Context, *kernel.Call) (*kernel.Result, error) {
+				return &kernel.Result{Text: "x"}, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := capability.New("model", []capability.Effect{ext}, capability.Scope{})
+	s, err := rt.NewSession("model", []capability.Capability{cp}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, all := range []bool{false, true} {
+		got := names(t, newLoop(t, s, OpenAI, &Options{AllGranted: all}))
+		if !got["ext__same"] || got["ext__changed"] {
+			t.Errorf("AllGranted %v lists %v: want ext__same and not the withdrawn ext__changed", all, got)
+		}
+	}
+}
