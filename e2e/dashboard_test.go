@@ -191,6 +191,11 @@ max_calls = 1
 		if code != 5 || !strings.Contains(stderr, "chmod 600") {
 			t.Errorf("a token file others may read: exit %d: %s", code, stderr)
 		}
+		// MCP refused beyond loopback: the page never says it serves.
+		code, _, stderr = run(t, "", "serve", "--root", filepath.Join(dir, "rw"), "--http", "0.0.0.0:0", "--dashboard", "127.0.0.1:0")
+		if code != 5 || !strings.Contains(stderr, "not a loopback address") || strings.Contains(stderr, "dashboard on") {
+			t.Errorf("--http beyond loopback without a token: exit %d: %s", code, stderr)
+		}
 	})
 }
 

@@ -133,17 +133,24 @@ func (sc *serveCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// The MCP server is made ready first, so a refusal (an address, a
+	// token, an actor) is reported before the page says it is serving.
+	serve, abandon, err := sc.prepareStdio(h, opts)
+	if sc.httpAddr != "" {
+		serve, abandon, err = sc.prepareHTTP(cmd, h, opts, token)
+	}
+	if err != nil {
+		return err
+	}
 	if recent != nil {
 		stop, err := sc.startDashboard(cmd.Context(), h, recent, dashToken)
 		if err != nil {
+			abandon()
 			return err
 		}
 		defer stop()
 	}
-	if sc.httpAddr == "" {
-		return sc.serveStdio(cmd.Context(), h, opts)
-	}
-	return sc.serveHTTP(cmd, h, opts, token)
+	return serve(cmd.Context())
 }
 
 // startDashboard serves the audit page over recent until the returned
@@ -169,41 +176,46 @@ func (sc *serveCmd) startDashboard(ctx context.Context, h *host.Host, recent *au
 	}, nil
 }
 
-// serveStdio serves one session of the chosen actor on standard input and
-// output.
-func (sc *serveCmd) serveStdio(ctx context.Context, h *host.Host, opts *mcpserver.Options) error {
+// prepareStdio readies one session of the chosen actor on standard input
+// and output; serve serves it, abandon gives it up unserved.
+func (sc *serveCmd) prepareStdio(h *host.Host, opts *mcpserver.Options) (serve func(context.Context) error, abandon func(), err error) {
+	if sc.httpAddr != "" {
+		return nil, nil, nil
+	}
 	actor, err := sc.hf.chooseActor(h)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	sessions, err := h.Sessions(actor)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	srv := mcpserver.New(h.Runtime, sessions, opts)
-	fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
-	stdioProcs()
-	return stopped(ctx, srv.ServeStdio(ctx, sc.env.Stdin, sc.env.Stdout))
+	return func(ctx context.Context) error {
+		srv := mcpserver.New(h.Runtime, sessions, opts)
+		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on stdio as actor %s\n", actor)
+		stdioProcs()
+		return stopped(ctx, srv.ServeStdio(ctx, sc.env.Stdin, sc.env.Stdout))
+	}, func() {}, nil
 }
 
-// serveHTTP serves --http: the tenants of the tokens given (--token-file
-// for the chosen actor, or [http] tokens, one actor each), or without a
-// token the chosen actor on loopback.
-func (sc *serveCmd) serveHTTP(cmd *cobra.Command, h *host.Host, opts *mcpserver.Options, token string) error {
+// prepareHTTP readies --http, listening: the tenants of the tokens given
+// (--token-file for the chosen actor, or [http] tokens, one actor each),
+// or without a token the chosen actor on loopback; serve serves them,
+// abandon closes the listener unserved.
+func (sc *serveCmd) prepareHTTP(cmd *cobra.Command, h *host.Host, opts *mcpserver.Options, token string) (serve func(context.Context) error, abandon func(), err error) {
 	var sessions func(context.Context) (*kernel.Session, error)
 	who := ""
-	var err error
 	if opts.Tenants, err = sc.tenants(h, token); err != nil {
-		return err
+		return nil, nil, err
 	}
 	switch len(opts.Tenants) {
 	case 0:
 		actor, err := sc.hf.chooseActor(h)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if sessions, err = h.Sessions(actor); err != nil {
-			return err
+			return nil, nil, err
 		}
 		who = "as actor " + actor
 	case 1:
@@ -216,18 +228,19 @@ func (sc *serveCmd) serveHTTP(cmd *cobra.Command, h *host.Host, opts *mcpserver.
 		who = "for actors " + strings.Join(names, ", ") + " (one token each)"
 	}
 	if err := sc.hb.apply(cmd, h.Config.HTTP, opts); err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Every option is set before New, which copies them.
 	ln, err := sc.listen(opts)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	opts.OnServing = func(addr net.Addr) {
 		fmt.Fprintf(sc.env.Stderr, "capkit: serving MCP on %s %s\n", sc.endpoint(addr), who)
 	}
-	ctx := cmd.Context()
-	return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).Serve(ctx, ln))
+	return func(ctx context.Context) error {
+		return stopped(ctx, mcpserver.New(h.Runtime, sessions, opts).Serve(ctx, ln))
+	}, func() { ln.Close() }, nil
 }
 
 // tenants are the HTTP server's tokens and the actors they serve: token
