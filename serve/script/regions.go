@@ -73,10 +73,11 @@ func (tr *tracker) settle(id int32, l *label, vals starlark.Tuple) (starlark.Tup
 	if r.unknown {
 		tr.raiseFloor(l, r.where())
 	}
-	out := make(starlark.Tuple, 0, r.nvars)
+	// vals is the helper's own argument tuple (the interpreter copies a
+	// built-in's), so the variables are relabelled in it.
 	for i, v := range vals {
 		if i < r.nvars {
-			out = append(out, tr.wrap(v, l))
+			vals[i] = tr.wrap(v, l)
 			continue
 		}
 		if j := i - r.nvars; j < len(r.deep) && r.deep[j] {
@@ -87,7 +88,7 @@ func (tr *tracker) settle(id int32, l *label, vals starlark.Tuple) (starlark.Tup
 			tr.wrap(v, l)
 		}
 	}
-	return out, nil
+	return vals[:min(r.nvars, len(vals))], nil
 }
 
 // raiseDeep relabels container v and every container it holds.
