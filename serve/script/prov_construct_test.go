@@ -93,6 +93,9 @@ func TestProvConstructs(t *testing.T) {
 		{"elif", `x = "a"` + "\nif n == 1:\n  x = \"b\"\nelif n == 3:\n  x = \"c\"" + sink("x")},
 		{"branch not taken", `x = "a"` + "\nif n == 99:\n  x = \"b\"" + sink("x")},
 		{"continue on data", "c = 0\nfor i in range(5):\n  if i < n:\n    continue\n  c += 1" + sink("c")},
+		{"a range's variable after a break on data", "for i in range(5):\n  if i == n:\n    break" + sink(`"%d" % (i + 1)`)},
+		{"a range's variable in the body, under data", "x = 0\nfor i in range(5):\n  if i == n:\n    x = i * 2" + sink("x")},
+		{"a range's variable read by a function later", "fs = []\nfor i in range(5):\n  fs.append(lambda: i + 1)\n  if i == n:\n    break" + sink("fs[0]()")},
 		{"loop over data, trusted body", "c = 0\nfor x in l:\n  c += 1" + sink("c")},
 		{"comprehension filter", sink(`[x for x in ["p", "q"] if x in u]`)},
 		{"or", sink(`u or "fallback"`)},
@@ -154,6 +157,7 @@ func TestProvConstructsPrecise(t *testing.T) {
 		{"a literal beside labelled work", "y = u.upper()" + sink(`"out.txt"`)},
 		{"a trusted list's length after a loop over data", "m = [1, 2]\nfor e in l:\n  y = e" + sink("len(m)")},
 		{"after an inner loop that breaks on data", "v = 0\nfor a in ['p', 'q']:\n  for e in l:\n    if e == 'x':\n      break\n  v += 1" + sink("v")},
+		{"a range's variable formatted beside data", "out = []\nfor i in range(3):\n  y = u.upper()\n  out.append('item-%d' % (i + 1))" + sink("out[2]")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

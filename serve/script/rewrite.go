@@ -35,6 +35,9 @@ type rewriter struct {
 	temps   int
 	module  *scope
 	fn      *scope
+	// plain are the variables that hold no label wherever the statements
+	// being rewritten read them (plainLoopVar).
+	plain map[*resolve.Binding]bool
 }
 
 // scope is the function (or the file) being rewritten.
@@ -43,9 +46,11 @@ type scope struct {
 	// included: those a region's end may read before their assignment
 	// are given the unbound value first.
 	assigned map[*resolve.Binding]bool
-	params   map[*resolve.Binding]bool
-	inits    []*syntax.Ident
-	initSet  map[*resolve.Binding]bool
+	// binds counts the statements binding each variable.
+	binds   map[*resolve.Binding]int
+	params  map[*resolve.Binding]bool
+	inits   []*syntax.Ident
+	initSet map[*resolve.Binding]bool
 
 	fid    int32 // the function's region when it returns early, or -1
 	recv   []recvRef
@@ -62,7 +67,7 @@ type loop struct {
 // rewrite rewrites f, which resolve.File has resolved.
 // The analysis it makes is bounded by budget steps and observes ctx.
 func rewrite(ctx context.Context, f *syntax.File, budget int) (*syntax.File, []region, map[syntax.Position]bool, error) {
-	rw := &rewriter{regions: []region{{kind: "a built-in's callback"}}, impure: map[syntax.Position]bool{}}
+	rw := &rewriter{regions: []region{{kind: "a built-in's callback"}}, impure: map[syntax.Position]bool{}, plain: map[*resolve.Binding]bool{}}
 	rw.an = summarize(ctx, f, budget)
 	if rw.an.err != nil {
 		return nil, nil, nil, rw.an.err
@@ -85,10 +90,11 @@ func rewrite(ctx context.Context, f *syntax.File, budget int) (*syntax.File, []r
 }
 
 func (rw *rewriter) newScope(body []syntax.Stmt, params []syntax.Expr) *scope {
-	s := &scope{assigned: map[*resolve.Binding]bool{}, params: map[*resolve.Binding]bool{}, initSet: map[*resolve.Binding]bool{}, fid: -1}
+	s := &scope{assigned: map[*resolve.Binding]bool{}, binds: map[*resolve.Binding]int{}, params: map[*resolve.Binding]bool{}, initSet: map[*resolve.Binding]bool{}, fid: -1}
 	for _, a := range rw.an.assignments(body) {
 		if b := bindingOf(a.id); b != nil {
 			s.assigned[b] = true
+			s.binds[b]++
 		}
 	}
 	for _, p := range params {
@@ -425,7 +431,12 @@ func (rw *rewriter) forStmt(s *syntax.ForStmt) ([]syntax.Stmt, error) {
 		}
 	}
 	rw.fn.loops = append(rw.fn.loops, loop{id: id, depth: len(rw.fn.open) + 1})
+	pv := rw.plainLoopVar(s)
+	if pv != nil {
+		rw.plain[pv] = true
+	}
 	body, err := rw.body(id, s.Body)
+	delete(rw.plain, pv)
 	rw.fn.loops = rw.fn.loops[:len(rw.fn.loops)-1]
 	if err != nil {
 		return nil, err
@@ -452,6 +463,94 @@ func (rw *rewriter) whileStmt(s *syntax.WhileStmt) ([]syntax.Stmt, error) {
 	}
 	stmt := &syntax.WhileStmt{While: s.While, Cond: call(hWhile, s.While, intLit(int(id), s.While), cond), Body: body}
 	return append(pre, stmt, rw.end(id, args, s.While)), nil
+}
+
+// plainLoopVar is the variable of a loop over range(...) of plain
+// operands that nothing else binds in its scope and no function captures,
+// or nil. Read in the loop's own body (not in a function or comprehension
+// there, which may run later), it holds no label: each iteration binds it
+// to an element of an unlabelled range, and only the loop's end, after
+// the body, relabels it.
+func (rw *rewriter) plainLoopVar(s *syntax.ForStmt) *resolve.Binding {
+	v, ok := s.Vars.(*syntax.Ident)
+	if !ok {
+		return nil
+	}
+	b := bindingOf(v)
+	if b == nil || (b.Scope != resolve.Local && b.Scope != resolve.Global) {
+		return nil
+	}
+	sc := rw.fn
+	if b.Scope == resolve.Global {
+		sc = rw.module
+	}
+	if sc.binds[b] != 1 || sc.params[b] {
+		return nil
+	}
+	c, ok := s.X.(*syntax.CallExpr)
+	if !ok {
+		return nil
+	}
+	fn, ok := c.Fn.(*syntax.Ident)
+	if !ok || fn.Name != "range" {
+		return nil
+	}
+	if fb := bindingOf(fn); fb == nil || fb.Scope != resolve.Universal {
+		return nil
+	}
+	for _, a := range c.Args {
+		if !rw.isPlain(a) {
+			return nil
+		}
+	}
+	return b
+}
+
+// isPlain reports whether e, an operation of literals and plain
+// variables, gives a value with no label: such an operation needs no
+// helper.
+func (rw *rewriter) isPlain(e syntax.Expr) bool {
+	switch x := e.(type) {
+	case *syntax.Literal:
+		return true
+	case *syntax.Ident:
+		b := bindingOf(x)
+		return b != nil && rw.plain[b]
+	case *syntax.ParenExpr:
+		return rw.isPlain(x.X)
+	case *syntax.UnaryExpr:
+		return x.Op != syntax.STAR && x.Op != syntax.STARSTAR && rw.isPlain(x.X)
+	case *syntax.BinaryExpr:
+		return x.Op != syntax.AND && x.Op != syntax.OR && x.Op != syntax.EQ && rw.isPlain(x.X) && rw.isPlain(x.Y)
+	}
+	return false
+}
+
+// native is plain e as the interpreter evaluates it, in new nodes.
+func native(e syntax.Expr) syntax.Expr {
+	switch x := e.(type) {
+	case *syntax.Literal:
+		c := *x
+		return &c
+	case *syntax.Ident:
+		return ident(x.Name, x.NamePos)
+	case *syntax.ParenExpr:
+		return native(x.X)
+	case *syntax.UnaryExpr:
+		return &syntax.UnaryExpr{OpPos: x.OpPos, Op: x.Op, X: native(x.X)}
+	case *syntax.BinaryExpr:
+		return &syntax.BinaryExpr{OpPos: x.OpPos, Op: x.Op, X: native(x.X), Y: native(x.Y)}
+	}
+	panic(fmt.Sprintf("internal: native %T", e))
+}
+
+// unplain hides the plain variables while a function or comprehension
+// body is rewritten (it may run after they are relabelled); the function
+// it returns shows them again.
+func (rw *rewriter) unplain() func() {
+	saved := rw.plain
+	rw.plain = map[*resolve.Binding]bool{}
+	return func() { rw.plain = saved }
 }
 
 // branch is break, continue or pass. A break or continue inside a region
@@ -577,6 +676,7 @@ func (rw *rewriter) def(s *syntax.DefStmt) ([]syntax.Stmt, error) {
 		return nil, err
 	}
 	rw.impure[s.Def] = rw.impureBody(s.Body, nil)
+	defer rw.unplain()()
 	outer := rw.fn
 	sc := rw.newScope(s.Body, s.Params)
 	rw.fn = sc
@@ -772,6 +872,9 @@ func (rw *rewriter) expr(e syntax.Expr) (syntax.Expr, error) {
 	case *syntax.DictExpr:
 		return rw.dict(x)
 	case *syntax.UnaryExpr:
+		if rw.isPlain(x) {
+			return native(x), nil
+		}
 		v, err := rw.expr(x.X)
 		if err != nil {
 			return nil, err
@@ -783,6 +886,9 @@ func (rw *rewriter) expr(e syntax.Expr) (syntax.Expr, error) {
 	case *syntax.BinaryExpr:
 		if x.Op == syntax.AND || x.Op == syntax.OR {
 			return rw.logical(x)
+		}
+		if rw.isPlain(x) {
+			return native(x), nil
 		}
 		l, err := rw.expr(x.X)
 		if err != nil {
@@ -938,6 +1044,7 @@ func (rw *rewriter) lambda(x *syntax.LambdaExpr) (syntax.Expr, error) {
 		return nil, err
 	}
 	rw.impure[x.Lambda] = rw.impureBody(nil, x.Body)
+	defer rw.unplain()()
 	outer := rw.fn
 	rw.fn = rw.newScope(nil, x.Params)
 	rw.fn.lambda = true
@@ -1004,6 +1111,7 @@ func (rw *rewriter) conditional(x *syntax.CondExpr) (syntax.Expr, error) {
 // comprehension: its clauses join into one region, whose label the
 // result takes; keys of a dict or set comprehension are held plain.
 func (rw *rewriter) comprehension(x *syntax.Comprehension) (syntax.Expr, error) {
+	defer rw.unplain()()
 	id := rw.newRegion("comprehension", x.Lbrack)
 	ef := effects{inner: map[*resolve.Binding]bool{}}
 	var clauses []syntax.Node

@@ -1,0 +1,67 @@
+package script
+
+import (
+	"context"
+	"testing"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"github.com/capkit/capkit/limits"
+)
+
+// An operation of literals and of a loop variable that provably holds no
+// label runs natively; wherever the variable may hold one (read after the
+// loop, in a function or comprehension that may run later, bound again,
+// a parameter, a loop over anything but a range of plain operands), the
+// operation goes through its helper.
+func TestRewritePlainOperations(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		helpers   int // $bin and $un calls left
+	}{
+		{"literals", "x = -1 + 2 * 3\n", 0},
+		{"a range's variable in its body", "for i in range(10):\n  x = 'a%d' % i\n  y = -(i + 1)\n", 0},
+		{"within a function", "def f():\n  for i in range(3):\n    x = i * 2\n", 0},
+		{"nested loops", "for i in range(3):\n  for j in range(i + 1):\n    x = i * j\n", 0},
+		{"after the loop", "for i in range(10):\n  pass\nx = i + 1\n", 1},
+		{"in a lambda", "for i in range(10):\n  f = lambda: i + 1\n", 1},
+		{"in a function defined in the body", "for i in range(10):\n  def f():\n    return i + 1\n", 1},
+		{"in a comprehension", "for i in range(10):\n  y = [i + 1 for k in range(2)]\n", 1},
+		{"bound again", "for i in range(10):\n  x = i + 1\ni = 0\n", 1},
+		{"bound twice by loops", "for i in range(10):\n  x = i + 1\nfor i in range(3):\n  pass\n", 1},
+		{"a parameter", "def f(i):\n  for i in range(3):\n    x = i + 1\n", 1},
+		{"captured", "def f():\n  for i in range(3):\n    x = i + 1\n  return lambda: i\n", 1},
+		{"a range of a variable", "n = 3\nfor i in range(n):\n  x = i + 1\n", 1},
+		{"a list", "for i in [1, 2]:\n  x = i + 1\n", 1},
+		{"range shadowed", "def range(n):\n  return [n]\nfor i in range(3):\n  x = i + 1\n", 1},
+		{"a variable bound in the body", "for i in range(3):\n  y = 1\n  x = y + 1\n", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file, err := fileOptions.Parse("s.star", c.src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := resolve.File(file, func(string) bool { return false }, starlark.Universe.Has); err != nil {
+				t.Fatal(err)
+			}
+			out, _, _, err := rewrite(context.Background(), file, limits.ScriptProvenanceAnalysisSteps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			syntax.Walk(out, func(n2 syntax.Node) bool {
+				if call, ok := n2.(*syntax.CallExpr); ok {
+					if id, ok := call.Fn.(*syntax.Ident); ok && (id.Name == hBin || id.Name == hUn) {
+						n++
+					}
+				}
+				return true
+			})
+			if n != c.helpers {
+				t.Fatalf("%d helper calls left, want %d", n, c.helpers)
+			}
+		})
+	}
+}
