@@ -17,8 +17,6 @@ import (
 type label struct {
 	srcs []int32 // sorted, distinct
 	id   int32   // the interning order, for the join cache's key
-	// truth are False and True with this label, made when first needed.
-	truth [2]*tainted
 }
 
 // labels interns labels and caches their joins.

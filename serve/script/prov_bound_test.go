@@ -135,41 +135,6 @@ func TestSideTableAddressReuse(t *testing.T) {
 	runtime.KeepAlive(old)
 }
 
-// The side table's cache answers as the map does: a container looked up
-// before it was labelled, one pushed out by others and looked up again,
-// and one relabelled while cached each have their latest label.
-func TestSideTableCache(t *testing.T) {
-	ls := newLabels()
-	var s sideTable
-	a, b := starlark.NewList(nil), starlark.NewDict(0)
-	others := make([]*starlark.List, sideTableRecent+1)
-	s.set(starlark.NewSet(0), ls.of(9)) // the map is not empty
-	if l := s.get(a); l != nil {
-		t.Fatalf("an unlabelled list: %v", l.sources())
-	}
-	s.set(a, ls.of(1))
-	s.set(b, ls.of(2))
-	for i := range others {
-		others[i] = starlark.NewList(nil)
-		s.set(others[i], ls.of(int32(3+i)))
-	}
-	for i, o := range others {
-		if l := s.get(o); l != ls.of(int32(3+i)) {
-			t.Fatalf("list %d: %v", i, l.sources())
-		}
-	}
-	if l := s.get(a); l != ls.of(1) {
-		t.Fatalf("the first list, pushed out of the cache: %v", l.sources())
-	}
-	s.set(a, ls.of(5))
-	if l, m := s.get(a), s.m[addrOf(a)].l; l != ls.of(5) || m != ls.of(5) {
-		t.Fatalf("relabelled while cached: %v, the map %v", l.sources(), m.sources())
-	}
-	if l := s.get(b); l != ls.of(2) {
-		t.Fatalf("the dict: %v", l.sources())
-	}
-}
-
 // The side table keeps no collected container's entry for long: after
 // labelled containers are collected, the sweep that the next sets bring
 // leaves the live ones, each still labelled.
@@ -196,9 +161,8 @@ func TestSideTableSweeps(t *testing.T) {
 		}
 	}
 	// What the sweep kept is what is alive (the last garbage list may
-	// still be in a register, and the cache held the last few through
-	// the collection).
-	if s.swept == before || s.swept > len(kept)+len(alive)+1+sideTableRecent {
+	// still be in a register).
+	if s.swept == before || s.swept > len(kept)+len(alive)+1 {
 		t.Fatalf("after %d labelled containers were collected, the sweep kept %d entries for %d alive", 3*sideTableMinSweep, s.swept, len(kept)+len(alive))
 	}
 	runtime.KeepAlive(alive)

@@ -73,11 +73,10 @@ func (tr *tracker) settle(id int32, l *label, vals starlark.Tuple) (starlark.Tup
 	if r.unknown {
 		tr.raiseFloor(l, r.where())
 	}
-	// vals is the helper's own argument tuple (the interpreter copies a
-	// built-in's), so the variables are relabelled in it.
+	out := make(starlark.Tuple, 0, r.nvars)
 	for i, v := range vals {
 		if i < r.nvars {
-			vals[i] = tr.wrap(v, l)
+			out = append(out, tr.wrap(v, l))
 			continue
 		}
 		if j := i - r.nvars; j < len(r.deep) && r.deep[j] {
@@ -88,7 +87,7 @@ func (tr *tracker) settle(id int32, l *label, vals starlark.Tuple) (starlark.Tup
 			tr.wrap(v, l)
 		}
 	}
-	return vals[:min(r.nvars, len(vals))], nil
+	return out, nil
 }
 
 // raiseDeep relabels container v and every container it holds.

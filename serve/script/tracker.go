@@ -169,31 +169,14 @@ func (tr *tracker) wrap(v starlark.Value, l *label) starlark.Value {
 			tr.raise(x.v, l)
 			return x
 		}
-		return taint(x.v, j)
+		return &tainted{v: x.v, l: j}
 	case *starlark.List, *starlark.Dict, *starlark.Set:
 		tr.raise(v, l)
 		return v
 	case unbound:
 		return v
 	}
-	return taint(v, l)
-}
-
-// taint is v labelled l. A truth value is one of two made once per label:
-// every comparison and predicate gives one, and a tainted never changes.
-func taint(v starlark.Value, l *label) *tainted {
-	b, ok := v.(starlark.Bool)
-	if !ok {
-		return &tainted{v: v, l: l}
-	}
-	i := 0
-	if b {
-		i = 1
-	}
-	if l.truth[i] == nil {
-		l.truth[i] = &tainted{v: b, l: l}
-	}
-	return l.truth[i]
+	return &tainted{v: v, l: l}
 }
 
 func isContainer(v starlark.Value) bool {

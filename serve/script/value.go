@@ -47,33 +47,15 @@ func (unbound) Hash() (uint32, error) { return 0, errUnbound }
 var errUnbound = errors.New("variable referenced before assignment")
 
 // sideTable holds the labels of lists, dicts and sets, keyed by address.
-// An entry holds a weak pointer to its object, so the map keeps nothing
+// An entry holds a weak pointer to its object, so the table keeps nothing
 // alive, and an entry whose object was collected (another object may now
 // have its address) is known to be stale: it labels no new object, and
 // setting one's label replaces it. Stale entries are swept when the table
 // has doubled since the last sweep, so it holds at most about twice the
 // labelled containers alive, at an amortized constant cost per entry.
-//
-// In front of the map, recent holds the containers last looked up or
-// labelled: a loop works on one or two (a tool's result, the list it
-// fills), and a hit costs a comparison, where the map costs a lookup and
-// a weak pointer's dereference. It holds those few alive, so no other
-// object can take their addresses while they are there.
 type sideTable struct {
-	m      map[uintptr]sideEntry
-	swept  int // the entries the last sweep kept
-	recent [sideTableRecent]recentEntry
-}
-
-// sideTableRecent is how many containers the side table's cache holds.
-const sideTableRecent = 2
-
-// recentEntry is a container the side table's cache holds, by address,
-// and its label (nil: none), as the map has it.
-type recentEntry struct {
-	v    starlark.Value
-	addr uintptr
-	l    *label
+	m     map[uintptr]sideEntry
+	swept int // the entries the last sweep kept
 }
 
 type sideEntry struct {
@@ -123,33 +105,11 @@ func (s *sideTable) get(v starlark.Value) *label {
 	if len(s.m) == 0 {
 		return nil
 	}
-	addr := addrOf(v)
-	if addr == 0 {
+	e, ok := s.m[addrOf(v)]
+	if !ok || !e.holds(v) {
 		return nil
 	}
-	for i := range s.recent {
-		if s.recent[i].addr == addr {
-			return s.recent[i].l
-		}
-	}
-	var l *label
-	if e, ok := s.m[addr]; ok && e.holds(v) {
-		l = e.l
-	}
-	s.remember(v, addr, l)
-	return l
-}
-
-// remember puts v, with label l, first in the cache.
-func (s *sideTable) remember(v starlark.Value, addr uintptr, l *label) {
-	for i := range s.recent {
-		if s.recent[i].addr == addr {
-			s.recent[i].l = l
-			return
-		}
-	}
-	copy(s.recent[1:], s.recent[:len(s.recent)-1])
-	s.recent[0] = recentEntry{v: v, addr: addr, l: l}
+	return e.l
 }
 
 // set records l as the label of container v, replacing any.
@@ -158,9 +118,6 @@ func (s *sideTable) set(v starlark.Value, l *label) {
 		s.m = map[uintptr]sideEntry{}
 	}
 	addr := addrOf(v)
-	if addr != 0 {
-		s.remember(v, addr, l)
-	}
 	if e, ok := s.m[addr]; ok && e.holds(v) {
 		e.l = l
 		s.m[addr] = e
