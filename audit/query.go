@@ -108,6 +108,12 @@ type ChainState struct {
 	// Missing counts records a store's chains are waiting for (a gap a
 	// spool has not filled yet, or events reported lost).
 	Missing uint64 `json:"missing,omitempty"`
+	// Partial says the reader has not yet read its trail to the end (a
+	// file's index being built): counts are of the Total records read so
+	// far, ReadBytes of the SizeBytes the files held when opened.
+	Partial   bool  `json:"partial,omitempty"`
+	ReadBytes int64 `json:"read_bytes,omitempty"`
+	SizeBytes int64 `json:"size_bytes,omitempty"`
 }
 
 // Source is a trail a reader asks about: a file (audit/trail) or a store

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/capkit/capkit/internal/testkit/otlptest"
 	"github.com/capkit/capkit/internal/testkit/pgtest"
+	"github.com/capkit/capkit/limits"
 )
 
 // The browser half of the audit page's e2e tests (dashboard_test.go has
@@ -67,6 +69,9 @@ func newDashWorld(t *testing.T) *dashWorld {
 	for name, tok := range map[string]string{"page": w.token, "assistant": w.assistant, "reviewer": w.reviewer} {
 		writePrivate(t, filepath.Join(w.dir, "secrets", name), tok+"\n")
 	}
+	// A [net] budget: the page shows its use.
+	writePrivate(t, filepath.Join(w.dir, "http.json"), `{"format": 1}`)
+	writePrivate(t, filepath.Join(w.dir, "budget.json"), `{"format": 1, "group": "g", "window_seconds": 60, "window_requests": 5, "window_bytes": 1000}`)
 	cfg := filepath.Join(w.dir, "capkit.toml")
 	writePrivate(t, cfg, fmt.Sprintf(`audit_log = "logs/audit.jsonl"
 audit_store = %q
@@ -91,6 +96,11 @@ tokens = { assistant = "secrets/assistant", reviewer = "secrets/reviewer" }
 
 [telemetry]
 otlp_endpoint = %q
+
+[net]
+http_policy = "http.json"
+budget_policy = "budget.json"
+budget_root = "budget"
 `, w.store, w.spool, w.col.URL()))
 	found, server := startCapkit(t, []string{"serve", "--config", cfg, "--http", "127.0.0.1:0",
 		"--dashboard", "127.0.0.1:0", "--dashboard-token-file", filepath.Join(w.dir, "secrets", "page")}, mcpLine, dashboardLine)
@@ -219,6 +229,27 @@ func TestDashboard(t *testing.T) {
 		}
 		// The counts follow the rows.
 		waitFor[bool](t, tb, `!!document.querySelector('#actors tr[data-actor="reviewer"]')`)
+	})
+
+	t.Run("the chain box and budgets", func(t *testing.T) {
+		// The count follows the calls (the state is read again after live
+		// rows), and the box says where the chained trail is.
+		chain := waitFor[string](t, tb, `(() => {
+			const c = document.querySelector("#chain"), n = document.querySelectorAll("table#events tr.event").length;
+			const m = /^in memory, not chained: (\d+) events; /.exec(c.textContent);
+			return c.dataset.state === "unchained" && m && Number(m[1]) >= n && n > 30 && c.textContent;
+		})()`)
+		if !strings.Contains(chain, "the chained trail is "+w.trail+": read it with capkit dashboard --audit "+w.trail) {
+			t.Errorf("the chain box: %q", chain)
+		}
+		budget := waitFor[string](t, tb, `(() => {
+			const r = [...document.querySelectorAll('#budgets tr[data-group="g"]')].map(r => r.dataset.unit + ":" +
+				[...r.querySelectorAll("td")].slice(2, 5).map(td => td.textContent).join("/"));
+			return r.length === 2 && r.join(" ");
+		})()`)
+		if budget != "requests:0/5/5 bytes:0/1000/1000" {
+			t.Errorf("the budget rows (unit:used/limit/left): %q", budget)
+		}
 		tb.screenshot(t, "dashboard-overview", 1300)
 	})
 
@@ -528,12 +559,121 @@ func TestDashboardTrail(t *testing.T) {
 		if tools != 12 {
 			t.Errorf("the latency chart has %d tools, want 12", tools)
 		}
+		latencyChartShowsAll(t, tb)
 		tb.screenshotOf(t, "dashboard-charts", `(() => {
 			let a = document.querySelector("svg#calls-chart");
 			const b = document.querySelector("svg#latency-chart");
 			while (!a.contains(b)) a = a.parentElement;
 			return a;
 		})()`)
+		latencyChartBound(t, tb)
+		partialCounts(t, tb, n)
 		tb.noProblems(t)
 	}
+}
+
+// chartRows is what latencyChartShowsAll and latencyChartBound read of
+// the latency chart: the tools whose bars lie outside the picture, the
+// narrowest p50 bar over the widest p99 bar, the axis' labels, the bars
+// and the note on the tools not drawn.
+const chartRows = `(() => {
+	const s = document.querySelector("svg#latency-chart"), box = s.getBoundingClientRect();
+	const p99 = [...s.querySelectorAll("rect.p99")], p50 = [...s.querySelectorAll("rect.p50")];
+	const cut = p99.filter(r => { const b = r.getBoundingClientRect(); return b.bottom > box.bottom + 0.5 || b.top < box.top - 0.5; }).map(r => r.dataset.tool);
+	const w = r => r.getBBox().width;
+	return JSON.stringify({cut, ratio: Math.min(...p50.map(w)) / Math.max(...p99.map(w)), ticks: [...s.querySelectorAll("text.tick")].map(t => t.textContent),
+		drawn: p99.length, bound: Number(s.dataset.maxTools), more: s.querySelector("text.more")?.textContent ?? ""});
+})()`
+
+type chartState struct {
+	Cut   []string `json:"cut"`
+	Ratio float64  `json:"ratio"`
+	Ticks []string `json:"ticks"`
+	Drawn int      `json:"drawn"`
+	Bound int      `json:"bound"`
+	More  string   `json:"more"`
+}
+
+func readChart(t *testing.T, tb *tab) chartState {
+	t.Helper()
+	var c chartState
+	if err := json.Unmarshal([]byte(eval[string](t, tb, chartRows)), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// latencyChartShowsAll: every tool's bars lie inside the chart, and on
+// its log scale the fastest tool's p50 (about 250 µs) is a bar to see
+// beside the slowest's p99 (seconds), on an axis labelled in µs, ms, s.
+func latencyChartShowsAll(t *testing.T, tb *tab) {
+	t.Helper()
+	c := readChart(t, tb)
+	if len(c.Cut) != 0 || c.More != "" {
+		t.Errorf("the latency chart cuts off %v of its %d tools (%q)", c.Cut, c.Drawn, c.More)
+	}
+	if c.Ratio < 0.2 {
+		t.Errorf("the narrowest p50 bar is %.4f of the widest p99 bar: not a log scale", c.Ratio)
+	}
+	for _, tick := range []string{"1 µs", "1 ms", "1 s"} {
+		if !slices.Contains(c.Ticks, tick) {
+			t.Errorf("the latency axis' labels %q lack %q", c.Ticks, tick)
+		}
+	}
+}
+
+// latencyChartBound: given three tools more than limits.DashboardChartTools,
+// the chart draws the bound, all inside it, and says 3 more are not drawn.
+func latencyChartBound(t *testing.T, tb *tab) {
+	t.Helper()
+	eval[bool](t, tb, `(() => {
+		const bound = Number(document.querySelector("svg#latency-chart").dataset.maxTools);
+		latencyChart(Array.from({length: bound + 3}, (_, i) => ({name: "tool" + i, p50_us: 10 * (i + 1), p95_us: 20 * (i + 1), p99_us: 3000 * (i + 1)})));
+		return true;
+	})()`)
+	c := readChart(t, tb)
+	if c.Bound != limits.DashboardChartTools || c.Drawn != c.Bound || len(c.Cut) != 0 || !strings.HasPrefix(c.More, "3 more tools not drawn") {
+		t.Errorf("over %d tools: bound %d (want %d), %d drawn, %v cut off, note %q", limits.DashboardChartTools+3, c.Bound, limits.DashboardChartTools, c.Drawn, c.Cut, c.More)
+	}
+	eval[bool](t, tb, `(refreshStats(state.generation), true)`)
+}
+
+// partialCounts: while the chain state says the trail is still being
+// indexed, the page says its counts are partial, with what was read;
+// once it no longer says so, the note goes and the counts are read again
+// at once. The state is the server's, made partial for one answer.
+func partialCounts(t *testing.T, tb *tab, n int) {
+	t.Helper()
+	got := eval[string](t, tb, `(async () => {
+		const real = getJSON, note = document.querySelector("#partial");
+		let stats = 0, states = 0;
+		getJSON = async (p) => {
+			if (p.startsWith("/api/stats")) stats++;
+			const v = await real(p);
+			if (p === "/api/state" && states++ === 0) Object.assign(v.chain, {partial: true, total: 5, read_bytes: 1024, size_bytes: 4096});
+			return v;
+		};
+		try {
+			await refreshState();
+			// What that answer set off later (a count, a look at the state)
+			// is not the refresh this test waits for.
+			clearTimeout(state.statsTimer); clearTimeout(state.stateTimer); state.statsTimer = state.stateTimer = 0;
+			const during = note.hidden ? "(hidden)" : note.textContent;
+			const before = stats;
+			await refreshState();
+			return JSON.stringify({during, after: note.hidden ? "(hidden)" : note.textContent, refreshed: stats - before});
+		} finally { getJSON = real; }
+	})()`)
+	var r struct {
+		During, After string
+		Refreshed     int
+	}
+	if err := json.Unmarshal([]byte(got), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.During, "counts are partial: the trail is still being indexed, 5 records so far (1.0 KiB of 4.0 KiB read)") ||
+		r.After != "(hidden)" || r.Refreshed != 1 {
+		t.Errorf("partial counts: the note while indexing %q, after %q; the counts read again %d times once indexed, want 1", r.During, r.After, r.Refreshed)
+	}
+	waitFor[bool](t, tb, fmt.Sprintf(`Number(document.querySelector("#totals b")?.textContent.replaceAll(",", "")) === %d`, n))
 }

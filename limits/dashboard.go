@@ -34,6 +34,9 @@ const (
 	// once (each may count every call a source holds), the others wait.
 	DashboardStatsTimeout = 30 * time.Second
 	DashboardStatsAtOnce  = 2
+	// DashboardChartTools bounds the tools the page's latency chart
+	// draws (the busiest); the chart says how many more it leaves out.
+	DashboardChartTools = 20
 )
 
 // The trail file reader (audit/trail.Reader), the dashboard's source for

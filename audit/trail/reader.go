@@ -74,6 +74,7 @@ type index struct {
 	actors           map[uint32]bool
 	tools            map[uint32]bool
 	progress         bool // read anything since Changed was last told
+	caughtUp         bool // read to the end of the files once
 }
 
 // call is one call event as the index keeps it: 32 bytes, names as ids.
@@ -475,6 +476,11 @@ func (r *Reader) indexOnce(ctx context.Context) {
 			continue
 		}
 		if !r.rotated(rf) {
+			r.mu.Lock()
+			if !r.ix.caughtUp {
+				r.ix.caughtUp, r.ix.progress = true, true
+			}
+			r.mu.Unlock()
 			break
 		}
 		// Read the old file to its end once more before the new one: the
@@ -600,7 +606,17 @@ func (r *Reader) Stats(ctx context.Context, f audit.Filter) (*audit.Stats, error
 func (r *Reader) Chain(context.Context) (*audit.ChainState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return &audit.ChainState{Total: r.ix.total, Streams: 1, Records: r.ix.records, Head: r.ix.head, Broken: r.ix.brokenSeen}, nil
+	st := &audit.ChainState{Total: r.ix.total, Streams: 1, Records: r.ix.records, Head: r.ix.head, Broken: r.ix.brokenSeen}
+	if !r.ix.caughtUp {
+		st.Partial, st.ReadBytes = true, r.ix.off
+		for i, rf := range r.files {
+			st.SizeBytes += rf.info.Size()
+			if i < r.ix.file {
+				st.ReadBytes += rf.info.Size()
+			}
+		}
+	}
+	return st, nil
 }
 
 // Names are the actors and tools indexed so far.

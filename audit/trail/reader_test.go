@@ -300,3 +300,36 @@ func TestReaderNamesABrokenChain(t *testing.T) {
 	}
 	os.Remove(path)
 }
+
+// TestChainPartialUntilIndexed: the chain state says the counts are
+// partial, with the bytes read of the files', until the index has read
+// every record; then it says nothing of it.
+func TestChainPartialUntilIndexed(t *testing.T) {
+	const n = 3_000
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	r, _ := both(t, path, n, nil)
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(60 * time.Second) // a guard against a hang, not a measure
+	for {
+		ch := r.Changed()
+		st, _ := r.Chain(context.Background())
+		if !st.Partial {
+			if st.Total != n || st.ReadBytes != 0 || st.SizeBytes != 0 {
+				t.Fatalf("not partial with %d of %d records read, %d of %d bytes", st.Total, n, st.ReadBytes, st.SizeBytes)
+			}
+			return
+		}
+		if st.SizeBytes != info.Size() || st.ReadBytes > st.SizeBytes || st.Total == n && st.ReadBytes == 0 {
+			t.Fatalf("partial: %d of %d bytes read (the file has %d), %d records", st.ReadBytes, st.SizeBytes, info.Size(), st.Total)
+		}
+		select {
+		case <-ch:
+		case <-time.After(limits.AuditPollInterval):
+		case <-deadline:
+			t.Fatalf("still partial: %+v", st)
+		}
+	}
+}

@@ -70,6 +70,7 @@ type State struct {
 	Budgets   []Budget             `json:"budgets"`
 	Upstreams []gateway.ToolStatus `json:"upstreams"`
 	Chain     *audit.ChainState    `json:"chain"`
+	ChainHint string               `json:"chain_hint,omitempty"`
 	Actors    []string             `json:"actors"`
 	Tools     []string             `json:"tools"`
 }
@@ -157,7 +158,7 @@ func (d *Dashboard) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) state(w http.ResponseWriter, r *http.Request) {
-	st := State{Source: d.opts.Describe, Budgets: []Budget{}, Upstreams: []gateway.ToolStatus{}}
+	st := State{Source: d.opts.Describe, ChainHint: d.opts.ChainHint, Budgets: []Budget{}, Upstreams: []gateway.ToolStatus{}}
 	if d.opts.Host != nil {
 		st.Budgets = append(st.Budgets, d.opts.Host.Budgets(r.Context())...)
 		st.Upstreams = append(st.Upstreams, d.opts.Host.UpstreamStatus()...)

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -35,6 +36,15 @@ var ErrNonLoopback = fault.NewMark("dashboard: not a loopback address")
 
 //go:embed assets
 var assets embed.FS
+
+// indexHTML is the page, with the bounds its script draws within.
+var indexHTML = func() []byte {
+	page, err := assets.ReadFile("assets/index.html")
+	if err != nil {
+		panic(err)
+	}
+	return bytes.ReplaceAll(page, []byte("{{chart_tools}}"), []byte(strconv.Itoa(limits.DashboardChartTools)))
+}()
 
 // Budget is one budget's use in its current window.
 type Budget struct {
@@ -75,7 +85,10 @@ type Options struct {
 	// Describe says what the source is, for the page ("in memory: …",
 	// "file …", "store").
 	Describe string
-	Log      *slog.Logger
+	// ChainHint, for a source that is not chained (in memory), says where
+	// the chained trail is and how to read it.
+	ChainHint string
+	Log       *slog.Logger
 }
 
 // Dashboard is the page and its API over one source: an http.Handler.
@@ -140,7 +153,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/":
-		d.asset(w, "assets/index.html", "text/html; charset=utf-8")
+		d.write(w, indexHTML, "text/html; charset=utf-8")
 	case "/app.js":
 		d.asset(w, "assets/app.js", "text/javascript; charset=utf-8")
 	case "/app.css":
@@ -166,6 +179,10 @@ func (d *Dashboard) asset(w http.ResponseWriter, name, ctype string) {
 		http.Error(w, "missing asset", http.StatusInternalServerError)
 		return
 	}
+	d.write(w, data, ctype)
+}
+
+func (d *Dashboard) write(w http.ResponseWriter, data []byte, ctype string) {
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))

@@ -518,3 +518,19 @@ func TestStatsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPageBoundsAndChainHint: the page carries the chart's bound from
+// limits, and /api/state the in-memory source's count and where its
+// chained trail is.
+func TestPageBoundsAndChainHint(t *testing.T) {
+	const hint = "the chained trail is /var/log/capkit/audit.jsonl"
+	d := newDash(t, recent(34), &Options{ChainHint: hint})
+	page := get(t, d, http.MethodGet, "/", nil).Body.String()
+	if want := fmt.Sprintf(`data-max-tools="%d"`, limits.DashboardChartTools); !strings.Contains(page, want) || strings.Contains(page, "{{") {
+		t.Errorf("the page lacks %s or keeps a placeholder", want)
+	}
+	st := decode[State](t, get(t, d, http.MethodGet, "/api/state", nil))
+	if st.Chain.Total != 34 || st.Chain.Streams != 0 || st.ChainHint != hint {
+		t.Errorf("state: %d events, %d streams, hint %q", st.Chain.Total, st.Chain.Streams, st.ChainHint)
+	}
+}

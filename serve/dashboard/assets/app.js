@@ -7,7 +7,7 @@ const FILTERS = ["actor", "tool", "outcome", "from", "to"];
 const MAX_ROWS = 2000; // rows kept in the table; older ones are dropped from the page (not the trail)
 const SVGNS = "http://www.w3.org/2000/svg";
 
-const state = { next: "", live: null, seen: new Set(), statsTimer: 0, generation: 0, firstPaint: false, total: undefined, statsGap: 1000 };
+const state = { next: "", live: null, seen: new Set(), statsTimer: 0, generation: 0, firstPaint: false, total: undefined, partial: false, statsGap: 1000, stateTimer: 0 };
 
 function $(sel) { return document.querySelector(sel); }
 
@@ -208,27 +208,52 @@ function callsChart(buckets, secs) {
     svg("text", { x: W - 4, y: H - 6, "text-anchor": "end" }, secs + " s a bar"));
 }
 
+// The latency chart: a row of p50, p95 and p99 bars for each of the
+// busiest tools (at most the page's data-max-tools, the server's bound),
+// on a log scale from a microsecond, so that a tool of a few µs shows
+// next to one of seconds.
+const DECADES = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8];
+
+function tickLabel(us) {
+  if (us < 1e3) return us + " µs";
+  if (us < 1e6) return us / 1e3 + " ms";
+  return us / 1e6 + " s";
+}
+
 function latencyChart(tools) {
   const s = $("#latency-chart");
   s.replaceChildren();
-  const list = tools.slice(0, 12);
-  const W = 600, L = 130, row = 14;
-  const H = Math.max(60, 16 + list.length * (3 * row / 2 + 6));
-  s.setAttribute("viewBox", "0 0 " + W + " " + H);
+  const bound = Number(s.dataset.maxTools) || tools.length;
+  const list = tools.slice(0, bound), left = tools.length - list.length;
+  const W = 600, L = 130, R = 60, bar = 7, gap = 13, T = 8, axis = 16;
+  const per = 3 * bar + gap; // a tool's three bars and the space after them
+  const H = T + list.length * per + axis + (left ? 16 : 0);
+  s.setAttribute("viewBox", "0 0 " + W + " " + Math.max(60, H));
   if (!list.length) { s.append(svg("text", { x: 8, y: 30 }, "no calls")); return; }
-  const max = Math.max(1, ...list.map(t => t.p99_us));
-  let y = 8;
+  const top = DECADES.find(d => d >= Math.max(10, ...list.map(t => t.p99_us))) || DECADES[DECADES.length - 1];
+  const span = Math.log10(top), plot = W - L - R;
+  const x = us => L + plot * Math.log10(Math.max(1, Math.min(us, top))) / span;
+  const bottom = T + list.length * per;
+  for (const d of DECADES.filter(d => d <= top)) {
+    s.append(svg("line", { class: "tick", x1: x(d), y1: T, x2: x(d), y2: bottom }),
+      svg("text", { class: "tick", x: x(d), y: bottom + 11, "text-anchor": "middle" }, tickLabel(d)));
+  }
+  let y = T;
   for (const t of list) {
     s.append(svg("text", { x: L - 6, y: y + 14, "text-anchor": "end" }, t.name));
     for (const p of ["p50", "p95", "p99"]) {
       const v = t[p + "_us"];
-      const r = svg("rect", { class: p, "data-tool": t.name, x: L, y: y, width: Math.max(1, (W - L - 60) * v / max), height: row / 2 - 1 });
+      const r = svg("rect", { class: p, "data-tool": t.name, x: L, y: y, width: Math.max(1, x(v) - L), height: bar - 1 });
       r.append(svg("title", {}, t.name + " " + p + ": " + fmtUS(v)));
       s.append(r);
-      y += row / 2;
+      y += bar;
     }
     s.append(svg("text", { x: W - 2, y: y - 2, "text-anchor": "end" }, fmtUS(t.p99_us)));
-    y += 6 + row / 2;
+    y += gap;
+  }
+  if (left) {
+    s.append(svg("text", { class: "more", x: L, y: bottom + axis + 12 },
+      left + " more tool" + (left === 1 ? "" : "s") + " not drawn (the chart shows the " + list.length + " busiest; the tools table lists all)"));
   }
 }
 
@@ -241,13 +266,17 @@ function paintState(st) {
     chain.textContent = "chain broken: " + c.broken;
   } else if (!c.streams) {
     chain.dataset.state = "unchained";
-    chain.textContent = "not chained: " + (c.total || 0) + " events in memory";
+    chain.textContent = "in memory, not chained: " + (c.total || 0) + " events" + (st.chain_hint ? "; " + st.chain_hint : "");
   } else {
     chain.dataset.state = "ok";
     chain.textContent = "chain holds: " + c.records + " of " + c.total + " records verified" +
       (c.streams > 1 ? " in " + c.streams + " streams" : "") + (c.missing ? ", " + c.missing + " waiting" : "");
   }
   chain.title = c.head ? "head " + c.head : "";
+  const partial = $("#partial");
+  partial.hidden = !c.partial;
+  partial.textContent = c.partial ? "counts are partial: the trail is still being indexed, " + c.total + " records so far (" +
+    fmtBytes(Math.min(c.read_bytes || 0, c.size_bytes || 0)) + " of " + fmtBytes(c.size_bytes || 0) + " read); they are counted again when it is done" : "";
   const b = $("#budgets tbody");
   b.replaceChildren();
   for (const x of st.budgets || []) {
@@ -290,15 +319,23 @@ async function refreshState() {
   try {
     const st = await getJSON("/api/state");
     paintState(st);
-    const total = (st.chain || {}).total || 0;
-    if (state.total !== undefined && total !== state.total) statsSoon(state.generation);
+    const c = st.chain || {}, total = c.total || 0;
+    if (state.partial && !c.partial) refreshStats(state.generation); // the index is done: the counts are whole now
+    else if (state.total !== undefined && total !== state.total) statsSoon(state.generation);
     state.total = total;
+    state.partial = !!c.partial;
+    if (c.partial) stateSoon(); // follow the index closely until it is done
   } catch (e) { showError("state: " + e.message); }
 }
 
 function statsSoon(gen) {
   if (state.statsTimer) return;
   state.statsTimer = setTimeout(() => { state.statsTimer = 0; refreshStats(gen); }, state.statsGap);
+}
+
+function stateSoon() {
+  if (state.stateTimer) return;
+  state.stateTimer = setTimeout(() => { state.stateTimer = 0; refreshState(); }, 1000);
 }
 
 function setLive(on) {
@@ -318,6 +355,7 @@ function openLive(f, position, gen) {
     const msg = JSON.parse(m.data);
     prependLive(msg.events || []);
     statsSoon(gen);
+    stateSoon(); // the chain box's count and the budgets follow the calls
   });
 }
 

@@ -139,6 +139,15 @@ func (df *dashFlags) serve(ctx context.Context, env *Env, src audit.Source, toke
 	})
 }
 
+// recentHint says where serve's chained trail is, for the page over its
+// events in memory (which are not chained).
+func recentHint(auditLog string) string {
+	if auditLog == "" {
+		return "set audit_log for a hash-chained trail"
+	}
+	return "the chained trail is " + auditLog + ": read it with capkit dashboard --audit " + auditLog
+}
+
 // recentDescribe says what serve's page reads.
 func recentDescribe() string {
 	return "this server's newest " + limits.Count(limits.DashboardRingEvents) + " events, in memory"

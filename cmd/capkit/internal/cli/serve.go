@@ -160,7 +160,8 @@ func (sc *serveCmd) startDashboard(ctx context.Context, h *host.Host, recent *au
 	errc := make(chan error, 1)
 	serving := make(chan struct{})
 	go func() {
-		errc <- sc.dash.serve(ctx, sc.env, recent, token, &dashboard.Options{Host: h, Describe: recentDescribe(), Log: h.Log}, func() { close(serving) })
+		errc <- sc.dash.serve(ctx, sc.env, recent, token, &dashboard.Options{Host: h, Describe: recentDescribe(),
+			ChainHint: recentHint(h.Config.AuditLog), Log: h.Log}, func() { close(serving) })
 	}()
 	select {
 	case err := <-errc:
