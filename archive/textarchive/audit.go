@@ -142,6 +142,10 @@ type auditor struct {
 	// noBlobs leaves the blobs out (a backup's snapshot: they are
 	// re-hashed as they are copied).
 	noBlobs bool
+	// currentIndexed counts the index entries found for current parts
+	// (each a distinct ref): when it is all the index holds, no entry is
+	// of anything else.
+	currentIndexed int64
 }
 
 func (au *auditor) run() error {
@@ -179,7 +183,11 @@ func (au *auditor) database() error {
 			rows.Close()
 			return err
 		}
-		if msg != "ok" {
+		switch {
+		case msg == "ok":
+		case lexindex.IsIndexMessage(msg):
+			au.r.problem("index", "the full-text index does not match the text it holds: %s", true, msg)
+		default:
 			au.r.problem("database", "SQLite's integrity check: %s", false, msg)
 		}
 	}
@@ -241,6 +249,7 @@ func (au *auditor) versions() error {
 			}
 			return err
 		}
+		checked := make([]*versionRow, 0, len(batch))
 		for i := range batch {
 			v := &batch[i]
 			if err := au.t.ctx.Err(); err != nil {
@@ -257,9 +266,10 @@ func (au *auditor) versions() error {
 				return err
 			}
 			prev, last = v.hash, v.id
-			if err := au.version(v); err != nil {
-				return err
-			}
+			checked = append(checked, v)
+		}
+		if err := au.checkVersions(checked); err != nil {
+			return err
 		}
 		after = batch[len(batch)-1].id
 		prev, last = batch[len(batch)-1].hash, after
@@ -345,40 +355,97 @@ func (au *auditor) chainHead(last int64, prev string) error {
 	return nil
 }
 
-// version checks v's parts against their SHA-256 and lengths, its
-// manifest against its digest and, for a current version, its index
-// entries against the stored text. Damaged stored text is repairable
-// from a verified copy: the index's (a current version's text, when it
-// still has the recorded SHA-256) or the retained original a fetched
-// version's text was taken from.
-func (au *auditor) version(v *versionRow) error {
-	au.r.Covered.Versions++
-	parts, problems, err := au.t.loadParts(v.id)
+// audited is a version being checked: its parts (their text checked and
+// let go), what is wrong with them, and the parts whose index copy has
+// the recorded SHA-256.
+type audited struct {
+	v        *versionRow
+	parts    []storedPart
+	bytes    int64
+	problems []partProblem
+	copies   map[int]bool
+}
+
+// checkVersions checks a batch of versions in two queries, not two a
+// version: one ordered scan of their parts and one of their index
+// entries, each checked while its rows stream.
+func (au *auditor) checkVersions(vs []*versionRow) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	avs, err := au.batchParts(vs)
 	if err != nil {
 		return err
 	}
-	copies := map[int]bool{}
-	if v.current && len(parts) > 0 {
-		if copies, err = au.indexed(v, parts); err != nil {
-			return err
-		}
+	if err := au.indexed(avs); err != nil {
+		return err
 	}
+	for _, av := range avs {
+		au.version(av)
+	}
+	return nil
+}
+
+// batchParts reads the parts of vs, in order, checking each part's text
+// against its SHA-256 and length as it is read.
+func (au *auditor) batchParts(vs []*versionRow) ([]*audited, error) {
+	avs := make([]*audited, len(vs))
+	byID := make(map[int64]*audited, len(vs))
+	ids := make([]byte, 0, 8*len(vs))
+	for i, v := range vs {
+		avs[i] = &audited{v: v, copies: map[int]bool{}}
+		byID[v.id] = avs[i]
+		ids = strconv.AppendInt(append(ids, ','), v.id, 10)
+	}
+	ids[0] = '['
+	rows, err := au.t.query(`SELECT version, idx, text, sha256, chars, page, method, warnings FROM parts
+		WHERE version IN (SELECT value FROM json_each(?1)) ORDER BY version, idx`, string(ids)+"]")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := au.t.ctx.Err(); err != nil {
+			return nil, err
+		}
+		var id int64
+		var r partRow
+		if err := rows.Scan(&id, &r.idx, &r.text, &r.sha, &r.chars, &r.page, &r.method, &r.warnings); err != nil {
+			return nil, err
+		}
+		av := byID[id]
+		p, problems := r.check(id, len(av.parts))
+		av.bytes += int64(len(r.text))
+		p.Text = "" // checked: the manifest needs only its digest
+		av.parts = append(av.parts, p)
+		av.problems = append(av.problems, problems...)
+	}
+	return avs, rows.Err()
+}
+
+// version reports av's part problems and checks its parts' lengths and
+// its manifest against its digest. Damaged stored text is repairable
+// from a verified copy: the index's (a current version's text, when it
+// still has the recorded SHA-256) or the retained original a fetched
+// version's text was taken from.
+func (au *auditor) version(av *audited) {
+	v, parts := av.v, av.parts
+	au.r.Covered.Versions++
 	fromOriginal := v.kind == KindFetch && v.blob.Valid
-	for _, p := range problems {
-		au.r.problem(p.object, "%s", fromOriginal || p.idx >= 0 && copies[p.idx], p.problem)
+	for _, p := range av.problems {
+		au.r.problem(p.object, "%s", fromOriginal || p.idx >= 0 && av.copies[p.idx], p.problem)
 	}
 	au.r.Covered.Parts += int64(len(parts))
-	var chars, bytes int64
+	var chars int64
 	for _, p := range parts {
-		chars, bytes = chars+p.Chars, bytes+int64(len(p.Text))
+		chars += p.Chars
 	}
-	if int64(len(parts)) != v.parts || chars != v.chars || bytes != v.textBytes {
+	if int64(len(parts)) != v.parts || chars != v.chars || av.bytes != v.textBytes {
 		au.r.problem("version "+versionRef(v.id), "its stored text does not have the recorded parts, characters and bytes", false)
 	}
 	if v.manifest(parts).digest() != v.digest {
 		au.r.problem("version "+versionRef(v.id), "its manifest no longer has its digest", false)
 	}
-	return nil
 }
 
 func (v *versionRow) manifest(parts []storedPart) *manifest {
@@ -395,6 +462,33 @@ type partProblem struct {
 	idx             int // the part's, or -1
 }
 
+// partRow is a part as stored.
+type partRow struct {
+	idx                               int
+	chars                             int64
+	text, sha, page, method, warnings string
+}
+
+// check returns the part, the at-th read of version id's, and what is
+// wrong with it: warnings that do not decode, parts missing before it,
+// text that does not have its recorded SHA-256 or length.
+func (r *partRow) check(id int64, at int) (storedPart, []partProblem) {
+	p := storedPart{Part: Part{Text: r.text, Page: Page(r.page), Method: r.method}, SHA256: r.sha, Chars: r.chars}
+	obj := "version " + versionRef(id) + " part " + strconv.Itoa(r.idx)
+	var problems []partProblem
+	var err error
+	if p.Warnings, err = parseWarnings(r.warnings); err != nil {
+		problems = append(problems, partProblem{obj, "its warnings do not decode", -1})
+	}
+	if r.idx != at {
+		problems = append(problems, partProblem{obj, "parts are missing before it", -1})
+	}
+	if sha256String(r.text) != r.sha || int64(utf8.RuneCountInString(r.text)) != r.chars {
+		problems = append(problems, partProblem{obj, "its stored text does not match its SHA-256", r.idx})
+	}
+	return p, problems
+}
+
 // loadParts reads version id's parts, reporting those whose text does
 // not have its recorded SHA-256 or length.
 func (t *txn) loadParts(id int64) ([]storedPart, []partProblem, error) {
@@ -406,68 +500,79 @@ func (t *txn) loadParts(id int64) ([]storedPart, []partProblem, error) {
 	var parts []storedPart
 	var problems []partProblem
 	for rows.Next() {
-		var p storedPart
-		var idx int
-		var page, warnings string
-		if err := rows.Scan(&idx, &p.Text, &p.SHA256, &p.Chars, &page, &p.Method, &warnings); err != nil {
+		var r partRow
+		if err := rows.Scan(&r.idx, &r.text, &r.sha, &r.chars, &r.page, &r.method, &r.warnings); err != nil {
 			return nil, nil, err
 		}
-		p.Page = Page(page)
-		obj := "version " + versionRef(id) + " part " + strconv.Itoa(idx)
-		if p.Warnings, err = parseWarnings(warnings); err != nil {
-			problems = append(problems, partProblem{obj, "its warnings do not decode", -1})
-		}
-		if idx != len(parts) {
-			problems = append(problems, partProblem{obj, "parts are missing before it", -1})
-		}
-		if sha256String(p.Text) != p.SHA256 || int64(utf8.RuneCountInString(p.Text)) != p.Chars {
-			problems = append(problems, partProblem{obj, "its stored text does not match its SHA-256", idx})
-		}
+		p, pp := r.check(id, len(parts))
 		parts = append(parts, p)
+		problems = append(problems, pp...)
 	}
 	return parts, problems, rows.Err()
 }
 
-// indexed checks the index holds exactly the stored text of v's parts,
-// and returns the parts whose index copy has the recorded SHA-256.
-func (au *auditor) indexed(v *versionRow, parts []storedPart) (map[int]bool, error) {
-	refs := make([]string, len(parts))
-	for i := range parts {
-		refs[i] = indexRef(v.collection, v.id, i)
+// indexed checks the index holds exactly the stored text of the parts of
+// the current versions of avs, in one query, and records in each the
+// parts whose index copy has the recorded SHA-256.
+func (au *auditor) indexed(avs []*audited) error {
+	type want struct {
+		av   *audited
+		i    int
+		seen bool
 	}
-	verified := map[int]bool{}
-	seen := map[string]bool{}
+	var refs []string
+	wants := map[string]*want{}
+	for _, av := range avs {
+		if !av.v.current {
+			continue
+		}
+		for i := range av.parts {
+			ref := indexRef(av.v.collection, av.v.id, i)
+			refs = append(refs, ref)
+			wants[ref] = &want{av: av, i: i}
+		}
+	}
 	_, err := au.a.ix.Entries(au.t.ctx, refs, func(e lexindex.Entry) error {
-		seen[e.Ref] = true
+		w := wants[e.Ref]
+		w.seen = true
 		au.r.Covered.IndexEntries++
-		i, _ := strconv.Atoi(e.Ref[strings.LastIndexByte(e.Ref, '/')+1:])
-		if e.Digest == parts[i].SHA256 && sha256String(e.Text) == parts[i].SHA256 {
-			verified[i] = true
+		if int64(w.i) < w.av.v.parts {
+			au.currentIndexed++
+		}
+		if sha := w.av.parts[w.i].SHA256; e.Digest == sha && sha256String(e.Text) == sha {
+			w.av.copies[w.i] = true
 			return nil
 		}
 		au.r.problem("index entry "+e.Ref, "the index holds other text than the stored part", true)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, ref := range refs {
-		if !seen[ref] {
+		if !wants[ref].seen {
 			au.r.problem("index entry "+ref, "the current version's part is not in the index", true)
 		}
 	}
-	return verified, nil
+	return nil
 }
 
 // index runs the index's own check and looks for entries of no current
 // part.
 func (au *auditor) index() error {
 	au.r.Covered.Index = true
-	if err := au.a.ix.Check(au.t.ctx); err != nil {
+	// The database's integrity check ran FTS5's check of the index (a
+	// full audit always runs both): the rows are what is left to check.
+	if err := au.a.ix.CheckRows(au.t.ctx); err != nil {
 		if fault.CodeOf(err) != fault.Integrity {
 			return err
 		}
 		au.r.problem("index", "%s", true, fault.As(err).Message)
+	}
+	// Every entry the versions' check found is a distinct current part's:
+	// when they are all the index holds, there is nothing else to look for.
+	if n, err := au.a.ix.Count(au.t.ctx); err != nil || n == au.currentIndexed {
+		return err
 	}
 	extra := 0
 	for after := ""; ; {

@@ -3,6 +3,7 @@ package lexindex
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/clip"
@@ -116,6 +117,16 @@ func (t *Tables) Check(ctx context.Context) error {
 	if verdict != "ok" {
 		return fault.New(fault.Integrity, "the full-text index does not match the text it holds: %s", clip.N(verdict, 256))
 	}
+	return t.CheckRows(ctx)
+}
+
+// CheckRows is Check but for FTS5's own check, for an owner that runs
+// SQLite's integrity_check of the whole database, which runs that check
+// (on every FTS5 table, since SQLite 3.44): running it twice would double
+// the cost of a check. IsIndexMessage tells which of the pragma's
+// messages are the index's.
+func (t *Tables) CheckRows(ctx context.Context) error {
+	tx := t.tx(ctx)
 	var missing, extra int64
 	if err := tx.row(`SELECT count(*) FROM docs AS d WHERE NOT EXISTS (SELECT 1 FROM fts WHERE rowid = d.id)`).Scan(&missing); err != nil {
 		return dbFault(err, "checking the index")
@@ -129,6 +140,17 @@ func (t *Tables) Check(ctx context.Context) error {
 	return nil
 }
 
+// IsIndexMessage reports whether msg, a line of SQLite's integrity_check
+// of a database the index is embedded in, is FTS5's about the index's
+// full-text table: the messages FTS5's check gives ("malformed inverted
+// index for FTS5 table main.fts", "unable to validate the inverted index
+// for FTS5 table main.fts: …") or its reader's ("fts5: corruption found
+// reading blob … from table \"fts\"", "fts5: missing row … from content
+// table …").
+func IsIndexMessage(msg string) bool {
+	return strings.Contains(msg, "FTS5 table main.fts") || strings.HasPrefix(msg, "fts5: ")
+}
+
 // Entry is one indexed document with the text the full-text table holds
 // for it.
 type Entry struct {
@@ -137,23 +159,40 @@ type Entry struct {
 
 // Entries calls fn with the documents whose refs are in refs, in the
 // order given, skipping refs the index does not hold; it reports how many
-// it found.
+// it found. The refs are looked up in one query (a JSON array for
+// json_each), not one query each: an audit asks for thousands at once.
 func (t *Tables) Entries(ctx context.Context, refs []string, fn func(Entry) error) (int, error) {
-	tx := t.tx(ctx)
+	if len(refs) == 0 {
+		return 0, nil
+	}
+	rows, err := t.tx(ctx).query(`SELECT d.ref, d.digest, f.body FROM json_each(?1) AS j
+		JOIN docs AS d ON d.ref = j.value JOIN fts AS f ON f.rowid = d.id ORDER BY j.key`, jsonStrings(refs))
+	if err != nil {
+		return 0, dbFault(err, "reading the index")
+	}
+	defer rows.Close()
 	n := 0
-	for _, ref := range refs {
-		e := Entry{Ref: ref}
-		err := tx.row(`SELECT d.digest, f.body FROM docs AS d JOIN fts AS f ON f.rowid = d.id WHERE d.ref = ?1`, ref).Scan(&e.Digest, &e.Text)
-		if isNoRows(err) {
-			continue
-		}
-		if err != nil {
+	for rows.Next() {
+		var e Entry
+		if err := rows.Scan(&e.Ref, &e.Digest, &e.Text); err != nil {
 			return n, dbFault(err, "reading the index")
 		}
 		n++
 		if err := fn(e); err != nil {
 			return n, err
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, dbFault(err, "reading the index")
+	}
+	return n, nil
+}
+
+// Count is how many documents the index holds.
+func (t *Tables) Count(ctx context.Context) (int64, error) {
+	var n int64
+	if err := t.tx(ctx).row(`SELECT count(*) FROM docs`).Scan(&n); err != nil {
+		return 0, dbFault(err, "reading the index")
 	}
 	return n, nil
 }
