@@ -41,17 +41,37 @@ func (h *Handler) Sinks() []Sink { return h.sinks }
 // Enabled reports whether l is logged: Info and above.
 func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
-// Handle encodes r and writes it to every sink. The event and its JSON
-// are reused once every sink's Write has returned (Sink says so).
+// Handle encodes r and writes it to every sink, on a writer goroutine
+// (writers), and returns once they have: the event is written when the
+// call that logged it returns, as before.
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
+	w := writes.Get().(*write)
+	w.h, w.r = h, r
+	select {
+	case idleWriters <- w:
+	default:
+		go writerLoop(w)
+	}
+	<-w.done
+	p := w.panic
+	*w = write{done: w.done}
+	writes.Put(w)
+	if p != nil {
+		panic(p)
+	}
+	return nil
+}
+
+// handle encodes r and writes it to every sink. The event and its JSON
+// are reused once every sink's Write has returned (Sink says so).
+func (h *Handler) handle(r *slog.Record) {
 	c := encoders.Get().(*encoder)
 	defer encoders.Put(c)
 	c.event = Event{}
-	c.out = c.encode(c.out[:0], &c.event, r, h.frames)
+	c.out = c.encode(c.out[:0], &c.event, *r, h.frames)
 	for _, s := range h.sinks {
 		s.Write(&c.event)
 	}
-	return nil
 }
 
 // Encode is the event of record r: its canonical JSON and the fields it
