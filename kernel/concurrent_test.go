@@ -119,7 +119,10 @@ func TestAbandonedHandlerKeepsItsPlace(t *testing.T) {
 			<-done
 			return
 		case err := <-done:
-			if !strings.Contains(err.Error(), "running") || time.Now().After(deadline) {
+			// Refused while the place is still held, or (at load) past
+			// its 20 ms before its handler was entered: try again.
+			retry := strings.Contains(err.Error(), "running") || strings.Contains(err.Error(), "time limit")
+			if !retry || time.Now().After(deadline) {
 				t.Fatalf("call after the abandoned handler returned: %v", err)
 			}
 		}
