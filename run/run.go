@@ -239,10 +239,10 @@ func failure(res *sandbox.Result, timedOut bool, timeout time.Duration) error {
 		return quarantined(res)
 	case res.Exceeded != "":
 		return fault.New(fault.Limit, "the command was killed with every process it started: %s (it wrote %d bytes to stdout and %d to stderr)",
-			res.Exceeded, res.Stdout.Bytes, res.Stderr.Bytes)
+			res.Exceeded, res.Stdout.Bytes, res.Stderr.Bytes).By(res.ExceededBound)
 	case res.Killed && timedOut:
 		return fault.New(fault.Limit, "the command ran past its time limit of %v and was killed with every process it started (it wrote %d bytes to stdout and %d to stderr)",
-			timeout, res.Stdout.Bytes, res.Stderr.Bytes)
+			timeout, res.Stdout.Bytes, res.Stderr.Bytes).By("run.timeout=" + timeout.String())
 	case res.Killed:
 		return fault.New(fault.Unavailable, "the call was canceled; the command was killed with every process it started")
 	}
@@ -257,7 +257,7 @@ func failure(res *sandbox.Result, timedOut bool, timeout time.Duration) error {
 func (r *Runner) roots(caps capability.Set, effect capability.Effect) (writable, readOnly []string, err error) {
 	granted := caps.Roots(effect)
 	if len(granted) == 0 {
-		return nil, nil, fault.New(fault.Denied, "no root is granted for %s", effect)
+		return nil, nil, fault.New(fault.Denied, "no root is granted for %s", effect).By("roots")
 	}
 	for _, root := range granted {
 		if r.cfg.Protected.Covers(root) {
@@ -352,7 +352,7 @@ func quarantined(res *sandbox.Result) error {
 		ended = "was killed by " + res.Signal
 	}
 	return fault.New(fault.Denied, "the command (which %s) created protected paths, which the host's git and capkit would read or run; they were moved out of the root into the quarantine: %s",
-		ended, strings.Join(moves, "; "))
+		ended, strings.Join(moves, "; ")).By("protected")
 }
 
 // audited records how a command was contained: the kernel's audit event
@@ -465,7 +465,7 @@ func declared(kind string, set map[string]Command, name string, args []string) (
 		return Command{}, nil, fault.New(fault.NotFound, "no %s command %q is declared; the host declared: %s", kind, name, strings.Join(names, ", "))
 	}
 	if len(args) > 0 && c.Args == nil {
-		return Command{}, nil, fault.New(fault.Denied, "the host allows no extra arguments to this %s command", kind)
+		return Command{}, nil, fault.New(fault.Denied, "the host allows no extra arguments to this %s command", kind).By("run.args")
 	}
 	if len(args) > limits.RunMaxArgs {
 		return Command{}, nil, fault.LimitExceeded("extra arguments", limits.RunMaxArgs, int64(len(args)))
@@ -475,7 +475,7 @@ func declared(kind string, set map[string]Command, name string, args []string) (
 			return Command{}, nil, fault.LimitExceeded("an extra argument's bytes", limits.RunMaxArgBytes, int64(len(a)))
 		}
 		if !c.Args.MatchString(a) {
-			return Command{}, nil, fault.New(fault.Denied, "extra argument %q does not match the pattern the host allows (%s)", a, c.Args)
+			return Command{}, nil, fault.New(fault.Denied, "extra argument %q does not match the pattern the host allows (%s)", a, c.Args).By("run.args")
 		}
 	}
 	return c, append(slices.Clone(c.Argv), args...), nil

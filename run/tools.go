@@ -339,7 +339,7 @@ func (r *Runner) shellRequest(in ShellArgs, max time.Duration) (request, error) 
 	case in.TimeoutSeconds < 0:
 		return request{}, fault.New(fault.InvalidInput, "timeout_seconds must be positive")
 	case asked > max:
-		return request{}, fault.New(fault.Limit, "timeout_seconds %d exceeds this host's limit of %v", in.TimeoutSeconds, max)
+		return request{}, fault.New(fault.Limit, "timeout_seconds %d exceeds this host's limit of %v", in.TimeoutSeconds, max).By("run.timeout=" + max.String())
 	case asked > 0:
 		timeout = asked
 	}

@@ -112,21 +112,22 @@ func TestRunShellFailures(t *testing.T) {
 	rt := runtimeWith(t, Config{Timeout: 3 * time.Second})
 	s := testkit.Session(t, rt, testkit.Grant(t, []string{root}, capability.RunShell))
 	for _, tc := range []struct {
-		name string
-		args map[string]any
-		code fault.Code
+		name   string
+		args   map[string]any
+		code   fault.Code
+		policy string // what decided a denial or a limit, as the audit names it
 	}{
-		{"empty", map[string]any{"command": ""}, fault.InvalidInput},
-		{"cwd outside", map[string]any{"command": "true", "cwd": other}, fault.Denied},
-		{"cwd climbing out", map[string]any{"command": "true", "cwd": "../.."}, fault.Denied},
-		{"timeout past the host's", map[string]any{"command": "true", "timeout_seconds": 4}, fault.Limit},
-		{"over its deadline", map[string]any{"command": "sleep 30", "timeout_seconds": 1}, fault.Limit},
-		{"command too long", map[string]any{"command": strings.Repeat("x", limits.RunMaxCommandBytes+1)}, fault.Limit},
+		{"empty", map[string]any{"command": ""}, fault.InvalidInput, ""},
+		{"cwd outside", map[string]any{"command": "true", "cwd": other}, fault.Denied, "roots"},
+		{"cwd climbing out", map[string]any{"command": "true", "cwd": "../.."}, fault.Denied, "roots"},
+		{"timeout past the host's", map[string]any{"command": "true", "timeout_seconds": 4}, fault.Limit, "run.timeout=3s"},
+		{"over its deadline", map[string]any{"command": "sleep 30", "timeout_seconds": 1}, fault.Limit, "run.timeout=1s"},
+		{"command too long", map[string]any{"command": strings.Repeat("x", limits.RunMaxCommandBytes+1)}, fault.Limit, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := testkit.Call(t, s, "run_shell", tc.args)
-			if fault.CodeOf(err) != tc.code {
-				t.Errorf("err = %v, want %s", err, tc.code)
+			if fault.CodeOf(err) != tc.code || fault.As(err).Policy != tc.policy {
+				t.Errorf("err = %v (policy %q), want %s (policy %q)", err, fault.As(err).Policy, tc.code, tc.policy)
 			}
 		})
 	}
@@ -549,11 +550,11 @@ func TestFailureShowsOutput(t *testing.T) {
 	for _, c := range []struct {
 		name, command string
 		code          fault.Code
-		want          string
+		policy, want  string
 	}{
-		{"past its time limit", "echo printed-before-timeout; echo warned-before-timeout >&2; sleep 30", fault.Limit,
+		{"past its time limit", "echo printed-before-timeout; echo warned-before-timeout >&2; sleep 30", fault.Limit, "run.timeout=3s",
 			"--- stdout ---\nprinted-before-timeout\n--- stderr ---\nwarned-before-timeout\n"},
-		{"a planted protected path", "echo printed-before-planting; git init -q .", fault.Denied,
+		{"a planted protected path", "echo printed-before-planting; git init -q .", fault.Denied, "protected",
 			"--- stdout ---\nprinted-before-planting\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -561,8 +562,8 @@ func TestFailureShowsOutput(t *testing.T) {
 			// echo must run before it passes, on a loaded machine too.
 			_, err := testkit.Call(t, s, "run_shell", map[string]any{"command": c.command, "timeout_seconds": 3})
 			fe := fault.As(err)
-			if fe.Code != c.code || fe.Detail != c.want {
-				t.Fatalf("err = %v, detail %q", err, fe.Detail)
+			if fe.Code != c.code || fe.Policy != c.policy || fe.Detail != c.want {
+				t.Fatalf("err = %v, policy %q, detail %q", err, fe.Policy, fe.Detail)
 			}
 			if strings.Contains(err.Error(), "printed-before") {
 				t.Fatalf("the output is in Error(), which logs take: %v", err)
@@ -572,6 +573,11 @@ func TestFailureShowsOutput(t *testing.T) {
 	events := audited.String()
 	if n := strings.Count(events, `"msg":"call"`); n != 2 || strings.Count(events, `"msg":"contained command"`) != 2 {
 		t.Fatalf("%d call events:\n%s", n, events)
+	}
+	for _, p := range []string{`"policy":"run.timeout=3s"`, `"policy":"protected"`} {
+		if !strings.Contains(events, p) {
+			t.Errorf("no call event holds %s:\n%s", p, events)
+		}
 	}
 	for _, w := range []string{"printed-before", "warned-before"} {
 		if strings.Contains(events, w) {

@@ -414,21 +414,23 @@ func TestScratchSwept(t *testing.T) {
 
 // TestScratchBound: in reduced containment the private tmp is bounded in
 // total: a command whose tmp stays within Limits.TmpBytes runs on, one
-// past it is killed and the result says why.
+// past it is killed and the result says why and names the bound's
+// setting (the policy the audit records).
 func TestScratchBound(t *testing.T) {
 	const bound = 4 * limits.MiB
+	bytesBound, entriesBound := fmt.Sprintf("run.tmp_bytes=%d", bound), fmt.Sprintf("run.tmp_entries=%d", limits.RunTmpInodes)
 	for _, tc := range []struct {
 		name   string
 		script string
-		over   bool
+		over   string // the bound passed, "" for none
 	}{
 		// The tmp holds two directories of one block each besides the files.
-		{"at the bound", `head -c 2M /dev/zero > "$TMPDIR/a"; head -c 2040K /dev/zero > "$TMPDIR/b"; sleep 1; echo alive`, false},
+		{"at the bound", `head -c 2M /dev/zero > "$TMPDIR/a"; head -c 2040K /dev/zero > "$TMPDIR/b"; sleep 1; echo alive`, ""},
 		// ... and its home directory besides the files.
-		{"entries at the bound", fmt.Sprintf(`cd "$TMPDIR" && seq %d | xargs touch; sleep 1; echo alive`, limits.RunTmpInodes-1), false},
-		{"entries past it", fmt.Sprintf(`cd "$TMPDIR" && seq %d | xargs touch; sleep 30`, limits.RunTmpInodes), true},
-		{"past it, in many files", `for i in 1 2 3 4 5; do head -c 1M /dev/zero > "$TMPDIR/f$i"; done; sleep 30`, true},
-		{"past it, beside the roots", `mkdir -p "$TMPDIR/x/y"; head -c 5M /dev/zero > "$TMPDIR/x/y/big"; sleep 30`, true},
+		{"entries at the bound", fmt.Sprintf(`cd "$TMPDIR" && seq %d | xargs touch; sleep 1; echo alive`, limits.RunTmpInodes-1), ""},
+		{"entries past it", fmt.Sprintf(`cd "$TMPDIR" && seq %d | xargs touch; sleep 30`, limits.RunTmpInodes), entriesBound},
+		{"past it, in many files", `for i in 1 2 3 4 5; do head -c 1M /dev/zero > "$TMPDIR/f$i"; done; sleep 30`, bytesBound},
+		{"past it, beside the roots", `mkdir -p "$TMPDIR/x/y"; head -c 5M /dev/zero > "$TMPDIR/x/y/big"; sleep 30`, bytesBound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if strings.HasPrefix(tc.name, "entries") && !longTest() {
@@ -437,10 +439,11 @@ func TestScratchBound(t *testing.T) {
 			s := simpleSpec(t, tc.script)
 			s.Limits.TmpBytes = bound
 			res := runIn(t, s, &Options{Reduced: true})
-			if tc.over != (res.Exceeded != "") || tc.over != res.Killed || !tc.over && res.Stdout.Text != "alive\n" {
-				t.Errorf("exceeded %q, killed %v, stdout %q, stderr %q", res.Exceeded, res.Killed, res.Stdout.Text, res.Stderr.Text)
+			over := tc.over != ""
+			if res.ExceededBound != tc.over || over != (res.Exceeded != "") || over != res.Killed || !over && res.Stdout.Text != "alive\n" {
+				t.Errorf("exceeded %q (%q), killed %v, stdout %q, stderr %q", res.Exceeded, res.ExceededBound, res.Killed, res.Stdout.Text, res.Stderr.Text)
 			}
-			if tc.over && !strings.Contains(res.Exceeded, "4 MiB") && !strings.Contains(res.Exceeded, limits.Count(limits.RunTmpInodes)+" entries") {
+			if over && !strings.Contains(res.Exceeded, "4 MiB") && !strings.Contains(res.Exceeded, limits.Count(limits.RunTmpInodes)+" entries") {
 				t.Errorf("the bound is not named: %q", res.Exceeded)
 			}
 		})

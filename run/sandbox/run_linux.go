@@ -433,10 +433,10 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 		}()
 		copies.Go(func() { copyOutput(stdout, h.stdoutR) })
 	}
-	var exceeded atomic.Pointer[string]
+	var exceeded atomic.Pointer[[2]string]
 	watch, unwatch := context.WithCancel(context.Background())
 	if h.tmp != "" {
-		go watchScratch(watch, h.tmp, h.tmpBytes, func(why string) { exceeded.Store(&why); kill() })
+		go watchScratch(watch, h.tmp, h.tmpBytes, func(bound, why string) { exceeded.Store(&[2]string{bound, why}); kill() })
 	}
 	if !reported {
 		report, _ = io.ReadAll(h.report)
@@ -470,7 +470,7 @@ func (h *helperProc) finish(ctx context.Context, c call, opts *Options, g *guard
 		return nil, fault.Wrap(fault.Unavailable, errNotBuilt.With(fmt.Errorf("%v", h.cmd.ProcessState)), "sandbox: the helper ended before running the command")
 	}
 	if why := exceeded.Load(); why != nil {
-		res.Exceeded = *why
+		res.ExceededBound, res.Exceeded = why[0], why[1]
 	}
 	err = exitStatus(res, h.cmd, err, killed.Load())
 	h.awaitGone()

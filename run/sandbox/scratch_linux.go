@@ -143,10 +143,10 @@ func sweepOne(dir string) error {
 	return removeIn(dir)
 }
 
-// watchScratch measures dir until ctx ends and calls over, once, with a
-// description of the bound passed, when dir holds more than maxBytes or
-// limits.RunTmpInodes entries.
-func watchScratch(ctx context.Context, dir string, maxBytes int64, over func(string)) {
+// watchScratch measures dir until ctx ends and calls over, once, with the
+// bound passed (its setting) and a description, when dir holds more than
+// maxBytes or limits.RunTmpInodes entries.
+func watchScratch(ctx context.Context, dir string, maxBytes int64, over func(bound, why string)) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
@@ -165,10 +165,10 @@ func watchScratch(ctx context.Context, dir string, maxBytes int64, over func(str
 		measure(fd, 0, &u, bound)
 		switch {
 		case u.bytes > bound.bytes:
-			over(fmt.Sprintf("its private /tmp held more than %s ([run] tmp_bytes)", limits.Bytes(bound.bytes)))
+			over(fmt.Sprintf("run.tmp_bytes=%d", bound.bytes), fmt.Sprintf("its private /tmp held more than %s ([run] tmp_bytes)", limits.Bytes(bound.bytes)))
 			return
 		case u.entries > bound.entries:
-			over(fmt.Sprintf("its private /tmp held more than %s entries", limits.Count(bound.entries)))
+			over(fmt.Sprintf("run.tmp_entries=%d", bound.entries), fmt.Sprintf("its private /tmp held more than %s entries", limits.Count(bound.entries)))
 			return
 		}
 		wait = max(limits.RunScratchCheckEvery, 20*time.Since(start))

@@ -188,6 +188,9 @@ type Result struct {
 	// Exceeded names the bound the command was killed for passing, when
 	// Run killed it for one (reduced containment: its private tmp).
 	Exceeded string `json:"exceeded,omitempty"`
+	// ExceededBound is that bound as a setting and its value, the policy
+	// the audit names: run.tmp_bytes=N or run.tmp_entries=N.
+	ExceededBound string `json:"exceeded_bound,omitempty"`
 	// Leftover is a private tmp that could not be removed after the
 	// command (reduced containment), with why; the next run in any
 	// capkit process of this user removes it.
