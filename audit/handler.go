@@ -47,11 +47,7 @@ func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= sl
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	w := writes.Get().(*write)
 	w.h, w.r = h, r
-	select {
-	case idleWriters <- w:
-	default:
-		go writerLoop(w)
-	}
+	writers.Start(w)
 	<-w.done
 	p := w.panic
 	*w = write{done: w.done}

@@ -23,8 +23,8 @@
 // policy's deadline, which the waiting caller already watches, so a call
 // makes no timer or registration with its parent as
 // context.WithDeadline would; and handlers run on workers that outlive a
-// call (workers.go), keeping their grown stacks, with an idle timer that
-// is not reset per job. Both are measured by BenchmarkKernelCall, and at
+// call (workers.go, an internal/workpool), keeping their grown stacks,
+// with an idle timer that is not reset per job. Both are measured by BenchmarkKernelCall, and at
 // the MCP level by serve/mcpserver's BenchmarkStdioSmallCall
 // (bench/RESULTS.md).
 package kernel

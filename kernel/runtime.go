@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/capkit/capkit/capability"
+	"github.com/capkit/capkit/internal/workpool"
 	"github.com/capkit/capkit/kernel/catalog"
 )
 
@@ -21,7 +22,7 @@ type Runtime struct {
 	toolSearch bool
 	// checkOutput is Options.CheckOutput.
 	checkOutput bool
-	workers     *workers
+	workers     *workpool.Pool[*job]
 	// offered are the tools' Meta.Offered, by name: only those that have
 	// one.
 	offered map[string]func(context.Context, *Session) error

@@ -236,7 +236,7 @@ func (s *Session) Start(ctx context.Context, name string, args json.RawMessage, 
 		p.stop = context.AfterFunc(ctx, p.parentEnded)
 	}
 	p.mu.Unlock()
-	s.rt.workers.start(&job{a: a, p: p})
+	s.rt.workers.Start(&job{a: a, p: p})
 }
 
 // finish logs and audits a call that ended, and replaces the cause of a
@@ -414,7 +414,7 @@ func (s *Session) run(ctx context.Context, now time.Time, a *admitted) (*Result,
 	j := jobs.Get().(*job)
 	j.a = a
 	j.timer.Reset(wait)
-	s.rt.workers.start(j)
+	s.rt.workers.Start(j)
 	if pd := ctx.Done(); pd == nil {
 		<-j.done
 	} else {

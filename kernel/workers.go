@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/workpool"
 )
 
 // workerIdle is how long an idle handler goroutine waits for more work
@@ -54,47 +55,12 @@ func (j *job) expire() {
 	}
 }
 
-// workers runs handlers on goroutines that outlive one call. Handlers run
-// off the caller's goroutine so a handler stuck in a call that ignores its
-// context cannot hang the caller; reusing the goroutines keeps their grown
-// stacks, which a fresh goroutine per call would copy again every time.
-type workers struct {
-	idle chan *job // unbuffered: a send succeeds only when a worker waits
-}
-
-func newWorkers() *workers { return &workers{idle: make(chan *job)} }
-
-func (w *workers) start(j *job) {
-	select {
-	case w.idle <- j:
-	default:
-		go w.loop(j)
-	}
-}
-
-// loop runs jobs until none came for a whole workerIdle period: the timer
-// is not reset per job (a reset on every call costs the kernel time of a
-// small call: BenchmarkKernelCall);
-// a worker exits between one and two periods after its last job.
-func (w *workers) loop(j *job) {
-	timer := time.NewTimer(workerIdle)
-	defer timer.Stop()
-	for {
-		j.run()
-		busy := true
-		for j = nil; j == nil; {
-			select {
-			case j = <-w.idle:
-			case <-timer.C:
-				if !busy {
-					return
-				}
-				busy = false
-				timer.Reset(workerIdle)
-			}
-		}
-	}
-}
+// newWorkers is the pool handlers run on, goroutines that outlive one
+// call (internal/workpool). Handlers run off the caller's goroutine so a
+// handler stuck in a call that ignores its context cannot hang the
+// caller; reusing the goroutines keeps their grown stacks, which a fresh
+// goroutine per call would copy again every time.
+func newWorkers() *workpool.Pool[*job] { return workpool.New(workerIdle, (*job).run) }
 
 func (j *job) run() {
 	res, err := j.handle()
