@@ -7,6 +7,7 @@ import (
 
 	"github.com/capkit/capkit/capability"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/kernel"
 	"github.com/capkit/capkit/limits"
 )
@@ -47,24 +48,7 @@ func TestFirstListingWaitsForStartingTools(t *testing.T) {
 				close(known) // the server lists as the wait ends: too late
 				return ctx.Err()
 			}
-			b := kernel.NewBuilder(nil)
-			ext := capability.Upstream("ext")
-			if err := b.Register(kernel.Policy{Name: "ext__starting"}, kernel.Meta{Effect: ext, Description: "Starts slowly.", Offered: offered},
-				schema(t, `{"type":"object"}`), nil, func(context.Context, *kernel.Call) (*kernel.Result, error) {
-					return &kernel.Result{Text: "started"}, nil
-				}); err != nil {
-				t.Fatal(err)
-			}
-			rt, err := b.Build()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cp, _ := capability.New("model", []capability.Effect{ext}, capability.Scope{})
-			s, err := rt.NewSession("model", []capability.Capability{cp}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := upstreamSession(t, map[string]func(context.Context, *kernel.Session) error{"ext__starting": offered})
 			l := newLoop(t, s, OpenAI, nil)
 			start := time.Now()
 			first := names(t, l)
@@ -79,6 +63,30 @@ func TestFirstListingWaitsForStartingTools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// upstreamSession is a session granted the upstream "ext" on a runtime
+// of its tools, by name, each offered as its Meta.Offered says (nil:
+// always).
+func upstreamSession(t *testing.T, tools map[string]func(context.Context, *kernel.Session) error) *kernel.Session {
+	t.Helper()
+	b := kernel.NewBuilder(nil)
+	ext := capability.Upstream("ext")
+	for name, offered := range tools {
+		if err := b.Register(kernel.Policy{Name: name}, kernel.Meta{Effect: ext, Description: "A tool.", Offered: offered},
+			schema(t, `{"type":"object"}`), nil, func(context.Context, *kernel.Call) (*kernel.Result, error) {
+				return &kernel.Result{Text: "x"}, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testkit.Session(t, rt, testkit.Grant(t, nil, ext))
+	t.Cleanup(s.Close)
+	return s
 }
 
 func names(t *testing.T, l *Loop) map[string]bool {
@@ -102,26 +110,7 @@ func TestAllGrantedLeavesOutWithdrawn(t *testing.T) {
 	withdrawn := func(context.Context, *kernel.Session) error {
 		return fault.New(fault.Integrity, "the definition changed")
 	}
-	b := kernel.NewBuilder(nil)
-	ext := capability.Upstream("ext")
-	for name, offered := range map[string]func(context.Context, *kernel.Session) error{"ext__same": nil, "ext__changed": withdrawn} {
-		if err := b.Register(kernel.Policy{Name: name}, kernel.Meta{Effect: ext, Description: "A tool.", Offered: offered},
-			schema(t, `{"type":"object"}`), nil, func(context.Context, *kernel.Call) (*kernel.Result, error) {
-				return &kernel.Result{Text: "x"}, nil
-			}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rt, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, _ := capability.New("model", []capability.Effect{ext}, capability.Scope{})
-	s, err := rt.NewSession("model", []capability.Capability{cp}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := upstreamSession(t, map[string]func(context.Context, *kernel.Session) error{"ext__same": nil, "ext__changed": withdrawn})
 	for _, all := range []bool{false, true} {
 		got := names(t, newLoop(t, s, OpenAI, &Options{AllGranted: all}))
 		if !got["ext__same"] || got["ext__changed"] {
