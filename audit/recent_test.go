@@ -103,6 +103,44 @@ func TestRecentAtItsBound(t *testing.T) {
 	}
 }
 
+// reuse does to e what the handler does once every sink's Write has
+// returned: the event and its JSON are written over by the next one.
+func reuse(e *Event) {
+	b := e.JSON
+	for i := range b {
+		b[i] = 'x'
+	}
+	*e = Event{Msg: "reused", Actor: "reused", Tool: "reused", Request: "reused", JSON: b}
+}
+
+// TestRecentCopiesWhatItKeeps: what Recent (the dashboard's in-memory
+// source) answers is the event as it was written, after the handler
+// reused the event and its JSON (Sink: a sink copies what it keeps).
+func TestRecentCopiesWhatItKeeps(t *testing.T) {
+	ctx := context.Background()
+	r := NewRecent(4)
+	var want []string
+	for i := range 3 {
+		e := recentEvent(i)
+		want = append(want, string(e.JSON))
+		r.Sink().Write(e)
+		reuse(e)
+	}
+	p, _ := r.Events(ctx, Filter{}, "", 10)
+	evs, _, _ := r.After(ctx, Filter{}, "0", 10)
+	if reqs(p.Events) != "2,1,0," || reqs(evs) != "0,1,2," {
+		t.Fatalf("after reuse: window %s, After %s; want 2,1,0, and 0,1,2,", reqs(p.Events), reqs(evs))
+	}
+	for i, e := range evs {
+		if string(e.JSON) != want[i] || e.Actor != []string{"alice", "bob"}[i%2] {
+			t.Errorf("event %d after reuse: %s %s, want %s", i, e.Actor, e.JSON, want[i])
+		}
+	}
+	if actors, tools, _ := r.Names(ctx); fmt.Sprint(actors, tools) != "[alice bob] [read_file]" {
+		t.Errorf("names after reuse %v %v", actors, tools)
+	}
+}
+
 // BenchmarkRecentWrite is what the dashboard's in-memory source costs a
 // call.
 func BenchmarkRecentWrite(b *testing.B) {
