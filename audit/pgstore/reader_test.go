@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"reflect"
 	"testing"
 	"time"
@@ -11,31 +9,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/capkit/capkit/audit"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/internal/testkit/pgtest"
 )
 
 // mixed are calls of several actors, tools and outcomes over an hour.
 func mixed(n int) []*audit.Event {
-	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	out := make([]*audit.Event, 0, n)
 	for i := range n {
-		r := slog.NewRecord(base.Add(time.Duration(i)*7*time.Second), slog.LevelInfo, audit.MsgCall, 0)
-		outcome, policy := "ok", ""
-		switch i % 11 {
-		case 3:
-			outcome, policy = "denied", "grant:write_file"
-		case 7:
-			outcome, policy = "limit", "max_calls=5"
-		case 9:
-			outcome = "not_found"
-		}
-		r.AddAttrs(slog.String("actor", []string{"alice", "bob", "carol"}[i%3]), slog.String("session", "s"),
-			slog.String("request", fmt.Sprint(i)), slog.String("tool", []string{"read_file", "grep", "edit_file", "glob"}[i%4]),
-			slog.String("outcome", outcome), slog.Int64("duration_us", int64((i*37)%1000)))
-		if policy != "" {
-			r.AddAttrs(slog.String("policy", policy))
-		}
-		out = append(out, audit.Encode(r))
+		out = append(out, audit.Encode(testkit.CallRecord(i, 7*time.Second, [3]string{"alice", "bob", "carol"})))
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package trail
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/capkit/capkit/audit"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -22,23 +22,7 @@ const carol = `carol "q" \ é`
 // callEvent is call i of three actors and four tools, with denials,
 // limits and failures among them, 3 s apart.
 func callEvent(i int) *audit.Event {
-	r := slog.NewRecord(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC).Add(time.Duration(i)*3*time.Second), slog.LevelInfo, audit.MsgCall, 0)
-	outcome, policy := "ok", ""
-	switch i % 11 {
-	case 3:
-		outcome, policy = "denied", "grant:write_file"
-	case 7:
-		outcome, policy = "limit", "max_calls=5"
-	case 9:
-		outcome = "not_found"
-	}
-	r.AddAttrs(slog.String("actor", []string{"alice", "bob", carol}[i%3]), slog.String("session", "s"),
-		slog.String("request", fmt.Sprint(i)), slog.String("tool", []string{"read_file", "grep", "edit_file", "glob"}[i%4]),
-		slog.String("outcome", outcome), slog.Int64("duration_us", int64((i*37)%1000)))
-	if policy != "" {
-		r.AddAttrs(slog.String("policy", policy))
-	}
-	return audit.Encode(r)
+	return audit.Encode(testkit.CallRecord(i, 3*time.Second, [3]string{"alice", "bob", carol}))
 }
 
 // both writes n calls to a trail file and to an in-memory source.

@@ -1,7 +1,8 @@
 // Package testkit holds the helpers capkit's tests share: a runtime and
 // session for a capability package's tools, a tool call with a deadline,
 // an in-memory toolkit.FileReader, a goroutine-safe log buffer, a digest of a
-// directory tree and the crash tests' child process. It is imported only by _test.go files.
+// directory tree, the crash tests' child process and the audit records of
+// a mix of calls (CallRecord). It is imported only by _test.go files.
 //
 // Packages that testkit itself imports (kernel, capability, fault, fs and
 // what they import) cannot use it from their own in-package tests.

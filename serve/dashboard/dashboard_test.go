@@ -19,35 +19,19 @@ import (
 
 	"github.com/capkit/capkit/audit"
 	"github.com/capkit/capkit/fault"
+	"github.com/capkit/capkit/internal/testkit"
 	"github.com/capkit/capkit/limits"
 )
 
 const canary = "CANARY-7f3a-never-shown"
 
-var base = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-
-// event is call i: three actors, four tools, a denial every 11th call, a
-// limit every 11th after it, 7 s apart. Its JSON also carries the canary
-// in a member the kernel never writes, which nothing may pass on.
+// event is call i (testkit.CallRecord): three actors, four tools, a
+// denial every 11th call, a limit every 11th after it, 7 s apart. Its
+// JSON also carries the canary in a member the kernel never writes,
+// which nothing may pass on.
 func event(i int) *audit.Event {
-	r := slog.NewRecord(base.Add(time.Duration(i)*7*time.Second), slog.LevelInfo, audit.MsgCall, 0)
-	outcome, policy := "ok", ""
-	switch i % 11 {
-	case 3:
-		outcome, policy = "denied", "grant:write_file"
-	case 7:
-		outcome, policy = "limit", "max_calls=5"
-	case 9:
-		outcome = "not_found"
-	}
-	r.AddAttrs(slog.String("actor", []string{"alice", "bob", "carol"}[i%3]), slog.String("session", "s"),
-		slog.String("request", fmt.Sprint(i)), slog.String("tool", []string{"read_file", "grep", "edit_file", "glob"}[i%4]),
-		slog.String("outcome", outcome), slog.Int64("duration_us", int64((i*37)%1000)), slog.Int64("calls_left", int64(100-i)),
-		slog.Group("shape", slog.String("path", "string:12")), slog.String("argument", canary))
-	if policy != "" {
-		r.AddAttrs(slog.String("policy", policy))
-	}
-	e := audit.Encode(r)
+	e := audit.Encode(testkit.CallRecord(i, 7*time.Second, [3]string{"alice", "bob", "carol"},
+		slog.Int64("calls_left", int64(100-i)), slog.Group("shape", slog.String("path", "string:12")), slog.String("argument", canary)))
 	if !strings.Contains(string(e.JSON), canary) {
 		panic("the canary is not in the event")
 	}
@@ -251,7 +235,7 @@ func TestFiltersServerSide(t *testing.T) {
 	src := recent(200)
 	d := newDash(t, src, nil)
 	filters := []string{"", "actor=alice", "tool=grep", "outcome=denied", "outcome=error", "outcome=ok", "actor=bob&tool=glob&outcome=limit",
-		"from=" + base.Add(100*time.Second).Format(time.RFC3339) + "&to=" + base.Add(700*time.Second).Format(time.RFC3339)}
+		"from=" + testkit.CallsStart.Add(100*time.Second).Format(time.RFC3339) + "&to=" + testkit.CallsStart.Add(700*time.Second).Format(time.RFC3339)}
 	for _, q := range filters {
 		v, _ := url.ParseQuery(q)
 		f, err := ParseFilter(v)
