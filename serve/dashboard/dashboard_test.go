@@ -368,6 +368,28 @@ func live(t *testing.T, u string) <-chan LiveMessage {
 	return out
 }
 
+// liveRequests reads msgs until they held at least n rows and returns
+// the rows' requests, sorted and comma-separated; a row whose member
+// which picks is not want fails the test.
+func liveRequests(t *testing.T, msgs <-chan LiveMessage, n int, which func(Row) string, want string) string {
+	t.Helper()
+	var got []string
+	for len(got) < n {
+		m, ok := <-msgs
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		for _, r := range m.Events {
+			if which(r) != want {
+				t.Errorf("live sent %s, want only %s", which(r), want)
+			}
+			got = append(got, r.Request)
+		}
+	}
+	slices.Sort(got)
+	return strings.Join(got, ",")
+}
+
 // TestLiveDeliversNewEvents: an event written after the stream opened
 // arrives on it, filtered, newest first; what is waiting is sent at most
 // DashboardLiveRows a message.
@@ -379,21 +401,7 @@ func TestLiveDeliversNewEvents(t *testing.T) {
 	for i := 10; i < 30; i++ {
 		src.Sink().Write(event(i))
 	}
-	var got []string
-	for len(got) < 5 {
-		m, ok := <-msgs
-		if !ok {
-			t.Fatal("the stream ended")
-		}
-		for _, r := range m.Events {
-			if r.Tool != "grep" {
-				t.Errorf("live sent %s", r.Tool)
-			}
-			got = append(got, r.Request)
-		}
-	}
-	slices.Sort(got)
-	if strings.Join(got, ",") != "13,17,21,25,29" {
+	if got := liveRequests(t, msgs, 5, func(r Row) string { return r.Tool }, "grep"); got != "13,17,21,25,29" {
 		t.Errorf("live sent %v, want the grep calls after it opened: 13,17,21,25,29", got)
 	}
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,21 +74,7 @@ func TestOverTheStore(t *testing.T) {
 	if err := st.Flush(flushCtx); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for len(got) < 3 {
-		m, ok := <-msgs
-		if !ok {
-			t.Fatal("the stream ended")
-		}
-		for _, row := range m.Events {
-			if row.Outcome != "denied" {
-				t.Errorf("live sent %s", row.Outcome)
-			}
-			got = append(got, row.Request)
-		}
-	}
-	slices.Sort(got)
-	if strings.Join(got, ",") != "69,80,91" {
+	if got := liveRequests(t, msgs, 3, func(r Row) string { return r.Outcome }, "denied"); got != "69,80,91" {
 		t.Errorf("live sent %v, want the denials stored after it opened: 69,80,91", got)
 	}
 	st.Close(ctx)
