@@ -115,32 +115,39 @@ func TestGrepReleasesHoldsWhenCancelled(t *testing.T) {
 	held := 0 // the most directories any of the cancelled calls held
 	for _, after := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 40 * time.Millisecond, 160 * time.Millisecond} {
 		p := &heldCounting{Provider: local.New(), open: map[string]int{}, slowOpens: true}
-		s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
-		ctx, cancel := context.WithTimeout(context.Background(), after)
-		_, err := s.Call(ctx, Grep, json.RawMessage(`{"pattern": "match", "output_mode": "count"}`))
-		cancel()
-		if err == nil {
-			t.Fatalf("cancelled after %v: the grep of 300 slow directories succeeded", after)
-		}
-		// The call returns at its deadline; its workers release what they
-		// held as they stop.
-		deadline := time.Now().Add(time.Minute)
-		for {
-			p.mu.Lock()
-			left, most := len(p.open), p.most
-			p.mu.Unlock()
-			if left == 0 {
-				held = max(held, most)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cancelled after %v: %d directories still held (%d at most)", after, left, most)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		held = max(held, cancelledGrep(t, p, root, after, `{"pattern": "match", "output_mode": "count"}`))
 	}
 	if held == 0 {
 		t.Fatal("no cancelled call held a directory: the test saw no hold to release")
+	}
+}
+
+// cancelledGrep calls grep with args on root through p, cancelled after
+// after, and waits until p holds no directory: the call returns at its
+// deadline, and its workers release what they held as they stop. It
+// fails the test when the call succeeds or a directory stays held, and
+// returns the most p held at once.
+func cancelledGrep(t *testing.T, p *heldCounting, root string, after time.Duration, args string) int {
+	t.Helper()
+	s := newSession(t, newRuntime(t, &ToolOptions{Provider: p}), allEffects, root)
+	ctx, cancel := context.WithTimeout(context.Background(), after)
+	_, err := s.Call(ctx, Grep, json.RawMessage(args))
+	cancel()
+	if err == nil {
+		t.Fatalf("cancelled after %v: grep %s succeeded", after, args)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p.mu.Lock()
+		left, most := len(p.open), p.most
+		p.mu.Unlock()
+		if left == 0 {
+			return most
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cancelled after %v: %d directories still held (%d at most)", after, left, most)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
