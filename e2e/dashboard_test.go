@@ -7,9 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,42 +21,8 @@ import (
 // address.
 func dashServer(t *testing.T, args ...string) (string, string) {
 	t.Helper()
-	cmd := exec.Command(capkit, append([]string{"serve", "--http", "127.0.0.1:0", "--dashboard", "127.0.0.1:0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	mcpURL, dashURL := make(chan string, 1), make(chan string, 1)
-	go func() {
-		mcpRe, dashRe := regexp.MustCompile(`serving MCP on (http://\S+)`), regexp.MustCompile(`dashboard on (http://\S+/)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := mcpRe.FindStringSubmatch(sc.Text()); m != nil {
-				mcpURL <- m[1]
-			}
-			if m := dashRe.FindStringSubmatch(sc.Text()); m != nil {
-				dashURL <- m[1]
-			}
-			t.Log("capkit: " + sc.Text())
-		}
-	}()
-	var endpoint, page string
-	for endpoint == "" || page == "" {
-		select {
-		case endpoint = <-mcpURL:
-		case page = <-dashURL:
-		case <-time.After(hangGuard):
-			t.Fatal("serve --dashboard did not report its addresses")
-		}
-	}
-	return endpoint, page
+	found, _ := startCapkit(t, append([]string{"serve", "--http", "127.0.0.1:0", "--dashboard", "127.0.0.1:0"}, args...), mcpLine, dashboardLine)
+	return found[mcpLine], found[dashboardLine]
 }
 
 // TestServeDashboard: `capkit serve --dashboard` serves the page behind
@@ -216,33 +180,8 @@ func TestDashboardOverATrail(t *testing.T) {
 			t.Fatalf("read_file of a missing file succeeded: %s", stderr)
 		}
 	}
-	cmd := exec.Command(capkit, "dashboard", "--audit", trail, "--listen", "127.0.0.1:0")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	pageURL := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`dashboard on (http://\S+/)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				pageURL <- m[1]
-			}
-			t.Log("capkit: " + sc.Text())
-		}
-		close(pageURL)
-	}()
-	var page string
-	select {
-	case page = <-pageURL:
-		if page == "" {
-			t.Fatal("capkit dashboard ended")
-		}
-	case <-time.After(hangGuard):
-		t.Fatal("capkit dashboard did not report its address")
-	}
+	found, _ := startCapkit(t, []string{"dashboard", "--audit", trail, "--listen", "127.0.0.1:0"}, dashboardLine)
+	page := found[dashboardLine]
 	getJSON := func(path string, v any) string {
 		resp, err := http.Get(page + path)
 		if err != nil {
