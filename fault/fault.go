@@ -232,6 +232,15 @@ func (e *Error) WithDetail(detail string) *Error {
 	return e
 }
 
+// Restated is e told again in other words: a new failure of e's code,
+// retry hint and detail (what its caller acts on) with a formatted
+// message, and without e's cause or policy. For a reader that must not
+// see e's message or cause (an untrusted session), or sees it placed (a
+// script's position before it).
+func (e *Error) Restated(format string, args ...any) *Error {
+	return New(e.Code, format, args...).RetryIn(e.RetryAfter).WithDetail(e.Detail)
+}
+
 // LimitExceeded is the failure for a named bound: it states the limit and,
 // when known, how much was asked for.
 func LimitExceeded(what string, limit int64, got int64) *Error {

@@ -92,6 +92,17 @@ func TestPublicHidesDetail(t *testing.T) {
 	}
 }
 
+// TestRestated: a failure told again keeps what its caller acts on (the
+// code, the retry hint, the detail) and leaves the cause and the policy.
+func TestRestated(t *testing.T) {
+	e := Wrap(Limit, errors.New("cause"), "killed").RetryIn(2 * time.Second).By("run.timeout=1s").WithDetail("output")
+	got := e.Restated("%s: %s", "1:2", e.Public())
+	want := &Error{Code: Limit, Message: "1:2: killed", RetryAfter: 2 * time.Second, Detail: "output"}
+	if *got != *want {
+		t.Errorf("Restated = %+v, want %+v", got, want)
+	}
+}
+
 func TestLimitExceeded(t *testing.T) {
 	e := LimitExceeded("input bytes", 10, 11)
 	if e.Code != Limit || e.Message != "input bytes: 11 exceeds the limit of 10" {

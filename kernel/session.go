@@ -260,7 +260,7 @@ func (s *Session) finish(ctx context.Context, start time.Time, a *admitted, in i
 			slog.String("actor", s.actor), slog.String("tool", toolName(entry)),
 			slog.String("code", string(code)), slog.String("detail", fe.Error()))
 		if !s.trusted && (fe.Code == fault.IO || fe.Code == fault.Internal || fe.Err != nil) {
-			fe = fault.New(fe.Code, "%s", fe.Public()).RetryIn(fe.RetryAfter).WithDetail(fe.Detail)
+			fe = fe.Restated("%s", fe.Public())
 		}
 		err = fe
 		res = nil

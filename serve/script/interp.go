@@ -312,7 +312,7 @@ func scriptFault(err error) *fault.Error {
 			}
 		}
 		if errors.As(err, &cf) {
-			return fault.New(cf.f.Code, "%s%s", pos, cf.Error()).RetryIn(cf.f.RetryAfter).WithDetail(cf.f.Detail)
+			return cf.f.Restated("%s%s", pos, cf.Error())
 		}
 		return fault.New(fault.InvalidInput, "script error: %s%s", pos, ee.Msg)
 	}
