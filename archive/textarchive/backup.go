@@ -13,7 +13,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
@@ -131,9 +133,7 @@ func (a *Archive) Backup(ctx context.Context, file string, o *BackupOptions) (*B
 		return nil, err
 	}
 	defer dest.Close()
-	if _, err := dest.Lstat("backup file"); err == nil {
-		return nil, fault.New(fault.Conflict, "%s exists: a backup is written to a new file", clip.Text(file))
-	} else if fault.CodeOf(err) != fault.NotFound {
+	if err := a.checkDestination(dest, file); err != nil {
 		return nil, err
 	}
 	sd, staging, err := a.root.MkdirStaging(ctx, "archive-backup")
@@ -177,6 +177,41 @@ func (a *Archive) Backup(ctx context.Context, file string, o *BackupOptions) (*B
 	}
 	step("backup.published")
 	return &BackupResult{File: file, Manifest: *m, ManifestSHA256: sha256Hex(mdata)}, nil
+}
+
+// checkDestination refuses a backup file that exists (a symlink is
+// refused as one, never followed, and a FIFO or a directory as what it
+// is) or whose directory is the archive root or under it: the root holds
+// only what the archive made, and a backup kept in it is lost with it.
+func (a *Archive) checkDestination(dest *scope.Target, file string) error {
+	if st, err := dest.Lstat("backup file"); err == nil {
+		if !st.Mode.IsRegular() {
+			return scope.NotRegular("the backup file "+clip.Text(file), st.Mode)
+		}
+		return fault.New(fault.Conflict, "%s exists: a backup is written to a new file", clip.Text(file))
+	} else if fault.CodeOf(err) != fault.NotFound {
+		return err
+	}
+	root, err := a.root.File().Stat()
+	if err != nil {
+		return scope.Fault(err, "archive root")
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(file))
+	if err != nil {
+		return scope.Fault(err, "the backup file's directory")
+	}
+	for p := dir; ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return scope.Fault(err, "the backup file's directory")
+		}
+		if os.SameFile(st, root) {
+			return fault.New(fault.InvalidInput, "%s is inside the archive root %s: keep a backup outside what it backs up", clip.Text(file), clip.Text(a.dir))
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // snapshot writes a consistent copy of the database to path without the
@@ -444,14 +479,18 @@ func (a *Archive) copyEntries(ctx context.Context, tw *tarWriter, mdata []byte, 
 }
 
 // tarWriter writes a backup's tar stream to f. archive/tar formats each
-// header, but an entry's data is copied file to file by the kernel where
-// the filesystems allow (copy_file_range, through (*os.File).ReadFrom),
-// which archive/tar's Writer cannot do (it copies through a buffer); the
-// bytes are then read once, back from f, to be hashed. Each chunk's
-// write-out is started as soon as it is written (sync_file_range, not
-// waiting), so the sync before publication waits for the last chunk, not
-// for gigabytes. Every chunk goes to spans, and then each entry's end
-// with the digest it must have.
+// header (USTAR, or PAX where a name or a size needs it); the rest of the
+// framing, each entry's zero padding to its 512-byte block and the two
+// zero blocks that end the stream, is written here, because an entry's
+// data is copied file to file by the kernel (copy_file_range, through
+// (*os.File).ReadFrom), which archive/tar's Writer cannot do: its Write
+// is the only way to account for an entry's bytes, and its ReadFrom is
+// unexported and copies through a buffer. The bytes are then read once,
+// back from f, to be hashed. Each chunk's write-out is started as soon as
+// it is written (sync_file_range, not waiting), so the sync before
+// publication waits for the last chunk, not for gigabytes. Every chunk
+// goes to spans, and then each entry's end with the digest it must have.
+// tar_test.go reads this framing back with archive/tar and GNU tar.
 type tarWriter struct {
 	f     *os.File
 	off   int64
@@ -510,11 +549,18 @@ func (w *tarWriter) file(ctx context.Context, name string, src *os.File, want Ba
 		if err := w.send(ctx, span{off: w.off - k, n: k}); err != nil {
 			return err
 		}
+		step("backup.chunk")
 	}
 	return w.end(ctx, name, want)
 }
 
+// header writes the header of the entry name of size bytes. A name with
+// a NUL byte or that is not UTF-8 is refused: USTAR would cut it at the
+// NUL, and PAX holds UTF-8 only.
 func (w *tarWriter) header(name string, size int64) error {
+	if strings.IndexByte(name, 0) >= 0 || !utf8.ValidString(name) {
+		return fault.New(fault.Internal, "the backup's entry name %q has a NUL byte or is not UTF-8", clip.Text(name))
+	}
 	var b bytes.Buffer
 	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o600, ModTime: w.mtime}
 	if err := tar.NewWriter(&b).WriteHeader(hdr); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/capkit/capkit/fault"
@@ -360,4 +361,54 @@ func TestSnapshotConsistent(t *testing.T) {
 	if !res.Audit.Clean() || res.Audit.Covered.TotalVersions != 5 {
 		t.Fatalf("the restore: %+v", res.Audit)
 	}
+}
+
+// TestBackupDestinationRefused: a backup file that is a symlink (to
+// nothing, or to a file), a FIFO or a directory is refused as what it is,
+// a symlink never followed; one in the archive root or under it, also
+// through a symlinked directory, is refused; nothing is written anywhere.
+func TestBackupDestinationRefused(t *testing.T) {
+	ctx := context.Background()
+	a := filled(t)
+	out := t.TempDir()
+	target := filepath.Join(out, "target")
+	link := func(p string) { must(0, os.Symlink(target, p)) }
+	fifo := func(p string) { must(0, syscall.Mkfifo(p, 0o600)) }
+	rootLink := filepath.Join(out, "root-link")
+	must(0, os.Symlink(a.dir, rootLink))
+	cases := []struct {
+		name string
+		file string
+		make func(string)
+		code fault.Code
+		says string
+	}{
+		{"a dangling symlink", filepath.Join(out, "dangling"), link, fault.Denied, "symbolic link"},
+		{"a symlink to a file", filepath.Join(out, "to-file"), func(p string) { must(0, os.WriteFile(target, []byte("kept"), 0o600)); link(p) }, fault.Denied, "symbolic link"},
+		{"a FIFO", filepath.Join(out, "fifo"), fifo, fault.InvalidInput, "not a regular file"},
+		{"a directory", filepath.Join(out, "dir"), func(p string) { must(0, os.Mkdir(p, 0o700)) }, fault.InvalidInput, "not a regular file"},
+		{"an existing file", filepath.Join(out, "file"), func(p string) { must(0, os.WriteFile(p, []byte("old"), 0o600)) }, fault.Conflict, "exists"},
+		{"in the root", filepath.Join(a.dir, "backup.tar"), nil, fault.InvalidInput, "inside the archive root"},
+		{"under the root", filepath.Join(a.dir, blobsDir, "backup.tar"), nil, fault.InvalidInput, "inside the archive root"},
+		{"in the root through a symlink", filepath.Join(rootLink, "backup.tar"), nil, fault.InvalidInput, "inside the archive root"},
+		{"in no directory", filepath.Join(out, "none", "backup.tar"), nil, fault.NotFound, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.make != nil {
+				c.make(c.file)
+			}
+			_, err := a.Backup(ctx, c.file, nil)
+			if fault.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("%s: %v, want %s", c.file, err, c.code)
+			}
+		})
+	}
+	if data, err := os.ReadFile(target); err != nil || string(data) != "kept" {
+		t.Fatalf("the symlinks' target: %q, %v", data, err)
+	}
+	if left, _ := os.ReadDir(a.dir); len(left) != 4 {
+		t.Fatalf("a refused backup left %v in the root", left)
+	}
+	must(a.Backup(ctx, filepath.Join(out, "backup.tar"), nil))
 }

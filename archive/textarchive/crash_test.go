@@ -2,10 +2,13 @@ package textarchive
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,10 +99,14 @@ func TestCrashChild(t *testing.T) {
 	if os.Getenv(crashEnv+"_SCHEMA2") != "" {
 		withSchema2(t)
 	}
+	// The kill comes at the step's _STEP_N-th time (the first by default).
+	nth, _ := strconv.Atoi(os.Getenv(crashEnv + "_STEP_N"))
 	stepHook = func(s string) {
 		if s == at {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			time.Sleep(time.Minute)
+			if nth--; nth <= 0 {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				time.Sleep(time.Minute)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -357,6 +364,108 @@ func TestCrashDuringMigrate(t *testing.T) {
 				t.Fatalf("the original is not kept: %v", err)
 			}
 			checkFixture(t, dir)
+		})
+	}
+}
+
+// chunked is an archive whose backup copies several chunks
+// (copyChunkBytes): three files of one and a half chunks each.
+func chunked(t *testing.T) string {
+	t.Helper()
+	a := filled(t)
+	ctx := context.Background()
+	for i := range 3 {
+		data := bytes.Repeat([]byte{byte('a' + i)}, copyChunkBytes*3/2)
+		must(a.AddFile(ctx, FileRequest{Collection: "big", Request: fmt.Sprint("big", i), Name: "big.bin", MediaType: "application/octet-stream"}, bytes.NewReader(data)))
+	}
+	a.Close()
+	return a.dir
+}
+
+// checkBackupAfterCrash checks what a backup killed at some instant left
+// in out: no backup file, or one that verifies against the archive at
+// dir as it is; never anything else visible. The archive audits clean,
+// and a backup made again to the same file succeeds and leaves only it.
+func checkBackupAfterCrash(t *testing.T, dir, out string) {
+	t.Helper()
+	ctx := context.Background()
+	file := filepath.Join(out, "backup.tar")
+	names := visible(t, out)
+	switch {
+	case len(names) == 0:
+	case len(names) == 1 && names[0] == "backup.tar":
+		v, err := VerifyBackup(ctx, file, nil)
+		if err != nil {
+			t.Fatalf("the backup file the crash left does not verify: %v", err)
+		}
+		a := must(Open(ctx, dir))
+		defer a.Close()
+		if v.Manifest.Archive != a.ID() || v.Manifest.Blobs.Count != 5 {
+			t.Fatalf("the backup the crash left: %+v", v.Manifest)
+		}
+		return
+	default:
+		t.Fatalf("the crash left %v", names)
+	}
+	auditClean(t, dir)
+	a := must(Open(ctx, dir))
+	defer a.Close()
+	must(a.Backup(ctx, file, nil))
+	if left := must(os.ReadDir(out)); len(left) != 1 {
+		t.Fatalf("after the backup made again: %v", left)
+	}
+}
+
+// TestCrashDuringBackupCopy kills a backup after each chunk it copies
+// (the database's, then each blob's): no backup file is left, and one
+// made again succeeds.
+func TestCrashDuringBackupCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	dir := chunked(t)
+	// A chunk of the database, two of each of the three big blobs, one
+	// of each small one.
+	for n := 1; n <= 9; n++ {
+		t.Run(fmt.Sprint("chunk ", n), func(t *testing.T) {
+			out := t.TempDir()
+			crashAt(t, "backup", "backup.chunk", crashEnv+"_STEP_N="+fmt.Sprint(n), crashEnv+"_DIR="+dir, crashEnv+"_FILE="+filepath.Join(out, "backup.tar"))
+			if names := visible(t, out); len(names) != 0 {
+				t.Fatalf("a backup killed while copying left %v", names)
+			}
+			checkBackupAfterCrash(t, dir, out)
+		})
+	}
+}
+
+// TestCrashBackupAnyInstant kills a backup from outside at instants
+// spread over its run (however long it takes here): whatever instant the
+// kill lands on, the backup file is absent or verifies.
+func TestCrashBackupAnyInstant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	dir := chunked(t)
+	run := func(out string) *testkit.Child {
+		return testkit.StartChild(t, "TestCrashChild", crashEnv+"=backup", crashEnv+"_DIR="+dir, crashEnv+"_FILE="+filepath.Join(out, "backup.tar"))
+	}
+	t0 := time.Now()
+	c := run(t.TempDir())
+	io.Copy(io.Discard, c.Stdout)
+	if _, err := c.Wait(); err != nil {
+		t.Fatalf("a whole backup: %v", err)
+	}
+	whole := time.Since(t0)
+	const kills = 10
+	for i := range kills {
+		t.Run(fmt.Sprint("kill ", i), func(t *testing.T) {
+			out := t.TempDir()
+			c := run(out)
+			time.Sleep(whole * time.Duration(i) / kills)
+			c.Kill(t)
+			io.Copy(io.Discard, c.Stdout)
+			c.Wait()
+			checkBackupAfterCrash(t, dir, out)
 		})
 	}
 }

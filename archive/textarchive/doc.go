@@ -38,5 +38,11 @@
 //
 // The archive's own code is hand-written over modernc.org/sqlite, the
 // lexical index engine and the journal's framing: no maintained module
-// keeps versioned, citable, audited text with these bounds.
+// keeps versioned, citable, audited text with these bounds. A backup is a
+// tar stream whose headers archive/tar formats and whose padding and end
+// blocks are written by hand, because its entries' data is copied by the
+// kernel (copy_file_range) and then read back to be hashed, and
+// archive/tar's Writer accounts only for bytes passed through its Write
+// (see tarWriter); tar_test.go reads that framing back with archive/tar
+// and GNU tar at its edges.
 package textarchive

@@ -426,7 +426,8 @@ func newArchiveBackupCmd(env *Env) *cobra.Command {
 		Use:   "backup DIR FILE",
 		Short: "Write a verified backup of the archive to the new file FILE (a tar stream; appears complete or not at all)",
 		Long: fmt.Sprintf(`Snapshot the database, audit the snapshot, and write it with every blob a
-version names to FILE (which must not exist), re-hashing each blob as it
+version names to FILE (which must not exist, nor be a symlink, and must be
+outside DIR), re-hashing each blob as it
 is copied: a damaged original fails the backup (exit 9) before anything is
 published. At most %s in all (--max-bytes narrows it); no bound on the
 number of objects. Prints the manifest's SHA-256, which pins the backup.`, limits.Bytes(limits.ArchiveBackupMaxBytes)),
