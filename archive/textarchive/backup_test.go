@@ -412,3 +412,36 @@ func TestBackupDestinationRefused(t *testing.T) {
 	}
 	must(a.Backup(ctx, filepath.Join(out, "backup.tar"), nil))
 }
+
+// TestBackupRefusesSwappedBlob: a blob file swapped for a symlink to a
+// copy of its bytes, or for a FIFO, fails the backup (integrity, naming
+// the blob) without following the link or waiting on the FIFO.
+func TestBackupRefusesSwappedBlob(t *testing.T) {
+	ctx := context.Background()
+	for name, swap := range map[string]func(p string){
+		"a symlink to a copy": func(p string) {
+			cp := filepath.Join(t.TempDir(), "copy")
+			must(0, os.WriteFile(cp, must(os.ReadFile(p)), 0o600))
+			must(0, os.Remove(p))
+			must(0, os.Symlink(cp, p))
+		},
+		"a FIFO": func(p string) {
+			must(0, os.Remove(p))
+			must(0, syscall.Mkfifo(p, 0o600))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := filled(t)
+			v := must(a.Version(ctx, "v4"))
+			swap(filepath.Join(a.dir, blobPath(v.BlobSHA256)))
+			dir := t.TempDir()
+			_, err := a.Backup(ctx, filepath.Join(dir, "backup.tar"), nil)
+			if fault.CodeOf(err) != fault.Integrity || !strings.Contains(err.Error(), v.BlobSHA256) {
+				t.Fatalf("a backup of a swapped blob: %v", err)
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Fatalf("a refused backup published %v", left)
+			}
+		})
+	}
+}
