@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/files"
@@ -45,6 +46,10 @@ type treeDir struct {
 	d         *scope.Dir
 	name, rel string
 	listing   []scope.Entry // in name order, once listed
+	names     []string      // the listing's root-relative names
+	// next is where the listing's next lookup is tried first: a walk
+	// opens a directory's files in name order.
+	next atomic.Int64
 }
 
 func (w *treeDir) List(ctx context.Context, max int) ([]files.DirEntry, error) {
@@ -60,14 +65,15 @@ func (w *treeDir) List(ctx context.Context, max int) ([]files.DirEntry, error) {
 		return nil, err
 	}
 	out := make([]files.DirEntry, 0, len(entries))
+	w.names = make([]string, 0, len(entries))
 	kept := entries[:0]
+	defer func() { w.listing = kept }()
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return out, fault.As(err)
 		}
 		st, ok, err := w.d.EntryStat(e, true)
 		if err != nil {
-			w.listing = kept
 			return out, err
 		}
 		if !ok {
@@ -75,19 +81,24 @@ func (w *treeDir) List(ctx context.Context, max int) ([]files.DirEntry, error) {
 		}
 		e.Type = st.Mode.Type()
 		kept = append(kept, e)
-		out = append(out, files.DirEntry{Name: join(w.name, e.Name), Type: e.Type})
+		name := join(w.name, e.Name)
+		w.names = append(w.names, name)
+		out = append(out, files.DirEntry{Name: name, Type: e.Type})
 	}
-	w.listing = kept
 	return out, nil
 }
 
-// entry returns the listing's entry base.
-func (w *treeDir) entry(base string) (scope.Entry, bool) {
-	i, ok := slices.BinarySearchFunc(w.listing, base, func(e scope.Entry, name string) int { return strings.Compare(e.Name, name) })
+// entry returns the index of the listing's entry base.
+func (w *treeDir) entry(base string) (int, bool) {
+	i := int(w.next.Load())
+	ok := i < len(w.listing) && w.listing[i].Name == base
 	if !ok {
-		return scope.Entry{}, false
+		i, ok = slices.BinarySearchFunc(w.listing, base, func(e scope.Entry, name string) int { return strings.Compare(e.Name, name) })
 	}
-	return w.listing[i], true
+	if ok {
+		w.next.Store(int64(i + 1))
+	}
+	return i, ok
 }
 
 func (w *treeDir) Listed(base string) bool {
@@ -102,8 +113,8 @@ func (w *treeDir) Open(base string) (files.File, error) {
 	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
 		return nil, fault.New(fault.InvalidInput, "%q is not a file name in %s", base, w.name)
 	}
-	name := join(w.name, base)
-	if e, ok := w.entry(base); ok && e.Type.IsRegular() {
+	if i, ok := w.entry(base); ok && w.listing[i].Type.IsRegular() {
+		name := w.names[i]
 		r, st, err := w.d.OpenListedFD(base, name)
 		if err != nil {
 			return nil, err
@@ -112,6 +123,7 @@ func (w *treeDir) Open(base string) (files.File, error) {
 		f.f = &f.reg
 		return f, nil
 	}
+	name := join(w.name, base)
 	f, st, err := w.d.OpenRegular(base, name)
 	if err != nil {
 		return nil, err
@@ -124,16 +136,16 @@ func (w *treeDir) Sub(ctx context.Context, e files.DirEntry) (files.WalkTree, er
 		return nil, fault.As(err)
 	}
 	base := e.Name[strings.LastIndexByte(e.Name, '/')+1:]
-	le, ok := w.entry(base)
-	if !ok || !le.Type.IsDir() {
+	i, ok := w.entry(base)
+	if !ok || !w.listing[i].Type.IsDir() {
 		return nil, fault.New(fault.InvalidInput, "%q is not a directory the listing of %s has", base, w.name)
 	}
-	st, _, _ := w.d.EntryStat(le, true) // a listed directory's type: no call, no failure
+	st, _, _ := w.d.EntryStat(w.listing[i], true) // a listed directory's type: no call, no failure
 	sub, ok, err := w.d.Descend(base, st)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &treeDir{d: sub, name: join(w.name, base), rel: join(w.relName(), base)}, nil
+	return &treeDir{d: sub, name: w.names[i], rel: join(w.relName(), base)}, nil
 }
 
 // relName is the directory's name relative to the walk's start, "." for

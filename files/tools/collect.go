@@ -21,7 +21,8 @@ type collector struct {
 	lastLine int
 }
 
-func (c *collector) add(ctx context.Context, fr *fileResult) error {
+// add takes the result of searching the file of job j.
+func (c *collector) add(ctx context.Context, j grepJob, fr *fileResult) error {
 	if fr.err != nil {
 		return fr.err
 	}
@@ -36,7 +37,7 @@ func (c *collector) add(ctx context.Context, fr *fileResult) error {
 	}
 	c.res.FilesMatched++
 	if c.plan.scan.mode == modeContent {
-		return c.addLines(ctx, fr)
+		return c.addLines(ctx, j, fr)
 	}
 	c.addFile(fr)
 	return nil
@@ -67,14 +68,14 @@ func (c *collector) addFile(fr *fileResult) {
 	c.emit(line)
 }
 
-func (c *collector) addLines(ctx context.Context, fr *fileResult) error {
+func (c *collector) addLines(ctx context.Context, j grepJob, fr *fileResult) error {
 	lo, hi := c.window(fr.count)
 	if lo >= hi {
 		return nil
 	}
 	entries, text := fr.entries, fr.text
 	if hi > len(entries) {
-		again, err := c.research(ctx, fr.job, lo, hi, c.plan.maxOutput-len(c.out)+1)
+		again, err := c.research(ctx, j, lo, hi, c.plan.maxOutput-len(c.out)+1)
 		if err != nil {
 			return err
 		}

@@ -218,6 +218,17 @@ func TestIgnoreRules(t *testing.T) {
 		{"*.x\n!*.x\n*.x", "f.x", false, true},
 		{"{a,b}", "a", false, false}, // no braces in gitignore
 		{"{a,b}", "{a,b}", false, true},
+		// rules matched by regexp after a substring test of their text
+		{"*.py[cod]", "d/a.pyc", false, true},
+		{"*.py[cod]", "a.pyx", false, false},
+		{"foo*bar", "fooXbar", false, true},
+		{"foo*bar", "xbar", false, false},
+		{`a\*b`, "a*b", false, true},
+		{`a\*b`, "axb", false, false},
+		{"*é?", "café1", false, true},
+		{"/d/*.tmp?", "d/x.tmp1", false, true},
+		{"/d/*.tmp?", "e/x.tmp1", false, false},
+		{"a\xffb*", "a\xfeb1", false, true}, // an invalid byte matches any invalid byte
 		{strings.Repeat("x", limits.GitignoreMaxRuleBytes+1), strings.Repeat("x", limits.GitignoreMaxRuleBytes+1), false, false},
 		{strings.Repeat("x", limits.GitignoreMaxRuleBytes), strings.Repeat("x", limits.GitignoreMaxRuleBytes), false, true},
 	}

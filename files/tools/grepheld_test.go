@@ -171,7 +171,7 @@ func TestGrepBatchKeepsBounded(t *testing.T) {
 	}
 	g := newGrepRun(&executor{provider: local.New()}, plan, rootTarget(t, root), []string{root})
 	b := &grepBatch{jobs: jobs}
-	g.searchBatch(context.Background(), b)
+	g.searchBatch(context.Background(), newScanner(), b)
 	kept, counted := 0, 0
 	for _, fr := range b.results {
 		if fr.err != nil || fr.count != 1 {

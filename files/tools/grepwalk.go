@@ -144,6 +144,8 @@ func (g *grepRun) walkTree(ctx context.Context, root *grepDir) error {
 }
 
 func (g *grepRun) worker(ctx context.Context) {
+	sc := scanners.Get().(*scanner)
+	defer scanners.Put(sc)
 	for {
 		t, ok := g.take()
 		if !ok {
@@ -153,7 +155,7 @@ func (g *grepRun) worker(ctx context.Context) {
 		if t.dir != nil {
 			children = g.list(ctx, t.dir)
 		} else {
-			g.searchBatch(ctx, t.batch)
+			g.searchBatch(ctx, sc, t.batch)
 			t.batch.dir.release()
 		}
 		g.mu.Lock()
@@ -346,7 +348,7 @@ func (g *grepRun) collectDir(ctx context.Context, d *grepDir) error {
 			if !g.visitTo(&c, j.at+1) {
 				return nil
 			}
-			if err := g.collected.add(ctx, &s.batch.results[k]); err != nil {
+			if err := g.collected.add(ctx, j, &s.batch.results[k]); err != nil {
 				return err
 			}
 		}

@@ -3,7 +3,10 @@ package tools
 import (
 	"bytes"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/capkit/capkit/limits"
 )
@@ -16,10 +19,14 @@ type ignoreRule struct {
 	// the others match the base name.
 	anchored bool
 	// exact is set for a rule without metacharacters, which is compared
-	// as a string, suffix for a rule *suffix; re otherwise.
+	// as a string, suffix for a rule *suffix; re otherwise, with lit a
+	// text every name it matches contains ("" if none), which most names
+	// a walk asks about do not: a substring search rules them out before
+	// the regexp runs.
 	exact  string
 	suffix string
 	re     *regexp.Regexp
+	lit    string
 }
 
 // ignoreFile is the compiled rules of one directory's .gitignore.
@@ -115,8 +122,25 @@ func parseIgnoreLine(line []byte) (r ignoreRule, ok, valid bool) {
 	if err != nil {
 		return r, false, false
 	}
-	r.re = re
+	r.re, r.lit = re, requiredText(re)
 	return r, true, true
+}
+
+// requiredText returns a text every match of re contains (the longest
+// literal requiredLiteral finds, up to an invalid byte's U+FFFD), or "".
+func requiredText(re *regexp.Regexp) string {
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	lit, fold, _ := requiredLiteral(parsed.Simplify())
+	if fold {
+		return ""
+	}
+	if i := slices.Index(lit, utf8.RuneError); i >= 0 {
+		lit = lit[:i]
+	}
+	return string(lit)
 }
 
 // trimUnescapedSpace drops trailing spaces unless escaped with \.
@@ -158,7 +182,7 @@ func (f *ignoreFile) match(rel string, isDir bool) (ignored, decided bool) {
 		if r.anchored {
 			subject = rel
 		}
-		if r.re == nil && strings.HasSuffix(subject, r.suffix) || r.re != nil && r.re.MatchString(subject) {
+		if r.re == nil && strings.HasSuffix(subject, r.suffix) || r.re != nil && strings.Contains(subject, r.lit) && r.re.MatchString(subject) {
 			best = f.globs[j]
 			break
 		}

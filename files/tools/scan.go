@@ -32,7 +32,6 @@ type entry struct {
 // fileResult is what searching one file found: every match counted, the
 // entries [keepFrom, keepFrom+len(entries)) kept as text.
 type fileResult struct {
-	job     grepJob
 	err     error  // the call's failure, if searching this file met one
 	name    string // as shown
 	count   int

@@ -76,9 +76,11 @@ type grepRun struct {
 }
 
 // scanners keeps the workers' buffers (and their DFA caches) between
-// files, batches and calls: a call of its own would allocate, fault in
-// and clear a buffer per worker, and the garbage collector would hand it
-// back to the system.
+// calls: a call of its own would allocate, fault in and clear a buffer
+// per worker, and the garbage collector would hand it back to the
+// system. A worker holds its scanner for the whole call: put back after
+// each batch, it would be dropped by any collection during the call
+// (several in a call over a large tree) and allocated again.
 var scanners = sync.Pool{New: func() any { return newScanner() }}
 
 func newGrepRun(x *executor, plan *grepPlan, t target, roots []string) *grepRun {
@@ -114,8 +116,10 @@ func (g *grepRun) run(ctx context.Context) error {
 			return nil
 		}
 		b := &grepBatch{jobs: []grepJob{{name: info.Name}}}
-		g.searchBatch(ctx, b)
-		return g.collected.add(ctx, &b.results[0])
+		sc := scanners.Get().(*scanner)
+		defer scanners.Put(sc)
+		g.searchBatch(ctx, sc, b)
+		return g.collected.add(ctx, b.jobs[0], &b.results[0])
 	}
 	return g.walkTree(ctx, &grepDir{name: info.Name, tree: tree})
 }
@@ -170,13 +174,10 @@ func (g *grepRun) loadParentIgnores(ctx context.Context) error {
 	return nil
 }
 
-// searchBatch searches a batch's files in order with one pooled scanner,
-// keeping at most limits.GrepKeepBytes of text for the whole batch (and
+// searchBatch searches a batch's files in order with sc, keeping at most limits.GrepKeepBytes of text for the whole batch (and
 // the entry that passes it): once it is spent, the files after keep
 // nothing, and the collector searches again for what the page needs.
-func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
-	sc := scanners.Get().(*scanner)
-	defer scanners.Put(sc)
+func (g *grepRun) searchBatch(ctx context.Context, sc *scanner, b *grepBatch) {
 	b.results = make([]fileResult, len(b.jobs))
 	kept := 0
 	for i, j := range b.jobs {
@@ -187,7 +188,7 @@ func (g *grepRun) searchBatch(ctx context.Context, b *grepBatch) {
 		}
 		o.maxKeepBytes = min(g.plan.maxOutput, limits.GrepKeepBytes-kept)
 		fr := &b.results[i]
-		*fr = fileResult{job: j}
+		*fr = fileResult{}
 		if err := ctx.Err(); err != nil {
 			fr.err = fault.As(err)
 		} else {
@@ -205,7 +206,7 @@ func (g *grepRun) research(ctx context.Context, j grepJob, from, to, maxBytes in
 	o := g.plan.scan
 	o.keepFrom, o.keepTo, o.maxKeepBytes = from, to, maxBytes
 	j.dir = nil // let go after the first search: open by name
-	fr := &fileResult{job: j}
+	fr := &fileResult{}
 	err := g.searchFile(ctx, sc, j, &o, fr)
 	return fr, err
 }
@@ -229,7 +230,7 @@ func (g *grepRun) searchFile(ctx context.Context, sc *scanner, j grepJob, o *sca
 	if fault.CodeOf(err) == fault.Unavailable || ctx.Err() != nil {
 		return err
 	}
-	*fr = fileResult{job: j, name: fr.name, skipped: "unreadable"} // changed or vanished since it was listed
+	*fr = fileResult{name: fr.name, skipped: "unreadable"} // changed or vanished since it was listed
 	return nil
 }
 
