@@ -2,11 +2,13 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -213,6 +215,67 @@ func TestWalkTreeHeld(t *testing.T) {
 				f.Close()
 				t.Errorf("%s opened after its directory was closed", base)
 			}
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWalkTreeOpensInAnyOrder: a listed directory's files open as
+// themselves in whatever order, from several goroutines at once, with
+// the names a walk shows, and its subdirectory by its entry.
+func TestWalkTreeOpensInAnyOrder(t *testing.T) {
+	root := t.TempDir()
+	const n = 40
+	for i := range n {
+		os.MkdirAll(filepath.Join(root, "d", "sub"), 0o755)
+		os.WriteFile(filepath.Join(root, "d", fmt.Sprintf("f%02d", i)), []byte(fmt.Sprint(i)), 0o644)
+	}
+	_, err := with(in(root), "d", func(tt *scope.Target) (struct{}, error) {
+		_, tree, err := New().OpenTree(context.Background(), tt)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer tree.Close()
+		entries, err := tree.List(context.Background(), 100)
+		if err != nil || len(entries) != n+1 {
+			return struct{}{}, fmt.Errorf("listing %d entries: %v", len(entries), err)
+		}
+		orders := [][]int{{}, {}, {}, {}}
+		for i := range n {
+			orders[0] = append(orders[0], i)
+			orders[1] = append(orders[1], n-1-i)
+			orders[2] = append(orders[2], (i*7)%n)
+			orders[3] = append(orders[3], (i*13+5)%n)
+		}
+		var wg sync.WaitGroup
+		for _, order := range orders {
+			wg.Go(func() {
+				for _, i := range order {
+					base := fmt.Sprintf("f%02d", i)
+					f, err := tree.Open(base)
+					if err != nil {
+						t.Errorf("%s: %v", base, err)
+						continue
+					}
+					b, _ := io.ReadAll(f)
+					if string(b) != fmt.Sprint(i) || f.Info().Name != "d/"+base {
+						t.Errorf("%s: read %q as %q", base, b, f.Info().Name)
+					}
+					f.Close()
+				}
+			})
+		}
+		wg.Wait()
+		sub, err := tree.Sub(context.Background(), entries[n])
+		if err != nil || sub == nil {
+			return struct{}{}, fmt.Errorf("sub: %v", err)
+		}
+		sub.Close()
+		if _, err := tree.Open("absent"); fault.CodeOf(err) != fault.NotFound {
+			t.Errorf("absent: %v, want not found", err)
 		}
 		return struct{}{}, nil
 	})

@@ -168,7 +168,9 @@ func checkName(name string) error {
 
 // checkElement refuses anything but a single path element.
 func checkElement(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+	// Two byte scans: ContainsAny's set loop costs several times more on
+	// the short names of a walk's every open.
+	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 || strings.IndexByte(name, 0) >= 0 {
 		return fault.New(fault.Internal, "atfile: %q is not a single path element", name)
 	}
 	return nil
