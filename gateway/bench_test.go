@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capkit/capkit/limits"
 	"github.com/capkit/capkit/run/sandbox"
@@ -66,5 +70,53 @@ func BenchmarkEverythingEcho(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkPipeCall: a direct call on a pipeConn to an upstream in
+// process that answers each request at once with one text block (over
+// real pipes): capkit's half of the fast path with no process between.
+//
+//	go test ./gateway -run '^$' -bench PipeCall -benchmem
+func BenchmarkPipeCall(b *testing.B) {
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	c := newPipeConn(inR, outW, new(atomic.Bool))
+	defer func() { c.Close(); inW.Close(); outR.Close() }()
+	go func() {
+		for {
+			if _, err := c.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		r := bufio.NewReader(outR)
+		w := bufio.NewWriter(inW)
+		for {
+			l, err := r.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			_, rest, _ := bytes.Cut(l, []byte(`"id":`))
+			id, _, _ := bytes.Cut(rest, []byte(`,`))
+			w.WriteString(`{"jsonrpc":"2.0","id":`)
+			w.Write(id)
+			w.WriteString(`,"result":{"content":[{"type":"text","text":"Echo: hello"}]}}` + "\n")
+			w.Flush()
+		}
+	}()
+	args := json.RawMessage(`{"message":"hello"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // as the kernel gives each call
+		raw, err := c.call(ctx, "echo", args, "")
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := readPlain(raw); !ok {
+			b.Fatalf("%s", raw)
+		}
 	}
 }

@@ -132,7 +132,10 @@ func (c *conn) callFault(ctx context.Context, lv *live, t *Tool, err error) erro
 		return ctx.Err()
 	}
 	var werr *jsonrpc.Error
+	var ferr *fault.Error
 	switch {
+	case errors.As(err, &ferr):
+		return err
 	case lv.link.tooBig.Load() && waitEnded(lv):
 		return fault.New(fault.Limit, "tool %s: upstream %s sent a message of more than %s; it was stopped, and is started again on the next call", t.Public, c.up.Name, limits.Bytes(limits.UpstreamMaxMessageBytes))
 	case errors.As(err, &werr):

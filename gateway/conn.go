@@ -277,6 +277,11 @@ func (c *conn) close() {
 		c.mu.Unlock()
 	}
 	if lv != nil {
+		if lv.link.pipe != nil {
+			// First: the session's close waits for its handlers, which
+			// may wait to write to an upstream that reads nothing.
+			lv.link.pipe.Close()
+		}
 		lv.cs.Close()
 		lv.link.stop()
 		<-lv.done

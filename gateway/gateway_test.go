@@ -330,6 +330,36 @@ func TestNeverAnswers(t *testing.T) {
 	f.echo(s, "after")
 }
 
+// TestDeafUpstream: calls to an upstream that reads none of its input
+// (its pipe full) end at their deadline, limit, each freeing its place,
+// and the gateway still closes (the SDK's answers to its pings wait to
+// be written).
+func TestDeafUpstream(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &fixtureOptions{policy: func(p kernel.Policy) kernel.Policy {
+		if p.Name == "hostile__echo" {
+			p.Timeout, p.MaxConcurrent = 500*time.Millisecond, 2
+		}
+		return p
+	}})
+	s := f.session("model")
+	if res, err := f.call(s, "deaf", nil); err != nil || res.Text != "deaf" {
+		t.Fatalf("deaf: %v %v", res, err)
+	}
+	big := strings.Repeat("a", 256*limits.KiB)
+	for range 4 {
+		_, err := f.call(s, "echo", map[string]string{"text": big})
+		wantCode(t, err, fault.Limit, "time limit")
+	}
+	closed := make(chan struct{})
+	go func() { f.g.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("the gateway does not close")
+	}
+}
+
 // TestCrashMidCall: an upstream that exits in the middle of its answer
 // fails the call with unavailable, is started again on the next call
 // (answered), and the restart is logged and audited.

@@ -8,15 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/limits"
 )
 
@@ -36,15 +39,27 @@ import (
 // into typed content that capkit then encodes once more
 // (bench/RESULTS.md, "Gateway"). A response to a direct call crosses one
 // goroutine here, and a result of one text block is read in one pass; any
-// other result is decoded by the SDK as before (TestDirectResultMatchesSDK).
+// other result is decoded by the SDK as before (TestPlainResultMatchesSDK).
+//
+// Writers take turns, one whole line each; one waiting for its turn
+// gives up when its context ends, one writing to an upstream that reads
+// none of its input at its deadline (TestPipeDeafUpstream). Responses reach their calls as
+// they are read, before the SDK's handlers see the notifications read
+// ahead of them (as with its CallTool): a call's last progress reports
+// may come after its result, and are then dropped.
 type pipeConn struct {
 	in     *bufio.Reader
 	closer io.Closer // the input's
 	out    io.WriteCloser
+	dl     deadliner    // out, when it has write deadlines; nil otherwise
 	over   *atomic.Bool // set when a message passed limits.UpstreamMaxMessageBytes
 
-	wmu  sync.Mutex
+	// turn holds a token while a line is written; wbuf and wdl (out's
+	// write deadline) are its holder's.
+	turn chan struct{}
 	wbuf []byte
+	wdl  time.Time
+	shut chan struct{} // closed by Close: no turn comes any more
 
 	mu     sync.Mutex
 	calls  map[string]chan reply // direct calls awaiting their response, by id
@@ -63,12 +78,19 @@ type reply struct {
 // own requests have numbers, so the two never meet.
 const directIDPrefix = "capkit-call-"
 
+// deadliner is an output whose writes can be cut short (an *os.File pipe).
+type deadliner interface{ SetWriteDeadline(time.Time) error }
+
 func newPipeConn(in io.ReadCloser, out io.WriteCloser, over *atomic.Bool) *pipeConn {
+	dl, _ := out.(deadliner)
 	return &pipeConn{
 		in:     bufio.NewReaderSize(in, 64*limits.KiB),
 		closer: in,
 		out:    out,
+		dl:     dl,
 		over:   over,
+		turn:   make(chan struct{}, 1),
+		shut:   make(chan struct{}),
 		calls:  map[string]chan reply{},
 	}
 }
@@ -89,6 +111,7 @@ var errConnEnded = fmt.Errorf("%w: the upstream's connection ended", mcp.ErrConn
 func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		if err := ctx.Err(); err != nil {
+			c.end(err)
 			return nil, err
 		}
 		line, err := c.readLine()
@@ -215,9 +238,16 @@ func (c *pipeConn) end(why error) {
 // call makes a tools/call and returns its raw result, or the upstream's
 // JSON-RPC error (a *jsonrpc.Error), or why there is none: the
 // connection ended (mcp.ErrConnectionClosed), or ctx did (ctx.Err(); the
-// upstream is told with notifications/cancelled). progressToken, when
-// not "", is the request's.
+// upstream is told with notifications/cancelled when the request had its
+// turn to be written). progressToken, when not "", is the request's.
 func (c *pipeConn) call(ctx context.Context, name string, args json.RawMessage, progressToken string) (json.RawMessage, error) {
+	args, err := oneLine(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	ch := make(chan reply, 1)
 	c.mu.Lock()
 	if c.ended != nil {
@@ -229,7 +259,11 @@ func (c *pipeConn) call(ctx context.Context, name string, args json.RawMessage, 
 	id := directIDPrefix + strconv.FormatUint(c.seq, 10)
 	c.calls[id] = ch
 	c.mu.Unlock()
-	if err := c.writeCall(id, name, args, progressToken); err != nil {
+	if err := c.takeTurn(ctx); err != nil {
+		c.forget(id) // nothing of it was written
+		return nil, err
+	}
+	if err := c.writeCall(ctx, id, name, args, progressToken); err != nil && ctx.Err() == nil {
 		c.forget(id)
 		c.Close()
 		return nil, fmt.Errorf("%w (%v)", errConnEnded, err)
@@ -255,11 +289,9 @@ func (c *pipeConn) forget(id string) bool {
 	return ok
 }
 
-// writeCall writes a tools/call request: what the SDK writes for
-// CallToolParams, with the id a string.
-func (c *pipeConn) writeCall(id, name string, args json.RawMessage, progressToken string) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+// writeCall writes a tools/call request in the turn taken: what the SDK
+// writes for CallToolParams, with the id a string.
+func (c *pipeConn) writeCall(ctx context.Context, id, name string, args json.RawMessage, progressToken string) error {
 	b := append(c.wbuf[:0], `{"jsonrpc":"2.0","id":`...)
 	b, _ = jsontext.AppendQuote(b, id)
 	b = append(b, `,"method":"tools/call","params":{`...)
@@ -271,60 +303,114 @@ func (c *pipeConn) writeCall(id, name string, args json.RawMessage, progressToke
 	b = append(b, `"name":`...)
 	b, _ = jsontext.AppendQuote(b, name)
 	b = append(b, `,"arguments":`...)
-	b = appendArgs(b, args)
+	b = append(b, args...)
 	b = append(b, "}}\n"...)
 	c.wbuf = b
-	_, err := c.out.Write(b)
-	if cap(c.wbuf) > 64*limits.KiB {
+	if cap(b) > 64*limits.KiB {
 		c.wbuf = nil // a large call's buffer is not kept
 	}
-	return err
+	return c.writeTurn(ctx, b)
 }
 
-// appendArgs appends arguments on one line: a JSON value (the kernel
-// validated it) with no line break outside its strings, or {} for none.
-func appendArgs(b []byte, args json.RawMessage) []byte {
+// oneLine is a call's arguments on one line: a JSON value (the kernel
+// validated it) with no line break outside its strings, {} for none.
+func oneLine(args json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
-		return append(b, "{}"...)
+		return json.RawMessage("{}"), nil
 	}
 	if bytes.IndexByte(args, '\n') < 0 && bytes.IndexByte(args, '\r') < 0 {
-		return append(b, args...)
+		return args, nil
 	}
 	var buf bytes.Buffer
-	if json.Compact(&buf, args) != nil {
-		return append(b, "{}"...)
+	if err := json.Compact(&buf, args); err != nil {
+		return nil, fault.Wrap(fault.InvalidInput, err, "the arguments are not JSON")
 	}
-	return append(b, buf.Bytes()...)
+	return buf.Bytes(), nil
 }
 
-// writeCancelled tells the upstream a direct call's caller has gone.
+// writeCancelled tells the upstream a direct call's caller has gone, if
+// its turn to write comes within limits.UpstreamNoticeWait.
 func (c *pipeConn) writeCancelled(id string, why error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limits.UpstreamNoticeWait)
+	defer cancel()
 	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
 	b, _ = jsontext.AppendQuote(b, id)
 	b = append(b, `,"reason":`...)
 	b, _ = jsontext.AppendQuote(b, why.Error())
 	b = append(b, "}}\n"...)
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.out.Write(b)
+	if c.takeTurn(ctx) == nil {
+		c.writeTurn(ctx, b)
+	}
+}
+
+// takeTurn waits for the turn to write, within ctx.
+func (c *pipeConn) takeTurn(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case c.turn <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case c.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.shut:
+		return errConnEnded
+	}
+}
+
+// writeTurn writes line, one whole message, in the turn taken, and
+// passes the turn on. A write an upstream does not read is cut at ctx's
+// deadline (when out has write deadlines): writeTurn then returns
+// ctx.Err() and the rest of the line is written in the background before
+// the turn passes on, as half a line would garble the next message.
+func (c *pipeConn) writeTurn(ctx context.Context, line []byte) error {
+	if c.dl != nil {
+		c.setDeadline(ctx)
+	}
+	n, err := c.out.Write(line)
+	if n < len(line) && errors.Is(err, os.ErrDeadlineExceeded) {
+		go func() {
+			c.setDeadline(context.Background())
+			c.out.Write(line[n:]) // fails once the connection is closed
+			<-c.turn
+		}()
+		<-ctx.Done() // its deadline has passed
+		return ctx.Err()
+	}
+	<-c.turn
+	return err
+}
+
+// setDeadline gives the turn's writes ctx's deadline, or none.
+func (c *pipeConn) setDeadline(ctx context.Context) {
+	if d, _ := ctx.Deadline(); !d.Equal(c.wdl) {
+		c.dl.SetWriteDeadline(d)
+		c.wdl = d
+	}
 }
 
 // Write writes one of the SDK's messages.
-func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
+func (c *pipeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("marshaling message: %v", err)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, err = c.out.Write(append(data, '\n'))
-	return err
+	if err := c.takeTurn(ctx); err != nil {
+		return err
+	}
+	return c.writeTurn(ctx, append(data, '\n'))
 }
 
 // Close closes both pipes (which ends a Read waiting on the input) and
 // fails the direct calls in flight.
 func (c *pipeConn) Close() error {
 	c.closed.Do(func() {
+		close(c.shut)
 		c.out.Close()
 		c.closer.Close()
 		c.end(io.ErrClosedPipe)

@@ -40,6 +40,10 @@ const (
 	// UpstreamStopGrace is how long an upstream asked to stop (its input
 	// closed, its HTTP session deleted) has before it is killed.
 	UpstreamStopGrace = 2 * time.Second
+	// UpstreamNoticeWait bounds how long telling an upstream that a
+	// call was cancelled waits for its turn to write: an upstream that
+	// reads none of its input for that long misses the notice.
+	UpstreamNoticeWait = 2 * time.Second
 	// UpstreamMaxRestarts bounds the starts in a row that end in a crash
 	// or a failed start, with no call answered between them; past it
 	// the upstream is not started again until capkit restarts, and its

@@ -28,6 +28,8 @@ import (
 //	echo         {"text": ...} back as text
 //	big          a text result of BigBytes bytes, written as it goes
 //	hang         never answers; a cancellation it receives is written to cancelled.log
+//	deaf         answers, then reads none of its input again, pinging the
+//	             client now and then (which makes it write)
 //	crash        exits in the middle of its answer
 //	badout       structured content its own output schema refuses
 //	flood        floods notifications (progress under the call's token, list_changed, log messages), then answers
@@ -105,7 +107,26 @@ func serveHostile(dir string) int {
 		if json.Unmarshal(line, &req) != nil {
 			continue
 		}
+		if req.Method == "tools/call" && calledTool(req.Params) == "deaf" {
+			s.deaf(req.ID)
+		}
 		go s.handle(req.ID, req.Method, req.Params)
+	}
+}
+
+func calledTool(params json.RawMessage) string {
+	var p struct{ Name string }
+	json.Unmarshal(params, &p)
+	return p.Name
+}
+
+// deaf answers, then never reads again; its pings wait for answers that
+// capkit writes to an input no one reads.
+func (s *hostileServer) deaf(id json.RawMessage) {
+	s.result(id, textResult("deaf"))
+	for i := 0; ; i++ {
+		time.Sleep(50 * time.Millisecond)
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"ping-%d","method":"ping"}`, i))
 	}
 }
 
@@ -296,7 +317,7 @@ func Tools() []map[string]any {
 	}
 	str := map[string]any{"type": "string"}
 	var tools []map[string]any
-	for _, name := range []string{"echo", "big", "hang", "crash", "badout", "flood", "fail", "protoerr", "garbage", "blocks", "env", "read", "write", "dial", "pid", "signal", "rugpull"} {
+	for _, name := range []string{"echo", "big", "hang", "deaf", "crash", "badout", "flood", "fail", "protoerr", "garbage", "blocks", "env", "read", "write", "dial", "pid", "signal", "rugpull"} {
 		t := map[string]any{"name": name, "description": "The " + name + " tool.", "inputSchema": obj(map[string]any{})}
 		switch name {
 		case "echo":
