@@ -370,9 +370,10 @@ func TestCrashMidCall(t *testing.T) {
 	_, err := f.call(s, "crash", nil)
 	wantCode(t, err, fault.Unavailable, "ended during the call")
 	f.echo(s, "after")
-	if !strings.Contains(f.audit.String(), "upstream restarted") || !strings.Contains(f.log.String(), "upstream ended") {
-		t.Errorf("the restart is not reported:\n%s\n%s", f.audit.String(), f.log.String())
-	}
+	// Both are written after the calls that see them go on.
+	eventually(t, "the restart reported", func() bool {
+		return strings.Contains(f.audit.String(), "upstream restarted") && strings.Contains(f.log.String(), "upstream ended")
+	})
 }
 
 // TestRestartsBounded: an upstream that crashes on every call is started
