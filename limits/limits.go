@@ -429,11 +429,13 @@ const (
 	TelemetryExportTimeout = 10 * time.Second
 )
 
-// TelemetryQueueEvents bounds the events waiting for the exporter
-// process; past it they are dropped, counted. TelemetryFlushInterval is
+// TelemetryQueueEvents and TelemetryQueueBytes bound the events waiting
+// for the exporter process; past either they are dropped, counted.
+// TelemetryFlushInterval is
 // how often the waiting events are handed to it, together (a call wakes
 // no goroutine).
 const (
 	TelemetryQueueEvents   = 8_192
+	TelemetryQueueBytes    = 8 * MiB
 	TelemetryFlushInterval = 100 * time.Millisecond
 )

@@ -33,7 +33,10 @@ func BenchmarkWrite(b *testing.B) {
 		if s.dropped.Load() > 0 {
 			b.Fatal("dropped: the benchmark outruns the exporter")
 		}
-		if len(s.queue) > cap(s.queue)/2 {
+		s.mu.Lock()
+		half := s.queued > limits.TelemetryQueueEvents/2
+		s.mu.Unlock()
+		if half {
 			time.Sleep(limits.TelemetryFlushInterval)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,6 +121,43 @@ func TestExporterNotReading(t *testing.T) {
 	// What is held: the queue, the writer's buffer and the pipe's.
 	if st.Dropped < int64(n-limits.TelemetryQueueEvents-2_000) || st.Dropped > int64(n) {
 		t.Errorf("%d of %d events dropped while the exporter read nothing", st.Dropped, n)
+	}
+	s.killForTest()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExporterQueueBytes: events of the largest size an event may have
+// are queued up to limits.TelemetryQueueBytes while the exporter reads
+// nothing, not limits.TelemetryQueueEvents of them; the rest are
+// dropped, counted.
+func TestExporterQueueBytes(t *testing.T) {
+	hung := filepath.Join(t.TempDir(), "hung")
+	if err := os.WriteFile(hung, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(Options{Program: hung, Endpoint: "http://127.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, audit.MsgCall, 0)
+	r.AddAttrs(slog.String("tool", "read_file"), slog.String("note", strings.Repeat("x", limits.AuditMaxEventBytes-200)))
+	big := audit.Encode(r)
+	if len(big.JSON) < limits.AuditMaxEventBytes/2 {
+		t.Fatalf("the event is %d bytes, not near the bound", len(big.JSON))
+	}
+	const n = 1_000
+	for range n {
+		s.Write(big)
+	}
+	// What is held: the queue, the writer's buffer and the pipe's (64 KiB
+	// each at most).
+	held := n - s.Stats().Dropped
+	if most := int64((limits.TelemetryQueueBytes + 4*64*limits.KiB) / len(big.JSON)); held > most || held < 1 {
+		t.Errorf("%d events of %d bytes held while the exporter read nothing, want 1 to %d", held, len(big.JSON), most)
 	}
 	s.killForTest()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
