@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/capkit/capkit/audit/telemetry"
@@ -28,6 +29,13 @@ func main() {
 	if *endpoint == "" || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: capkit-otel --endpoint URL [--service-name NAME] [--service-version V] < events")
 		os.Exit(2)
+	}
+	// One input stream, read and exported in turn: a second processor
+	// only adds hand-offs between goroutines and idle spinning (the
+	// exporter's CPU per event about halves on one; bench/RESULTS.md).
+	// GOMAXPROCS in the environment still decides.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
 	// The parent ends the exporter by closing its input; a signal to the
 	// process group (Ctrl-C at a terminal) must not cut the last export.
