@@ -31,9 +31,9 @@ func main() {
 		os.Exit(2)
 	}
 	// One input stream, read and exported in turn: a second processor
-	// only adds hand-offs between goroutines and idle spinning (the
-	// exporter's CPU per event about halves on one; bench/RESULTS.md).
-	// GOMAXPROCS in the environment still decides.
+	// adds hand-offs between goroutines and idle spinning (BenchmarkServe's
+	// CPU per event about halves on one; bench/RESULTS.md). GOMAXPROCS in
+	// the environment still decides.
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
