@@ -86,7 +86,7 @@ func (g *Gateway) Call(ctx context.Context, k Key, t *Tool, args json.RawMessage
 // plainResult is the result most calls get: one text block, perhaps
 // marked as a failure.
 type plainResult struct {
-	Content    []plainBlock   `json:"content"`
+	Content    [1]plainBlock  `json:"content"` // another length is refused
 	IsError    bool           `json:"isError"`
 	Structured jsontext.Value `json:"structuredContent"`
 }
@@ -105,7 +105,7 @@ func readPlain(raw []byte) (p plainResult, ok bool) {
 	if jsonv2.Unmarshal(raw, &p, jsonv2.RejectUnknownMembers(true)) != nil {
 		return p, false
 	}
-	ok = len(p.Content) == 1 && p.Content[0].Type == "text" && p.Content[0].Text != nil &&
+	ok = p.Content[0].Type == "text" && p.Content[0].Text != nil &&
 		(p.Structured == nil || string(p.Structured) == "null")
 	return p, ok
 }

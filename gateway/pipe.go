@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -62,7 +63,7 @@ type pipeConn struct {
 	shut chan struct{} // closed by Close: no turn comes any more
 
 	mu     sync.Mutex
-	calls  map[string]chan reply // direct calls awaiting their response, by id
+	calls  map[uint64]chan reply // direct calls awaiting their response, by id's number
 	seq    uint64
 	ended  error // why reading ended; set once, with calls emptied
 	closed sync.Once
@@ -74,9 +75,27 @@ type reply struct {
 	err    error
 }
 
-// directIDPrefix starts the ids of direct calls: strings, where the SDK's
-// own requests have numbers, so the two never meet.
+// directIDPrefix starts the ids of direct calls, then their number in
+// decimal: strings, where the SDK's own requests have numbers, so the two
+// never meet.
 const directIDPrefix = "capkit-call-"
+
+// directNumber is the number of the direct call id names, or false when
+// it names none: exactly the prefix, then decimal digits with no leading
+// zero (another spelling is another id, as the SDK compares them).
+func directNumber[T string | []byte](id T) (uint64, bool) {
+	if len(id) <= len(directIDPrefix) || string(id[:len(directIDPrefix)]) != directIDPrefix || id[len(directIDPrefix)] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for _, d := range []byte(id[len(directIDPrefix):]) {
+		if d < '0' || d > '9' || n > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(d-'0')
+	}
+	return n, true
+}
 
 // deadliner is an output whose writes can be cut short (an *os.File pipe).
 type deadliner interface{ SetWriteDeadline(time.Time) error }
@@ -91,7 +110,7 @@ func newPipeConn(in io.ReadCloser, out io.WriteCloser, over *atomic.Bool) *pipeC
 		over:   over,
 		turn:   make(chan struct{}, 1),
 		shut:   make(chan struct{}),
-		calls:  map[string]chan reply{},
+		calls:  map[uint64]chan reply{},
 	}
 }
 
@@ -136,7 +155,7 @@ func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.end(err)
 			return nil, err
 		}
-		if r, ok := msg.(*jsonrpc.Response); ok && c.deliver(r.ID, reply{r.Result, r.Error}) {
+		if r, ok := msg.(*jsonrpc.Response); ok && c.deliverTo(r.ID, reply{r.Result, r.Error}) {
 			continue // a direct call's response the fast reading refused
 		}
 		return msg, nil
@@ -174,9 +193,31 @@ func (c *pipeConn) readLine() ([]byte, error) {
 // defaults and RejectUnknownMembers); anything else is left to the SDK.
 type responseWire struct {
 	Version string         `json:"jsonrpc"`
-	ID      *string        `json:"id"`
+	ID      wireID         `json:"id"`
 	Result  jsontext.Value `json:"result"`
 	Error   *jsonrpc.Error `json:"error"`
+}
+
+// wireID is a direct call's id as the fast reading takes it: written
+// without escapes (else the SDK's reading decides); 0 for none.
+type wireID uint64
+
+var errNotDirect = errors.New("not a direct call's id")
+
+func (w *wireID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return errNotDirect
+	}
+	n, ok := directNumber([]byte(v[1 : len(v)-1]))
+	if !ok {
+		return errNotDirect
+	}
+	*w = wireID(n)
+	return nil
 }
 
 // takeReply hands data to the direct call it answers, reporting whether
@@ -186,30 +227,32 @@ func (c *pipeConn) takeReply(data []byte) bool {
 		return false
 	}
 	var w responseWire
-	if jsonv2.Unmarshal(data, &w, jsonv2.RejectUnknownMembers(true)) != nil || w.Version != "2.0" || w.ID == nil || (w.Result == nil) == (w.Error == nil) {
+	if jsonv2.Unmarshal(data, &w, jsonv2.RejectUnknownMembers(true)) != nil || w.Version != "2.0" || w.ID == 0 || (w.Result == nil) == (w.Error == nil) {
 		return false
 	}
-	id, err := jsonrpc.MakeID(*w.ID)
-	if err != nil {
-		return false
-	}
-	r := reply{result: bytes.Clone(w.Result)}
+	r := reply{result: w.Result} // a copy: Value's UnmarshalJSON copies
 	if w.Error != nil {
 		r = reply{err: w.Error}
 	}
-	return c.deliver(id, r)
+	return c.deliver(uint64(w.ID), r)
 }
 
-// deliver hands r to the direct call id names, reporting whether one
+// deliverTo hands r to the direct call id names, reporting whether one
 // awaited it.
-func (c *pipeConn) deliver(id jsonrpc.ID, r reply) bool {
+func (c *pipeConn) deliverTo(id jsonrpc.ID, r reply) bool {
 	s, ok := id.Raw().(string)
 	if !ok {
 		return false
 	}
+	n, ok := directNumber(s)
+	return ok && c.deliver(n, r)
+}
+
+// deliver hands r to direct call n, reporting whether it awaited it.
+func (c *pipeConn) deliver(n uint64, r reply) bool {
 	c.mu.Lock()
-	ch := c.calls[s]
-	delete(c.calls, s)
+	ch := c.calls[n]
+	delete(c.calls, n)
 	c.mu.Unlock()
 	if ch == nil {
 		return false
@@ -256,7 +299,7 @@ func (c *pipeConn) call(ctx context.Context, name string, args json.RawMessage, 
 		return nil, err
 	}
 	c.seq++
-	id := directIDPrefix + strconv.FormatUint(c.seq, 10)
+	id := c.seq
 	c.calls[id] = ch
 	c.mu.Unlock()
 	if err := c.takeTurn(ctx); err != nil {
@@ -281,7 +324,7 @@ func (c *pipeConn) call(ctx context.Context, name string, args json.RawMessage, 
 }
 
 // forget stops awaiting id's response, reporting whether it still was.
-func (c *pipeConn) forget(id string) bool {
+func (c *pipeConn) forget(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.calls[id]
@@ -291,9 +334,9 @@ func (c *pipeConn) forget(id string) bool {
 
 // writeCall writes a tools/call request in the turn taken: what the SDK
 // writes for CallToolParams, with the id a string.
-func (c *pipeConn) writeCall(ctx context.Context, id, name string, args json.RawMessage, progressToken string) error {
+func (c *pipeConn) writeCall(ctx context.Context, id uint64, name string, args json.RawMessage, progressToken string) error {
 	b := append(c.wbuf[:0], `{"jsonrpc":"2.0","id":`...)
-	b, _ = jsontext.AppendQuote(b, id)
+	b = appendID(b, id)
 	b = append(b, `,"method":"tools/call","params":{`...)
 	if progressToken != "" {
 		b = append(b, `"_meta":{"progressToken":`...)
@@ -310,6 +353,13 @@ func (c *pipeConn) writeCall(ctx context.Context, id, name string, args json.Raw
 		c.wbuf = nil // a large call's buffer is not kept
 	}
 	return c.writeTurn(ctx, b)
+}
+
+// appendID appends direct call id's id, quoted.
+func appendID(b []byte, id uint64) []byte {
+	b = append(b, `"`+directIDPrefix...)
+	b = strconv.AppendUint(b, id, 10)
+	return append(b, '"')
 }
 
 // oneLine is a call's arguments on one line: a JSON value (the kernel
@@ -330,11 +380,11 @@ func oneLine(args json.RawMessage) (json.RawMessage, error) {
 
 // writeCancelled tells the upstream a direct call's caller has gone, if
 // its turn to write comes within limits.UpstreamNoticeWait.
-func (c *pipeConn) writeCancelled(id string, why error) {
+func (c *pipeConn) writeCancelled(id uint64, why error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limits.UpstreamNoticeWait)
 	defer cancel()
 	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
-	b, _ = jsontext.AppendQuote(b, id)
+	b = appendID(b, id)
 	b = append(b, `,"reason":`...)
 	b, _ = jsontext.AppendQuote(b, why.Error())
 	b = append(b, "}}\n"...)

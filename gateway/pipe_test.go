@@ -319,6 +319,11 @@ func TestPipeHostileResponses(t *testing.T) {
 	}{
 		{"unknown id", `{"jsonrpc":"2.0","id":"capkit-call-99","result":{"content":[]}}`, right, []string{"response capkit-call-99"}},
 		{"a number for an id", `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, right, []string{"response 1"}},
+		{"a leading zero", `{"jsonrpc":"2.0","id":"capkit-call-01","result":{"content":[]}}`, right, []string{"response capkit-call-01"}},
+		{"an escaped leading zero", `{"jsonrpc":"2.0","id":"capkit\u002dcall-01","result":{"content":[]}}`, right, []string{"response capkit-call-01"}},
+		{"no number", `{"jsonrpc":"2.0","id":"capkit-call-","result":{"content":[]}}`, right, []string{"response capkit-call-"}},
+		{"more than a number", `{"jsonrpc":"2.0","id":"capkit-call-1 ","result":{"content":[]}}`, right, []string{"response capkit-call-1 "}},
+		{"past any number", `{"jsonrpc":"2.0","id":"capkit-call-184467440737095516161","result":{"content":[]}}`, right, []string{"response capkit-call-184467440737095516161"}},
 		{"an id of another prefix", `{"jsonrpc":"2.0","id":"capkit-1","result":{"content":[]}}`, right, []string{"response capkit-1"}},
 		{"an escaped id", `{"jsonrpc":"2.0","id":"capkit\u002dcall-1","result":{"content":[{"type":"text","text":"escaped"}]}}`,
 			`{"content":[{"type":"text","text":"escaped"}]}`, nil},
