@@ -21,7 +21,9 @@ import (
 //     stops (denied, or failed): no effect admitted may depend on
 //     untrusted data;
 //   - sameness: with every source trusted, a script does with labels
-//     exactly what it does without them.
+//     exactly what it does without them;
+//   - the native path of plain loop arithmetic: a script does the same
+//     with it and without it (withoutNative).
 //
 // TestProvenanceRandom runs a hundred scripts in every go test;
 // FuzzProvenance searches further (go test -fuzz FuzzProvenance).
@@ -132,7 +134,7 @@ func (g *gen) expr(t typ, depth int) string {
 	d := depth + 1
 	switch t {
 	case tS:
-		switch g.c.choose(17) {
+		switch g.c.choose(18) {
 		case 0:
 			return g.lit(t)
 		case 1, 2:
@@ -164,6 +166,8 @@ func (g *gen) expr(t typ, depth int) string {
 			return fmt.Sprintf(`max(%s + ["e"])`, g.expr(tL, d))
 		case 15:
 			return fmt.Sprintf(`("t" if prov.trusted(%s) else "u")`, g.expr(tS, d))
+		case 16:
+			return fmt.Sprintf(`"n%%d" %% (%s)`, g.expr(tI, d))
 		default:
 			if !g.inFunc {
 				return fmt.Sprintf("f0(%s, %s)", g.expr(tS, d), g.expr(tI, d))
@@ -171,7 +175,7 @@ func (g *gen) expr(t typ, depth int) string {
 			return g.varOf(t)
 		}
 	case tI:
-		switch g.c.choose(9) {
+		switch g.c.choose(10) {
 		case 0:
 			return g.lit(t)
 		case 1, 2:
@@ -187,6 +191,8 @@ func (g *gen) expr(t typ, depth int) string {
 		case 7:
 			s := g.expr(tS, d)
 			return fmt.Sprintf("(%s + [%s]).index(%s)", g.expr(tL, d), s, s)
+		case 8:
+			return fmt.Sprintf("(%s * 2 - %s)", g.expr(tI, d), g.expr(tI, d))
 		default:
 			return fmt.Sprintf("len([x for x in %s if x != %s])", g.expr(tL, d), g.expr(tS, d))
 		}
@@ -380,12 +386,29 @@ func (g *gen) stmt(depth int) {
 		g.vars[tS] = g.vars[tS][:len(g.vars[tS])-1]
 	case 13:
 		i := g.name("i")
-		g.line("for %s in range(%s %% 3):", i, g.expr(tI, 0))
+		bound, plain := g.expr(tI, 0)+" % 3", g.c.choose(2) == 0
+		if plain {
+			bound = g.pick("1", "2", "3") // operations of its variable run natively
+		}
+		g.line("for %s in range(%s):", i, bound)
+		if plain {
+			g.indent += "  "
+			switch v := g.assignable(tI); {
+			case v != "" && g.c.choose(2) == 0:
+				g.line("%s = %s * 2 - %s", v, i, g.lit(tI))
+			default:
+				g.line(`tool.call("sink", {"a": "n%%d" %% (%s + 1)})`, i)
+			}
+			g.indent = g.indent[2:]
+		}
 		g.vars[tI] = append(g.vars[tI], i)
 		g.loop++
 		g.nested(depth)
 		g.loop--
-		g.vars[tI] = g.vars[tI][:len(g.vars[tI])-1]
+		if !plain || depth > 0 || g.inFunc {
+			// Read after the loop only where the loop surely bound it.
+			g.vars[tI] = g.vars[tI][:len(g.vars[tI])-1]
+		}
 	case 14:
 		if g.inFunc {
 			g.sink()
@@ -564,12 +587,14 @@ func randomData(c chooser) map[string]any {
 	}
 }
 
-// outcomeOf is what a run did: the sinks it reached and how it ended.
+// runOutcome is what a run did: the sinks it reached, how it ended, its
+// result and the untrusted sources of that.
 type runOutcome struct {
-	sunk  []map[string]any
-	code  fault.Code
-	err   error
-	value string
+	sunk    []map[string]any
+	code    fault.Code
+	err     error
+	value   string
+	sources []string
 }
 
 func (f *provFixture) outcome(t testing.TB, src string, p *Provenance) runOutcome {
@@ -584,7 +609,7 @@ func (f *provFixture) outcome(t testing.TB, src string, p *Provenance) runOutcom
 		_ = json.Unmarshal(data, &m)
 		sunk = append(sunk, m)
 	}
-	return runOutcome{sunk: sunk, code: fault.CodeOf(err), err: err, value: string(res.Value)}
+	return runOutcome{sunk: sunk, code: fault.CodeOf(err), err: err, value: string(res.Value), sources: res.Sources}
 }
 
 // checkScript runs the two checks on one script.
@@ -614,6 +639,11 @@ func checkScript(t *testing.T, src string, d1, d2 map[string]any) {
 	for _, o := range []runOutcome{r1, r2} {
 		if o.code == fault.Internal {
 			t.Fatalf("internal failure: %v\n%s", o.err, src)
+		}
+	}
+	if u := withoutNative(src); u != src {
+		if r := f1.outcome(t, u, policy); !reflect.DeepEqual(r.sum(), r1.sum()) {
+			t.Fatalf("the native path changed what the script does:\nwith:    %v\nwithout: %v\n%s", r1.sum(), r.sum(), src)
 		}
 	}
 	a1, a2 := trustedParts(r1.sunk), trustedParts(r2.sunk)
