@@ -441,11 +441,11 @@ func (m *monitor) resourceOf(entry *catalog.Entry, args json.RawMessage) (r, via
 	return resource{"tool", entry.Name}, via, true
 }
 
-// resourceKeys are "url" and pathArgs as JSON strings.
-var resourceKeys = func() [][]byte {
-	out := [][]byte{[]byte(`"url"`)}
-	for _, k := range pathArgs {
-		out = append(out, []byte(`"`+k+`"`))
+// resourceKeys are "url" and pathArgs as JSON strings, by the byte after
+// the opening quote.
+var resourceKeys = func() (out [256][][]byte) {
+	for _, k := range append([]string{"url"}, pathArgs...) {
+		out[k[0]] = append(out[k[0]], []byte(`"`+k+`"`))
 	}
 	return out
 }()
@@ -454,12 +454,30 @@ var resourceKeys = func() [][]byte {
 // (a URL, a path): nil when args name none of them, which is decided
 // without decoding when no key could be written escaped.
 func resourceArgs(args json.RawMessage) map[string]jsontext.Value {
-	if !bytes.ContainsRune(args, '\\') && !slices.ContainsFunc(resourceKeys, func(k []byte) bool { return bytes.Contains(args, k) }) {
+	if !mayNameResource(args) {
 		return nil
 	}
 	var obj map[string]jsontext.Value
 	_ = json.Unmarshal(args, &obj)
 	return obj
+}
+
+// mayNameResource reports whether args hold a backslash or one of
+// resourceKeys, in one pass: it is asked at every call.
+func mayNameResource(args []byte) bool {
+	for i, c := range args {
+		switch {
+		case c == '\\':
+			return true
+		case c == '"' && i+1 < len(args):
+			for _, k := range resourceKeys[args[i+1]] {
+				if bytes.HasPrefix(args[i:], k) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // rootClass is the most specific configured directory holding root/rel,
