@@ -152,9 +152,7 @@ func (e *execution) runLabelled(src []byte) (starlark.StringDict, error) {
 		return nil, fault.New(fault.InvalidInput, "script error: %s", err)
 	}
 	e.tr.regions, e.tr.impure = regions, impure
-	for k, v := range e.tr.helpers() {
-		predeclared[k] = v
-	}
+	bindHelpers(rf, e.tr.helpers(), predeclared)
 	prog, err := starlark.FileProgram(rf, predeclared.Has)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "script: the labelled program does not compile")
@@ -162,6 +160,27 @@ func (e *execution) runLabelled(src []byte) (starlark.StringDict, error) {
 	g, err := prog.Init(e.thread, predeclared)
 	g.Freeze()
 	return g, err
+}
+
+// bindHelpers makes the helpers globals of f, bound by its first
+// statement from one predeclared tuple: the interpreter reads a global by
+// its index, a predeclared name by a map lookup at every reference, and
+// the labelled program names a helper at nearly every operation.
+func bindHelpers(f *syntax.File, helpers, predeclared starlark.StringDict) {
+	var pos syntax.Position
+	if len(f.Stmts) > 0 {
+		pos = syntax.Start(f.Stmts[0])
+	}
+	names := helpers.Keys()
+	lhs := &syntax.TupleExpr{}
+	values := make(starlark.Tuple, len(names))
+	for i, name := range names {
+		lhs.List = append(lhs.List, ident(name, pos))
+		values[i] = helpers[name]
+	}
+	predeclared[hHelpers] = values
+	bind := &syntax.AssignStmt{OpPos: pos, Op: syntax.EQ, LHS: lhs, RHS: ident(hHelpers, pos)}
+	f.Stmts = append([]syntax.Stmt{bind}, f.Stmts...)
 }
 
 // stop records why the script is being stopped (the first reason wins)

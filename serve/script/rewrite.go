@@ -12,18 +12,18 @@ import (
 // The helpers the rewritten script calls. Their names cannot be lexed,
 // so a script can neither name nor shadow them.
 const (
-	hBin, hUn, hNot               = "$bin", "$un", "$not"
-	hIdx, hSlc, hDot              = "$idx", "$slc", "$dot"
-	hSetIdx, hSetDot, hAug        = "$setidx", "$setdot", "$aug"
-	hUnp, hDict                   = "$unp", "$dict"
-	hCall, hCallV, hMeth          = "$call", "$callv", "$meth"
-	hIf, hFor, hWhile, hEnd       = "$if", "$for", "$while", "$end"
-	hEsc, hFn, hRet               = "$esc", "$fn", "$ret"
-	hCondQ, hCondX, hLogQ         = "$cq", "$cx", "$lq"
-	hLogX, hCompI, hCompF         = "$lx", "$ci", "$cf"
-	hCompL, hCompD, hCompS        = "$ce", "$cd", "$cs"
-	hNone, hUnbound               = "$None", "$U"
-	callbackRegion          int32 = 0 // the frame of a built-in's callback
+	hBin, hUn, hNot                 = "$bin", "$un", "$not"
+	hIdx, hSlc, hDot                = "$idx", "$slc", "$dot"
+	hSetIdx, hSetDot, hAug          = "$setidx", "$setdot", "$aug"
+	hUnp, hDict                     = "$unp", "$dict"
+	hCall, hCallV, hMeth            = "$call", "$callv", "$meth"
+	hIf, hFor, hWhile, hEnd         = "$if", "$for", "$while", "$end"
+	hEsc, hFn, hRet                 = "$esc", "$fn", "$ret"
+	hCondQ, hCondX, hLogQ           = "$cq", "$cx", "$lq"
+	hLogX, hCompI, hCompF           = "$lx", "$ci", "$cf"
+	hCompL, hCompD, hCompS          = "$ce", "$cd", "$cs"
+	hNone, hUnbound, hHelpers       = "$None", "$U", "$helpers"
+	callbackRegion            int32 = 0 // the frame of a built-in's callback
 )
 
 // rewriter turns a resolved file into one whose every operation goes
