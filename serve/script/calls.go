@@ -31,7 +31,7 @@ func (tr *tracker) call(th *starlark.Thread, f starlark.Value, args starlark.Tup
 		return tr.wrap(res, fl), nil
 	case *starlark.Builtin:
 		if recv := fn.Receiver(); recv != nil {
-			return tr.method(th, recv, fn.Name(), fl, args, kwargs)
+			return tr.method(th, recv, fn.Name(), tr.ls.join(fl, tr.labelOf(recv)), args, kwargs)
 		}
 		if aware, ok := tr.aware[fn]; ok {
 			res, err := aware(th, args, kwargs)
@@ -98,6 +98,7 @@ func (tr *tracker) methodCall(th *starlark.Thread, x starlark.Value, name string
 	}
 	switch xv.(type) {
 	case *starlark.List, *starlark.Dict, *starlark.Set, starlark.String, starlark.Bytes:
+		// xl is the receiver's label: a container's is never on a wrapper.
 		return tr.method(th, xv, name, xl, args, kwargs)
 	}
 	m, err := getAttr(xv, name)
@@ -108,9 +109,8 @@ func (tr *tracker) methodCall(th *starlark.Thread, x starlark.Value, name string
 }
 
 // method is a method of a built-in type called on recv, which is plain;
-// rl is what the method value itself was labelled with.
+// rl is what recv and the method value depend on.
 func (tr *tracker) method(th *starlark.Thread, recv starlark.Value, name string, rl *label, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	rl = tr.ls.join(rl, tr.labelOf(recv))
 	m, err := getAttr(recv, name)
 	if err != nil {
 		return nil, err
