@@ -1,15 +1,6 @@
 package script
 
-import (
-	"context"
-	"testing"
-
-	"go.starlark.net/resolve"
-	"go.starlark.net/starlark"
-	"go.starlark.net/syntax"
-
-	"github.com/capkit/capkit/limits"
-)
+import "testing"
 
 // An operation of literals and of a loop variable that provably holds no
 // label runs natively; wherever the variable may hold one (read after the
@@ -39,26 +30,7 @@ func TestRewritePlainOperations(t *testing.T) {
 		{"a variable bound in the body", "for i in range(3):\n  y = 1\n  x = y + 1\n", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			file, err := fileOptions.Parse("s.star", c.src, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := resolve.File(file, func(string) bool { return false }, starlark.Universe.Has); err != nil {
-				t.Fatal(err)
-			}
-			out, _, _, err := rewrite(context.Background(), file, limits.ScriptProvenanceAnalysisSteps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			syntax.Walk(out, func(n2 syntax.Node) bool {
-				if call, ok := n2.(*syntax.CallExpr); ok {
-					if id, ok := call.Fn.(*syntax.Ident); ok && (id.Name == hBin || id.Name == hUn) {
-						n++
-					}
-				}
-				return true
-			})
+			n := helperCalls(t, c.src)
 			if n != c.helpers {
 				t.Fatalf("%d helper calls left, want %d", n, c.helpers)
 			}
