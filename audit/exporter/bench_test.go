@@ -2,8 +2,6 @@ package exporter
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -16,14 +14,7 @@ import (
 // BenchmarkServe's in audit/telemetry). cpu-ns/event is this process's
 // CPU time (getrusage) per event, the writing goroutine's included.
 func BenchmarkWrite(b *testing.B) {
-	sink := filepath.Join(b.TempDir(), "sink")
-	if err := os.WriteFile(sink, []byte("#!/bin/sh\nexec cat >/dev/null\n"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	s, err := Start(Options{Program: sink, Endpoint: "http://127.0.0.1:9"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := startShell(b, "exec cat >/dev/null")
 	e := call(1)
 	b.ReportAllocs()
 	cpu0 := cpuTime(b)

@@ -105,14 +105,7 @@ func (s *Sink) killForTest() {
 // makes Write wait: the queue and the pipe fill, and every event past
 // them is dropped, counted.
 func TestExporterNotReading(t *testing.T) {
-	hung := filepath.Join(t.TempDir(), "hung")
-	if err := os.WriteFile(hung, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Start(Options{Program: hung, Endpoint: "http://127.0.0.1:9"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startShell(t, "exec sleep 600")
 	n := 2 * limits.TelemetryQueueEvents
 	for i := range n {
 		s.Write(call(i))
@@ -122,12 +115,7 @@ func TestExporterNotReading(t *testing.T) {
 	if st.Dropped < int64(n-limits.TelemetryQueueEvents-2_000) || st.Dropped > int64(n) {
 		t.Errorf("%d of %d events dropped while the exporter read nothing", st.Dropped, n)
 	}
-	s.killForTest()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	killAndClose(t, s)
 }
 
 // TestExporterQueueBytes: events of the largest size an event may have
@@ -135,14 +123,7 @@ func TestExporterNotReading(t *testing.T) {
 // nothing, not limits.TelemetryQueueEvents of them; the rest are
 // dropped, counted.
 func TestExporterQueueBytes(t *testing.T) {
-	hung := filepath.Join(t.TempDir(), "hung")
-	if err := os.WriteFile(hung, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Start(Options{Program: hung, Endpoint: "http://127.0.0.1:9"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startShell(t, "exec sleep 600")
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, audit.MsgCall, 0)
 	r.AddAttrs(slog.String("tool", "read_file"), slog.String("note", strings.Repeat("x", limits.AuditMaxEventBytes-200)))
 	big := audit.Encode(r)
@@ -159,12 +140,7 @@ func TestExporterQueueBytes(t *testing.T) {
 	if most := int64((limits.TelemetryQueueBytes + 4*64*limits.KiB) / len(big.JSON)); held > most || held < 1 {
 		t.Errorf("%d events of %d bytes held while the exporter read nothing, want 1 to %d", held, len(big.JSON), most)
 	}
-	s.killForTest()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	killAndClose(t, s)
 }
 
 // TestExporterLogLineTooLong: an exporter that logs a line longer than
@@ -189,5 +165,32 @@ func TestExporterLogLineTooLong(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "past-the-log")); err != nil {
 		t.Fatalf("the exporter never got past its long log line: %v", err)
+	}
+}
+
+// startShell starts an exporter whose program is the shell command cmd
+// (its endpoint unused).
+func startShell(tb testing.TB, cmd string) *Sink {
+	tb.Helper()
+	prog := filepath.Join(tb.TempDir(), "exporter")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"+cmd+"\n"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := Start(Options{Program: prog, Endpoint: "http://127.0.0.1:9"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// killAndClose kills s's exporter and requires Close to end without
+// error.
+func killAndClose(t *testing.T, s *Sink) {
+	t.Helper()
+	s.killForTest()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
