@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -160,5 +162,89 @@ func TestTypeScriptClientRunTools(t *testing.T) {
 				t.Errorf("step %d %s: text lacks %q:\n%.600s", i, plan.Steps[i].Tool, w, out.Results[i].Text)
 			}
 		}
+	}
+}
+
+// TestRunRootUnderTmp: a root in the host's /tmp (given through a
+// symbolic link there, as `--root /tmp/proj` may be) leaves the command
+// a writable private /tmp, as a test runner that writes to /tmp rather
+// than $TMPDIR needs, through run_shell over MCP and through `capkit
+// run`; the root is writable with its .git read-only, and nothing of the
+// host's /tmp is shown. /tmp itself is refused as a root, and nothing
+// runs.
+func TestRunRootUnderTmp(t *testing.T) {
+	base, err := os.MkdirTemp("/tmp", "capkit-e2e-tmproot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	proj, link := filepath.Join(base, "proj"), filepath.Join(base, "link")
+	mkfile(t, filepath.Join(proj, ".git", "config"), "[core]\n\tbare = false\n")
+	mklink(t, proj, link)
+	cfg := filepath.Join(base, "capkit.toml")
+	mkfile(t, cfg, "[[root]]\npath = \"link\"\n[actor.assistant]\neffects = [\"read_file\", \"run_shell\", \"tool_search\"]\n")
+	probe := "capkit-e2e-probe-" + rand.Text()
+	command := fmt.Sprintf(`touch /tmp/%[1]s && echo tmp-writable; [ "$TMPDIR" = /tmp ] && echo tmpdir-is-tmp
+echo x > made-$1.txt && echo root-writable; echo x >> .git/config 2>/dev/null || echo git-refused
+echo "tmp: $(ls -A /tmp | tr '\n' ' ')"`, probe)
+	// What the command made, HOME, and the directories leading to its
+	// roots: the project, and the tool cache (which TestMain puts in the
+	// host's temporary directory).
+	wantTmp := []string{filepath.Base(base), "home", probe}
+	if rest, ok := strings.CutPrefix(os.Getenv("XDG_CACHE_HOME"), "/tmp/"); ok {
+		top, _, _ := strings.Cut(rest, "/")
+		wantTmp = append(wantTmp, top)
+	}
+	slices.Sort(wantTmp)
+	check := func(how, out string, via string) {
+		t.Helper()
+		for _, w := range []string{"tmp-writable\n", "tmpdir-is-tmp\n", "root-writable\n", "git-refused\n"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q in\n%s", how, w, out)
+			}
+		}
+		_, tmp, _ := strings.Cut(out, "tmp: ")
+		tmp, _, _ = strings.Cut(tmp, "\n")
+		got := strings.Fields(tmp)
+		slices.Sort(got)
+		if !slices.Equal(got, wantTmp) {
+			t.Errorf("%s: /tmp in the container holds %q, want %q", how, got, wantTmp)
+		}
+		if _, err := os.Stat(filepath.Join(proj, "made-"+via+".txt")); err != nil {
+			t.Errorf("%s: the file made in the root: %v", how, err)
+		}
+	}
+	c := stdioClient(t, "--config", cfg)
+	text, code := c.call(t, "run_shell", map[string]any{"command": "set -- mcp\n" + command})
+	want(t, "run_shell", code, "")
+	if strings.Contains(text, "containment: reduced") {
+		t.Skip("reduced containment here: the command's /tmp is not a private one")
+	}
+	check("run_shell", text, "mcp")
+
+	cmd := exec.Command(capkit, "run", "--root", link, "--", "/bin/sh", "-c", command, "sh", "cli")
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(base, "xdg"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("capkit run: %v\n%s", err, out)
+	}
+	check("capkit run", string(out), "cli")
+	if _, err := os.Lstat(filepath.Join("/tmp", probe)); err == nil {
+		t.Errorf("the command's /tmp/%s is in the host's /tmp", probe)
+	}
+	if b, err := os.ReadFile(filepath.Join(proj, ".git", "config")); err != nil || string(b) != "[core]\n\tbare = false\n" {
+		t.Errorf(".git/config: %q (%v)", b, err)
+	}
+
+	cmd = exec.Command(capkit, "run", "--root", "/tmp", "--", "/bin/sh", "-c", "touch "+filepath.Join(proj, "ran"))
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(base, "xdg"))
+	stderr, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(stderr), "capkit: invalid_input: ") || !strings.Contains(string(stderr), "/tmp") {
+		t.Errorf("a root of /tmp: exit %d, %s", cmd.ProcessState.ExitCode(), stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(proj, "ran")); err == nil {
+		t.Errorf("the command over /tmp ran")
 	}
 }

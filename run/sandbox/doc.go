@@ -14,12 +14,16 @@
 //     the host's names) read-only, with each directory between a root and
 //     one of them pinned (mounted on itself, so it cannot be renamed away
 //     with the protected path in it), a /proc of the new PID namespace, a
-//     private bounded /tmp, and a /dev holding only null, zero, full,
-//     random and urandom; then pivots into it, so nothing else of the
-//     host's tree is reachable;
+//     private bounded /tmp (roots within the host's /tmp are mounted on
+//     it at their own paths, outside its bounds), and a /dev holding only
+//     null, zero, full, random and urandom; then pivots into it, so
+//     nothing else of the host's tree is reachable;
 //   - applies Landlock (every access right the kernel's ABI offers, TCP
 //     bind and connect denied, abstract sockets and signals scoped) as a
-//     second layer matching that view;
+//     second layer matching that view (it grants whole directories, so
+//     what lies within a writable root or the private /tmp and is
+//     read-only, a protected path or a read-only root, is kept so by its
+//     mount alone);
 //   - with a network (Options.Proxy), brings up the loopback of its
 //     empty network namespace and listens on ProxyAddr there, handing
 //     the listener to Run, which serves it with the proxy from outside

@@ -174,6 +174,8 @@ func TestSpecCheck(t *testing.T) {
 		{"no root", func(s *Spec) { s.Writable = nil }, true},
 		{"relative root", func(s *Spec) { s.Writable = []string{"x"}; s.Dir = "x" }, true},
 		{"the whole tree", func(s *Spec) { s.Writable = []string{"/"}; s.Dir = "/" }, true},
+		{"the host's /tmp", func(s *Spec) { s.Writable = []string{"/tmp"}; s.Dir = "/tmp" }, true},
+		{"the host's /tmp read-only", func(s *Spec) { s.ReadOnly = []string{"/tmp"} }, true},
 		{"dir outside", func(s *Spec) { s.Dir = "/usr" }, true},
 		{"protected outside", func(s *Spec) { s.Protected = []string{"/etc/passwd"} }, true},
 		{"protected root itself", func(s *Spec) { s.Protected = []string{root} }, true},
@@ -446,7 +448,7 @@ func TestAsUnprivilegedUser(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "-test.count", "1", "-test.short",
 		"-test.run", "^(TestExitCodeAndStdin|TestCleanEnvironment|TestFullContainmentView|TestCanceled|TestClosedDirectoriesNoted|TestNestedProtectedPathStays|"+
 			"TestRootsStayOpen|TestPlantedNamesQuarantined|TestHeldPathsStayReadOnly|TestQuarantineOnAnotherFilesystem|TestGuardUnreadableRoot|"+
-			"TestScratchRemovedWhateverModes|TestScratchSwept|TestScratchBound)$")
+			"TestScratchRemovedWhateverModes|TestScratchSwept|TestScratchBound|TestRootsUnderTmp|TestRootsUnderTmpAttacked)$")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

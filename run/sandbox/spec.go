@@ -39,9 +39,11 @@ type Spec struct {
 	Dir string `json:"dir"`
 	// Env is the command's whole environment.
 	Env []string `json:"env"`
-	// Writable and ReadOnly are the roots, absolute directories with no
-	// symbolic link on their paths, shown at their own paths (a root that
-	// is a symbolic link when the command starts is refused).
+	// Writable and ReadOnly are the roots, absolute directories other
+	// than / and /tmp with no symbolic link on their paths, shown at
+	// their own paths (a root that is a symbolic link when the command
+	// starts is refused); in full containment those within the host's
+	// /tmp are mounted on the command's private /tmp.
 	Writable []string `json:"writable"`
 	ReadOnly []string `json:"read_only"`
 	// Protected are absolute paths within writable roots that stay
@@ -248,6 +250,9 @@ func (s *Spec) check() error {
 	for _, r := range append(slices.Clone(s.Writable), s.ReadOnly...) {
 		if !filepath.IsAbs(r) || filepath.Clean(r) != r || r == "/" {
 			return fault.New(fault.InvalidInput, "sandbox: root %q is not a clean absolute directory other than /", r)
+		}
+		if r == "/tmp" {
+			return fault.New(fault.InvalidInput, "sandbox: the host's /tmp cannot be a root of a contained command, whose /tmp is a private one of its own; grant a directory within /tmp instead")
 		}
 	}
 	for _, p := range s.Protected {

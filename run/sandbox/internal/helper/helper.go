@@ -67,10 +67,6 @@ const (
 	ExecLine     = "exec"
 )
 
-// ScratchDir is the TMPDIR inside the private tmp when roots are shown
-// under it.
-const ScratchDir = "scratch"
-
 // ProxyPort and ProxyAddr are the listener on the container's loopback
 // that Message.Network asks for.
 const (

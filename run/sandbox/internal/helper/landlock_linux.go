@@ -157,9 +157,10 @@ func restrictLandlock(msg *Message, tmp string) (closed []string, err error) {
 	for _, d := range devNodes {
 		add(rwFiles("/dev/" + d))
 	}
-	if _, err := tmpRules(msg, tmp, add); err != nil {
-		return nil, err
-	}
+	// Roots shown on the private tmp (full containment, roots in the
+	// host's /tmp) inherit its grant: their own mounts keep the read-only
+	// ones and the protected paths read-only.
+	add(rwDirs(tmp))
 	if len(v.ReadOnly) > 0 {
 		add(rooted(roDirs(v.ReadOnly...)))
 	}
@@ -262,32 +263,6 @@ func addRule(ruleset int, r rule, fs uint64) error {
 		}
 	}
 	return nil
-}
-
-// tmpRules grants the private tmp read-write. Roots shown under it (full
-// containment, roots in the host's /tmp) would inherit that grant, so
-// then the directories leading to them are closed to new entries, and
-// the command's TMPDIR is a scratch directory beside them (ScratchDir).
-func tmpRules(msg *Message, tmp string, add func(rule) error) ([]string, error) {
-	under := rootsUnder(msg, tmp)
-	if len(under) == 0 {
-		return nil, add(rwDirs(tmp))
-	}
-	return writableRules(tmp, under, add)
-}
-
-// rootsUnder lists the roots within dir.
-func rootsUnder(msg *Message, dir string) []string {
-	var out []string
-	if !msg.Full {
-		return nil
-	}
-	for _, r := range slices.Concat(msg.View.Writable, msg.View.ReadOnly) {
-		if within(dir, r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // keptIn lists the protected paths within root that Landlock keeps

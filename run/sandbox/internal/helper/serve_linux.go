@@ -78,10 +78,10 @@ func serve(report *os.File, note func(string)) error {
 
 // built is what the helper prepared before its call.
 type built struct {
-	tmp, tmpdir string
-	mounted     map[string]bool // protected paths mounted read-only
-	filter      []syscall.SockFilter
-	closed      []string // the directories of the writable roots Landlock closed
+	tmp     string          // the private tmp: HOME is in it, TMPDIR is it
+	mounted map[string]bool // protected paths mounted read-only
+	filter  []syscall.SockFilter
+	closed  []string // the directories of the writable roots Landlock closed
 }
 
 // build makes the container's view (full containment: its root) and
@@ -109,14 +109,8 @@ func build(msg *Message, note func(string)) (*built, error) {
 			return nil, err
 		}
 	}
-	v.tmpdir = v.tmp
-	if len(rootsUnder(msg, v.tmp)) > 0 {
-		v.tmpdir = join(v.tmp, ScratchDir)
-	}
-	for _, d := range []string{join(v.tmp, "home"), v.tmpdir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, wrap("sandbox helper: "+d, err)
-		}
+	if err := os.MkdirAll(join(v.tmp, "home"), 0o700); err != nil {
+		return nil, wrap("sandbox helper: "+join(v.tmp, "home"), err)
 	}
 	return v, nil
 }
@@ -141,7 +135,7 @@ func execCall(report io.Writer, msg *Message, v *built, c *Call) error {
 			return err
 		}
 	}
-	env := append(c.Env[:len(c.Env):len(c.Env)], "HOME="+join(v.tmp, "home"), "TMPDIR="+v.tmpdir)
+	env := append(c.Env[:len(c.Env):len(c.Env)], "HOME="+join(v.tmp, "home"), "TMPDIR="+v.tmp)
 	path, err := lookPath(c.Argv[0], env)
 	if err != nil {
 		return err
