@@ -38,11 +38,12 @@ a test fails when this page and the code differ.
 
 Every capkit command exits with the code of its failure's fault, and an MCP
 client reads the same name: a failed call is an ` + "`isError`" + ` result whose
-text is ` + "`code: message`" + ` (then the failure's detail, such as a command's
-output, when it has one), with ` + "`_meta[\"capkit/fault\"]`" + ` holding
+text is ` + "`code: message`" + ` (with ` + "` (retry after Ns)`" + ` when a retry may be
+admitted later, then the failure's detail, such as a command's output,
+when it has one), with ` + "`_meta[\"capkit/fault\"]`" + ` holding
 ` + "`{\"code\", \"message\", \"retry_after_seconds\", \"detail\"}`" + ` (the object
-` + "`capkit --json`" + ` prints as ` + "`{\"error\": …}`" + `; without ` + "`--json`" + ` the detail
-follows the ` + "`capkit: code: message`" + ` line on standard error). Commands that run a
+` + "`capkit --json`" + ` prints as ` + "`{\"error\": …}`" + `; without ` + "`--json`" + ` standard error
+has the same text after ` + "`capkit: `" + `). Commands that run a
 command of yours (` + "`capkit run`" + `, ` + "`capkit test`" + `) exit with that command's own
 code.
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -133,14 +132,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		env.writeJSON(env.Stdout, map[string]any{"error": fe.Report(true)})
 		return fe.Code.ExitCode()
 	}
-	fmt.Fprintf(stderr, "capkit: %s: %s\n", fe.Code, fe.Error())
-	if fe.Detail != "" {
-		// The failed call's content (a command's output), after the line.
-		io.WriteString(stderr, fe.Detail)
-		if !strings.HasSuffix(fe.Detail, "\n") {
-			io.WriteString(stderr, "\n")
-		}
+	// The text an MCP client or a host's loop reads (the retry hint, then
+	// the failed call's content on the lines after it), with the cause.
+	text := "capkit: " + fe.Report(true).Text()
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
 	}
+	io.WriteString(stderr, text)
 	return fe.Code.ExitCode()
 }
 

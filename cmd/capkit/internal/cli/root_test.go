@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/capkit/capkit/fault"
 	"github.com/capkit/capkit/internal/testkit"
 )
 
@@ -109,4 +112,35 @@ func TestGroupNames(t *testing.T) {
 	if all := newRoot(env, []string{"--json", "call"}); len(all.Commands()) != len(groups) {
 		t.Errorf("a flag first builds %d of %d groups", len(all.Commands()), len(groups))
 	}
+}
+
+// TestFailureTextAsMCP: without --json, a failure on standard error is
+// "capkit: " and the text an MCP client and a host's loop read
+// (fault.Report.Text, with the cause: the CLI's reader is trusted): the
+// code and message, the retry hint when a retry may be admitted later,
+// then the detail (TestCallFailureShowsOutput has one).
+func TestFailureTextAsMCP(t *testing.T) {
+	dir := t.TempDir()
+	policy, root := filepath.Join(dir, "budget.json"), filepath.Join(dir, "root")
+	mustNil(t, os.WriteFile(policy, []byte(`{"format": 1, "group": "g", "window_seconds": 3600, "window_requests": 1, "window_bytes": 1000}`), 0o600))
+	reserve := []string{"budget", "reserve", root, "--budget", policy, "--task", "op", "--bytes", "5"}
+	if code, _, stderr := run(t, "", reserve...); code != 0 {
+		t.Fatalf("the first reservation: exit %d, %s", code, stderr)
+	}
+	code, out, _ := run(t, "", append(reserve, "--json")...)
+	var got struct{ Error fault.Report }
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 8 || got.Error.RetryAfterSeconds == 0 {
+		t.Fatalf("the second reservation with --json: exit %d, %q (%v)", code, out, err)
+	}
+	code, _, stderr := run(t, "", reserve...)
+	// The hint is the rest of the window, rounded up to a second: a
+	// second may have ended between the two runs.
+	for _, s := range []int64{got.Error.RetryAfterSeconds, got.Error.RetryAfterSeconds - 1} {
+		r := got.Error
+		r.RetryAfterSeconds = s
+		if stderr == "capkit: "+r.Text()+"\n" {
+			return
+		}
+	}
+	t.Errorf("exit %d, stderr %q\nwant  %q", code, stderr, "capkit: "+got.Error.Text()+"\n")
 }

@@ -28,7 +28,8 @@ out of the root into the quarantine, which the message names), 6 limit
 (past --timeout; every process the command started was killed), 7
 unavailable (no container here, or containment = "required" and only
 reduced containment is possible). A fault is also written to stderr as
-"capkit: CODE: message".`
+"capkit: CODE: message", with "(retry after Ns)" when a retry may be
+admitted later.`
 
 func newRunCmd(env *Env) *cobra.Command {
 	var roots, readOnly []string
