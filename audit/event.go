@@ -76,6 +76,15 @@ type wire struct {
 // are left in the JSON; a member of the wrong type fails (integrity: the
 // trail was not written by capkit).
 func Decode(data []byte) (*Event, error) {
+	e := &Event{}
+	if decodeCanonical(data, e) {
+		return e, nil
+	}
+	return decodeJSON(data)
+}
+
+// decodeJSON is Decode by the JSON package, for any event.
+func decodeJSON(data []byte) (*Event, error) {
 	var w wire
 	if err := jsonv2.Unmarshal(data, &w, jsonv2.RejectUnknownMembers(false)); err != nil {
 		return nil, fault.Wrap(fault.Integrity, err, "an audit event does not decode")

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -69,28 +68,29 @@ func ensureSchema(ctx context.Context, pool *pgxpool.Pool) error {
 const insertRows = `
 INSERT INTO capkit_audit (stream, host, seq, prev, hash, at, msg, actor, tool, outcome, policy,
 	duration_us, in_bytes, out_bytes, calls_left, event)
-SELECT $1, $2, u.* FROM unnest($3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[],
+SELECT $1::text, $2::text, u.* FROM unnest($3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[],
 	$9::text[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[]) AS u
 ON CONFLICT (stream, seq) DO NOTHING`
 
-// insert stores rows of one stream in one statement; rows already there
-// (sent before) are left as they are.
-func insert(ctx context.Context, pool *pgxpool.Pool, stream, host string, rows []row) error {
-	n := len(rows)
-	seq, dur, in, out, left := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	prev, hash, msg, actor, tool, outcome, policy, event := make([]string, n), make([]string, n), make([]string, n),
-		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	at := make([]time.Time, n)
-	for i, r := range rows {
-		seq[i], prev[i], hash[i], at[i], msg[i] = r.seq, r.prev, r.hash, r.at, r.msg
-		actor[i], tool[i], outcome[i], policy[i] = r.actor, r.tool, r.outcome, r.policy
-		dur[i], in[i], out[i], left[i], event[i] = r.durationUS, r.inBytes, r.outBytes, r.left, r.event
-	}
+// insertName is insertRows' prepared statement, on each connection.
+const insertName = "capkit_audit_insert"
+
+// insert stores rows of one stream in one statement, its parameters
+// encoded by a; rows already there (sent before) are left as they are.
+func insert(ctx context.Context, pool *pgxpool.Pool, a *args, stream, host string, rows []row) error {
 	ctx, cancel := context.WithTimeout(ctx, limits.AuditStoreTimeout)
 	defer cancel()
-	if _, err := pool.Exec(ctx, insertRows, stream, host, seq, prev, hash, at, msg, actor, tool, outcome, policy,
-		dur, in, out, left, event); err != nil {
-		return fault.Wrap(fault.Unavailable, err, "the audit store did not take %d events", n)
+	err := pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		sd, err := c.Conn().Prepare(ctx, insertName, insertRows)
+		if err != nil {
+			return err
+		}
+		_, err = c.Conn().PgConn().ExecStatement(ctx, sd, a.encode(stream, host, rows), binaryFormat, nil).Close()
+		return err
+	})
+	a.release()
+	if err != nil {
+		return fault.Wrap(fault.Unavailable, err, "the audit store did not take %d events", len(rows))
 	}
 	return nil
 }

@@ -246,7 +246,7 @@ func (s *Store) deliverFile(ctx context.Context, f *os.File) (events, size int64
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := insert(ctx, s.pool, h.Stream, h.Host, batch); err != nil {
+		if err := insert(ctx, s.pool, &s.args, h.Stream, h.Host, batch); err != nil {
 			return err
 		}
 		events += int64(len(batch))

@@ -62,6 +62,7 @@ type Store struct {
 	seq    uint64
 	head   string
 	queue  chan row
+	record []byte // the record Write made last, its buffer reused
 
 	lost     atomic.Int64
 	reported int64 // lost events handed to Options.Lost (the sender's)
@@ -78,6 +79,7 @@ type Store struct {
 	closing chan struct{}
 	done    chan struct{}
 	held    []row // the sender's batch when it stopped
+	args    args  // the sender's (Close's, once it stopped) insert parameters
 }
 
 // row is one event as the store holds it.
@@ -88,7 +90,12 @@ type row struct {
 	msg, actor, tool, outcome, policy   string
 	durationUS, inBytes, outBytes, left int64
 	event                               string
-	line                                []byte // the record, for the spool
+}
+
+// record is r's line as the spool holds it.
+func (r *row) record() []byte {
+	line, _ := journal.EncodeRecord(uint64(r.seq), r.prev, []byte(r.event))
+	return line
 }
 
 // Open starts a store writer on the PostgreSQL server at url. It does not
@@ -149,14 +156,15 @@ func (s *Store) Write(e *audit.Event) {
 		return
 	}
 	seq := s.seq + 1
-	line, hash := journal.EncodeRecord(seq, s.head, e.JSON)
+	var hash string
+	s.record, hash = journal.AppendRecord(s.record[:0], seq, s.head, e.JSON)
 	r := row{seq: int64(seq), prev: s.head, hash: hash, at: e.Time, msg: e.Msg, actor: e.Actor, tool: e.Tool,
 		outcome: e.Outcome, policy: e.Policy, durationUS: e.DurationUS, inBytes: e.InBytes, outBytes: e.OutBytes,
-		left: e.CallsLeft, event: string(e.JSON), line: line}
+		left: e.CallsLeft, event: string(e.JSON)}
 	select {
 	case s.queue <- r:
 	default:
-		if err := s.spool.append(line); err != nil {
+		if err := s.spool.append(s.record); err != nil {
 			s.lose(1, err)
 			return
 		}
@@ -277,7 +285,7 @@ func (s *Store) deliver(ctx context.Context, batch []row, spoolDue bool) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	if err := insert(ctx, s.pool, s.stream, s.host, batch); err != nil {
+	if err := insert(ctx, s.pool, &s.args, s.stream, s.host, batch); err != nil {
 		s.ready = false // the table may be gone: made again next time
 		return err
 	}
@@ -355,14 +363,14 @@ func (s *Store) Close(ctx context.Context) error {
 		// Unless the store was failing, try it (a short-lived process's
 		// sender may not have reached it yet).
 		if s.reachable.Load() || s.lastErr.Load() == nil {
-			if (s.ready || ensureSchema(ctx, s.pool) == nil) && insert(ctx, s.pool, s.stream, s.host, rest) == nil {
+			if (s.ready || ensureSchema(ctx, s.pool) == nil) && insert(ctx, s.pool, &s.args, s.stream, s.host, rest) == nil {
 				s.sent.Add(int64(len(rest)))
 				s.pending.Add(-int64(len(rest)))
 				rest = nil
 			}
 		}
 		for i, r := range rest {
-			if serr := s.spool.append(r.line); serr != nil {
+			if serr := s.spool.append(r.record()); serr != nil {
 				s.lose(int64(len(rest)-i), serr)
 				break
 			}

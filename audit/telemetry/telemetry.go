@@ -111,6 +111,7 @@ type key struct{ tool, actor, outcome, policy string }
 
 type callSets struct {
 	calls, errors, denials, duration metric.MeasurementOption
+	span                             string // the span's name
 }
 
 // New starts exporting to opts.Endpoint. It does not wait for the
@@ -239,11 +240,11 @@ func (s *Sink) Write(e *audit.Event) {
 		s.spansDropped.Add(1) // not made: it could not be kept
 		return
 	}
-	s.span(ctx, e)
+	s.span(ctx, e, sets.span)
 }
 
-// span exports the call's span, from its start to its end.
-func (s *Sink) span(ctx context.Context, e *audit.Event) {
+// span exports the call's span, named name, from its start to its end.
+func (s *Sink) span(ctx context.Context, e *audit.Event, name string) {
 	end := e.Time
 	attrs := []attribute.KeyValue{
 		attribute.String("mcp.method.name", "tools/call"),
@@ -269,7 +270,7 @@ func (s *Sink) span(ctx context.Context, e *audit.Event) {
 	if e.CallsLeft >= 0 {
 		attrs = append(attrs, attribute.Int64("capkit.calls_left", e.CallsLeft))
 	}
-	_, span := s.tracer.Start(ctx, "tools/call "+e.Tool, trace.WithTimestamp(end.Add(-e.Duration())),
+	_, span := s.tracer.Start(ctx, name, trace.WithTimestamp(end.Add(-e.Duration())),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	if e.Outcome != audit.OutcomeOK {
 		span.SetStatus(codes.Error, e.Outcome)
@@ -277,8 +278,8 @@ func (s *Sink) span(ctx context.Context, e *audit.Event) {
 	span.End(trace.WithTimestamp(end))
 }
 
-// setsFor are the attribute sets of a call's metrics, made once for each
-// tool, actor, outcome and policy met.
+// setsFor are the attribute sets of a call's metrics and its span's name,
+// made once for each tool, actor, outcome and policy met.
 func (s *Sink) setsFor(e *audit.Event) *callSets {
 	k := key{e.Tool, e.Actor, e.Outcome, e.Policy}
 	if v, ok := s.sets.Load(k); ok {
@@ -290,6 +291,7 @@ func (s *Sink) setsFor(e *audit.Event) *callSets {
 		errors:   metric.WithAttributeSet(attribute.NewSet(tool, actor, attribute.String("capkit.fault", e.Outcome))),
 		denials:  metric.WithAttributeSet(attribute.NewSet(tool, actor, outcome, attribute.String("capkit.policy", e.Policy))),
 		duration: metric.WithAttributeSet(attribute.NewSet(tool, outcome)),
+		span:     "tools/call " + e.Tool,
 	}
 	v, _ := s.sets.LoadOrStore(k, cs)
 	return v.(*callSets)
