@@ -118,6 +118,9 @@ func TestTypeScriptClientRunTools(t *testing.T) {
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "true", "cwd": "/"}, want: "denied"},
 		// The project has no capkit.toml and no .git: its top is open.
 		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": "touch new.txt"}},
+		// A runner that writes to /tmp, not $TMPDIR (the root is in the
+		// host's temporary directory when that is /tmp).
+		{Op: "call", Tool: "run_shell", Args: map[string]any{"command": `touch /tmp/capkit-ts-probe && [ "$TMPDIR" = /tmp ] && echo tmp-writable`}},
 	}
 	out := runTS(t, modules, plan)
 	checkCalls(t, plan.Steps, out)
@@ -140,6 +143,9 @@ func TestTypeScriptClientRunTools(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(proj, "new.txt")); err != nil {
 		t.Errorf("new.txt at the top of the root: %v", err)
+	}
+	if tmp := out.Results[15].Text; !strings.Contains(tmp, "containment: reduced") && !strings.Contains(tmp, "tmp-writable") {
+		t.Errorf("the command's /tmp (root %s): %s", proj, tmp)
 	}
 	// What the command printed before its deadline is in the failure:
 	// after the fault's line in the text, and in _meta's report.
