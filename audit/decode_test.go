@@ -2,7 +2,11 @@ package audit
 
 import (
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,5 +109,50 @@ func BenchmarkDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodeReadsEveryMember: an event holding every member Decode reads
+// (wire's names) is read by the fast path as by the JSON package, each
+// member set, so a member added to wire and not to the fast path fails
+// here, whatever the fuzz corpus holds.
+func TestDecodeReadsEveryMember(t *testing.T) {
+	members := map[string]string{}
+	wt := reflect.TypeFor[wire]()
+	for i := range wt.NumField() {
+		f := wt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch f.Type {
+		case reflect.TypeFor[string]():
+			members[name] = `"v-` + name + `"`
+		case reflect.TypeFor[int64](), reflect.TypeFor[*int64]():
+			members[name] = strconv.Itoa(100 + i)
+		case reflect.TypeFor[time.Time]():
+			members[name] = `"2026-12-02T18:00:00.5Z"`
+		default:
+			t.Fatalf("wire.%s: a type this test does not fill: %v", f.Name, f.Type)
+		}
+	}
+	var b strings.Builder
+	for i, name := range slices.Sorted(maps.Keys(members)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + name + `":` + members[name])
+	}
+	data := []byte("{" + b.String() + "}")
+	want, err := decodeJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fast Event
+	if !decodeCanonical(data, &fast) || !reflect.DeepEqual(&fast, want) {
+		t.Fatalf("%s: the fast path read\n%+v\nthe JSON package\n%+v", data, fast, *want)
+	}
+	v := reflect.ValueOf(fast)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Errorf("Event.%s is not set from %s", v.Type().Field(i).Name, data)
+		}
 	}
 }
